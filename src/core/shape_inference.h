@@ -1,0 +1,66 @@
+/*
+ * shape_inference.h - hand-written shape and dtype rules, one per op or shared by a family.
+ *
+ * The generated op entries call these at trace time; an error here is the error the user
+ * sees (prefixed with the op's name), so messages name the shapes, dtypes or values.
+ *
+ * Signatures follow the op's schema in codegen/ops.yaml (the code generator checks that
+ * each full_codegen op's function is declared here and prints the declaration to add):
+ *   Tensor, Scalar -> const ltc_shape *    Tensor[] -> const ltc_shape *, int
+ *   int, index, int? -> int64_t            dim, dim? -> int64_t (0-based, wrapped; LTC_NONE)
+ *   int[] -> const int64_t *, int          float -> double      bool -> bool
+ *   ScalarType, ScalarType? -> ltc_dtype (LTC_DTYPE_NONE when absent)
+ * followed by `ltc_shape *out` (one entry per output). Tensor operands have already been
+ * promoted per the op's `dtypes:` rule. Index arguments are still 1-based (negative from
+ * the end) and are checked here.
+ */
+#ifndef LTC_SHAPE_INFERENCE_H
+#define LTC_SHAPE_INFERENCE_H
+
+#include "ltc.h"
+
+/* PyTorch broadcasting of two shapes' sizes into out->dims/ndim (dtype untouched).
+ * Fails with "shapes [2,3] and [4] are not broadcastable". */
+ltc_status ltc_broadcast_shapes(const ltc_shape *a, const ltc_shape *b, ltc_shape *out);
+
+/* creation */
+ltc_status ltc_shape_creation(const int64_t *size, int n_size, ltc_dtype dtype, ltc_shape *out);
+ltc_status ltc_shape_full(const int64_t *size, int n_size, const ltc_shape *fill_value,
+                          ltc_dtype dtype, ltc_shape *out);
+ltc_status ltc_shape_arange(double start, double end, double step, ltc_dtype dtype,
+                            ltc_shape *out);
+
+/* elementwise */
+ltc_status ltc_shape_binary(const ltc_shape *self, const ltc_shape *other, ltc_shape *out);
+ltc_status ltc_shape_compare(const ltc_shape *self, const ltc_shape *other, ltc_shape *out);
+ltc_status ltc_shape_unary(const ltc_shape *self, ltc_shape *out);
+ltc_status ltc_shape_to(const ltc_shape *self, ltc_dtype dtype, ltc_shape *out);
+
+/* reductions */
+ltc_status ltc_shape_sum(const ltc_shape *self, int64_t dim, bool keepdim, ltc_shape *out);
+ltc_status ltc_shape_mean(const ltc_shape *self, int64_t dim, bool keepdim, ltc_shape *out);
+ltc_status ltc_shape_max(const ltc_shape *self, ltc_shape *out);
+ltc_status ltc_shape_max_dim(const ltc_shape *self, int64_t dim, bool keepdim, ltc_shape *out);
+ltc_status ltc_shape_argmax(const ltc_shape *self, int64_t dim, bool keepdim, ltc_shape *out);
+
+/* linear algebra */
+ltc_status ltc_shape_matmul(const ltc_shape *self, const ltc_shape *other, ltc_shape *out);
+
+/* shape and views */
+ltc_status ltc_shape_transpose(const ltc_shape *self, int64_t dim0, int64_t dim1, ltc_shape *out);
+ltc_status ltc_shape_t(const ltc_shape *self, ltc_shape *out);
+ltc_status ltc_shape_view(const ltc_shape *self, const int64_t *size, int n_size, ltc_shape *out);
+ltc_status ltc_shape_narrow(const ltc_shape *self, int64_t dim, int64_t start, int64_t length,
+                            ltc_shape *out);
+ltc_status ltc_shape_select(const ltc_shape *self, int64_t dim, int64_t index, ltc_shape *out);
+
+/* neural-network functions */
+ltc_status ltc_shape_softmax(const ltc_shape *self, int64_t dim, ltc_shape *out);
+
+/* Maps a 1-based or negative index onto 0..size-1 without checking (kernels; the shape
+ * function has checked it). */
+static inline int64_t ltc_index_wrap(int64_t index, int64_t size) {
+    return index > 0 ? index - 1 : size + index;
+}
+
+#endif

@@ -1,0 +1,53 @@
+/*
+ * ltc_lua.h - helpers shared by the hand-written binding (ltc_lua.c) and the generated
+ * one (gen/lua_ops.c). Argument checking happens once, at the boundary; the checks raise
+ * Lua errors that name the function and the argument.
+ */
+#ifndef LTC_LUA_H
+#define LTC_LUA_H
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "ltc.h"
+
+#define LTC_TENSOR_MT "ltc.Tensor"
+
+/* The tensor at `arg` (raises "<fname>: bad argument #N (ltc.Tensor expected, got T)"). */
+ltc_tensor *ltcL_checktensor(lua_State *L, int arg, const char *fname);
+/* The tensor at `arg`, or NULL if it is not one. */
+ltc_tensor *ltcL_testtensor(lua_State *L, int arg);
+/* Checks that `arg` is a tensor or a number; raises otherwise. Allocates nothing. */
+void ltcL_checkoperand(lua_State *L, int arg, const char *fname);
+/* A new reference to the operand at `arg` (checked before): the tensor itself, or a new
+ * weak 0-d tensor for a Lua number (int64 for an integer, float64 for a float). Never
+ * raises; returns NULL on allocation failure with the core's error set. */
+ltc_tensor *ltcL_operand(lua_State *L, int arg);
+/* A list of operands: a Lua table of tensors/numbers at `arg`. Checks, then fills `out`
+ * with new references (at most `max`); returns the count. Raises on a bad entry. */
+int ltcL_checkoperands(lua_State *L, int arg, ltc_tensor **out, int max, const char *fname);
+/* Releases n references made by ltcL_operand/ltcL_checkoperands (NULL entries skipped). */
+void ltcL_release(ltc_tensor **ts, int n);
+
+/* An int[] argument starting at *arg: a table of integers, or (when `varargs`) a run of
+ * integer arguments. Advances *arg past what it consumed; returns the count. Raises if an
+ * entry is not an integer or there are more than LTC_MAX_DIMS. */
+int ltcL_checkints(lua_State *L, int *arg, int64_t *out, bool varargs, const char *fname);
+/* A dtype name ("float32", "float64", "int32", "int64", "bool", or the shorthands "float",
+ * "double", "int", "long"); LTC_DTYPE_NONE when the argument is nil or absent and `opt`. */
+ltc_dtype ltcL_checkdtype(lua_State *L, int arg, bool opt, const char *fname);
+/* A dim or index argument: an integer, not 0 (1-based; negative counts from the end).
+ * For `opt`, nil gives LTC_NONE. Raises "<fname>: dim 0 is invalid (dims are 1-based)". */
+int64_t ltcL_checkdim(lua_State *L, int arg, bool opt, const char *fname);
+
+/* Pushes a tensor userdata that takes over the reference `t`. */
+void ltcL_pushtensor(lua_State *L, ltc_tensor *t);
+/* Raises the core's last error as a Lua error. */
+int ltcL_error(lua_State *L);
+
+/* Generated in gen/lua_ops.c: every op's Lua function ({NULL, NULL}-terminated), and the
+ * subset that are methods (their first argument is `Tensor self`). */
+extern const luaL_Reg ltc_lua_functions[];
+extern const luaL_Reg ltc_lua_methods[];
+
+#endif

@@ -59,7 +59,8 @@ typedef struct ltc_computation {
     void *impl;             /* backend-owned */
 } ltc_computation;
 
-/* Frees a computation through its backend (iface.computation_free). */
+/* Frees a computation: its impl through the backend (iface.computation_free frees only
+ * c->impl), then the header the core allocated. */
 void ltc_computation_free(ltc_computation *c);
 
 /* ---- the vtable ----------------------------------------------------------------------------- */
@@ -124,6 +125,7 @@ bool ltc_has_backend(const char *name);
 ltc_backend *ltc_backend_get(const char *name);       /* NULL if none */
 ltc_backend *ltc_backend_default(void);               /* the one syncs compile for */
 ltc_status ltc_backend_set_default(const char *name);
+ltc_backend *ltc_backend_get_index(int i);            /* i-th registered, NULL past the end */
 
 /* Registers the built-in backends (CPU first, as the default). Idempotent. */
 void ltc_backends_init(void);

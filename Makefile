@@ -1,0 +1,107 @@
+# ltc - build, test, run. `make` builds the code generator, the generated code and the C
+# module (build/ltc/core.so); `make test` runs every spec; `make demo` runs the main job.
+# `make test` and `make demo` install missing Debian packages first (make deps).
+
+CC      ?= cc
+LUA     ?= lua5.4
+PREFIX  ?= /usr/local
+LUA_INC ?= /usr/include/lua5.4
+BLAS_INC ?= /usr/include/$(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+
+OPT     ?= -O2
+SAN     ?=
+CFLAGS  += -std=c11 $(OPT) -g -fPIC -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L $(SAN)
+CPPFLAGS += -Isrc/core -Isrc/backend -Isrc/cpu -Isrc/lua -Igen -I$(LUA_INC) -I$(BLAS_INC)
+LDLIBS  += -lopenblas -lxxhash -lm
+
+BUILD   := build
+GEN     := gen
+GEN_FILES := $(GEN)/ltc_ops.h $(GEN)/ltc_ops.c $(GEN)/cpu_ops.c $(GEN)/lua_ops.c $(GEN)/ops.md
+
+CORE_SRC := $(wildcard src/core/*.c src/backend/*.c src/cpu/*.c)
+LUA_SRC  := $(wildcard src/lua/*.c)
+GEN_SRC  := $(GEN)/ltc_ops.c $(GEN)/cpu_ops.c $(GEN)/lua_ops.c
+OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC) $(LUA_SRC) $(GEN_SRC))
+HDRS := $(wildcard src/*/*.h) $(GEN)/ltc_ops.h
+
+CODEGEN_SRC := $(wildcard codegen/*.c)
+CODEGEN_HDR := $(wildcard codegen/*.h)
+
+DEBIAN_PKGS := lua5.4 liblua5.4-dev libopenblas-dev libyaml-dev lua-busted libxxhash-dev \
+               zlib1g-dev luarocks graphviz
+
+export LUA_PATH  := $(CURDIR)/lua/?.lua;$(CURDIR)/lua/?/init.lua;;
+export LUA_CPATH := $(CURDIR)/$(BUILD)/?.so;;
+
+.PHONY: all gen test test-c test-codegen test-lua demo deps clean install bench
+
+all: $(BUILD)/ltc/core.so
+
+# ---- code generator --------------------------------------------------------------------
+
+$(BUILD)/ltcgen: $(CODEGEN_SRC) $(CODEGEN_HDR)
+	@mkdir -p $(BUILD)
+	$(CC) -std=c11 -O2 -g -Wall -Wextra -Werror $(SAN) -o $@ $(CODEGEN_SRC) -lyaml
+
+# The generator rewrites a file only when its content changes.
+$(GEN)/.stamp: $(BUILD)/ltcgen codegen/ops.yaml codegen/cpu_backend.yaml \
+               src/core/shape_inference.h $(wildcard src/cpu/*.c)
+	@mkdir -p $(GEN)
+	$(BUILD)/ltcgen --source codegen/ops.yaml --backend-yaml codegen/cpu_backend.yaml \
+	  --output-dir $(GEN) --impl-path src/cpu --shape-header src/core/shape_inference.h \
+	  --backend-name cpu
+	@touch $@
+
+$(GEN_FILES): $(GEN)/.stamp
+
+gen: $(GEN)/.stamp
+
+# ---- the C module ------------------------------------------------------------------------
+
+$(BUILD)/obj/%.o: %.c $(HDRS) | $(GEN)/.stamp
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/ltc/core.so: $(OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -shared -o $@ $(OBJ) $(LDLIBS)
+
+# ---- tests --------------------------------------------------------------------------------
+
+test: deps all test-c test-codegen test-lua
+
+test-lua: all
+	busted --lua=$(LUA) spec
+
+test-codegen: $(BUILD)/ltcgen
+	sh codegen/tests/run.sh $(BUILD)/ltcgen
+
+$(BUILD)/kernels_test: spec/c/kernels_test.c spec/c/kernel_stubs.c $(wildcard src/cpu/*.c) src/core/rng.c $(HDRS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ spec/c/kernels_test.c spec/c/kernel_stubs.c \
+	  $(filter-out src/cpu/cpu_backend.c src/cpu/plan.c,$(wildcard src/cpu/*.c)) src/core/rng.c $(LDLIBS)
+
+test-c: $(BUILD)/kernels_test
+	$(BUILD)/kernels_test
+
+# ---- the main job ----------------------------------------------------------------------------
+
+demo: deps all
+	$(LUA) examples/digits.lua
+
+# ---- Debian packages ---------------------------------------------------------------------------
+
+deps:
+	@missing=""; for p in $(DEBIAN_PKGS); do \
+	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  else \
+	    echo "missing Debian packages:$$missing"; \
+	    echo "run: sudo apt-get install$$missing"; exit 1; \
+	  fi; \
+	fi
+
+clean:
+	rm -rf $(BUILD) $(GEN)

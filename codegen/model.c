@@ -1,0 +1,315 @@
+/*
+ * model.c - loading ops.yaml and the backend YAML (libyaml's document API) into the
+ * model: one gen_op per entry, lowerings from the backend's lists, non_native ops, all
+ * sorted by full name. Every problem is reported with file:line:column.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "model.h"
+
+/* A loaded YAML file. */
+typedef struct yfile {
+    const char *path;
+    yaml_document_t doc;
+} yfile;
+
+static const char *const op_keys[] = {"func", "doc", "shape", "dtypes", "expr",
+                                      "expr_int", "out", "random", NULL};
+static const char *const non_native_keys[] = {"func", "doc", NULL};
+static const char *const backend_keys[] = {"backend", "full_codegen", "supported", "ir_gen",
+                                           "non_native", NULL};
+
+/* Parses a YAML file into f->doc; reports libyaml's problem as "path:line:col: problem". */
+static bool yaml_load(yfile *f) {
+    FILE *fp = fopen(f->path, "rb");
+    if (!fp) {
+        cg_error("cannot open %s", f->path);
+        return false;
+    }
+    yaml_parser_t parser;
+    yaml_parser_initialize(&parser);
+    yaml_parser_set_input_file(&parser, fp);
+    bool ok = yaml_parser_load(&parser, &f->doc);
+    if (!ok) {
+        const char *problem = parser.problem ? parser.problem : "invalid YAML";
+        if (parser.error == YAML_READER_ERROR) {
+            cg_error_at(f->path, 1, 1, "%s (at byte %zu)", problem, parser.problem_offset);
+        } else if (parser.context) {
+            cg_error_at(f->path, (int)parser.problem_mark.line + 1,
+                        (int)parser.problem_mark.column + 1, "%s (%s at line %d, column %d)",
+                        problem, parser.context, (int)parser.context_mark.line + 1,
+                        (int)parser.context_mark.column + 1);
+        } else {
+            cg_error_at(f->path, (int)parser.problem_mark.line + 1,
+                        (int)parser.problem_mark.column + 1, "%s", problem);
+        }
+    }
+    yaml_parser_delete(&parser);
+    fclose(fp);
+    return ok;
+}
+
+static yaml_node_t *node_at(yfile *f, int index) { return yaml_document_get_node(&f->doc, index); }
+
+/* Reports an error located at a node. */
+#define NODE_ERROR(f, n, ...)                                                                   \
+    cg_error_at((f)->path, (int)(n)->start_mark.line + 1, (int)(n)->start_mark.column + 1,      \
+                __VA_ARGS__)
+
+/* The text of a scalar node, or NULL (with an error naming `what`) for other nodes. */
+static const char *scalar(yfile *f, yaml_node_t *n, const char *what) {
+    if (n->type == YAML_SCALAR_NODE) return (const char *)n->data.scalar.value;
+    NODE_ERROR(f, n, "%s must be a string", what);
+    return NULL;
+}
+
+/* True for a plain null scalar ("", "~", "null"): an empty list in the backend YAML. */
+static bool is_null(yaml_node_t *n) {
+    if (n->type != YAML_SCALAR_NODE || n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+        return false;
+    const char *v = (const char *)n->data.scalar.value;
+    return !*v || !strcmp(v, "~") || !strcmp(v, "null");
+}
+
+/* Checks that every key of a mapping is a known, non-repeated scalar key. */
+static bool check_keys(yfile *f, yaml_node_t *map, const char *const *known) {
+    bool ok = true;
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
+         p++) {
+        yaml_node_t *k = node_at(f, p->key);
+        const char *key = scalar(f, k, "a key");
+        if (!key) {
+            ok = false;
+            continue;
+        }
+        bool found = false;
+        for (int i = 0; known[i]; i++) found |= strcmp(known[i], key) == 0;
+        if (!found) {
+            strbuf list = {0};
+            for (int i = 0; known[i]; i++) sb_printf(&list, "%s%s", i ? ", " : "", known[i]);
+            NODE_ERROR(f, k, "unknown key '%s' (expected one of: %s)", key, list.s);
+            sb_free(&list);
+            ok = false;
+        }
+        for (yaml_node_pair_t *q = map->data.mapping.pairs.start; q < p; q++) {
+            yaml_node_t *k2 = node_at(f, q->key);
+            if (k2->type == YAML_SCALAR_NODE && !strcmp((const char *)k2->data.scalar.value, key)) {
+                NODE_ERROR(f, k, "key '%s' given twice", key);
+                ok = false;
+            }
+        }
+    }
+    return ok;
+}
+
+/* The value node of `key` in a mapping, or NULL. */
+static yaml_node_t *lookup(yfile *f, yaml_node_t *map, const char *key) {
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
+         p++) {
+        yaml_node_t *k = node_at(f, p->key);
+        if (k->type == YAML_SCALAR_NODE && !strcmp((const char *)k->data.scalar.value, key))
+            return node_at(f, p->value);
+    }
+    return NULL;
+}
+
+/* A copy of the string value of `key`, or NULL if absent (or not a string: error). */
+static char *get_string(yfile *f, yaml_node_t *map, const char *key, bool *ok) {
+    yaml_node_t *v = lookup(f, map, key);
+    if (!v) return NULL;
+    const char *s = scalar(f, v, key);
+    if (!s) *ok = false;
+    return s ? cg_strdup(s) : NULL;
+}
+
+/* Appends a zeroed op to the model and returns it. */
+static gen_op *new_op(gen_model *m) {
+    m->ops = cg_realloc(m->ops, (size_t)(m->n_ops + 1) * sizeof *m->ops);
+    gen_op *op = &m->ops[m->n_ops++];
+    memset(op, 0, sizeof *op);
+    return op;
+}
+
+/* Reads one op entry (a mapping with func, doc, ...); returns false on a problem. */
+static bool load_op(gen_model *m, yfile *f, yaml_node_t *map, bool non_native) {
+    if (map->type != YAML_MAPPING_NODE) {
+        NODE_ERROR(f, map, "an op entry must be a mapping with a 'func' key");
+        return false;
+    }
+    bool ok = check_keys(f, map, non_native ? non_native_keys : op_keys);
+    yaml_node_t *func = lookup(f, map, "func");
+    if (!func) {
+        NODE_ERROR(f, map, "op entry has no 'func' (its schema)");
+        return false;
+    }
+    const char *schema = scalar(f, func, "func");
+    if (!schema) return false;
+    gen_op *op = new_op(m);
+    op->file = f->path;
+    op->line = (int)func->start_mark.line + 1;
+    op->col = (int)func->start_mark.column + 1;
+    op->schema = cg_strdup(schema);
+    op->non_native = non_native;
+    if (!schema_parse(op, schema)) ok = false;
+    op->doc = get_string(f, map, "doc", &ok);
+    op->shape = get_string(f, map, "shape", &ok);
+    if (!op->shape && op->cname) {
+        op->shape = cg_malloc(strlen(op->cname) + 11);
+        sprintf(op->shape, "ltc_shape_%s", op->cname);
+    }
+    op->expr = get_string(f, map, "expr", &ok);
+    op->expr_int = get_string(f, map, "expr_int", &ok);
+    yaml_node_t *v;
+    if ((v = lookup(f, map, "dtypes")) && scalar(f, v, "dtypes")) {
+        const char *s = (const char *)v->data.scalar.value;
+        if (!strcmp(s, "common")) op->dtypes = DTYPES_COMMON;
+        else if (!strcmp(s, "float")) op->dtypes = DTYPES_FLOAT;
+        else if (strcmp(s, "none") != 0)
+            NODE_ERROR(f, v, "dtypes must be none, common or float, not '%s'", s), ok = false;
+    }
+    if ((v = lookup(f, map, "out")) && scalar(f, v, "out")) {
+        if (strcmp((const char *)v->data.scalar.value, "bool") != 0)
+            NODE_ERROR(f, v, "out must be 'bool' (or left out)"), ok = false;
+        op->out_bool = true;
+    }
+    if ((v = lookup(f, map, "random")) && scalar(f, v, "random")) {
+        const char *s = (const char *)v->data.scalar.value;
+        if (strcmp(s, "true") != 0 && strcmp(s, "false") != 0)
+            NODE_ERROR(f, v, "random must be true or false, not '%s'", s), ok = false;
+        op->random = !strcmp(s, "true");
+    }
+    if (op->expr_int && !op->expr) NODE_ERROR(f, func, "expr_int given without expr"), ok = false;
+    return ok;
+}
+
+/* Loads the ops of ops.yaml: a sequence of op mappings. */
+static bool load_ops(gen_model *m, yfile *f) {
+    yaml_node_t *root = yaml_document_get_root_node(&f->doc);
+    if (!root || root->type != YAML_SEQUENCE_NODE) {
+        cg_error_at(f->path, root ? (int)root->start_mark.line + 1 : 1,
+                    root ? (int)root->start_mark.column + 1 : 1,
+                    "expected a sequence of op entries");
+        return false;
+    }
+    bool ok = true;
+    for (yaml_node_item_t *it = root->data.sequence.items.start;
+         it < root->data.sequence.items.top; it++)
+        ok &= load_op(m, f, node_at(f, *it), false);
+    return ok;
+}
+
+/* Applies one backend list (full_codegen, supported, ir_gen) to the ops it names. */
+static bool load_list(gen_model *m, yfile *f, yaml_node_t *map, const char *key, lowering lower,
+                      const char *ops_path) {
+    static const char *const list_names[] = {"", "full_codegen", "supported", "ir_gen"};
+    yaml_node_t *list = lookup(f, map, key);
+    if (!list || is_null(list)) return true;
+    if (list->type != YAML_SEQUENCE_NODE) {
+        NODE_ERROR(f, list, "%s must be a list of op names", key);
+        return false;
+    }
+    bool ok = true;
+    for (yaml_node_item_t *it = list->data.sequence.items.start;
+         it < list->data.sequence.items.top; it++) {
+        yaml_node_t *n = node_at(f, *it);
+        const char *name = scalar(f, n, "an op name");
+        gen_op *op = name ? model_find(m, name) : NULL;
+        if (!name) {
+            ok = false;
+        } else if (!op || op->non_native) {
+            NODE_ERROR(f, n, "%s lists '%s', which is not an op of %s", key, name, ops_path);
+            ok = false;
+        } else if (op->lower != LOWER_NONE) {
+            NODE_ERROR(f, n, "'%s' is listed in %s and in %s", name, list_names[op->lower], key);
+            ok = false;
+        } else {
+            op->lower = lower;
+        }
+    }
+    return ok;
+}
+
+/* Loads the backend YAML: the backend name, the lowering lists and non_native ops. */
+static bool load_backend(gen_model *m, yfile *f, const char *ops_path) {
+    yaml_node_t *root = yaml_document_get_root_node(&f->doc);
+    if (!root || root->type != YAML_MAPPING_NODE) {
+        cg_error_at(f->path, 1, 1, "expected a mapping with keys backend, full_codegen, ...");
+        return false;
+    }
+    bool ok = check_keys(f, root, backend_keys);
+    m->backend = get_string(f, root, "backend", &ok);
+    if (!m->backend) {
+        NODE_ERROR(f, root, "no 'backend' (the backend's name)");
+        ok = false;
+    }
+    ok &= load_list(m, f, root, "full_codegen", LOWER_FULL, ops_path);
+    ok &= load_list(m, f, root, "supported", LOWER_SUPPORTED, ops_path);
+    ok &= load_list(m, f, root, "ir_gen", LOWER_IR_GEN, ops_path);
+    yaml_node_t *nn = lookup(f, root, "non_native");
+    if (nn && !is_null(nn)) {
+        if (nn->type != YAML_SEQUENCE_NODE) {
+            NODE_ERROR(f, nn, "non_native must be a list of mappings with func and doc");
+            return false;
+        }
+        for (yaml_node_item_t *it = nn->data.sequence.items.start;
+             it < nn->data.sequence.items.top; it++)
+            ok &= load_op(m, f, node_at(f, *it), true);
+    }
+    return ok;
+}
+
+gen_op *model_find(gen_model *m, const char *full_name) {
+    for (int i = 0; i < m->n_ops; i++)
+        if (m->ops[i].full_name && !strcmp(m->ops[i].full_name, full_name)) return &m->ops[i];
+    return NULL;
+}
+
+/* qsort comparator: by full name. */
+static int compare_ops(const void *a, const void *b) {
+    return strcmp(((const gen_op *)a)->full_name, ((const gen_op *)b)->full_name);
+}
+
+/* Reports ops whose full names, C names or enum names collide. */
+static bool check_names(gen_model *m) {
+    bool ok = true;
+    for (int i = 0; i < m->n_ops; i++) {
+        gen_op *a = &m->ops[i];
+        if (!strcmp(a->enum_name, "LTC_OP_COUNT")) {
+            cg_error_at(a->file, a->line, a->col, "op name '%s' collides with LTC_OP_COUNT",
+                        a->full_name);
+            ok = false;
+        }
+        for (int j = 0; j < i; j++) {
+            gen_op *b = &m->ops[j];
+            if (strcmp(a->cname, b->cname) != 0) continue;
+            cg_error_at(a->file, a->line, a->col, "op '%s' %s '%s' (%s:%d:%d)", a->full_name,
+                        strcmp(a->full_name, b->full_name) ? "has the same C name as"
+                                                           : "is defined twice; also",
+                        b->full_name, b->file, b->line, b->col);
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+bool model_load(gen_model *m, const char *ops_path, const char *backend_path) {
+    yfile ops = {.path = ops_path}, be = {.path = backend_path};
+    bool ops_ok = yaml_load(&ops);
+    bool be_ok = yaml_load(&be);
+    bool ok = ops_ok && be_ok;
+    if (ops_ok) {
+        ok &= load_ops(m, &ops);
+        if (be_ok) ok &= load_backend(m, &be, ops_path);
+    }
+    if (ops_ok) yaml_document_delete(&ops.doc);
+    if (be_ok) yaml_document_delete(&be.doc);
+    if (!ok) return false;
+    if (!check_names(m)) return false;
+    qsort(m->ops, (size_t)m->n_ops, sizeof *m->ops, compare_ops);
+    return true;
+}
+
+bool op_has_entry(const gen_op *op) { return !op->non_native && op->lower != LOWER_IR_GEN; }

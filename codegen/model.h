@@ -1,0 +1,150 @@
+/*
+ * model.h - the code generator's model of the ops: the entries of ops.yaml and the
+ * backend YAML loaded into structs, with each op's schema parsed into typed arguments.
+ *
+ * Schema strings follow torchgen's function schema, restricted to ltc's types:
+ *   name[.overload](Type name[=default], ...) -> Tensor | (Tensor a, Tensor b, ...)
+ */
+#ifndef LTCGEN_MODEL_H
+#define LTCGEN_MODEL_H
+
+#include <stdbool.h>
+
+#include "util.h"
+
+/* ---- schema types ----------------------------------------------------------------- */
+
+typedef enum {
+    ARG_TENSOR,      /* Tensor */
+    ARG_TENSOR_LIST, /* Tensor[] */
+    ARG_SCALAR,      /* Scalar: a tensor or a Lua number (a weak 0-d tensor) */
+    ARG_INT,         /* int */
+    ARG_INT_OPT,     /* int? */
+    ARG_INTS,        /* int[] */
+    ARG_INDEX,       /* index: 1-based, negative from the end */
+    ARG_DIM,         /* dim: 1-based or negative on entry, wrapped to 0-based */
+    ARG_DIM_OPT,     /* dim? */
+    ARG_FLOAT,       /* float */
+    ARG_FLOAT_OPT,   /* float? */
+    ARG_BOOL,        /* bool */
+    ARG_DTYPE,       /* ScalarType */
+    ARG_DTYPE_OPT,   /* ScalarType? */
+    ARG_TYPE_COUNT
+} arg_type;
+
+typedef enum {
+    DEF_ABSENT = 0, /* no default: the argument is required */
+    DEF_NONE,       /* None */
+    DEF_TRUE,       /* True */
+    DEF_FALSE,      /* False */
+    DEF_INT,        /* an integer literal (text kept) */
+    DEF_FLOAT,      /* a float literal (text kept) */
+} default_kind;
+
+typedef struct gen_arg {
+    arg_type type;
+    char *name;
+    default_kind def;
+    char *def_text; /* DEF_INT / DEF_FLOAT: the literal as written */
+} gen_arg;
+
+/* The schema spelling of a type ("int?", "Tensor[]"). */
+const char *arg_type_name(arg_type t);
+/* Tensor and Scalar: one traced operand each. */
+bool arg_is_operand(arg_type t);
+/* A `?` type: None is a valid value. */
+bool arg_is_nullable(arg_type t);
+/* Nullable or with a default: may be left out from Lua. */
+bool arg_is_optional(const gen_arg *a);
+
+/* ---- ops -------------------------------------------------------------------------- */
+
+typedef enum { DTYPES_NONE = 0, DTYPES_COMMON, DTYPES_FLOAT } dtype_rule;
+
+/* How the backend lowers an op (the backend YAML's lists). */
+typedef enum {
+    LOWER_NONE = 0,  /* in no list: reference-backend fallback */
+    LOWER_FULL,      /* full_codegen: generated elementwise kernel */
+    LOWER_SUPPORTED, /* supported: hand-written kernel */
+    LOWER_IR_GEN,    /* ir_gen: IR node only */
+} lowering;
+
+typedef struct gen_op {
+    char *full_name; /* "max.dim" */
+    char *base_name; /* "max" */
+    char *cname;     /* "max_dim" */
+    char *enum_name; /* "LTC_OP_MAX_DIM" */
+    char *schema;    /* the func string as written */
+    char *doc;       /* may be NULL */
+    char *shape;     /* shape function name (default ltc_shape_<cname>) */
+    dtype_rule dtypes;
+    char *expr, *expr_int; /* may be NULL */
+    bool out_bool, random;
+    bool non_native;
+    lowering lower;
+    gen_arg *args;
+    int n_args;
+    char **ret_names; /* n_rets; NULL entries for an unnamed single Tensor */
+    int n_rets;
+    const char *file; /* where the func scalar is (1-based) */
+    int line, col;
+} gen_op;
+
+typedef struct gen_model {
+    gen_op *ops; /* all ops (ops.yaml and non_native), sorted by full name after loading */
+    int n_ops;
+    char *backend; /* the backend YAML's `backend:` */
+} gen_model;
+
+/* Parses a schema string into op->full_name, base_name, cname, enum_name, args and rets.
+ * Reports an error at op->file/line/col and returns false if it is malformed. */
+bool schema_parse(gen_op *op, const char *schema);
+
+/* Loads ops.yaml (appending its ops to m) and the backend YAML (setting lowerings and
+ * appending non_native ops). Reports every problem found; returns false if there was any.
+ * On success the ops are sorted by full name. */
+bool model_load(gen_model *m, const char *ops_path, const char *backend_path);
+
+/* The op with this full name, or NULL. */
+gen_op *model_find(gen_model *m, const char *full_name);
+
+/* True for ops that get a C entry and a Lua binding: ops.yaml ops not in ir_gen. */
+bool op_has_entry(const gen_op *op);
+
+/* Number of Tensor/Scalar arguments; whether there is a Tensor[] argument. */
+int op_n_operands(const gen_op *op);
+bool op_has_list(const gen_op *op);
+
+/* The C declaration of an op's shape function, derived from its schema per the table in
+ * src/core/shape_inference.h ("ltc_status ltc_shape_foo(const ltc_shape *self, ...);"). */
+void op_shape_decl(const gen_op *op, strbuf *b);
+
+/* ---- validation (validate.c) ------------------------------------------------------ */
+
+typedef struct gen_options {
+    const char *source;       /* --source */
+    const char *backend_yaml; /* --backend-yaml */
+    const char *output_dir;   /* --output-dir */
+    const char *impl_path;    /* --impl-path */
+    const char *shape_header; /* --shape-header */
+    const char *backend_name; /* --backend-name */
+    bool dry_run;
+} gen_options;
+
+/* Checks the model against the shape header and the hand-written kernels; reports every
+ * problem found and returns false if there was any. */
+bool model_validate(const gen_model *m, const gen_options *o);
+
+/* ---- emitters (emit_*.c): each appends one output file's text to `b` ---------------- */
+
+void emit_ops_h(const gen_model *m, const gen_options *o, strbuf *b);
+void emit_ops_c(const gen_model *m, const gen_options *o, strbuf *b);
+void emit_backend_c(const gen_model *m, const gen_options *o, strbuf *b);
+void emit_lua_c(const gen_model *m, const gen_options *o, strbuf *b);
+void emit_doc_md(const gen_model *m, const gen_options *o, strbuf *b);
+
+/* The C parameter list of an op's entry, without `out` ("ltc_tensor *self, int64_t dim"),
+ * or "void"-less empty string for none. Shared by ltc_ops.h and ltc_ops.c. */
+void emit_entry_params(const gen_op *op, strbuf *b);
+
+#endif

@@ -1,0 +1,148 @@
+--- ltc: a lazy tensor runtime for Lua.
+--
+-- `local ltc = require "ltc"` returns this module. Every op records an IR node; values
+-- are computed at a sync (ltc.sync(), t:item(), t:totable(), tostring(t), t[i] on a 1-d
+-- tensor), where the pending graph is hashed, compiled once and cached.
+-- Dims and indices are 1-based (negative from the end), as in Lua and Torch7.
+local core = require "ltc.core"
+
+local M = {}
+for name, fn in pairs(core) do
+  if type(fn) == "function" then M[name] = fn end
+end
+local methods, mt = core.methods, core.metatable
+M.Tensor = mt
+
+local floor, type = math.floor, type
+
+--- ltc.arange([start,] end [, step] [, dtype]): start, start+step, ... excluding end.
+-- arange(n) is arange(0, n). All-integer arguments give int64, others float32 (PyTorch,
+-- NumPy), unless dtype is given.
+function M.arange(a, b, c, d)
+  local start, stop, step, dtype
+  if type(b) ~= "number" then start, stop, step, dtype = 0, a, 1, b
+  elseif type(c) ~= "number" then start, stop, step, dtype = a, b, 1, c
+  else start, stop, step, dtype = a, b, c, d end
+  if dtype == nil then
+    local ints = math.type(start) == "integer" and math.type(stop) == "integer"
+      and math.type(step) == "integer"
+    dtype = ints and "int64" or "float32"
+  end
+  return core.arange(start, stop, step, dtype)
+end
+
+--- Dtype shorthands (Torch7 and PyTorch): t:float(), t:double(), t:int(), t:long(), t:bool().
+for short, dtype in pairs { float = "float32", double = "float64", int = "int32",
+                            long = "int64", bool = "bool" } do
+  methods[short] = function(t) return core.to(t, dtype) end
+end
+--- t:type(dtype): as t:to(dtype); t:type() returns the dtype name.
+function methods.type(t, dtype)
+  if dtype == nil then return t:dtype() end
+  return core.to(t, dtype)
+end
+
+---------------------------------------------------------------------------------------------
+-- printing, in Torch7's layout: rows of right-aligned values, then a footer
+-- "[ltc.float32 of size 2x3 on cpu]". Printing syncs.
+
+local function fmt_values(flat, is_float)
+  local all_int, maxabs = true, 0
+  for _, v in ipairs(flat) do
+    if type(v) == "number" then
+      if v ~= v or v == math.huge or v == -math.huge then all_int = false
+      else
+        if v ~= floor(v) then all_int = false end
+        if math.abs(v) > maxabs then maxabs = math.abs(v) end
+      end
+    end
+  end
+  local fmt
+  if not is_float or (all_int and maxabs < 1e9) then fmt = "%d"
+  elseif maxabs ~= 0 and (maxabs >= 1e5 or maxabs < 1e-3) then fmt = "%.4e"
+  else fmt = "%.4f" end
+  local out, width = {}, 0
+  for i, v in ipairs(flat) do
+    local s
+    if type(v) == "boolean" then s = tostring(v)
+    elseif v ~= v then s = "nan"
+    elseif v == math.huge then s = "inf"
+    elseif v == -math.huge then s = "-inf"
+    elseif fmt == "%d" then s = string.format("%d", floor(v))
+    else s = string.format(fmt, v) end
+    out[i] = s
+    if #s > width then width = #s end
+  end
+  return out, width
+end
+
+local function flatten(tbl, out)
+  if type(tbl) ~= "table" then out[#out + 1] = tbl; return out end
+  for _, v in ipairs(tbl) do flatten(v, out) end
+  return out
+end
+
+mt.__tostring = function(t)
+  local size, dtype = t:size(), t:dtype()
+  local dims = {}
+  for i, s in ipairs(size) do dims[i] = tostring(s) end
+  local footer = #size == 0 and string.format("[ltc.%s scalar on cpu]", dtype)
+    or string.format("[ltc.%s of size %s on cpu]", dtype, table.concat(dims, "x"))
+  if t:numel() == 0 then return footer end
+  local strs, width = fmt_values(flatten(t:totable(), {}), dtype:sub(1, 5) == "float")
+  local lines, pos = {}, 1
+  local function cell() local s = strs[pos]; pos = pos + 1; return string.rep(" ", width - #s + 1) .. s end
+  local function matrix(rows, cols)
+    for _ = 1, rows do
+      local row = {}
+      for c = 1, cols do row[c] = cell() end
+      lines[#lines + 1] = table.concat(row, " ")
+    end
+  end
+  local nd = #size
+  if nd == 0 then lines[1] = cell()
+  elseif nd == 1 then matrix(size[1], 1)
+  elseif nd == 2 then matrix(size[1], size[2])
+  else
+    local rows, cols, nslices = size[nd - 1], size[nd], t:numel() // (size[nd - 1] * size[nd])
+    local idx = {}
+    for i = 1, nd - 2 do idx[i] = 1 end
+    for _ = 1, nslices do
+      lines[#lines + 1] = "(" .. table.concat(idx, ",") .. ",.,.) = "
+      matrix(rows, cols)
+      lines[#lines + 1] = ""
+      for i = nd - 2, 1, -1 do
+        idx[i] = idx[i] + 1
+        if idx[i] <= size[i] then break end
+        idx[i] = 1
+      end
+    end
+  end
+  lines[#lines + 1] = footer
+  return table.concat(lines, "\n")
+end
+
+---------------------------------------------------------------------------------------------
+-- metrics and configuration
+
+--- ltc.metrics: counter(name), counter_names(), report() (PyTorch LTC's format), reset().
+M.metrics = {
+  counter = core.counter,
+  counter_names = core.counter_names,
+  report = core.metrics_report,
+  reset = core.metrics_reset,
+}
+
+--- ltc.config.LTC_COMPILE_CACHE_SIZE etc.: read and set the LTC_* options.
+M.config = setmetatable({}, {
+  __index = function(_, k) return core.config_get(k) end,
+  __newindex = function(_, k, v) core.config_set(k, v) end,
+})
+
+--- ltc.debug.pending(): live tensors, those with pending IR, and that graph's node count.
+M.debug = {
+  pending = core.live_info,
+}
+
+M.is_tensor = core.is_tensor
+return M

@@ -1,0 +1,52 @@
+/* kernel_stubs.c - test-only stand-ins for the src/core functions the CPU kernels call, so
+ * that spec/c/kernels_test.c links without the rest of the core. */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "ltc.h"
+
+static char errbuf[512];
+
+/* Returns the last message set by ltc_errorf. */
+const char *ltc_last_error(void) {
+    return errbuf;
+}
+
+/* Formats the message into the (single-threaded) buffer and returns st. */
+ltc_status ltc_errorf(ltc_status st, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(errbuf, sizeof errbuf, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+/* The dtype's long name. */
+const char *ltc_dtype_name(ltc_dtype dt) {
+    static const char *const names[] = {"float32", "float64", "int32", "int64", "bool"};
+    return dt >= 0 && dt < LTC_DTYPE_COUNT ? names[dt] : "?";
+}
+
+/* Bytes per element. */
+size_t ltc_dtype_size(ltc_dtype dt) {
+    static const size_t sizes[] = {4, 8, 4, 8, 1};
+    return dt >= 0 && dt < LTC_DTYPE_COUNT ? sizes[dt] : 0;
+}
+
+/* True for float32 and float64. */
+bool ltc_dtype_is_float(ltc_dtype dt) {
+    return dt == LTC_F32 || dt == LTC_F64;
+}
+
+/* Product of the sizes (1 for 0-d). */
+int64_t ltc_shape_numel(const ltc_shape *s) {
+    int64_t n = 1;
+    for (int d = 0; d < s->ndim; d++)
+        n *= s->dims[d];
+    return n;
+}
+
+/* numel times the element size. */
+size_t ltc_shape_nbytes(const ltc_shape *s) {
+    return (size_t)ltc_shape_numel(s) * ltc_dtype_size(s->dtype);
+}

@@ -1,0 +1,73 @@
+/* registry.c - the backend registry, and the helpers on backend data and computations. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ltc_backend.h"
+
+#define MAX_BACKENDS 8
+
+static ltc_backend *backends[MAX_BACKENDS];
+static int n_backends;
+static ltc_backend *default_backend;
+
+ltc_status ltc_backend_register(ltc_backend *b) {
+    if (!b || !b->iface || b->iface->version != LTC_BACKEND_IFACE_VERSION)
+        return ltc_errorf(LTC_ERR_ARG, "backend_register: missing or incompatible interface");
+    if (ltc_has_backend(b->name))
+        return ltc_errorf(LTC_ERR_STATE, "backend_register: '%s' is already registered", b->name);
+    if (n_backends == MAX_BACKENDS)
+        return ltc_errorf(LTC_ERR_STATE, "backend_register: at most %d backends", MAX_BACKENDS);
+    backends[n_backends++] = b;
+    if (!default_backend) default_backend = b;
+    return LTC_OK;
+}
+
+ltc_backend *ltc_backend_get(const char *name) {
+    for (int i = 0; i < n_backends; i++)
+        if (strcmp(backends[i]->name, name) == 0) return backends[i];
+    return NULL;
+}
+
+bool ltc_has_backend(const char *name) { return ltc_backend_get(name) != NULL; }
+
+ltc_backend *ltc_backend_get_index(int i) { return i >= 0 && i < n_backends ? backends[i] : NULL; }
+
+ltc_backend *ltc_backend_default(void) {
+    if (!default_backend) ltc_backends_init();
+    return default_backend;
+}
+
+ltc_status ltc_backend_set_default(const char *name) {
+    ltc_backend *b = ltc_backend_get(name);
+    if (!b) return ltc_errorf(LTC_ERR_ARG, "no backend named '%s'", name);
+    default_backend = b;
+    return LTC_OK;
+}
+
+ltc_data *ltc_data_retain(ltc_data *d) {
+    if (d) d->refcount++;
+    return d;
+}
+
+void ltc_data_release(ltc_data *d) {
+    if (!d || --d->refcount > 0) return;
+    d->backend->iface->data_free(d->backend, d);
+}
+
+void ltc_computation_free(ltc_computation *c) {
+    if (!c) return;
+    if (c->impl) c->backend->iface->computation_free(c->backend, c);
+    free(c->param_shapes);
+    free(c->out_shapes);
+    free(c);
+}
+
+extern ltc_backend *ltc_cpu_backend(void);
+
+void ltc_backends_init(void) {
+    static bool done;
+    if (done) return;
+    done = true;
+    ltc_config_init();
+    ltc_backend_register(ltc_cpu_backend());
+}

@@ -1,0 +1,241 @@
+/*
+ * executor.c - the graph executor: sync collects every live tensor with pending IR, walks
+ * the graph in post order, hashes it, finds or compiles a computation, runs it and
+ * installs the results. PyTorch LTC: lazy_graph_executor.cpp (SyncTensorsGraph).
+ *
+ * The graph hash covers, for each node in post order, its local hash (op, attributes,
+ * output shapes; a parameter's dtype and shape) and the post-order positions of its
+ * operands, then the roots. So parameters are hashed by dtype, shape and position, never
+ * by content, and which parameter feeds which use is part of the hash: t0*t1+t2 and
+ * t0*t2+t1 are one graph fed in different orders, t0*t0 and t0*t1 are two graphs.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "core.h"
+
+typedef struct {
+    ltc_tensor *t;
+    int root; /* index of its value in graph.roots */
+} pending;
+
+typedef struct {
+    ltc_node **post;   /* post order */
+    int n, cap;
+    ltc_node **params; /* DEVICE_DATA nodes, in post order */
+    int n_params, cap_params;
+    ltc_value *roots;  /* distinct root values */
+    int n_roots, cap_roots;
+    pending *tensors;  /* every pending tensor */
+    int n_tensors, cap_tensors;
+} graph;
+
+static uint32_t epoch;
+static int64_t *c_markstep, *c_cached, *c_uncached;
+
+static void graph_free(graph *g) {
+    free(g->post);
+    free(g->params);
+    free(g->roots);
+    free(g->tensors);
+    memset(g, 0, sizeof *g);
+}
+
+static bool grow(void **p, int *cap, int need, size_t elem) {
+    if (need <= *cap) return true;
+    int nc = *cap ? *cap * 2 : 64;
+    while (nc < need) nc *= 2;
+    void *np = realloc(*p, (size_t)nc * elem);
+    if (!np) return false;
+    *p = np;
+    *cap = nc;
+    return true;
+}
+
+/* Appends the nodes reachable from `root` that are not yet marked, in post order. */
+static ltc_status post_order_from(graph *g, ltc_node *root) {
+    typedef struct { ltc_node *n; int next; } frame;
+    frame *stack = NULL;
+    int len = 0, cap = 0;
+    if (root->mark == epoch) return LTC_OK;
+    if (!grow((void **)&stack, &cap, 1, sizeof *stack)) goto nomem;
+    root->mark = epoch;
+    stack[len++] = (frame){root, 0};
+    while (len) {
+        frame *f = &stack[len - 1];
+        if (f->next < f->n->n_operands) {
+            ltc_node *o = f->n->operands[f->next++].node;
+            if (o->mark == epoch) continue;
+            o->mark = epoch;
+            if (!grow((void **)&stack, &cap, len + 1, sizeof *stack)) goto nomem;
+            stack[len++] = (frame){o, 0};
+            continue;
+        }
+        ltc_node *n = f->n;
+        len--;
+        if (!grow((void **)&g->post, &g->cap, g->n + 1, sizeof *g->post)) goto nomem;
+        n->index = g->n;
+        g->post[g->n++] = n;
+        if (n->op == LTC_OP_DEVICE_DATA) {
+            if (!grow((void **)&g->params, &g->cap_params, g->n_params + 1, sizeof *g->params))
+                goto nomem;
+            g->params[g->n_params++] = n;
+        }
+    }
+    free(stack);
+    return LTC_OK;
+nomem:
+    free(stack);
+    return ltc_errorf(LTC_ERR_NOMEM, "sync: out of memory walking the graph");
+}
+
+/* Collects pending tensors and their distinct values, then the post order. */
+static ltc_status collect(graph *g) {
+    epoch++;
+    for (ltc_tensor *t = ltc_live_head; t; t = t->next) {
+        if (!ltc_tensor_is_pending(t)) continue;
+        if (!grow((void **)&g->roots, &g->cap_roots, g->n_roots + 1, sizeof *g->roots) ||
+            !grow((void **)&g->tensors, &g->cap_tensors, g->n_tensors + 1, sizeof *g->tensors))
+            return ltc_errorf(LTC_ERR_NOMEM, "sync: out of memory");
+        ltc_node *n = t->ir.node;
+        int r = -1;
+        if (n->mark == epoch) /* node seen: find the same output among its roots */
+            for (int k = n->index; k < g->n_roots; k++)
+                if (g->roots[k].node == n && g->roots[k].index == t->ir.index) {
+                    r = k;
+                    break;
+                }
+        if (r < 0) {
+            if (n->mark != epoch) n->mark = epoch, n->index = g->n_roots;
+            r = g->n_roots;
+            g->roots[g->n_roots++] = t->ir;
+        }
+        g->tensors[g->n_tensors++] = (pending){t, r};
+    }
+    epoch++;
+    for (int i = 0; i < g->n_roots; i++) {
+        ltc_status st = post_order_from(g, g->roots[i].node);
+        if (st) return st;
+    }
+    return LTC_OK;
+}
+
+static ltc_hash graph_hash(const graph *g) {
+    XXH3_state_t st;
+    XXH3_INITSTATE(&st);
+    XXH3_128bits_reset(&st);
+    for (int i = 0; i < g->n; i++) {
+        const ltc_node *n = g->post[i];
+        XXH3_128bits_update(&st, &n->hash, sizeof n->hash);
+        for (int k = 0; k < n->n_operands; k++) {
+            int32_t ref[2] = {n->operands[k].node->index, n->operands[k].index};
+            XXH3_128bits_update(&st, ref, sizeof ref);
+        }
+    }
+    for (int i = 0; i < g->n_roots; i++) {
+        int32_t ref[2] = {g->roots[i].node->index, g->roots[i].index};
+        XXH3_128bits_update(&st, ref, sizeof ref);
+    }
+    XXH128_hash_t h = XXH3_128bits_digest(&st);
+    return (ltc_hash){h.low64, h.high64};
+}
+
+/* Lowers and compiles the graph on backend b. */
+static ltc_status compile(graph *g, ltc_backend *b, ltc_hash h, ltc_computation **out) {
+    ltc_status st = LTC_OK;
+    uint8_t *emitted = calloc((size_t)g->n + 1, 1);
+    ltc_computation *c = calloc(1, sizeof *c);
+    if (!emitted || !c) {
+        st = ltc_errorf(LTC_ERR_NOMEM, "sync: out of memory compiling");
+        goto fail;
+    }
+    c->backend = b;
+    c->hash = h;
+    c->n_params = g->n_params;
+    c->n_outputs = g->n_roots;
+    c->param_shapes = malloc(sizeof(ltc_shape) * (size_t)(g->n_params + 1));
+    c->out_shapes = malloc(sizeof(ltc_shape) * (size_t)(g->n_roots + 1));
+    if (!c->param_shapes || !c->out_shapes) {
+        st = ltc_errorf(LTC_ERR_NOMEM, "sync: out of memory compiling");
+        goto fail;
+    }
+    for (int i = 0; i < g->n_params; i++) c->param_shapes[i] = g->params[i]->shapes[0];
+    for (int i = 0; i < g->n_roots; i++)
+        c->out_shapes[i] = g->roots[i].node->shapes[g->roots[i].index];
+    ltc_lowering_ctx ctx = {
+        .name = "SyncTensorsGraph", .post_order = g->post, .n_nodes = g->n,
+        .roots = g->roots, .n_roots = g->n_roots, .params = g->params,
+        .n_params = g->n_params, .emitted = emitted,
+    };
+    const ltc_lowering_ctx *ctxs[1] = {&ctx};
+    double t0 = ltc_now_ns();
+    st = b->iface->compile(b, ctxs, 1, &c);
+    ltc_metric_add_sample("CompileTime", ltc_now_ns() - t0);
+    if (st) goto fail;
+    free(emitted);
+    *out = c;
+    return LTC_OK;
+fail:
+    free(emitted);
+    if (c) {
+        free(c->param_shapes);
+        free(c->out_shapes);
+        free(c);
+    }
+    return st;
+}
+
+ltc_status ltc_sync(void) {
+    graph g = {0};
+    ltc_computation *uncached = NULL;
+    ltc_data **args = NULL, **outs = NULL;
+    ltc_status st;
+    LTC_COUNT(c_markstep, "MarkStep", 1);
+    ltc_trace_sync_reset();
+    if ((st = collect(&g))) goto done;
+    if (g.n_roots == 0) goto done;
+    ltc_backend *b = ltc_backend_default();
+    ltc_hash h = graph_hash(&g);
+    ltc_computation *c = ltc_cache_get(h);
+    if (c) {
+        LTC_COUNT(c_cached, "CachedCompile", 1);
+    } else {
+        if ((st = compile(&g, b, h, &c))) goto done;
+        LTC_COUNT(c_uncached, "UncachedCompile", 1);
+        if (!ltc_cache_put(h, c)) uncached = c;
+    }
+    args = malloc(sizeof *args * (size_t)(g.n_params + 1));
+    outs = calloc((size_t)g.n_roots + 1, sizeof *outs);
+    if (!args || !outs) {
+        st = ltc_errorf(LTC_ERR_NOMEM, "sync: out of memory");
+        goto done;
+    }
+    for (int i = 0; i < g.n_params; i++) args[i] = g.params[i]->data;
+    double t0 = ltc_now_ns();
+    st = b->iface->execute(b, c, args, outs);
+    ltc_metric_add_sample("ExecuteTime", ltc_now_ns() - t0);
+    if (st) goto done;
+    for (int i = 0; i < g.n_tensors; i++)
+        ltc_tensor_set_data(g.tensors[i].t, outs[g.tensors[i].root]);
+    for (int i = 0; i < g.n_roots; i++) ltc_data_release(outs[i]);
+done:
+    if (uncached) ltc_computation_free(uncached);
+    free(args);
+    free(outs);
+    graph_free(&g);
+    return st;
+}
+
+/* Nodes traced since the last sync (graph trimming will read it). */
+static int64_t traced_since_sync;
+void ltc_trace_tick(void) { traced_since_sync++; }
+void ltc_trace_sync_reset(void) { traced_since_sync = 0; }
+
+int64_t ltc_pending_node_count(void) {
+    graph g = {0};
+    int64_t n = 0;
+    if (collect(&g) == LTC_OK) n = g.n;
+    graph_free(&g);
+    return n;
+}

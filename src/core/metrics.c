@@ -1,0 +1,163 @@
+/*
+ * metrics.c - counters and timed metrics, reported in PyTorch LTC's text format
+ * (torch/csrc/lazy/core/metrics.cpp: "Metric:"/"Counter:" blocks).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core.h"
+
+#define MAX_COUNTERS 256
+#define MAX_METRICS 32
+#define RING 1024
+
+typedef struct {
+    char name[64];
+    int64_t value;
+} counter;
+
+typedef struct {
+    char name[64];
+    int64_t count;
+    double total;
+    double samples[RING]; /* the latest RING samples, for percentiles */
+} metric;
+
+static counter counters[MAX_COUNTERS];
+static int n_counters;
+static metric metrics[MAX_METRICS];
+static int n_metrics;
+
+double ltc_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+int64_t *ltc_counter_slot(const char *name) {
+    for (int i = 0; i < n_counters; i++)
+        if (strcmp(counters[i].name, name) == 0) return &counters[i].value;
+    if (n_counters == MAX_COUNTERS) return NULL;
+    counter *c = &counters[n_counters++];
+    snprintf(c->name, sizeof c->name, "%s", name);
+    return &c->value;
+}
+
+int64_t ltc_counter_value(const char *name) {
+    for (int i = 0; i < n_counters; i++)
+        if (strcmp(counters[i].name, name) == 0) return counters[i].value;
+    return 0;
+}
+
+void ltc_counter_add(const char *name, int64_t delta) {
+    int64_t *slot = ltc_counter_slot(name);
+    if (slot) *slot += delta;
+}
+
+static int by_name(const void *a, const void *b) {
+    return strcmp(((const counter *)a)->name, ((const counter *)b)->name);
+}
+
+void ltc_counter_foreach(void (*fn)(const char *name, int64_t value, void *ud), void *ud) {
+    counter sorted[MAX_COUNTERS];
+    memcpy(sorted, counters, sizeof(counter) * (size_t)n_counters);
+    qsort(sorted, (size_t)n_counters, sizeof *sorted, by_name);
+    for (int i = 0; i < n_counters; i++)
+        if (sorted[i].value) fn(sorted[i].name, sorted[i].value, ud);
+}
+
+void ltc_metric_add_sample(const char *name, double ns) {
+    metric *m = NULL;
+    for (int i = 0; i < n_metrics && !m; i++)
+        if (strcmp(metrics[i].name, name) == 0) m = &metrics[i];
+    if (!m) {
+        if (n_metrics == MAX_METRICS) return;
+        m = &metrics[n_metrics++];
+        snprintf(m->name, sizeof m->name, "%s", name);
+    }
+    m->samples[m->count % RING] = ns;
+    m->count++;
+    m->total += ns;
+}
+
+/* Slots stay allocated (hot paths cache pointers to them); values go to zero. */
+void ltc_metrics_reset(void) {
+    for (int i = 0; i < n_counters; i++) counters[i].value = 0;
+    for (int i = 0; i < n_metrics; i++) metrics[i].count = 0, metrics[i].total = 0;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* "1s234ms567.000us" in LTC's style, from nanoseconds. */
+static void fmt_time(char *buf, size_t n, double ns) {
+    long long s = (long long)(ns / 1e9);
+    double rem = ns - (double)s * 1e9;
+    long long ms = (long long)(rem / 1e6);
+    double us = (rem - (double)ms * 1e6) / 1e3;
+    if (s) snprintf(buf, n, "%llds%03lldms%07.3fus", s, ms, us);
+    else if (ms) snprintf(buf, n, "%lldms%07.3fus", ms, us);
+    else snprintf(buf, n, "%.3fus", us);
+}
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+    bool failed;
+} strbuf;
+
+static void sb_printf(strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(strbuf *sb, const char *fmt, ...) {
+    va_list ap;
+    for (;;) {
+        va_start(ap, fmt);
+        int k = vsnprintf(sb->buf + sb->len, sb->cap - sb->len, fmt, ap);
+        va_end(ap);
+        if (k < 0) { sb->failed = true; return; }
+        if (sb->len + (size_t)k < sb->cap) { sb->len += (size_t)k; return; }
+        size_t nc = (sb->cap + (size_t)k) * 2;
+        char *nb = realloc(sb->buf, nc);
+        if (!nb) { sb->failed = true; return; }
+        sb->buf = nb, sb->cap = nc;
+    }
+}
+
+static void report_counter(const char *name, int64_t value, void *ud) {
+    sb_printf(ud, "Counter: %s\n  Value: %lld\n", name, (long long)value);
+}
+
+char *ltc_metrics_report(void) {
+    strbuf sb = {malloc(1024), 0, 1024, false};
+    if (!sb.buf) return NULL;
+    sb.buf[0] = 0;
+    for (int i = 0; i < n_metrics; i++) {
+        metric *m = &metrics[i];
+        if (!m->count) continue;
+        int n = m->count < RING ? (int)m->count : RING;
+        double sorted[RING];
+        memcpy(sorted, m->samples, sizeof(double) * (size_t)n);
+        qsort(sorted, (size_t)n, sizeof(double), cmp_double);
+        char acc[64];
+        fmt_time(acc, sizeof acc, m->total);
+        sb_printf(&sb, "Metric: %s\n  TotalSamples: %lld\n  Accumulator: %s\n  Percentiles: ",
+                  m->name, (long long)m->count, acc);
+        static const int pct[] = {1, 5, 10, 20, 50, 80, 90, 95, 99};
+        for (size_t k = 0; k < sizeof pct / sizeof *pct; k++) {
+            char v[64];
+            fmt_time(v, sizeof v, sorted[(n - 1) * pct[k] / 100]);
+            sb_printf(&sb, "%s%d%%=%s", k ? "; " : "", pct[k], v);
+        }
+        sb_printf(&sb, "\n");
+    }
+    ltc_counter_foreach(report_counter, &sb);
+    if (sb.failed) {
+        free(sb.buf);
+        return NULL;
+    }
+    return sb.buf;
+}

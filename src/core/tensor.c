@@ -1,0 +1,163 @@
+/* tensor.c - lazy tensors: lifetime, the live-tensor list, values, host transfer. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+
+ltc_tensor *ltc_live_head;
+static ltc_tensor *live_tail;
+int64_t ltc_live_count;
+static int64_t *c_create, *c_destroy;
+
+/* A new tensor of `shape` with one reference, linked at the end of the live list. */
+static ltc_tensor *tensor_alloc(const ltc_shape *shape) {
+    ltc_tensor *t = calloc(1, sizeof *t);
+    if (!t) {
+        ltc_errorf(LTC_ERR_NOMEM, "out of memory for a tensor");
+        return NULL;
+    }
+    t->refcount = 1;
+    t->shape = *shape;
+    t->prev = live_tail;
+    if (live_tail) live_tail->next = t;
+    else ltc_live_head = t;
+    live_tail = t;
+    ltc_live_count++;
+    LTC_COUNT(c_create, "CreateLtcTensor", 1);
+    return t;
+}
+
+ltc_tensor *ltc_tensor_retain(ltc_tensor *t) {
+    if (t) t->refcount++;
+    return t;
+}
+
+void ltc_tensor_release(ltc_tensor *t) {
+    if (!t || --t->refcount > 0) return;
+    if (t->prev) t->prev->next = t->next;
+    else ltc_live_head = t->next;
+    if (t->next) t->next->prev = t->prev;
+    else live_tail = t->prev;
+    ltc_live_count--;
+    LTC_COUNT(c_destroy, "DestroyLtcTensor", 1);
+    ltc_node_release(t->ir.node);
+    ltc_data_release(t->data);
+    free(t);
+}
+
+/* Wraps new backend data (reference taken over) in a tensor. */
+static ltc_status tensor_from_data(ltc_data *d, bool weak, ltc_tensor **out) {
+    ltc_tensor *t = tensor_alloc(&d->shape);
+    if (!t) {
+        ltc_data_release(d);
+        return LTC_ERR_NOMEM;
+    }
+    t->data = d;
+    t->weak = weak;
+    *out = t;
+    return LTC_OK;
+}
+
+ltc_status ltc_tensor_from_host(const ltc_shape *shape, const void *host, ltc_tensor **out) {
+    ltc_backend *b = ltc_backend_default();
+    ltc_data *d = b->iface->data_from_host(b, shape, host);
+    if (!d) return ltc_errorf(LTC_ERR_NOMEM, "out of memory for %zu bytes", ltc_shape_nbytes(shape));
+    return tensor_from_data(d, false, out);
+}
+
+static ltc_status scalar(ltc_dtype dt, const void *v, bool weak, ltc_tensor **out) {
+    ltc_backend *b = ltc_backend_default();
+    ltc_shape s = {.dtype = dt, .ndim = 0};
+    ltc_data *d = b->iface->data_from_scalar(b, &s, v);
+    if (!d) return ltc_errorf(LTC_ERR_NOMEM, "out of memory for a scalar");
+    return tensor_from_data(d, weak, out);
+}
+
+ltc_status ltc_tensor_from_int(int64_t v, bool weak, ltc_tensor **out) {
+    return scalar(LTC_I64, &v, weak, out);
+}
+
+ltc_status ltc_tensor_from_float(double v, bool weak, ltc_tensor **out) {
+    return scalar(LTC_F64, &v, weak, out);
+}
+
+const ltc_shape *ltc_tensor_shape(const ltc_tensor *t) { return &t->shape; }
+bool ltc_tensor_is_weak(const ltc_tensor *t) { return t->weak; }
+
+bool ltc_tensor_is_pending(const ltc_tensor *t) {
+    return t->ir.node && t->ir.node->op != LTC_OP_DEVICE_DATA;
+}
+
+ltc_status ltc_tensor_value(ltc_tensor *t, ltc_value *out) {
+    if (!t->ir.node) { /* data only: make its DEVICE_DATA node once */
+        ltc_node *n = ltc_node_new(LTC_OP_DEVICE_DATA, NULL, 0, NULL, 0, &t->shape, 1);
+        if (!n) return LTC_ERR_NOMEM;
+        n->data = ltc_data_retain(t->data);
+        t->ir = (ltc_value){n, 0};
+    }
+    *out = t->ir;
+    return LTC_OK;
+}
+
+ltc_status ltc_tensor_from_value(ltc_value v, ltc_tensor **out) {
+    ltc_tensor *t = tensor_alloc(&v.node->shapes[v.index]);
+    if (!t) return LTC_ERR_NOMEM;
+    t->ir = v;
+    ltc_node_retain(v.node);
+    *out = t;
+    return LTC_OK;
+}
+
+void ltc_tensor_set_data(ltc_tensor *t, ltc_data *d) {
+    ltc_data_retain(d);
+    ltc_data_release(t->data);
+    t->data = d;
+    ltc_node_release(t->ir.node);
+    t->ir = (ltc_value){NULL, 0};
+}
+
+ltc_status ltc_tensor_to_host(ltc_tensor *t, void *host) {
+    if (ltc_tensor_is_pending(t)) {
+        ltc_status st = ltc_sync();
+        if (st) return st;
+    }
+    if (!t->data) return ltc_errorf(LTC_ERR_STATE, "tensor has no data after sync");
+    return t->data->backend->iface->data_to_host(t->data->backend, t->data, host);
+}
+
+/* Reads element `flat` into a double and an int64 (whichever the caller wants). */
+static ltc_status read_elem(ltc_tensor *t, int64_t flat, double *f, int64_t *i) {
+    if (flat < 0 || flat >= ltc_shape_numel(&t->shape))
+        return ltc_errorf(LTC_ERR_ARG, "element %lld out of range", (long long)flat);
+    if (ltc_tensor_is_pending(t)) {
+        ltc_status st = ltc_sync();
+        if (st) return st;
+    }
+    const char *p = (const char *)t->data->ptr + (size_t)flat * ltc_dtype_size(t->shape.dtype);
+    switch (t->shape.dtype) {
+    case LTC_F32: *f = *(const float *)p; *i = (int64_t)*f; break;
+    case LTC_F64: *f = *(const double *)p; *i = (int64_t)*f; break;
+    case LTC_I32: *i = *(const int32_t *)p; *f = (double)*i; break;
+    case LTC_I64: *i = *(const int64_t *)p; *f = (double)*i; break;
+    default: *i = *(const uint8_t *)p != 0; *f = (double)*i; break;
+    }
+    return LTC_OK;
+}
+
+ltc_status ltc_tensor_read_f64(ltc_tensor *t, int64_t flat, double *out) {
+    int64_t unused;
+    return read_elem(t, flat, out, &unused);
+}
+
+ltc_status ltc_tensor_read_i64(ltc_tensor *t, int64_t flat, int64_t *out) {
+    double unused;
+    return read_elem(t, flat, &unused, out);
+}
+
+void ltc_live_info_get(ltc_live_info *out) {
+    memset(out, 0, sizeof *out);
+    out->live_tensors = ltc_live_count;
+    for (ltc_tensor *t = ltc_live_head; t; t = t->next)
+        if (ltc_tensor_is_pending(t)) out->pending_tensors++;
+    out->pending_nodes = ltc_pending_node_count();
+}

@@ -1,0 +1,186 @@
+/* elementwise.c - the broadcasting driver of elementwise kernels, and dtype conversion. */
+#include "elementwise.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Element strides of a row-major contiguous shape. */
+static void contiguous_strides(const ltc_shape *s, int64_t *st) {
+    int64_t acc = 1;
+    for (int d = s->ndim - 1; d >= 0; d--) {
+        st[d] = acc;
+        acc *= s->dims[d];
+    }
+}
+
+/* The general path: broadcast strides, coalesced dims, one loop call per innermost run.
+ * `in` holds the operand pointers, `esz` their element sizes; n > 0 elements in all. */
+static void ew_strided(const ltc_kernel_args *a, ltc_ew_loop loop, const void **in,
+                       const size_t *esz) {
+    const ltc_shape *os = &a->out_shapes[0];
+    int nin = a->n_in;
+    int64_t size[LTC_MAX_DIMS];
+    int64_t st[LTC_EW_MAX_IN][LTC_MAX_DIMS];
+    int64_t cs[LTC_EW_MAX_IN][LTC_MAX_DIMS];
+    for (int k = 0; k < nin; k++)
+        contiguous_strides(&a->in_shapes[k], cs[k]);
+
+    /* Drop the output's size-1 dims; merge a dim into the previous kept one when every
+     * operand steps through both as one (the output, contiguous, always does). */
+    int nd = 0;
+    for (int d = 0; d < os->ndim; d++) {
+        if (os->dims[d] == 1)
+            continue;
+        int64_t cur[LTC_EW_MAX_IN];
+        for (int k = 0; k < nin; k++) {
+            const ltc_shape *is = &a->in_shapes[k];
+            int id = d - (os->ndim - is->ndim);
+            cur[k] = (id < 0 || is->dims[id] == 1) ? 0 : cs[k][id];
+        }
+        bool merge = nd > 0;
+        for (int k = 0; merge && k < nin; k++)
+            merge = st[k][nd - 1] == cur[k] * os->dims[d];
+        if (merge) {
+            size[nd - 1] *= os->dims[d];
+            for (int k = 0; k < nin; k++)
+                st[k][nd - 1] = cur[k];
+        } else {
+            size[nd] = os->dims[d];
+            for (int k = 0; k < nin; k++)
+                st[k][nd] = cur[k];
+            nd++;
+        }
+    }
+    if (nd == 0) { /* one element: unreachable from the driver's fast path, kept safe */
+        size[0] = 1;
+        for (int k = 0; k < nin; k++)
+            st[k][0] = 0;
+        nd = 1;
+    }
+
+    int64_t inner = size[nd - 1];
+    int64_t istride[LTC_EW_MAX_IN];
+    for (int k = 0; k < nin; k++)
+        istride[k] = st[k][nd - 1];
+    int64_t outer = 1;
+    for (int d = 0; d < nd - 1; d++)
+        outer *= size[d];
+
+    size_t oesz = ltc_dtype_size(os->dtype);
+    char *out = a->out[0];
+    int64_t idx[LTC_MAX_DIMS] = {0};
+    int64_t off[LTC_EW_MAX_IN] = {0};
+    const void *ptr[LTC_EW_MAX_IN];
+    for (int64_t o = 0; o < outer; o++) {
+        for (int k = 0; k < nin; k++)
+            ptr[k] = (const char *)in[k] + off[k] * (int64_t)esz[k];
+        loop(inner, out, ptr, istride);
+        out += inner * (int64_t)oesz;
+        /* advance the multi-index over the outer dims, with carry */
+        for (int d = nd - 2; d >= 0; d--) {
+            idx[d]++;
+            for (int k = 0; k < nin; k++)
+                off[k] += st[k][d];
+            if (idx[d] < size[d])
+                break;
+            for (int k = 0; k < nin; k++)
+                off[k] -= st[k][d] * size[d];
+            idx[d] = 0;
+        }
+    }
+}
+
+/* See elementwise.h. */
+ltc_status ltc_cpu_elementwise(const ltc_kernel_args *a, ltc_ew_loop loop) {
+    int nin = a->n_in;
+    if (nin > LTC_EW_MAX_IN)
+        return ltc_errorf(LTC_ERR_ARG, "elementwise kernel: %d operands (at most %d)", nin,
+                          LTC_EW_MAX_IN);
+    int64_t n = ltc_shape_numel(&a->out_shapes[0]);
+    if (n == 0)
+        return LTC_OK;
+    const void *in[LTC_EW_MAX_IN];
+    size_t esz[LTC_EW_MAX_IN];
+    int64_t stride[LTC_EW_MAX_IN];
+    bool simple = true;
+    for (int k = 0; k < nin; k++) {
+        in[k] = a->in[k];
+        esz[k] = ltc_dtype_size(a->in_shapes[k].dtype);
+        /* broadcastable onto the output with as many elements means the same sizes */
+        int64_t nk = ltc_shape_numel(&a->in_shapes[k]);
+        if (nk == n)
+            stride[k] = 1;
+        else if (nk == 1)
+            stride[k] = 0;
+        else
+            simple = false;
+    }
+    if (simple)
+        loop(n, a->out[0], in, stride);
+    else
+        ew_strided(a, loop, in, esz);
+    return LTC_OK;
+}
+
+/* ---- conversion ------------------------------------------------------------------------ */
+
+/* One loop per (source, destination) C type pair; TOBOOL selects the != 0 rule. */
+#define CONV_LOOP(DT, ST)                                                                      \
+    do {                                                                                       \
+        DT *d_ = dst;                                                                          \
+        const ST *s_ = src;                                                                    \
+        for (int64_t i = 0; i < n; i++)                                                        \
+            d_[i] = (DT)s_[i];                                                                 \
+    } while (0)
+#define CONV_BOOL(ST)                                                                          \
+    do {                                                                                       \
+        unsigned char *d_ = dst;                                                               \
+        const ST *s_ = src;                                                                    \
+        for (int64_t i = 0; i < n; i++)                                                        \
+            d_[i] = s_[i] != 0;                                                                \
+    } while (0)
+#define CONV_FROM(ST)                                                                          \
+    do {                                                                                       \
+        switch (dd) {                                                                          \
+        case LTC_F32: CONV_LOOP(float, ST); break;                                             \
+        case LTC_F64: CONV_LOOP(double, ST); break;                                            \
+        case LTC_I32: CONV_LOOP(int32_t, ST); break;                                           \
+        case LTC_I64: CONV_LOOP(int64_t, ST); break;                                           \
+        case LTC_BOOL: CONV_BOOL(ST); break;                                                   \
+        default: break;                                                                        \
+        }                                                                                      \
+    } while (0)
+
+/* See elementwise.h. */
+void ltc_cpu_convert(void *dst, ltc_dtype dd, const void *src, ltc_dtype sd, int64_t n) {
+    if (dd == sd) {
+        if (dst != src)
+            memcpy(dst, src, (size_t)n * ltc_dtype_size(dd));
+        return;
+    }
+    switch (sd) {
+    case LTC_F32: CONV_FROM(float); break;
+    case LTC_F64: CONV_FROM(double); break;
+    case LTC_I32: CONV_FROM(int32_t); break;
+    case LTC_I64: CONV_FROM(int64_t); break;
+    case LTC_BOOL: CONV_FROM(unsigned char); break;
+    default: break;
+    }
+}
+
+/* See elementwise.h. */
+void ltc_cpu_split_dim(const ltc_shape *s, int64_t dim, int64_t *outer, int64_t *n,
+                       int64_t *inner) {
+    *outer = 1;
+    *inner = 1;
+    if (dim == LTC_NONE || s->ndim == 0) {
+        *n = ltc_shape_numel(s);
+        return;
+    }
+    for (int d = 0; d < dim; d++)
+        *outer *= s->dims[d];
+    *n = s->dims[dim];
+    for (int d = (int)dim + 1; d < s->ndim; d++)
+        *inner *= s->dims[d];
+}

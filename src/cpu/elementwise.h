@@ -1,0 +1,41 @@
+/*
+ * elementwise.h - the broadcasting driver behind the generated elementwise kernels, and
+ * small helpers shared by the hand-written CPU kernels (dtype conversion, dim splitting).
+ *
+ * A generated kernel supplies an inner loop per op and dtype; the driver walks the output
+ * in row-major order and calls it on runs along the innermost (coalesced) dim.
+ */
+#ifndef LTC_CPU_ELEMENTWISE_H
+#define LTC_CPU_ELEMENTWISE_H
+
+#include "ltc_kernel.h"
+
+/* Most operands an elementwise kernel may have. */
+#define LTC_EW_MAX_IN 8
+
+/* An inner loop: for i in [0, n), out[i] = f(in[0][i * stride[0]], in[1][i * stride[1]],
+ * ...). Strides count elements of each input's dtype (0 for a broadcast operand); `out` is
+ * contiguous. The pointers are already offset to the run's first element. */
+typedef void (*ltc_ew_loop)(int64_t n, void *out, const void *const *in, const int64_t *stride);
+
+/* Runs `loop` over out[0] = f(in...) with PyTorch broadcasting of the inputs (trailing
+ * dims aligned) onto out_shapes[0]. Each input keeps its own dtype's element size; the
+ * output's element size comes from out_shapes[0]. Same-shape and 0-d/one-element operands
+ * give a single call over the whole tensor; a 0-size output calls nothing. Fails only when
+ * there are more than LTC_EW_MAX_IN inputs. */
+ltc_status ltc_cpu_elementwise(const ltc_kernel_args *a, ltc_ew_loop loop);
+
+/* ---- helpers for the hand-written kernels --------------------------------------------- */
+
+/* Converts n elements from src (dtype sd) into dst (dtype dd), as Tensor.to: float to
+ * integer truncates toward zero; anything to bool is x != 0 (stored as 0/1 bytes).
+ * dst and src must not overlap unless they are the same pointer with the same dtype. */
+void ltc_cpu_convert(void *dst, ltc_dtype dd, const void *src, ltc_dtype sd, int64_t n);
+
+/* Splits a contiguous shape around dim (0-based) into outer x n x inner, so that element
+ * (o, j, i) is at (o * n + j) * inner + i. dim == LTC_NONE, or a 0-d shape, gives
+ * outer = inner = 1 and n = numel (the flattened tensor). */
+void ltc_cpu_split_dim(const ltc_shape *s, int64_t dim, int64_t *outer, int64_t *n,
+                       int64_t *inner);
+
+#endif

@@ -1,0 +1,100 @@
+/* gemm.c - the CPU matmul kernel: PyTorch's torch.matmul rules over OpenBLAS gemm. */
+#include <cblas.h>
+#include <string.h>
+
+#include "elementwise.h"
+
+/* One row-major C[m,n] = A[m,k] * B[k,n] with leading dims k, n, n. */
+static void gemm(ltc_dtype dt, int64_t m, int64_t n, int64_t k, const void *A, const void *B,
+                 void *C) {
+    if (dt == LTC_F32)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)m, (blasint)n,
+                    (blasint)k, 1.0f, A, (blasint)k, B, (blasint)n, 0.0f, C, (blasint)n);
+    else
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)m, (blasint)n,
+                    (blasint)k, 1.0, A, (blasint)k, B, (blasint)n, 0.0, C, (blasint)n);
+}
+
+/* Element strides of an operand's batch dims aligned (on the right) to the nb batch dims
+ * `bdims` of the result: 0 where the operand lacks the dim or has size 1 there. The
+ * operand has `opb` batch dims of sizes `odims`, each batch matrix `mat` elements.
+ * Returns the operand's number of batch matrices. */
+static int64_t batch_strides(const int64_t *odims, int opb, int nb, int64_t mat, int64_t *st) {
+    int64_t acc = mat;
+    for (int d = nb - 1; d >= 0; d--) {
+        int od = d - (nb - opb);
+        if (od < 0) {
+            st[d] = 0;
+            continue;
+        }
+        st[d] = odims[od] == 1 ? 0 : acc;
+        acc *= odims[od];
+    }
+    return acc / (mat ? mat : 1);
+}
+
+/* matmul(Tensor self, Tensor other): float32 (sgemm) or float64 (dgemm) operands of one
+ * dtype. 1-d . 1-d is a dot product (0-d result); a 1-d self is a 1 x k row and a 1-d
+ * other a k x 1 column, the added dim removed from the result; dims before the last two
+ * are batch dims, broadcast against each other (out_shapes[0] holds the result). */
+ltc_status ltc_cpu_kernel_matmul(const ltc_kernel_args *a) {
+    const ltc_shape *sa = &a->in_shapes[0], *sb = &a->in_shapes[1], *so = &a->out_shapes[0];
+    ltc_dtype dt = so->dtype;
+    if ((dt != LTC_F32 && dt != LTC_F64) || sa->dtype != dt || sb->dtype != dt)
+        return ltc_errorf(LTC_ERR_ARG, "matmul: expected float32 or float64 operands of one "
+                          "dtype, got %s and %s", ltc_dtype_name(sa->dtype),
+                          ltc_dtype_name(sb->dtype));
+    size_t es = ltc_dtype_size(dt);
+    int64_t total = ltc_shape_numel(so);
+    if (total == 0)
+        return LTC_OK;
+    int64_t m = sa->ndim >= 2 ? sa->dims[sa->ndim - 2] : 1;
+    int64_t k = sa->dims[sa->ndim - 1];
+    int64_t n = sb->ndim >= 2 ? sb->dims[sb->ndim - 1] : 1;
+    if (k == 0) {
+        memset(a->out[0], 0, (size_t)total * es);
+        return LTC_OK;
+    }
+    if (sa->ndim == 1 && sb->ndim == 1) {
+        if (dt == LTC_F32)
+            *(float *)a->out[0] = cblas_sdot((blasint)k, a->in[0], 1, a->in[1], 1);
+        else
+            *(double *)a->out[0] = cblas_ddot((blasint)k, a->in[0], 1, a->in[1], 1);
+        return LTC_OK;
+    }
+
+    /* batch dims of the result, and each operand's strides over them */
+    int nb = so->ndim - (sa->ndim >= 2) - (sb->ndim >= 2);
+    int ab = sa->ndim > 2 ? sa->ndim - 2 : 0, bb = sb->ndim > 2 ? sb->ndim - 2 : 0;
+    int64_t sta[LTC_MAX_DIMS], stb[LTC_MAX_DIMS];
+    int64_t na = batch_strides(sa->dims, ab, nb, m * k, sta);
+    int64_t nbm = batch_strides(sb->dims, bb, nb, k * n, stb);
+    int64_t batch = 1;
+    for (int d = 0; d < nb; d++)
+        batch *= so->dims[d];
+
+    const char *A = a->in[0], *B = a->in[1];
+    char *C = a->out[0];
+    if (nbm == 1 && na == batch) {
+        /* one shared right operand: the batches of self stack into one tall matrix */
+        gemm(dt, batch * m, n, k, A, B, C);
+        return LTC_OK;
+    }
+    int64_t idx[LTC_MAX_DIMS] = {0};
+    int64_t oa = 0, ob = 0;
+    for (int64_t t = 0; t < batch; t++) {
+        gemm(dt, m, n, k, A + oa * (int64_t)es, B + ob * (int64_t)es,
+             C + t * m * n * (int64_t)es);
+        for (int d = nb - 1; d >= 0; d--) {
+            idx[d]++;
+            oa += sta[d];
+            ob += stb[d];
+            if (idx[d] < so->dims[d])
+                break;
+            oa -= sta[d] * so->dims[d];
+            ob -= stb[d] * so->dims[d];
+            idx[d] = 0;
+        }
+    }
+    return LTC_OK;
+}

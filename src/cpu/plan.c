@@ -1,0 +1,272 @@
+/* plan.c - lowering a post order into a plan, memory planning, and running it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan.h"
+
+#define ALIGN 64
+static size_t align_up(size_t n) { return (n + ALIGN - 1) & ~(size_t)(ALIGN - 1); }
+
+void ltc_cpu_plan_free(cpu_plan *p) {
+    if (!p) return;
+    for (int i = 0; i < p->n_steps; i++) {
+        plan_step *s = &p->steps[i];
+        free(s->in);
+        free(s->out);
+        free(s->in_shapes);
+        free(s->out_shapes);
+        free(s->attrs);
+    }
+    free(p->steps);
+    free(p->bufs);
+    free(p->outputs);
+    free(p->arena);
+    free(p->ptrs);
+    free(p);
+}
+
+/* ---- memory planning: first fit over free ranges of the arena ---------------------------- */
+
+typedef struct {
+    size_t off, size;
+} range;
+
+typedef struct {
+    range *free;
+    int n, cap;
+    size_t top;
+} arena_alloc;
+
+static size_t arena_take(arena_alloc *a, size_t size) {
+    for (int i = 0; i < a->n; i++)
+        if (a->free[i].size >= size) {
+            size_t off = a->free[i].off;
+            a->free[i].off += size;
+            a->free[i].size -= size;
+            if (!a->free[i].size) memmove(&a->free[i], &a->free[i + 1], sizeof(range) * (size_t)(--a->n - i));
+            return off;
+        }
+    size_t off = a->top;
+    a->top += size;
+    return off;
+}
+
+/* Returns a range, merging with its neighbours; false on allocation failure. */
+static bool arena_give(arena_alloc *a, size_t off, size_t size) {
+    int i = 0;
+    while (i < a->n && a->free[i].off < off) i++;
+    if (i > 0 && a->free[i - 1].off + a->free[i - 1].size == off) {
+        a->free[i - 1].size += size;
+        if (i < a->n && off + size == a->free[i].off) {
+            a->free[i - 1].size += a->free[i].size;
+            memmove(&a->free[i], &a->free[i + 1], sizeof(range) * (size_t)(--a->n - i));
+        }
+        return true;
+    }
+    if (i < a->n && off + size == a->free[i].off) {
+        a->free[i].off = off;
+        a->free[i].size += size;
+        return true;
+    }
+    if (a->n == a->cap) {
+        int nc = a->cap ? a->cap * 2 : 16;
+        range *nr = realloc(a->free, sizeof(range) * (size_t)nc);
+        if (!nr) return false;
+        a->free = nr, a->cap = nc;
+    }
+    memmove(&a->free[i + 1], &a->free[i], sizeof(range) * (size_t)(a->n - i));
+    a->free[i] = (range){off, size};
+    a->n++;
+    return true;
+}
+
+/* Places temporaries by lifetime: a step's outputs are placed before its dead inputs
+ * are returned, so a kernel never writes over what it reads. */
+static bool plan_memory(cpu_plan *p) {
+    arena_alloc a = {0};
+    bool ok = true;
+    for (int s = 0; s < p->n_steps && ok; s++) {
+        plan_step *st = &p->steps[s];
+        for (int k = 0; k < st->n_out; k++) {
+            plan_buf *b = &p->bufs[st->out[k]];
+            if (b->kind == BUF_TEMP) b->offset = arena_take(&a, align_up(b->nbytes ? b->nbytes : 1));
+        }
+        for (int k = 0; k < st->n_out && ok; k++) { /* an output nobody reads dies at once */
+            plan_buf *b = &p->bufs[st->out[k]];
+            if (b->kind == BUF_TEMP && b->last_use < 0)
+                ok = arena_give(&a, b->offset, align_up(b->nbytes ? b->nbytes : 1));
+        }
+        for (int k = 0; k < st->n_in && ok; k++) {
+            plan_buf *b = &p->bufs[st->in[k]];
+            bool first = true; /* an input read twice by this step is returned once */
+            for (int j = 0; j < k; j++) first &= st->in[j] != st->in[k];
+            if (b->kind == BUF_TEMP && b->last_use == s && first)
+                ok = arena_give(&a, b->offset, align_up(b->nbytes ? b->nbytes : 1));
+        }
+    }
+    p->arena_size = a.top;
+    free(a.free);
+    return ok;
+}
+
+/* ---- lowering ----------------------------------------------------------------------------- */
+
+static void *dup(const void *src, size_t n) {
+    void *d = malloc(n ? n : 1);
+    if (d && n) memcpy(d, src, n);
+    return d;
+}
+
+cpu_plan *ltc_cpu_plan_build(const ltc_lowering_ctx *ctx) {
+    cpu_plan *p = calloc(1, sizeof *p);
+    int *first_buf = malloc(sizeof(int) * (size_t)(ctx->n_nodes + 1));
+    int n_bufs = 0, n_steps = 0;
+    if (!p || !first_buf) goto nomem;
+    for (int i = 0; i < ctx->n_nodes; i++) {
+        first_buf[i] = n_bufs;
+        n_bufs += ctx->post_order[i]->n_outputs;
+        if (ctx->post_order[i]->op != LTC_OP_DEVICE_DATA) n_steps++;
+    }
+    p->bufs = calloc((size_t)n_bufs + 1, sizeof *p->bufs);
+    p->steps = calloc((size_t)n_steps + 1, sizeof *p->steps);
+    p->outputs = malloc(sizeof(int) * (size_t)(ctx->n_roots + 1));
+    p->ptrs = malloc(sizeof(void *) * (size_t)(n_bufs + 1));
+    if (!p->bufs || !p->steps || !p->outputs || !p->ptrs) goto nomem;
+    p->n_bufs = n_bufs;
+    p->n_outputs = ctx->n_roots;
+    int param = 0;
+    for (int i = 0; i < ctx->n_nodes; i++) {
+        const ltc_node *n = ctx->post_order[i];
+        for (int k = 0; k < n->n_outputs; k++) {
+            plan_buf *b = &p->bufs[first_buf[i] + k];
+            b->kind = BUF_TEMP;
+            b->shape = n->shapes[k];
+            b->nbytes = ltc_shape_nbytes(&n->shapes[k]);
+            b->last_use = -1;
+            if (n->op == LTC_OP_DEVICE_DATA) b->kind = BUF_PARAM, b->index = param++;
+        }
+        if (n->op == LTC_OP_DEVICE_DATA) {
+            ctx->emitted[i] = 1;
+            continue;
+        }
+        ltc_kernel_fn fn = ltc_cpu_kernels[n->op];
+        if (!fn) {
+            ltc_errorf(LTC_ERR_BACKEND, "%s: the CPU backend has no kernel for this op", ltc_op_name(n->op));
+            goto fail;
+        }
+        plan_step *s = &p->steps[p->n_steps++];
+        s->op = n->op;
+        s->fn = fn;
+        s->n_in = n->n_operands;
+        s->n_out = n->n_outputs;
+        s->n_attrs = n->n_attrs;
+        s->in = malloc(sizeof(int) * (size_t)(s->n_in + 1));
+        s->out = malloc(sizeof(int) * (size_t)s->n_out);
+        s->in_shapes = malloc(sizeof(ltc_shape) * (size_t)(s->n_in + 1));
+        s->out_shapes = dup(n->shapes, sizeof(ltc_shape) * (size_t)s->n_out);
+        s->attrs = dup(n->attrs, sizeof(ltc_attr) * (size_t)s->n_attrs);
+        if (!s->in || !s->out || !s->in_shapes || !s->out_shapes || !s->attrs) goto nomem;
+        for (int k = 0; k < s->n_in; k++) {
+            ltc_value v = n->operands[k];
+            s->in[k] = first_buf[v.node->index] + v.index;
+            s->in_shapes[k] = v.node->shapes[v.index];
+            p->bufs[s->in[k]].last_use = p->n_steps - 1;
+        }
+        for (int k = 0; k < s->n_out; k++) s->out[k] = first_buf[i] + k;
+        ctx->emitted[i] = 1;
+    }
+    for (int r = 0; r < ctx->n_roots; r++) {
+        int b = first_buf[ctx->roots[r].node->index] + ctx->roots[r].index;
+        p->outputs[r] = b;
+        p->bufs[b].kind = BUF_OUTPUT;
+        p->bufs[b].index = r;
+    }
+    if (!plan_memory(p)) goto nomem;
+    free(first_buf);
+    return p;
+nomem:
+    ltc_errorf(LTC_ERR_NOMEM, "CPU backend: out of memory building a plan");
+fail:
+    free(first_buf);
+    ltc_cpu_plan_free(p);
+    return NULL;
+}
+
+/* ---- running ---------------------------------------------------------------------------------- */
+
+ltc_status ltc_cpu_plan_run(ltc_backend *b, cpu_plan *p, ltc_data *const *args, ltc_data **outs) {
+    static char empty[ALIGN];
+    ltc_status st = LTC_OK;
+    if (p->arena_size && !p->arena) {
+        p->arena = aligned_alloc(ALIGN, align_up(p->arena_size));
+        if (!p->arena) return ltc_errorf(LTC_ERR_NOMEM, "CPU backend: out of memory for a %zu-byte arena",
+                                         p->arena_size);
+    }
+    for (int r = 0; r < p->n_outputs; r++) outs[r] = NULL;
+    for (int i = 0; i < p->n_bufs; i++) {
+        plan_buf *bf = &p->bufs[i];
+        switch (bf->kind) {
+        case BUF_PARAM: p->ptrs[i] = args[bf->index]->ptr; break;
+        case BUF_TEMP: p->ptrs[i] = p->arena ? (char *)p->arena + bf->offset : empty; break;
+        case BUF_OUTPUT:
+            outs[bf->index] = ltc_cpu_data_new(b, &bf->shape);
+            if (!outs[bf->index]) {
+                st = ltc_errorf(LTC_ERR_NOMEM, "CPU backend: out of memory for a %zu-byte output",
+                                bf->nbytes);
+                goto fail;
+            }
+            p->ptrs[i] = outs[bf->index]->ptr;
+            break;
+        }
+    }
+    for (int s = 0; s < p->n_steps; s++) {
+        plan_step *sp = &p->steps[s];
+        const void *in[64];
+        void *out[8];
+        for (int k = 0; k < sp->n_in && k < 64; k++) in[k] = p->ptrs[sp->in[k]];
+        for (int k = 0; k < sp->n_out && k < 8; k++) out[k] = p->ptrs[sp->out[k]];
+        ltc_kernel_args a = {
+            .op = sp->op, .attrs = sp->attrs, .n_attrs = sp->n_attrs,
+            .n_in = sp->n_in, .in_shapes = sp->in_shapes, .in = in,
+            .n_out = sp->n_out, .out_shapes = sp->out_shapes, .out = out,
+        };
+        if ((st = sp->fn(&a))) {
+            ltc_error_prefix(st, ltc_op_name(sp->op));
+            goto fail;
+        }
+    }
+    return LTC_OK;
+fail:
+    for (int r = 0; r < p->n_outputs; r++) {
+        ltc_data_release(outs[r]);
+        outs[r] = NULL;
+    }
+    return st;
+}
+
+char *ltc_cpu_plan_text(const cpu_plan *p) {
+    size_t cap = 256 + (size_t)(p->n_steps + p->n_bufs) * 160, len = 0;
+    char *out = malloc(cap), sb[128];
+    if (!out) return NULL;
+    len += (size_t)snprintf(out + len, cap - len, "cpu plan: %d steps, %d buffers, arena %zu bytes\n",
+                            p->n_steps, p->n_bufs, p->arena_size);
+    for (int s = 0; s < p->n_steps; s++) {
+        const plan_step *sp = &p->steps[s];
+        len += (size_t)snprintf(out + len, cap - len, "  step %d: %s(", s, ltc_op_name(sp->op));
+        for (int k = 0; k < sp->n_in; k++)
+            len += (size_t)snprintf(out + len, cap - len, k ? ", b%d" : "b%d", sp->in[k]);
+        len += (size_t)snprintf(out + len, cap - len, ") ->");
+        for (int k = 0; k < sp->n_out; k++) {
+            const plan_buf *bf = &p->bufs[sp->out[k]];
+            len += (size_t)snprintf(out + len, cap - len, " b%d %s%s %s", sp->out[k],
+                                    ltc_dtype_short(bf->shape.dtype),
+                                    ltc_shape_str(&bf->shape, sb, sizeof sb),
+                                    bf->kind == BUF_OUTPUT ? "output" : "temp");
+            if (bf->kind == BUF_TEMP)
+                len += (size_t)snprintf(out + len, cap - len, "@%zu", bf->offset);
+        }
+        len += (size_t)snprintf(out + len, cap - len, "\n");
+    }
+    return out;
+}

@@ -1,0 +1,62 @@
+/*
+ * plan.h - the CPU backend's compiled computation: a list of kernel steps over buffers,
+ * with a memory plan. Built once per graph (compile), run on every cache hit (execute).
+ *
+ * Buffers are parameters (the computation's arguments), outputs (fresh backend data on
+ * each run: the user holds them), or temporaries (slices of an arena that the plan keeps
+ * across runs, placed by lifetime so that dead temporaries' bytes are reused). A step is
+ * one kernel now; fusion will make a step that runs several nodes' math in one pass
+ * without changing this structure.
+ */
+#ifndef LTC_CPU_PLAN_H
+#define LTC_CPU_PLAN_H
+
+#include "ltc_backend.h"
+#include "ltc_kernel.h"
+
+typedef enum { BUF_PARAM, BUF_OUTPUT, BUF_TEMP } buf_kind;
+
+typedef struct {
+    buf_kind kind;
+    int index;       /* BUF_PARAM: argument index; BUF_OUTPUT: output index */
+    ltc_shape shape;
+    size_t nbytes;
+    size_t offset;   /* BUF_TEMP: byte offset in the arena */
+    int last_use;    /* the last step that reads it (-1: none) */
+} plan_buf;
+
+typedef struct {
+    int op;
+    ltc_kernel_fn fn;
+    const char *fallback; /* backend that owns fn when not the CPU one (eager fallback) */
+    int n_in, n_out, n_attrs;
+    int *in;              /* buffer ids */
+    int *out;
+    ltc_shape *in_shapes, *out_shapes;
+    ltc_attr *attrs;
+} plan_step;
+
+typedef struct {
+    plan_buf *bufs;
+    int n_bufs;
+    plan_step *steps;
+    int n_steps;
+    int *outputs;       /* buffer id of each root */
+    int n_outputs;
+    size_t arena_size;
+    void *arena;        /* kept across runs */
+    void **ptrs;        /* scratch: each buffer's address during a run */
+} cpu_plan;
+
+/* Lowers one graph into a plan; NULL with the error set on failure. */
+cpu_plan *ltc_cpu_plan_build(const ltc_lowering_ctx *ctx);
+void ltc_cpu_plan_free(cpu_plan *p);
+/* Runs the plan: args are the parameters' data, outs receives new output data. */
+ltc_status ltc_cpu_plan_run(ltc_backend *b, cpu_plan *p, ltc_data *const *args, ltc_data **outs);
+/* The plan as text: steps, buffers and sizes. Caller frees. */
+char *ltc_cpu_plan_text(const cpu_plan *p);
+
+/* Backend data on the host (cpu_backend.c). */
+ltc_data *ltc_cpu_data_new(ltc_backend *b, const ltc_shape *shape);
+
+#endif

@@ -1,0 +1,482 @@
+/*
+ * ltc_lua.c - the Lua binding's hand-written part: the tensor metatable, argument helpers
+ * (ltc_lua.h), tensor construction from tables, element access, sync, metrics and config.
+ * The op functions come from gen/lua_ops.c. luaopen_ltc_core returns the core table that
+ * lua/ltc/init.lua builds the user-facing module on.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ltc_backend.h"
+#include "ltc_lua.h"
+
+/* ---- userdata --------------------------------------------------------------------------- */
+
+ltc_tensor *ltcL_testtensor(lua_State *L, int arg) {
+    ltc_tensor **ud = luaL_testudata(L, arg, LTC_TENSOR_MT);
+    return ud ? *ud : NULL;
+}
+
+ltc_tensor *ltcL_checktensor(lua_State *L, int arg, const char *fname) {
+    ltc_tensor **ud = luaL_testudata(L, arg, LTC_TENSOR_MT);
+    if (!ud)
+        luaL_error(L, "%s: bad argument #%d (ltc.Tensor expected, got %s)", fname, arg,
+                   luaL_typename(L, arg));
+    if (!*ud) luaL_error(L, "%s: bad argument #%d (the tensor was closed)", fname, arg);
+    return *ud;
+}
+
+void ltcL_pushtensor(lua_State *L, ltc_tensor *t) {
+    ltc_tensor **ud = lua_newuserdatauv(L, sizeof *ud, 0);
+    *ud = t;
+    luaL_setmetatable(L, LTC_TENSOR_MT);
+}
+
+int ltcL_error(lua_State *L) { return luaL_error(L, "%s", ltc_last_error()); }
+
+/* __gc and __close: safe to call twice. */
+static int t_close(lua_State *L) {
+    ltc_tensor **ud = luaL_checkudata(L, 1, LTC_TENSOR_MT);
+    ltc_tensor_release(*ud);
+    *ud = NULL;
+    return 0;
+}
+
+/* ---- argument helpers ----------------------------------------------------------------------- */
+
+void ltcL_checkoperand(lua_State *L, int arg, const char *fname) {
+    if (lua_type(L, arg) == LUA_TNUMBER) return;
+    ltcL_checktensor(L, arg, fname);
+}
+
+ltc_tensor *ltcL_operand(lua_State *L, int arg) {
+    ltc_tensor *t = NULL;
+    if (lua_type(L, arg) == LUA_TNUMBER) {
+        if (lua_isinteger(L, arg)) ltc_tensor_from_int(lua_tointeger(L, arg), true, &t);
+        else ltc_tensor_from_float(lua_tonumber(L, arg), true, &t);
+        return t;
+    }
+    return ltc_tensor_retain(ltcL_testtensor(L, arg));
+}
+
+int ltcL_checkoperands(lua_State *L, int arg, ltc_tensor **out, int max, const char *fname) {
+    luaL_checktype(L, arg, LUA_TTABLE);
+    int n = (int)luaL_len(L, arg);
+    if (n > max) luaL_error(L, "%s: at most %d tensors, got %d", fname, max, n);
+    for (int i = 1; i <= n; i++) {
+        lua_geti(L, arg, i);
+        if (lua_type(L, -1) != LUA_TNUMBER && !ltcL_testtensor(L, -1))
+            luaL_error(L, "%s: bad argument #%d (entry %d is %s, expected ltc.Tensor or number)",
+                       fname, arg, i, luaL_typename(L, -1));
+        lua_pop(L, 1);
+    }
+    for (int i = 1; i <= n; i++) {
+        lua_geti(L, arg, i);
+        out[i - 1] = ltcL_operand(L, lua_gettop(L));
+        lua_pop(L, 1);
+        if (!out[i - 1]) {
+            ltcL_release(out, i - 1);
+            ltcL_error(L);
+        }
+    }
+    return n;
+}
+
+void ltcL_release(ltc_tensor **ts, int n) {
+    for (int i = 0; i < n; i++) ltc_tensor_release(ts[i]);
+}
+
+int ltcL_checkints(lua_State *L, int *arg, int64_t *out, bool varargs, const char *fname) {
+    int n = 0;
+    if (lua_istable(L, *arg)) {
+        n = (int)luaL_len(L, *arg);
+        if (n > LTC_MAX_DIMS) luaL_error(L, "%s: %d sizes given, at most %d", fname, n, LTC_MAX_DIMS);
+        for (int i = 1; i <= n; i++) {
+            lua_geti(L, *arg, i);
+            int ok;
+            out[i - 1] = lua_tointegerx(L, -1, &ok);
+            if (!ok)
+                luaL_error(L, "%s: bad argument #%d (entry %d is %s, expected an integer)", fname,
+                           *arg, i, luaL_typename(L, -1));
+            lua_pop(L, 1);
+        }
+        (*arg)++;
+        return n;
+    }
+    if (!varargs || lua_type(L, *arg) != LUA_TNUMBER) {
+        if (!varargs || !lua_isnoneornil(L, *arg))
+            luaL_error(L, "%s: bad argument #%d (table of sizes expected, got %s)", fname, *arg,
+                       luaL_typename(L, *arg));
+        return 0;
+    }
+    while (lua_type(L, *arg) == LUA_TNUMBER) {
+        int ok;
+        int64_t v = lua_tointegerx(L, *arg, &ok);
+        if (!ok) luaL_error(L, "%s: bad argument #%d (size %s is not an integer)", fname, *arg,
+                            lua_tostring(L, *arg));
+        if (n == LTC_MAX_DIMS) luaL_error(L, "%s: more than %d sizes given", fname, LTC_MAX_DIMS);
+        out[n++] = v;
+        (*arg)++;
+    }
+    return n;
+}
+
+ltc_dtype ltcL_checkdtype(lua_State *L, int arg, bool opt, const char *fname) {
+    if (opt && lua_isnoneornil(L, arg)) return LTC_DTYPE_NONE;
+    const char *name = lua_tostring(L, arg);
+    if (!name || lua_type(L, arg) != LUA_TSTRING)
+        luaL_error(L, "%s: bad argument #%d (dtype name expected, got %s)", fname, arg,
+                   luaL_typename(L, arg));
+    ltc_dtype dt;
+    if (ltc_dtype_parse(name, &dt)) luaL_error(L, "%s: %s", fname, ltc_last_error());
+    return dt;
+}
+
+int64_t ltcL_checkdim(lua_State *L, int arg, bool opt, const char *fname) {
+    if (opt && lua_isnoneornil(L, arg)) return LTC_NONE;
+    int ok;
+    int64_t d = lua_tointegerx(L, arg, &ok);
+    if (!ok)
+        luaL_error(L, "%s: bad argument #%d (integer expected, got %s)", fname, arg,
+                   lua_type(L, arg) == LUA_TNUMBER ? "a non-integer number" : luaL_typename(L, arg));
+    if (d == 0) luaL_error(L, "%s: bad argument #%d (0 is invalid: dims and indices are 1-based)",
+                           fname, arg);
+    return d;
+}
+
+/* ---- sync ------------------------------------------------------------------------------------ */
+
+/* Every sync from Lua first collects garbage (LTC_SYNC_GC, on by default): tensors that are
+ * unreachable but not yet finalized would otherwise join the graph as roots, making the
+ * graph (and its hash) depend on the collector's timing. */
+static void sync_all(lua_State *L) {
+    if (ltc_config_get_int("LTC_SYNC_GC")) lua_gc(L, LUA_GCCOLLECT);
+    if (ltc_sync()) ltcL_error(L);
+}
+
+static void sync_if_pending(lua_State *L, ltc_tensor *t) {
+    if (ltc_tensor_is_pending(t)) sync_all(L);
+}
+
+static int l_sync(lua_State *L) {
+    sync_all(L);
+    return 0;
+}
+
+/* ---- construction from Lua values ------------------------------------------------------------ */
+
+/* Finds the nested table's shape by following first elements. */
+static void table_shape(lua_State *L, int idx, ltc_shape *s, bool *is_bool) {
+    lua_pushvalue(L, idx);
+    s->ndim = 0;
+    while (lua_istable(L, -1)) {
+        if (s->ndim == LTC_MAX_DIMS) luaL_error(L, "tensor: more than %d nested levels", LTC_MAX_DIMS);
+        s->dims[s->ndim++] = (int64_t)luaL_len(L, -1);
+        lua_geti(L, -1, 1);
+        lua_remove(L, -2);
+    }
+    *is_bool = lua_isboolean(L, -1);
+    lua_pop(L, 1);
+}
+
+static void store(void *buf, int64_t i, ltc_dtype dt, lua_State *L, int idx, const char *where) {
+    int t = lua_type(L, idx);
+    if (t != LUA_TNUMBER && t != LUA_TBOOLEAN)
+        luaL_error(L, "tensor: element %s is %s, expected a number or boolean", where, luaL_typename(L, idx));
+    double f = t == LUA_TBOOLEAN ? lua_toboolean(L, idx) : lua_tonumber(L, idx);
+    int64_t n = t == LUA_TBOOLEAN ? lua_toboolean(L, idx)
+                : lua_isinteger(L, idx) ? lua_tointeger(L, idx) : (int64_t)0;
+    bool integral = t == LUA_TBOOLEAN || lua_isinteger(L, idx);
+    if (!integral && !ltc_dtype_is_float(dt) && dt != LTC_BOOL) {
+        if (!isfinite(f) || f != floor(f) || fabs(f) > 9.2e18)
+            luaL_error(L, "tensor: element %s (%g) is not an integer, as %s needs", where, f, ltc_dtype_name(dt));
+        n = (int64_t)f;
+    }
+    switch (dt) {
+    case LTC_F32: ((float *)buf)[i] = integral ? (float)n : (float)f; break;
+    case LTC_F64: ((double *)buf)[i] = integral ? (double)n : f; break;
+    case LTC_I32: ((int32_t *)buf)[i] = (int32_t)n; break;
+    case LTC_I64: ((int64_t *)buf)[i] = n; break;
+    default: ((uint8_t *)buf)[i] = integral ? n != 0 : f != 0; break;
+    }
+}
+
+/* Copies the nested table at idx (checked against s from dim d) into buf from *pos. */
+static void fill(lua_State *L, int idx, const ltc_shape *s, int d, void *buf, int64_t *pos, char *path) {
+    if (d == s->ndim) {
+        store(buf, (*pos)++, s->dtype, L, idx, path[0] ? path : "[]");
+        return;
+    }
+    if (!lua_istable(L, idx) || (int64_t)luaL_len(L, idx) != s->dims[d])
+        luaL_error(L, "tensor: ragged nested table at %s (expected %lld elements, got %s)",
+                   path[0] ? path : "top level", (long long)s->dims[d],
+                   lua_istable(L, idx) ? lua_pushfstring(L, "%d", (int)luaL_len(L, idx)) : luaL_typename(L, idx));
+    size_t plen = strlen(path);
+    for (int64_t i = 1; i <= s->dims[d]; i++) {
+        lua_geti(L, idx, i);
+        if (plen < 200) snprintf(path + plen, 256 - plen, "[%lld]", (long long)i);
+        fill(L, lua_gettop(L), s, d + 1, buf, pos, path);
+        lua_pop(L, 1);
+    }
+    path[plen] = 0;
+}
+
+/* ltc.tensor(data [, dtype]): data is a number, a boolean or a nested table of them.
+ * float32 by default (bool for booleans), as Torch7's default tensor type. */
+static int l_tensor(lua_State *L) {
+    luaL_argexpected(L, lua_istable(L, 1) || lua_isnumber(L, 1) || lua_isboolean(L, 1), 1,
+                     "table, number or boolean");
+    ltc_shape s = {0};
+    bool is_bool;
+    table_shape(L, 1, &s, &is_bool);
+    ltc_dtype dt = ltcL_checkdtype(L, 2, true, "tensor");
+    s.dtype = dt != LTC_DTYPE_NONE ? dt : is_bool ? LTC_BOOL : LTC_F32;
+    if (ltc_shape_make(&s, s.dtype, s.ndim, s.dims)) return luaL_error(L, "tensor: %s", ltc_last_error());
+    void *buf = lua_newuserdatauv(L, ltc_shape_nbytes(&s) + 1, 0); /* freed by the GC */
+    int64_t pos = 0;
+    char path[256] = "";
+    fill(L, 1, &s, 0, buf, &pos, path);
+    ltc_tensor *t;
+    if (ltc_tensor_from_host(&s, buf, &t)) return luaL_error(L, "tensor: %s", ltc_last_error());
+    ltcL_pushtensor(L, t);
+    return 1;
+}
+
+/* ---- reading values ---------------------------------------------------------------------------- */
+
+static void push_elem(lua_State *L, ltc_tensor *t, int64_t flat) {
+    ltc_dtype dt = ltc_tensor_shape(t)->dtype;
+    if (ltc_dtype_is_float(dt)) {
+        double v;
+        if (ltc_tensor_read_f64(t, flat, &v)) ltcL_error(L);
+        lua_pushnumber(L, v);
+    } else {
+        int64_t v;
+        if (ltc_tensor_read_i64(t, flat, &v)) ltcL_error(L);
+        if (dt == LTC_BOOL) lua_pushboolean(L, (int)v);
+        else lua_pushinteger(L, v);
+    }
+}
+
+/* t:item(): the value of a one-element tensor as a Lua number (boolean for bool). Syncs. */
+static int l_item(lua_State *L) {
+    ltc_tensor *t = ltcL_checktensor(L, 1, "item");
+    int64_t n = ltc_shape_numel(ltc_tensor_shape(t));
+    if (n != 1) return luaL_error(L, "item: needs a tensor with one element, got %lld", (long long)n);
+    sync_if_pending(L, t);
+    push_elem(L, t, 0);
+    return 1;
+}
+
+static void push_table(lua_State *L, ltc_tensor *t, const ltc_shape *s, int d, int64_t *flat) {
+    if (d == s->ndim) {
+        push_elem(L, t, (*flat)++);
+        return;
+    }
+    lua_createtable(L, (int)s->dims[d], 0);
+    for (int64_t i = 1; i <= s->dims[d]; i++) {
+        push_table(L, t, s, d + 1, flat);
+        lua_rawseti(L, -2, i);
+    }
+}
+
+/* t:totable(): nested Lua tables of the values (a number for a 0-d tensor). Syncs. */
+static int l_totable(lua_State *L) {
+    ltc_tensor *t = ltcL_checktensor(L, 1, "totable");
+    sync_if_pending(L, t);
+    int64_t flat = 0;
+    luaL_checkstack(L, LTC_MAX_DIMS + 4, "totable");
+    push_table(L, t, ltc_tensor_shape(t), 0, &flat);
+    return 1;
+}
+
+/* t:size() -> {sizes}; t:size(d) -> the size of dim d (1-based, negative from the end). */
+static int l_size(lua_State *L) {
+    const ltc_shape *s = ltc_tensor_shape(ltcL_checktensor(L, 1, "size"));
+    if (!lua_isnoneornil(L, 2)) {
+        int d;
+        if (ltc_dim_wrap(ltcL_checkdim(L, 2, false, "size"), s->ndim, &d) || s->ndim == 0)
+            return luaL_error(L, "size: %s", s->ndim ? ltc_last_error() : "a 0-d tensor has no dims");
+        lua_pushinteger(L, s->dims[d]);
+        return 1;
+    }
+    lua_createtable(L, s->ndim, 0);
+    for (int i = 0; i < s->ndim; i++) {
+        lua_pushinteger(L, s->dims[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    return 1;
+}
+
+static int l_dim(lua_State *L) {
+    lua_pushinteger(L, ltc_tensor_shape(ltcL_checktensor(L, 1, "dim"))->ndim);
+    return 1;
+}
+
+static int l_numel(lua_State *L) {
+    lua_pushinteger(L, ltc_shape_numel(ltc_tensor_shape(ltcL_checktensor(L, 1, "numel"))));
+    return 1;
+}
+
+static int l_dtype(lua_State *L) {
+    lua_pushstring(L, ltc_dtype_name(ltc_tensor_shape(ltcL_checktensor(L, 1, "dtype"))->dtype));
+    return 1;
+}
+
+/* #t: the size of dim 1. */
+static int t_len(lua_State *L) {
+    const ltc_shape *s = ltc_tensor_shape(ltcL_checktensor(L, 1, "#"));
+    if (s->ndim == 0) return luaL_error(L, "#: a 0-d tensor has no length");
+    lua_pushinteger(L, s->dims[0]);
+    return 1;
+}
+
+/* t[i]: a number for a 1-d tensor (syncs), else the view select(1, i); t.key: a method. */
+static int t_index(lua_State *L) {
+    if (lua_type(L, 2) == LUA_TNUMBER) {
+        ltc_tensor *t = ltcL_checktensor(L, 1, "index");
+        const ltc_shape *s = ltc_tensor_shape(t);
+        int64_t i = ltcL_checkdim(L, 2, false, "index");
+        if (s->ndim == 0) return luaL_error(L, "index: cannot index a 0-d tensor (use item())");
+        int64_t i0 = i > 0 ? i - 1 : s->dims[0] + i;
+        if (i0 < 0 || i0 >= s->dims[0])
+            return luaL_error(L, "index: index %lld out of range for dim 1 of size %lld",
+                              (long long)i, (long long)s->dims[0]);
+        if (s->ndim == 1) {
+            sync_if_pending(L, t);
+            push_elem(L, t, i0);
+            return 1;
+        }
+        ltc_tensor *out;
+        if (ltc_select(t, 1, i, &out)) return ltcL_error(L);
+        ltcL_pushtensor(L, out);
+        return 1;
+    }
+    lua_pushvalue(L, 2);
+    lua_rawget(L, lua_upvalueindex(1));
+    return 1;
+}
+
+/* ---- metrics, config, misc ----------------------------------------------------------------------- */
+
+static int l_manual_seed(lua_State *L) {
+    ltc_manual_seed((uint64_t)luaL_checkinteger(L, 1));
+    return 0;
+}
+
+static int l_counter(lua_State *L) {
+    lua_pushinteger(L, ltc_counter_value(luaL_checkstring(L, 1)));
+    return 1;
+}
+
+static void push_name(const char *name, int64_t value, void *ud) {
+    (void)value;
+    lua_State *L = ud;
+    lua_pushstring(L, name);
+    lua_rawseti(L, -2, (lua_Integer)luaL_len(L, -2) + 1);
+}
+
+static int l_counter_names(lua_State *L) {
+    lua_newtable(L);
+    ltc_counter_foreach(push_name, L);
+    return 1;
+}
+
+static int l_report(lua_State *L) {
+    char *r = ltc_metrics_report();
+    if (!r) return luaL_error(L, "metrics.report: out of memory");
+    lua_pushstring(L, r);
+    free(r);
+    return 1;
+}
+
+static int l_reset(lua_State *L) {
+    (void)L;
+    ltc_metrics_reset();
+    return 0;
+}
+
+static int l_config_get(lua_State *L) {
+    lua_pushinteger(L, ltc_config_get_int(luaL_checkstring(L, 1)));
+    return 1;
+}
+
+static int l_config_set(lua_State *L) {
+    if (ltc_config_set_int(luaL_checkstring(L, 1), luaL_checkinteger(L, 2)))
+        return luaL_error(L, "config: %s", ltc_last_error());
+    return 0;
+}
+
+static int l_live_info(lua_State *L) {
+    ltc_live_info info;
+    ltc_live_info_get(&info);
+    lua_createtable(L, 0, 3);
+    lua_pushinteger(L, info.live_tensors);
+    lua_setfield(L, -2, "live_tensors");
+    lua_pushinteger(L, info.pending_tensors);
+    lua_setfield(L, -2, "pending_tensors");
+    lua_pushinteger(L, info.pending_nodes);
+    lua_setfield(L, -2, "pending_nodes");
+    return 1;
+}
+
+static int l_is_tensor(lua_State *L) {
+    lua_pushboolean(L, ltcL_testtensor(L, 1) != NULL);
+    return 1;
+}
+
+static const luaL_Reg core_functions[] = {
+    {"tensor", l_tensor}, {"sync", l_sync}, {"manual_seed", l_manual_seed},
+    {"counter", l_counter}, {"counter_names", l_counter_names}, {"metrics_report", l_report},
+    {"metrics_reset", l_reset}, {"config_get", l_config_get}, {"config_set", l_config_set},
+    {"live_info", l_live_info}, {"is_tensor", l_is_tensor}, {NULL, NULL},
+};
+
+static const luaL_Reg core_methods[] = {
+    {"item", l_item}, {"totable", l_totable}, {"size", l_size}, {"dim", l_dim},
+    {"numel", l_numel}, {"dtype", l_dtype}, {NULL, NULL},
+};
+
+/* Operators: metamethod -> the generated op function of that name. */
+static const char *const operators[][2] = {
+    {"__add", "add"}, {"__sub", "sub"}, {"__mul", "mul"}, {"__div", "div"},
+    {"__idiv", "floor_divide"}, {"__mod", "remainder"}, {"__pow", "pow"}, {"__unm", "neg"},
+};
+
+static lua_CFunction find_fn(const luaL_Reg *regs, const char *name) {
+    for (; regs->name; regs++)
+        if (strcmp(regs->name, name) == 0) return regs->func;
+    return NULL;
+}
+
+int luaopen_ltc_core(lua_State *L) {
+    ltc_backends_init();
+    lua_newtable(L); /* the core table */
+    luaL_setfuncs(L, ltc_lua_functions, 0);
+    luaL_setfuncs(L, core_functions, 0);
+
+    lua_newtable(L); /* methods */
+    luaL_setfuncs(L, ltc_lua_methods, 0);
+    luaL_setfuncs(L, core_methods, 0);
+
+    luaL_newmetatable(L, LTC_TENSOR_MT);
+    lua_pushcfunction(L, t_close);
+    lua_setfield(L, -2, "__gc");
+    lua_pushcfunction(L, t_close);
+    lua_setfield(L, -2, "__close");
+    lua_pushcfunction(L, t_len);
+    lua_setfield(L, -2, "__len");
+    lua_pushvalue(L, -2);
+    lua_pushcclosure(L, t_index, 1);
+    lua_setfield(L, -2, "__index");
+    for (size_t i = 0; i < sizeof operators / sizeof *operators; i++) {
+        lua_CFunction f = find_fn(ltc_lua_functions, operators[i][1]);
+        if (!f) continue;
+        lua_pushcfunction(L, f);
+        lua_setfield(L, -2, operators[i][0]);
+    }
+    lua_setfield(L, -3, "metatable"); /* core.metatable */
+    lua_setfield(L, -2, "methods");   /* core.methods */
+    return 1;
+}

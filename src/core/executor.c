@@ -11,6 +11,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
 #include <xxhash.h>
 
 #include "core.h"

@@ -12,7 +12,7 @@ OPT     ?= -O2
 SAN     ?=
 CFLAGS  += -std=c11 $(OPT) -g -fPIC -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L $(SAN)
 CPPFLAGS += -Isrc/core -Isrc/backend -Isrc/cpu -Isrc/lua -Igen -I$(LUA_INC) -I$(BLAS_INC)
-LDLIBS  += -lopenblas -lxxhash -lm
+LDLIBS  += -lopenblas -lxxhash -lz -lm
 
 BUILD   := build
 GEN     := gen

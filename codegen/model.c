@@ -52,7 +52,10 @@ static bool yaml_load(yfile *f) {
     return ok;
 }
 
-static yaml_node_t *node_at(yfile *f, int index) { return yaml_document_get_node(&f->doc, index); }
+/* The node with this index in f's document. */
+static yaml_node_t *node_at(yfile *f, int index) {
+    return yaml_document_get_node(&f->doc, index);
+}
 
 /* Reports an error located at a node. */
 #define NODE_ERROR(f, n, ...)                                                                   \
@@ -313,3 +316,28 @@ bool model_load(gen_model *m, const char *ops_path, const char *backend_path) {
 }
 
 bool op_has_entry(const gen_op *op) { return !op->non_native && op->lower != LOWER_IR_GEN; }
+
+void model_free(gen_model *m) {
+    for (int i = 0; i < m->n_ops; i++) {
+        gen_op *op = &m->ops[i];
+        free(op->full_name);
+        free(op->base_name);
+        free(op->cname);
+        free(op->enum_name);
+        free(op->schema);
+        free(op->doc);
+        free(op->shape);
+        free(op->expr);
+        free(op->expr_int);
+        for (int j = 0; j < op->n_args; j++) {
+            free(op->args[j].name);
+            free(op->args[j].def_text);
+        }
+        free(op->args);
+        for (int j = 0; j < op->n_rets; j++) free(op->ret_names[j]);
+        free(op->ret_names);
+    }
+    free(m->ops);
+    free(m->backend);
+    memset(m, 0, sizeof *m);
+}

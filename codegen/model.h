@@ -105,6 +105,9 @@ bool schema_parse(gen_op *op, const char *schema);
  * On success the ops are sorted by full name. */
 bool model_load(gen_model *m, const char *ops_path, const char *backend_path);
 
+/* Frees everything model_load allocated. */
+void model_free(gen_model *m);
+
 /* The op with this full name, or NULL. */
 gen_op *model_find(gen_model *m, const char *full_name);
 
@@ -143,8 +146,12 @@ void emit_backend_c(const gen_model *m, const gen_options *o, strbuf *b);
 void emit_lua_c(const gen_model *m, const gen_options *o, strbuf *b);
 void emit_doc_md(const gen_model *m, const gen_options *o, strbuf *b);
 
-/* The C parameter list of an op's entry, without `out` ("ltc_tensor *self, int64_t dim"),
- * or "void"-less empty string for none. Shared by ltc_ops.h and ltc_ops.c. */
+/* The C parameter list of an op's entry ("ltc_tensor *self, int64_t dim, ltc_tensor **out").
+ * Shared by ltc_ops.h and ltc_ops.c. */
 void emit_entry_params(const gen_op *op, strbuf *b);
+/* The comment above an op's generated code: its schema (wrapped if long), then its doc. */
+void emit_op_comment(strbuf *b, const gen_op *op, bool with_doc);
+/* The comment that starts a generated C file: its name, its sources, then `what` wrapped. */
+void emit_banner(strbuf *b, const gen_options *o, const char *file, const char *what);
 
 #endif

@@ -20,8 +20,8 @@ static const char *const type_names[ARG_TYPE_COUNT] = {
 
 /* Argument names that would collide with the generated code's locals or with C. */
 static const char *const reserved_names[] = {
-    "L", "arg", "attrs", "d", "i", "n", "ops", "out", "out_shapes", "outs", "promoted", "rng",
-    "shapes", "st", "top", "auto", "bool", "break", "case", "char", "const", "continue",
+    "L", "arg", "attrs", "d", "i", "n", "ndim", "ops", "out", "out_shapes", "outs", "promoted",
+    "rng", "shapes", "st", "top", "auto", "bool", "break", "case", "char", "const", "continue",
     "default", "do", "double", "else", "enum", "extern", "float", "for", "goto", "if", "inline",
     "int", "long", "register", "restrict", "return", "short", "signed", "sizeof", "static",
     "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while", NULL,
@@ -58,6 +58,7 @@ static void fail_at(cursor *c, const char *at, const char *what) {
     fail(c, what);
 }
 
+/* Skips blanks. */
 static void skip_space(cursor *c) {
     while (*c->p == ' ' || *c->p == '\t') c->p++;
 }
@@ -82,6 +83,8 @@ static bool accept(cursor *c, const char *tok) {
 
 /* Parses a type: an identifier with an optional "[]" or "?" suffix. */
 static bool read_type(cursor *c, arg_type *out) {
+    skip_space(c);
+    const char *start = c->p;
     char *id = read_ident(c);
     if (!id) {
         fail(c, "expected a type");
@@ -98,9 +101,8 @@ static bool read_type(cursor *c, arg_type *out) {
             return true;
         }
     }
-    c->p -= strlen(suffix);
-    fail(c, "unknown type (expected Tensor, Tensor[], Scalar, int, int?, int[], index, dim, "
-            "dim?, float, float?, bool, ScalarType or ScalarType?)");
+    fail_at(c, start, "unknown type (expected Tensor, Tensor[], Scalar, int, int?, int[], index, "
+                      "dim, dim?, float, float?, bool, ScalarType or ScalarType?)");
     return false;
 }
 
@@ -150,7 +152,8 @@ static void read_default(cursor *c, gen_arg *a) {
         fail_at(c, start, "bad default (expected None, True, False, an integer or a float)");
     }
     if (!ok) {
-        fail_at(c, start, "default does not fit the argument's type (dims and indices are 1-based)");
+        fail_at(c, start,
+                "default does not fit the argument's type (dims and indices are 1-based)");
     }
     free(text);
 }

@@ -62,14 +62,20 @@ void sb_puts(strbuf *b, const char *s) {
 
 void sb_printf(strbuf *b, const char *fmt, ...) {
     va_list ap;
+    sb_reserve(b, 64);
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    int n = vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
     va_end(ap);
-    if (n < 0) return;
-    sb_reserve(b, (size_t)n);
-    va_start(ap, fmt);
-    vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
+    if (n < 0) {
+        b->s[b->len] = '\0';
+        return;
+    }
+    if ((size_t)n >= b->cap - b->len) {
+        sb_reserve(b, (size_t)n);
+        va_start(ap, fmt);
+        vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    }
     b->len += (size_t)n;
 }
 
@@ -171,4 +177,52 @@ void sb_wrap(strbuf *b, const char *prefix, const char *text, int width) {
         sb_puts(b, "\n");
         p = end;
     }
+}
+
+/* The next ", " in p outside a string literal, or NULL. */
+static const char *next_comma(const char *p) {
+    bool quoted = false;
+    for (; *p; p++) {
+        if (*p == '"' && (!quoted || p[-1] != '\\')) quoted = !quoted;
+        else if (!quoted && p[0] == ',' && p[1] == ' ') return p;
+    }
+    return NULL;
+}
+
+void sb_call(strbuf *b, const char *indent, const char *head, const char *args,
+             const char *tail) {
+    const int width = 100;
+    size_t cont = strlen(indent) + strlen(head);
+    if (cont > 60) cont = strlen(indent) + 8;
+    int col = (int)(strlen(indent) + strlen(head));
+    sb_puts(b, indent);
+    sb_puts(b, head);
+    const char *p = args;
+    bool first = true;
+    while (*p) {
+        const char *comma = next_comma(p);
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        /* the piece, plus ", " or the tail after the last one */
+        int need = (int)n + (comma ? 1 : (int)strlen(tail));
+        if (!first && col + 1 + need > width) {
+            sb_puts(b, "\n");
+            for (size_t i = 0; i < cont; i++) sb_puts(b, " ");
+            col = (int)cont;
+        } else if (!first) {
+            sb_puts(b, " ");
+            col++;
+        }
+        char *piece = cg_strndup(p, n);
+        sb_puts(b, piece);
+        free(piece);
+        col += (int)n;
+        if (comma) {
+            sb_puts(b, ",");
+            col++;
+        }
+        first = false;
+        p = comma ? comma + 2 : p + n;
+    }
+    sb_puts(b, tail);
+    sb_puts(b, "\n");
 }

@@ -49,4 +49,10 @@ bool cg_has_call(const char *text, const char *ident);
  * columns; each line ends with '\n'. "*" "/" is broken up so the text can sit in a C comment. */
 void sb_wrap(strbuf *b, const char *prefix, const char *text, int width);
 
+/* Appends indent + head + args + tail + '\n' (a call or a declaration: head ends with '(',
+ * args are separated by ", "), breaking after commas to keep lines within 100 columns;
+ * continuation lines align after the '(' (or indent by 8 when that is too deep). */
+void sb_call(strbuf *b, const char *indent, const char *head, const char *args,
+             const char *tail);
+
 #endif

@@ -145,4 +145,5 @@ M.debug = {
 }
 
 M.is_tensor = core.is_tensor
+M.io = require "ltc.io"
 return M

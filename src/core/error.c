@@ -18,11 +18,14 @@ ltc_status ltc_errorf(ltc_status st, const char *fmt, ...) {
 }
 
 ltc_status ltc_error_prefix(ltc_status st, const char *op) {
-    char tmp[sizeof err_buf];
-    size_t n = strlen(op);
-    /* an error already naming the op (or an outer op) keeps its text */
+    size_t n = strlen(op), len = strlen(err_buf);
+    /* an error already naming the op keeps its text */
     if (strncmp(err_buf, op, n) == 0 && err_buf[n] == ':') return st;
-    snprintf(tmp, sizeof tmp, "%s: %s", op, err_buf);
-    memcpy(err_buf, tmp, sizeof err_buf);
+    if (n + 2 >= sizeof err_buf) return st;
+    if (len > sizeof err_buf - n - 3) len = sizeof err_buf - n - 3;
+    memmove(err_buf + n + 2, err_buf, len);
+    memcpy(err_buf, op, n);
+    memcpy(err_buf + n, ": ", 2);
+    err_buf[n + 2 + len] = 0;
     return st;
 }

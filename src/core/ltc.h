@@ -147,6 +147,12 @@ void ltc_metrics_reset(void);
 /* A report in PyTorch LTC's text format; caller frees. NULL on allocation failure. */
 char *ltc_metrics_report(void);
 
+/* ---- files ------------------------------------------------------------------------------ */
+
+/* Reads a whole file, decompressing it if it is gzip (zlib). *data is malloc'ed, caller frees.
+ * Fails with LTC_ERR_IO naming the path and the reason. */
+ltc_status ltc_read_file_gz(const char *path, char **data, size_t *len);
+
 /* ---- configuration -------------------------------------------------------------------- */
 
 /* Reads LTC_* environment variables (done once, lazily, by the first call into the core).

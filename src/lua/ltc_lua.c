@@ -209,8 +209,8 @@ static void fill(lua_State *L, int idx, const ltc_shape *s, int d, void *buf, in
         return;
     }
     if (!lua_istable(L, idx) || (int64_t)luaL_len(L, idx) != s->dims[d])
-        luaL_error(L, "tensor: ragged nested table at %s (expected %lld elements, got %s)",
-                   path[0] ? path : "top level", (long long)s->dims[d],
+        luaL_error(L, "tensor: ragged nested table at %s (expected %I elements, got %s)",
+                   path[0] ? path : "top level", (lua_Integer)s->dims[d],
                    lua_istable(L, idx) ? lua_pushfstring(L, "%d", (int)luaL_len(L, idx)) : luaL_typename(L, idx));
     size_t plen = strlen(path);
     for (int64_t i = 1; i <= s->dims[d]; i++) {
@@ -263,7 +263,7 @@ static void push_elem(lua_State *L, ltc_tensor *t, int64_t flat) {
 static int l_item(lua_State *L) {
     ltc_tensor *t = ltcL_checktensor(L, 1, "item");
     int64_t n = ltc_shape_numel(ltc_tensor_shape(t));
-    if (n != 1) return luaL_error(L, "item: needs a tensor with one element, got %lld", (long long)n);
+    if (n != 1) return luaL_error(L, "item: needs a tensor with one element, got %I", (lua_Integer)n);
     sync_if_pending(L, t);
     push_elem(L, t, 0);
     return 1;
@@ -341,8 +341,8 @@ static int t_index(lua_State *L) {
         if (s->ndim == 0) return luaL_error(L, "index: cannot index a 0-d tensor (use item())");
         int64_t i0 = i > 0 ? i - 1 : s->dims[0] + i;
         if (i0 < 0 || i0 >= s->dims[0])
-            return luaL_error(L, "index: index %lld out of range for dim 1 of size %lld",
-                              (long long)i, (long long)s->dims[0]);
+            return luaL_error(L, "index: index %I out of range for dim 1 of size %I",
+                              (lua_Integer)i, (lua_Integer)s->dims[0]);
         if (s->ndim == 1) {
             sync_if_pending(L, t);
             push_elem(L, t, i0);
@@ -426,7 +426,18 @@ static int l_is_tensor(lua_State *L) {
     return 1;
 }
 
+/* core.read_gz(path): the file's bytes as a string, gunzipped when it is gzip. */
+static int l_read_gz(lua_State *L) {
+    char *data;
+    size_t len;
+    if (ltc_read_file_gz(luaL_checkstring(L, 1), &data, &len)) return ltcL_error(L);
+    lua_pushlstring(L, data, len);
+    free(data);
+    return 1;
+}
+
 static const luaL_Reg core_functions[] = {
+    {"read_gz", l_read_gz},
     {"tensor", l_tensor}, {"sync", l_sync}, {"manual_seed", l_manual_seed},
     {"counter", l_counter}, {"counter_names", l_counter_names}, {"metrics_report", l_report},
     {"metrics_reset", l_reset}, {"config_get", l_config_get}, {"config_set", l_config_set},

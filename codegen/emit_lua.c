@@ -1,0 +1,238 @@
+/*
+ * emit_lua.c - the generated Lua binding (lua_ops.c): one function per op that checks
+ * every argument first (raising before anything is allocated), then converts operands,
+ * calls the C entry, releases and pushes the results; a dispatcher per overloaded name;
+ * and the function and method tables.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+
+/* Most entries of a Tensor[] argument (as the C entries allow). */
+#define MAX_LIST 64
+
+/* Emits phase 1's check of one argument: a local holding its value (or position). */
+static void emit_check_arg(strbuf *b, const gen_op *op, int i, const char *fname) {
+    const gen_arg *a = &op->args[i];
+    const char *nm = a->name, *def = a->def_text;
+    bool has_def = a->def == DEF_INT || a->def == DEF_FLOAT;
+    switch (a->type) {
+    case ARG_TENSOR:
+    case ARG_SCALAR:
+        sb_printf(b, "    const int p_%s = arg++;\n    ltcL_checkoperand(L, p_%s, \"%s\");\n", nm,
+                  nm, fname);
+        break;
+    case ARG_TENSOR_LIST: sb_printf(b, "    const int p_%s = arg++;\n", nm); break;
+    case ARG_INTS: {
+        /* a run of integers only when nothing after it could be mistaken for one */
+        bool varargs = true;
+        for (int j = i + 1; j < op->n_args; j++)
+            varargs &= arg_is_optional(&op->args[j]) || op->args[j].type == ARG_DTYPE;
+        sb_printf(b, "    int64_t %s[LTC_MAX_DIMS];\n"
+                     "    const int n_%s = ltcL_checkints(L, &arg, %s, %s, \"%s\");\n",
+                  nm, nm, nm, varargs ? "true" : "false", fname);
+        break;
+    }
+    case ARG_INT:
+        if (has_def) sb_printf(b, "    int64_t %s = luaL_optinteger(L, arg++, %s);\n", nm, def);
+        else sb_printf(b, "    int64_t %s = luaL_checkinteger(L, arg++);\n", nm);
+        break;
+    case ARG_INT_OPT:
+        sb_printf(b, "    int64_t %s = luaL_optinteger(L, arg++, %s);\n", nm,
+                  has_def ? def : "LTC_NONE");
+        break;
+    case ARG_INDEX:
+    case ARG_DIM:
+    case ARG_DIM_OPT:
+        if (has_def)
+            sb_printf(b, "    int64_t %s = opt_dim(L, arg++, %s, \"%s\");\n", nm, def, fname);
+        else
+            sb_printf(b, "    int64_t %s = ltcL_checkdim(L, arg++, %s, \"%s\");\n", nm,
+                      a->type == ARG_DIM_OPT ? "true" : "false", fname);
+        break;
+    case ARG_FLOAT:
+    case ARG_FLOAT_OPT:
+        if (has_def || a->type == ARG_FLOAT_OPT)
+            sb_printf(b, "    double %s = luaL_optnumber(L, arg++, %s);\n", nm,
+                      has_def ? def : "NAN");
+        else sb_printf(b, "    double %s = luaL_checknumber(L, arg++);\n", nm);
+        break;
+    case ARG_BOOL:
+        if (a->def == DEF_ABSENT) sb_printf(b, "    bool %s = lua_toboolean(L, arg++);\n", nm);
+        else sb_printf(b, "    bool %s = opt_bool(L, arg++, %s);\n", nm,
+                       a->def == DEF_TRUE ? "true" : "false");
+        break;
+    case ARG_DTYPE:
+    case ARG_DTYPE_OPT:
+        sb_printf(b, "    ltc_dtype %s = ltcL_checkdtype(L, arg++, %s, \"%s\");\n", nm,
+                  a->type == ARG_DTYPE_OPT ? "true" : "false", fname);
+        break;
+    default: break;
+    }
+}
+
+/* The name of the static function of one op. */
+static void fn_name(strbuf *b, const gen_op *op, bool overloaded) {
+    sb_printf(b, "l_%s%s", overloaded ? "ov_" : "", op->cname);
+}
+
+/* Emits one op's binding. */
+static void emit_binding(strbuf *b, const gen_op *op, bool overloaded) {
+    const char *fname = op->base_name, *list = NULL;
+    int n_ops = op_n_operands(op);
+    strbuf name = {0};
+    fn_name(&name, op, overloaded);
+    sb_puts(b, "\n");
+    emit_op_comment(b, op, false);
+    sb_printf(b, "static int %s(lua_State *L) {\n", name.s);
+    if (op->n_args) sb_puts(b, "    int arg = 1;\n");
+    sb_free(&name);
+    for (int i = 0; i < op->n_args; i++) {
+        emit_check_arg(b, op, i, fname);
+        if (op->args[i].type == ARG_TENSOR_LIST) list = op->args[i].name;
+    }
+    if (list) {
+        /* the first allocation, after every check that could raise */
+        sb_printf(b, "    ltc_tensor *%s[%d];\n", list, MAX_LIST);
+        sb_printf(b, "    const int n_%s = ltcL_checkoperands(L, p_%s, %s, %d, \"%s\");\n", list,
+                  list, list, MAX_LIST, fname);
+    }
+    if (n_ops) {
+        sb_printf(b, "    ltc_tensor *ops[%d] = {NULL", n_ops);
+        for (int k = 1; k < n_ops; k++) sb_puts(b, ", NULL");
+        sb_puts(b, "};\n");
+    }
+    sb_printf(b, "    ltc_tensor *outs[%d] = {NULL", op->n_rets);
+    for (int k = 1; k < op->n_rets; k++) sb_puts(b, ", NULL");
+    sb_puts(b, "};\n");
+    sb_printf(b, "    ltc_status st = %s;\n", n_ops ? "LTC_ERR_NOMEM" : "LTC_OK");
+    int k = 0;
+    for (int i = 0; i < op->n_args; i++)
+        if (arg_is_operand(op->args[i].type))
+            sb_printf(b, "    if (!(ops[%d] = ltcL_operand(L, p_%s))) goto cleanup;\n", k++,
+                      op->args[i].name);
+    strbuf head = {0}, args = {0};
+    sb_printf(&head, "st = ltc_%s(", op->cname);
+    k = 0;
+    for (int i = 0; i < op->n_args; i++) {
+        const gen_arg *a = &op->args[i];
+        if (arg_is_operand(a->type)) sb_printf(&args, "ops[%d], ", k++);
+        else if (a->type == ARG_TENSOR_LIST || a->type == ARG_INTS)
+            sb_printf(&args, "%s, n_%s, ", a->name, a->name);
+        else sb_printf(&args, "%s, ", a->name);
+    }
+    sb_puts(&args, "outs");
+    sb_call(b, "    ", head.s, args.s, ");");
+    sb_free(&head);
+    sb_free(&args);
+    if (n_ops) sb_puts(b, "cleanup:\n");
+    if (n_ops) sb_printf(b, "    ltcL_release(ops, %d);\n", n_ops);
+    if (list) sb_printf(b, "    ltcL_release(%s, n_%s);\n", list, list);
+    sb_puts(b, "    if (st != LTC_OK) return ltcL_error(L);\n");
+    for (k = 0; k < op->n_rets; k++) sb_printf(b, "    ltcL_pushtensor(L, outs[%d]);\n", k);
+    sb_printf(b, "    return %d;\n}\n", op->n_rets);
+}
+
+/* Schema position (1-based) of the last argument that must be given, 0 if none. */
+static int n_required(const gen_op *op) {
+    int n = 0;
+    for (int i = 0; i < op->n_args; i++)
+        if (!arg_is_optional(&op->args[i])) n = i + 1;
+    return n;
+}
+
+/* Emits the dispatcher of the overloads m->ops[first .. first+count-1] (one base name). */
+static void emit_dispatcher(strbuf *b, const gen_model *m, int first, int count) {
+    const gen_op **order = cg_calloc((size_t)count, sizeof *order);
+    int n = 0;
+    for (int i = first; i < first + count; i++)
+        if (op_has_entry(&m->ops[i])) order[n++] = &m->ops[i];
+    /* decreasing required count; stable (full-name order) among equals */
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && n_required(order[j]) > n_required(order[j - 1]); j--) {
+            const gen_op *t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    sb_printf(b, "\n/* %s: ", order[0]->base_name);
+    for (int i = 0; i < n; i++) sb_printf(b, "%s%s", i ? ", " : "", order[i]->full_name);
+    sb_printf(b, ", tried in this order. */\nstatic int l_%s(lua_State *L) {\n"
+                 "    const int top = lua_gettop(L);\n", order[0]->base_name);
+    if (n_required(order[0]) == 0) sb_puts(b, "    (void)top;\n");
+    for (int i = 0; i < n; i++) {
+        strbuf name = {0};
+        fn_name(&name, order[i], true);
+        int r = n_required(order[i]);
+        if (i == n - 1) sb_printf(b, "    return %s(L);\n}\n", name.s);
+        else if (r == 0) sb_printf(b, "    return %s(L);\n}\n", name.s);
+        else sb_printf(b, "    if (top >= %d && !lua_isnil(L, %d)) return %s(L);\n", r, r, name.s);
+        sb_free(&name);
+        if (r == 0) break;
+    }
+    free(order);
+}
+
+/* Number of ops with a Lua binding sharing m->ops[i]'s base name, from i on. */
+static int group_size(const gen_model *m, int i, int *n_entries) {
+    int n = 0;
+    *n_entries = 0;
+    while (i + n < m->n_ops && !strcmp(m->ops[i + n].base_name, m->ops[i].base_name)) {
+        *n_entries += op_has_entry(&m->ops[i + n]);
+        n++;
+    }
+    return n;
+}
+
+/* True if every overload in the group takes `Tensor self` first (a method). */
+static bool group_is_method(const gen_model *m, int first, int count) {
+    for (int i = first; i < first + count; i++) {
+        const gen_op *op = &m->ops[i];
+        if (!op_has_entry(op)) continue;
+        if (op->n_args < 1 || op->args[0].type != ARG_TENSOR || strcmp(op->args[0].name, "self"))
+            return false;
+    }
+    return true;
+}
+
+void emit_lua_c(const gen_model *m, const gen_options *o, strbuf *b) {
+    emit_banner(b, o, "lua_ops.c",
+                "The Lua binding of every op: check all arguments (raising before anything is "
+                "allocated), convert the operands, call the C entry, release, raise on error, "
+                "push the results. Overloads sharing a name are tried in order of decreasing "
+                "count of required arguments.");
+    sb_puts(b, "#include <math.h>\n#include <stdbool.h>\n\n#include \"ltc_ir.h\"\n"
+               "#include \"ltc_lua.h\"\n\n");
+    sb_puts(b, "/* A bool argument; `def` when nil or absent. */\n"
+               "static inline bool opt_bool(lua_State *L, int arg, bool def) {\n"
+               "    return lua_isnoneornil(L, arg) ? def : lua_toboolean(L, arg);\n}\n\n"
+               "/* A dim or index argument; `def` when nil or absent. */\n"
+               "static inline int64_t opt_dim(lua_State *L, int arg, int64_t def, "
+               "const char *fname) {\n"
+               "    return lua_isnoneornil(L, arg) ? def : ltcL_checkdim(L, arg, false, fname);"
+               "\n}\n");
+    for (int i = 0, n; i < m->n_ops; i += n) {
+        int entries;
+        n = group_size(m, i, &entries);
+        for (int j = i; j < i + n; j++)
+            if (op_has_entry(&m->ops[j])) emit_binding(b, &m->ops[j], entries > 1);
+        if (entries > 1) emit_dispatcher(b, m, i, n);
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        sb_printf(b, "\nconst luaL_Reg ltc_lua_%s[] = {\n", pass ? "methods" : "functions");
+        for (int i = 0, n; i < m->n_ops; i += n) {
+            int entries;
+            n = group_size(m, i, &entries);
+            if (!entries || (pass && !group_is_method(m, i, n))) continue;
+            int j = i;
+            while (!op_has_entry(&m->ops[j])) j++;
+            const gen_op *op = &m->ops[j];
+            strbuf name = {0};
+            if (entries > 1) sb_printf(&name, "l_%s", op->base_name);
+            else fn_name(&name, op, false);
+            sb_printf(b, "    {\"%s\", %s},\n", op->base_name, name.s);
+            sb_free(&name);
+        }
+        sb_puts(b, "    {NULL, NULL},\n};\n");
+    }
+}

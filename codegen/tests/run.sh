@@ -1,0 +1,127 @@
+#!/bin/sh
+# Tests of the op code generator. Usage: codegen/tests/run.sh path/to/ltcgen
+# Builds nothing: runs the given binary on the fixtures in this folder and on the real
+# codegen/ops.yaml, checking exit statuses and messages. Prints TAP-style "ok N - name" lines;
+# exits non-zero if any test failed.
+set -u
+
+if [ $# -ne 1 ]; then
+    echo "usage: $0 path/to/ltcgen" >&2
+    exit 2
+fi
+case $1 in
+    /*) GEN=$1 ;;
+    *) GEN=$(pwd)/$1 ;;
+esac
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$ROOT" || exit 2
+T=codegen/tests
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/ltcgen-test.XXXXXX") || exit 2
+trap 'rm -rf "$TMP"' EXIT INT TERM
+
+n=0
+failed=0
+
+# pass NAME / fail NAME REASON: one result line.
+pass() {
+    n=$((n + 1))
+    echo "ok $n - $1"
+}
+fail() {
+    n=$((n + 1))
+    failed=$((failed + 1))
+    echo "not ok $n - $1: $2"
+    sed 's/^/#   /' "$TMP/err"
+}
+
+# run_fixture DIR [extra args]: runs ltcgen on $T/DIR/{ops,backend}.yaml, shape.h and impl/
+# with --dry-run; stdout to $TMP/out, stderr to $TMP/err, exit status in $rc.
+run_fixture() {
+    d=$T/$1
+    shift
+    "$GEN" --source "$d/ops.yaml" --backend-yaml "$d/backend.yaml" --shape-header "$d/shape.h" \
+        --impl-path "$d/impl" --backend-name cpu --output-dir "$TMP/never" --dry-run "$@" \
+        >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+}
+
+# expect_error NAME TEXT...: checks rc == 1 and that stderr contains each TEXT as a fixed string.
+expect_error() {
+    name=$1
+    shift
+    if [ "$rc" -ne 1 ]; then
+        fail "$name" "exit status $rc, expected 1"
+        return
+    fi
+    for text in "$@"; do
+        if ! grep -qF -- "$text" "$TMP/err"; then
+            fail "$name" "stderr lacks: $text"
+            return
+        fi
+    done
+    pass "$name"
+}
+
+# 1. malformed YAML: libyaml's problem at file:line:column
+"$GEN" --source $T/malformed.yaml --backend-yaml codegen/cpu_backend.yaml --dry-run \
+    >"$TMP/out" 2>"$TMP/err"
+rc=$?
+expect_error "malformed YAML is reported at file:line:column" \
+    "$T/malformed.yaml:6:7: did not find expected ',' or ']'"
+
+# 2. a full_codegen op without a shape function: the declaration to add (and the others)
+run_fixture missing_shape
+baz="    ltc_status ltc_shape_baz(const ltc_shape *self, int64_t dim, bool keepdim,"
+expect_error "missing shape function prints the declaration to add" \
+    "error: full_codegen op 'foo' has no shape function; add to $T/missing_shape/shape.h:" \
+    "    ltc_status ltc_shape_foo(const ltc_shape *self, const ltc_shape *other, ltc_shape *out);" \
+    "$baz ltc_shape *out);"
+
+# 3. a full_codegen op without an expr (same run: every error is reported)
+expect_error "full_codegen op without expr is reported with the others" \
+    "error: full_codegen op 'qux' has no expr in ops.yaml"
+
+# 4. a supported op without its hand-written kernel
+run_fixture missing_kernel
+k="error: supported op 'bar' has no hand-written kernel: define ltc_status"
+k="$k ltc_cpu_kernel_bar(const ltc_kernel_args *a) in $T/missing_kernel/impl/"
+expect_error "missing hand-written kernel names the function to define" "$k"
+if grep -q "'done'" "$TMP/err"; then fail "an existing kernel is found" "done was reported"
+else pass "an existing kernel is found"; fi
+
+# 5. load errors: unknown key, bad schemas, a list name that is not an op; all reported
+run_fixture bad_entries
+expect_error "unknown keys, bad schemas and unknown op names are all reported" \
+    "$T/bad_entries/ops.yaml:5:3: unknown key 'shpae'" \
+    "$T/bad_entries/ops.yaml:7:9: bad schema 'two(Tensor self, dim dim=0) -> Tensor'" \
+    "$T/bad_entries/ops.yaml:10:9: bad schema 'three(Tensor self, Complex c) -> Tensor'" \
+    "$T/bad_entries/backend.yaml:4:5: full_codegen lists 'nosuch'"
+
+# 6. every schema type generates (the dry run writes nothing, not even the output folder)
+run_fixture all_types
+name="dry run of every schema type succeeds and writes nothing"
+if [ "$rc" -eq 0 ] && [ ! -e "$TMP/never" ] &&
+    grep -q "would write: $TMP/never/lua_ops.c" "$TMP/out"; then pass "$name"
+else fail "$name" "rc=$rc"; fi
+
+# 7. the real ops.yaml, twice: byte-identical output; a third run rewrites nothing.
+# The supported ops' kernels may not be written yet: a stub file names them all.
+mkdir -p "$TMP/impl"
+sed -n '/^supported:/,/^[a-z_]*:/s/^ *- *\([a-z_.]*\).*/ltc_status ltc_cpu_kernel_\1(void);/p' \
+    codegen/cpu_backend.yaml | tr . _ >"$TMP/impl/stub.c"
+real() {
+    "$GEN" --source codegen/ops.yaml --backend-yaml codegen/cpu_backend.yaml --output-dir "$1" \
+        --impl-path "$TMP/impl" --shape-header src/core/shape_inference.h --backend-name cpu \
+        >"$TMP/out" 2>"$TMP/err"
+}
+if real "$TMP/a" && real "$TMP/b" && diff -r "$TMP/a" "$TMP/b" >"$TMP/err" 2>&1 &&
+    [ "$(ls "$TMP/a" | wc -l)" -eq 5 ]
+then pass "the real ops.yaml generates the same 5 files twice"
+else fail "the real ops.yaml generates the same 5 files twice" "outputs differ or failed"; fi
+touch -d '2000-01-01' "$TMP/a"/*
+if real "$TMP/a" && [ ! -s "$TMP/out" ] && [ -z "$(find "$TMP/a" -type f -newermt '2001-01-01')" ]
+then pass "an unchanged file is not rewritten"
+else fail "an unchanged file is not rewritten" "files were touched"; fi
+
+echo "1..$n"
+[ "$failed" -eq 0 ]

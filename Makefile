@@ -86,7 +86,7 @@ test-c: $(BUILD)/kernels_test
 # ---- the main job ----------------------------------------------------------------------------
 
 demo: deps all
-	$(LUA) examples/digits.lua
+	bin/ltc examples/digits.lua
 
 # ---- Debian packages ---------------------------------------------------------------------------
 

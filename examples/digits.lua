@@ -62,10 +62,15 @@ for step = 1, steps do
   end
 end
 
+local train_compiles = ltc.metrics.counter("UncachedCompile")
+local train_hits = ltc.metrics.counter("CachedCompile")
+
 local pred = x_test:matmul(w):add(b):argmax(2)
 local accuracy = pred:eq(y_test):float():mean():item()
 print(string.format("test accuracy %.4f (%d test images)", accuracy, x_test:size(1)))
-print(string.format("UncachedCompile %d  CachedCompile %d  MarkStep %d",
+print(string.format("training: %d steps, UncachedCompile %d, CachedCompile %d",
+  steps, train_compiles, train_hits))
+print(string.format("in all:   UncachedCompile %d, CachedCompile %d, MarkStep %d",
   ltc.metrics.counter("UncachedCompile"), ltc.metrics.counter("CachedCompile"),
   ltc.metrics.counter("MarkStep")))
 if accuracy < 0.93 then

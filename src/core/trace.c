@@ -5,7 +5,11 @@
 
 /* bool < int32 < int64 < float32 < float64: promoting two dtypes takes the higher rank
  * (PyTorch's promoteTypes for these five). */
-static ltc_dtype promote2(ltc_dtype a, ltc_dtype b) { return a > b ? a : b; }
+static ltc_dtype promote2(ltc_dtype a, ltc_dtype b) {
+    static const int rank[LTC_DTYPE_COUNT] = {[LTC_BOOL] = 0, [LTC_I32] = 1, [LTC_I64] = 2,
+                                              [LTC_F32] = 3, [LTC_F64] = 4};
+    return rank[a] > rank[b] ? a : b;
+}
 static int category(ltc_dtype d) { return d == LTC_BOOL ? 0 : ltc_dtype_is_float(d) ? 2 : 1; }
 
 /* PyTorch's combine_categories: a lower-priority group only raises the category. */

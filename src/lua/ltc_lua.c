@@ -190,7 +190,7 @@ static void store(void *buf, int64_t i, ltc_dtype dt, lua_State *L, int idx, con
     bool integral = t == LUA_TBOOLEAN || lua_isinteger(L, idx);
     if (!integral && !ltc_dtype_is_float(dt) && dt != LTC_BOOL) {
         if (!isfinite(f) || f != floor(f) || fabs(f) > 9.2e18)
-            luaL_error(L, "tensor: element %s (%g) is not an integer, as %s needs", where, f, ltc_dtype_name(dt));
+            luaL_error(L, "tensor: element %s (%f) is not an integer, as %s needs", where, f, ltc_dtype_name(dt));
         n = (int64_t)f;
     }
     switch (dt) {

@@ -8,11 +8,16 @@ PREFIX  ?= /usr/local
 LUA_INC ?= /usr/include/lua5.4
 BLAS_INC ?= /usr/include/$(shell gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 
-OPT     ?= -O2
+# CFLAGS may come from the command line (luarocks passes its own); ours are kept apart.
+CFLAGS  ?= -O2 -g
 SAN     ?=
-CFLAGS  += -std=c11 $(OPT) -g -fPIC -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L $(SAN)
+LTC_CFLAGS := -std=c11 -fPIC -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L $(SAN)
 CPPFLAGS += -Isrc/core -Isrc/backend -Isrc/cpu -Isrc/lua -Igen -I$(LUA_INC) -I$(BLAS_INC)
 LDLIBS  += -lopenblas -lxxhash -lz -lm
+
+# install locations (luarocks passes INST_LIBDIR and INST_LUADIR)
+INST_LIBDIR ?= $(PREFIX)/lib/lua/5.4
+INST_LUADIR ?= $(PREFIX)/share/lua/5.4
 
 BUILD   := build
 GEN     := gen
@@ -60,11 +65,11 @@ gen: $(GEN)/.stamp
 
 $(BUILD)/obj/%.o: %.c $(HDRS) | $(GEN)/.stamp
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+	$(CC) $(CPPFLAGS) $(LTC_CFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/ltc/core.so: $(OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -shared -o $@ $(OBJ) $(LDLIBS)
+	$(CC) $(LTC_CFLAGS) $(CFLAGS) $(LDFLAGS) -shared -o $@ $(OBJ) $(LDLIBS)
 
 # ---- tests --------------------------------------------------------------------------------
 
@@ -77,7 +82,7 @@ test-codegen: $(BUILD)/ltcgen
 	sh codegen/tests/run.sh $(BUILD)/ltcgen
 
 $(BUILD)/kernels_test: spec/c/kernels_test.c spec/c/kernel_stubs.c $(wildcard src/cpu/*.c) src/core/rng.c $(HDRS)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ spec/c/kernels_test.c spec/c/kernel_stubs.c \
+	$(CC) $(CPPFLAGS) $(LTC_CFLAGS) $(CFLAGS) -o $@ spec/c/kernels_test.c spec/c/kernel_stubs.c \
 	  $(filter-out src/cpu/cpu_backend.c src/cpu/plan.c,$(wildcard src/cpu/*.c)) src/core/rng.c $(LDLIBS)
 
 test-c: $(BUILD)/kernels_test
@@ -102,6 +107,13 @@ deps:
 	    echo "run: sudo apt-get install$$missing"; exit 1; \
 	  fi; \
 	fi
+
+# ---- installation (also what luarocks' make build type calls) --------------------------------
+
+install: all
+	install -d $(DESTDIR)$(INST_LIBDIR)/ltc $(DESTDIR)$(INST_LUADIR)/ltc
+	install -m 755 $(BUILD)/ltc/core.so $(DESTDIR)$(INST_LIBDIR)/ltc/core.so
+	install -m 644 lua/ltc/*.lua $(DESTDIR)$(INST_LUADIR)/ltc/
 
 clean:
 	rm -rf $(BUILD) $(GEN)

@@ -19,7 +19,7 @@ LDLIBS  += -lopenblas -lxxhash -lz -lm
 INST_LIBDIR ?= $(PREFIX)/lib/lua/5.4
 INST_LUADIR ?= $(PREFIX)/share/lua/5.4
 
-BUILD   := build
+BUILD   ?= build
 GEN     := gen
 GEN_FILES := $(GEN)/ltc_ops.h $(GEN)/ltc_ops.c $(GEN)/cpu_ops.c $(GEN)/lua_ops.c $(GEN)/ops.md
 
@@ -38,7 +38,7 @@ DEBIAN_PKGS := lua5.4 liblua5.4-dev libopenblas-dev libyaml-dev lua-busted libxx
 export LUA_PATH  := $(CURDIR)/lua/?.lua;$(CURDIR)/lua/?/init.lua;;
 export LUA_CPATH := $(CURDIR)/$(BUILD)/?.so;;
 
-.PHONY: all gen test test-c test-codegen test-lua demo deps clean install bench
+.PHONY: all gen test test-c test-codegen test-lua test-asan test-valgrind demo deps clean install bench
 
 all: $(BUILD)/ltc/core.so
 
@@ -69,7 +69,7 @@ $(BUILD)/obj/%.o: %.c $(HDRS) | $(GEN)/.stamp
 
 $(BUILD)/ltc/core.so: $(OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(LTC_CFLAGS) $(CFLAGS) $(LDFLAGS) -shared -o $@ $(OBJ) $(LDLIBS)
+	$(CC) $(LTC_CFLAGS) $(CFLAGS) $(LDFLAGS) -shared -Wl,-z,nodelete -o $@ $(OBJ) $(LDLIBS)
 
 # ---- tests --------------------------------------------------------------------------------
 
@@ -87,6 +87,26 @@ $(BUILD)/kernels_test: spec/c/kernels_test.c spec/c/kernel_stubs.c $(wildcard sr
 
 test-c: $(BUILD)/kernels_test
 	$(BUILD)/kernels_test
+
+# The whole suite with the C code built under AddressSanitizer and UBSan (no recovery).
+# lua5.4 itself is not instrumented, so the ASan runtime is preloaded. busted exits without
+# closing its Lua state (finalizers never run), so leaks are checked on the digits example,
+# which closes its state.
+ASAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+ASAN_ENV = LD_PRELOAD="$$(gcc -print-file-name=libasan.so) $$(gcc -print-file-name=libubsan.so)" \
+  LUA_CPATH="$(CURDIR)/build/asan/?.so;;"
+test-asan: deps
+	$(MAKE) BUILD=build/asan SAN="$(ASAN_FLAGS)" all build/asan/kernels_test build/asan/ltcgen
+	build/asan/kernels_test
+	sh codegen/tests/run.sh build/asan/ltcgen
+	$(ASAN_ENV) ASAN_OPTIONS=detect_leaks=0 busted --lua=$(LUA) --cpath="$(CURDIR)/build/asan/?.so" spec
+	$(ASAN_ENV) ASAN_OPTIONS=detect_leaks=1 $(LUA) examples/digits.lua 50
+
+# The main job and the specs under valgrind memcheck: no leaks, no invalid accesses.
+VALGRIND := valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect -q
+test-valgrind: deps all
+	$(VALGRIND) $(LUA) examples/digits.lua 60
+	$(VALGRIND) $(LUA) /usr/bin/busted spec
 
 # ---- the main job ----------------------------------------------------------------------------
 

@@ -240,3 +240,5 @@ int64_t ltc_pending_node_count(void) {
     graph_free(&g);
     return n;
 }
+
+void ltc_shutdown(void) { ltc_cache_clear(); }

@@ -130,6 +130,10 @@ typedef struct ltc_live_info {
 } ltc_live_info;
 void ltc_live_info_get(ltc_live_info *out);
 
+/* Releases what the core keeps between syncs (the compile cache). Call when the last user
+ * of the runtime goes away; the runtime stays usable (the next sync recompiles). */
+void ltc_shutdown(void);
+
 /* ---- random numbers ----------------------------------------------------------------- */
 
 /* Seeds the default generator (Philox 4x32-10, counter = offset). PyTorch: manual_seed. */

@@ -461,8 +461,25 @@ static lua_CFunction find_fn(const luaL_Reg *regs, const char *name) {
     return NULL;
 }
 
+/* Lua states that have the module open; the last one to close releases the core's caches. */
+static int open_states;
+
+static int state_close(lua_State *L) {
+    (void)L;
+    if (--open_states == 0) ltc_shutdown();
+    return 0;
+}
+
 int luaopen_ltc_core(lua_State *L) {
     ltc_backends_init();
+    open_states++;
+    lua_newuserdatauv(L, 1, 0); /* its __gc runs when the state closes */
+    lua_newtable(L);
+    lua_pushcfunction(L, state_close);
+    lua_setfield(L, -2, "__gc");
+    lua_setmetatable(L, -2);
+    lua_setfield(L, LUA_REGISTRYINDEX, "ltc.state_sentinel");
+
     lua_newtable(L); /* the core table */
     luaL_setfuncs(L, ltc_lua_functions, 0);
     luaL_setfuncs(L, core_functions, 0);

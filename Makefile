@@ -76,7 +76,7 @@ $(BUILD)/ltc/core.so: $(OBJ)
 test: deps all test-c test-codegen test-lua
 
 test-lua: all
-	busted --lua=$(LUA) spec
+	busted --lua=$(LUA) --cpath="$(CURDIR)/$(BUILD)/?.so" spec
 
 test-codegen: $(BUILD)/ltcgen
 	sh codegen/tests/run.sh $(BUILD)/ltcgen
@@ -111,7 +111,7 @@ test-valgrind: deps all
 # ---- the main job ----------------------------------------------------------------------------
 
 demo: deps all
-	bin/ltc examples/digits.lua
+	LTC_BUILD=$(BUILD) bin/ltc examples/digits.lua
 
 # ---- Debian packages ---------------------------------------------------------------------------
 

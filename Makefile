@@ -12,7 +12,7 @@ BLAS_INC ?= /usr/include/$(shell gcc -print-multiarch 2>/dev/null || echo x86_64
 CFLAGS  ?= -O2 -g
 SAN     ?=
 LTC_CFLAGS := -std=c11 -fPIC -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L $(SAN)
-CPPFLAGS += -Isrc/core -Isrc/backend -Isrc/cpu -Isrc/lua -Igen -I$(LUA_INC) -I$(BLAS_INC)
+CPPFLAGS += -Isrc/core -Isrc/backend -Isrc/cpu -Isrc/ref -Isrc/lua -Igen -I$(LUA_INC) -I$(BLAS_INC)
 LDLIBS  += -lopenblas -lxxhash -lz -lm
 
 # install locations (luarocks passes INST_LIBDIR and INST_LUADIR)
@@ -21,11 +21,12 @@ INST_LUADIR ?= $(PREFIX)/share/lua/5.4
 
 BUILD   ?= build
 GEN     := gen
-GEN_FILES := $(GEN)/ltc_ops.h $(GEN)/ltc_ops.c $(GEN)/cpu_ops.c $(GEN)/lua_ops.c $(GEN)/ops.md
+GEN_FILES := $(GEN)/ltc_ops.h $(GEN)/ltc_ops.c $(GEN)/cpu_ops.c $(GEN)/ref_ops.c $(GEN)/lua_ops.c \
+             $(GEN)/ops.md
 
-CORE_SRC := $(wildcard src/core/*.c src/backend/*.c src/cpu/*.c)
+CORE_SRC := $(wildcard src/core/*.c src/backend/*.c src/cpu/*.c src/ref/*.c)
 LUA_SRC  := $(wildcard src/lua/*.c)
-GEN_SRC  := $(GEN)/ltc_ops.c $(GEN)/cpu_ops.c $(GEN)/lua_ops.c
+GEN_SRC  := $(GEN)/ltc_ops.c $(GEN)/cpu_ops.c $(GEN)/ref_ops.c $(GEN)/lua_ops.c
 OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC) $(LUA_SRC) $(GEN_SRC))
 HDRS := $(wildcard src/*/*.h) $(GEN)/ltc_ops.h
 
@@ -50,11 +51,11 @@ $(BUILD)/ltcgen: $(CODEGEN_SRC) $(CODEGEN_HDR)
 
 # The generator rewrites a file only when its content changes.
 $(GEN)/.stamp: $(BUILD)/ltcgen codegen/ops.yaml codegen/cpu_backend.yaml \
-               src/core/shape_inference.h $(wildcard src/cpu/*.c)
+               src/core/shape_inference.h $(wildcard src/cpu/*.c src/ref/*.c)
 	@mkdir -p $(GEN)
 	$(BUILD)/ltcgen --source codegen/ops.yaml --backend-yaml codegen/cpu_backend.yaml \
 	  --output-dir $(GEN) --impl-path src/cpu --shape-header src/core/shape_inference.h \
-	  --backend-name cpu
+	  --backend-name cpu --ref-impl-path src/ref
 	@touch $@
 
 $(GEN_FILES): $(GEN)/.stamp

@@ -8,17 +8,54 @@
 
 #include "model.h"
 
-/* The dtypes that get elementwise loops: ltc_dtype enumerator, suffix, C type. */
-static const struct {
-    const char *dtype, *suffix, *ctype;
-    bool is_int;
-} loop_dtypes[] = {
+/* The dtypes that get elementwise loops: ltc_dtype enumerator, suffix, C type. Bool
+ * elements are bytes holding 0 or 1, computed on as integers (expr_int applies) and stored
+ * as (value != 0). Ops with `dtypes: float` get the first two only. */
+const ew_dtype ew_dtypes[EW_N_DTYPES] = {
     {"LTC_F32", "f32", "float", false},
     {"LTC_F64", "f64", "double", false},
     {"LTC_I32", "i32", "int32_t", true},
     {"LTC_I64", "i64", "int64_t", true},
+    {"LTC_BOOL", "b8", "int8_t", true},
 };
-#define N_LOOP_DTYPES 4
+#define loop_dtypes ew_dtypes
+
+int ew_n_dtypes(const gen_op *op) { return op->dtypes == DTYPES_FLOAT ? 2 : EW_N_DTYPES; }
+
+bool ew_is_attr(const gen_arg *a) {
+    return a->type == ARG_FLOAT || a->type == ARG_FLOAT_OPT || a->type == ARG_INT ||
+           a->type == ARG_INT_OPT || a->type == ARG_BOOL;
+}
+
+int ew_attr_index(const gen_op *op, int arg) {
+    int k = 0;
+    for (int i = 0; i < arg; i++)
+        k += !arg_is_operand(op->args[i].type) && op->args[i].type != ARG_TENSOR_LIST;
+    return k;
+}
+
+int ew_dispatch_operand(const gen_op *op) {
+    for (int k = 0; k < op_n_operands(op); k++)
+        if (ew_operand_promoted(op, k)) return k;
+    return 0;
+}
+
+bool ew_operand_promoted(const gen_op *op, int k) {
+    return !op->promote_mask || (op->promote_mask >> k) & 1u;
+}
+
+void ew_store(strbuf *b, const char *indent, const char *otype, const char *expr) {
+    if (!strcmp(otype, "int8_t") || !strcmp(otype, "bool")) {
+        if (strlen(indent) + 17 + strlen(expr) <= 100)
+            sb_printf(b, "%sO[i] = (%s) != 0;\n", indent, expr);
+        else
+            sb_printf(b, "%sO[i] = (\n%s    %s) != 0;\n", indent, indent, expr);
+    } else if (strlen(indent) + 13 + strlen(otype) + strlen(expr) <= 100) {
+        sb_printf(b, "%sO[i] = (%s)(%s);\n", indent, otype, expr);
+    } else {
+        sb_printf(b, "%sO[i] = (%s)(\n%s    %s);\n", indent, otype, indent, expr);
+    }
+}
 
 /* True for characters that may continue an identifier or a number. */
 static bool is_word_char(char c) {
@@ -26,11 +63,18 @@ static bool is_word_char(char c) {
            (c >= '0' && c <= '9');
 }
 
+bool expr_uses(const char *expr, const char *ident) {
+    size_t n = strlen(ident);
+    for (const char *p = expr; *p; p++)
+        if (!strncmp(p, ident, n) && (p == expr || !is_word_char(p[-1])) && !is_word_char(p[n]))
+            return true;
+    return false;
+}
+
 /* True if the one-letter identifier `v` ("x") occurs in expr as a whole token. */
 static bool uses_var(const char *expr, char v) {
-    for (const char *p = expr; *p; p++)
-        if (*p == v && (p == expr || !is_word_char(p[-1])) && !is_word_char(p[1])) return true;
-    return false;
+    char id[2] = {v, 0};
+    return expr_uses(expr, id);
 }
 
 /* Emits the operand bindings and the store of one loop body; `idx` is "i" or "i * s". */
@@ -40,14 +84,13 @@ static void emit_body(strbuf *b, const gen_op *op, const char *expr, const char 
     sb_puts(b, "        for (int64_t i = 0; i < n; i++) {\n");
     for (int k = 0; k < n; k++) {
         char v = (char)('x' + k);
+        const char *t = ew_operand_promoted(op, k) ? ctype : "uint8_t";
         if (!uses_var(expr, v)) continue;
-        if (strided) sb_printf(b, "            const %s %c = %c[i * s%c];\n", ctype, v, v - 32, v);
-        else sb_printf(b, "            const %s %c = %c[i];\n", ctype, v, v - 32);
+        if (strided) sb_printf(b, "            const %s %c = %c[i * s%c];\n", t, v, v - 32, v);
+        else sb_printf(b, "            const %s %c = %c[i];\n", t, v, v - 32);
     }
-    if (12 + 13 + strlen(otype) + strlen(expr) <= 100)
-        sb_printf(b, "            O[i] = (%s)(%s);\n        }\n", otype, expr);
-    else
-        sb_printf(b, "            O[i] = (%s)(\n                %s);\n        }\n", otype, expr);
+    ew_store(b, "            ", otype, expr);
+    sb_puts(b, "        }\n");
 }
 
 /* Emits the inner loop of one op for one dtype. */
@@ -63,12 +106,19 @@ static void emit_loop(strbuf *b, const gen_op *op, int dt) {
             ") {");
     sb_free(&head);
     sb_printf(b, "    %s *O = out;\n", otype);
+    for (int i = 0, j = 0; i < op->n_args; i++) {
+        if (!ew_is_attr(&op->args[i])) continue;
+        if (expr_uses(expr, op->args[i].name))
+            sb_printf(b, "    const double %s = *(const double *)in[%d];\n", op->args[i].name,
+                      n + j);
+        j++;
+    }
     strbuf unit = {0};
     for (int k = 0; k < n; k++) {
         char v = (char)('x' + k);
         if (!uses_var(expr, v)) continue;
-        sb_printf(b, "    const %s *%c = in[%d];\n    const int64_t s%c = stride[%d];\n", ctype,
-                  v - 32, k, v, k);
+        sb_printf(b, "    const %s *%c = in[%d];\n    const int64_t s%c = stride[%d];\n",
+                  ew_operand_promoted(op, k) ? ctype : "uint8_t", v - 32, k, v, k);
         sb_printf(&unit, "%ss%c == 1", unit.s ? " && " : "", v);
     }
     if (unit.s) {
@@ -87,7 +137,7 @@ static void emit_loop(strbuf *b, const gen_op *op, int dt) {
 
 /* Emits the loops and the kernel of one full_codegen op. */
 static void emit_kernel(strbuf *b, const gen_op *op, const char *be) {
-    int n_dt = op->dtypes == DTYPES_FLOAT ? 2 : N_LOOP_DTYPES;
+    int n_dt = ew_n_dtypes(op);
     sb_printf(b, "\n/* ---- %s: %s */\n", op->full_name, op->expr);
     for (int dt = 0; dt < n_dt; dt++) emit_loop(b, op, dt);
     sb_printf(b, "\nstatic ltc_status k_%s(const ltc_kernel_args *a) {\n", op->cname);
@@ -95,7 +145,8 @@ static void emit_kernel(strbuf *b, const gen_op *op, const char *be) {
     for (int dt = 0; dt < n_dt; dt++)
         sb_printf(b, "        [%s] = ew_%s_%s,\n", loop_dtypes[dt].dtype, op->cname,
                   loop_dtypes[dt].suffix);
-    sb_puts(b, "    };\n    ltc_dtype dt = a->in_shapes[0].dtype;\n"
+    sb_printf(b, "    };\n    ltc_dtype dt = a->in_shapes[%d].dtype;\n", ew_dispatch_operand(op));
+    sb_puts(b, ""
                "    ltc_ew_loop loop = (int)dt >= 0 && (int)dt < LTC_DTYPE_COUNT ? loops[dt] "
                ": NULL;\n");
     strbuf args = {0};
@@ -104,7 +155,21 @@ static void emit_kernel(strbuf *b, const gen_op *op, const char *be) {
     sb_puts(b, "    if (!loop)\n");
     sb_call(b, "        ", "return ltc_errorf(", args.s, ");");
     sb_free(&args);
-    sb_printf(b, "    return ltc_%s_elementwise(a, loop);\n}\n", be);
+    int n_attrs = 0;
+    for (int i = 0; i < op->n_args; i++) n_attrs += ew_is_attr(&op->args[i]);
+    if (!n_attrs) {
+        sb_printf(b, "    return ltc_%s_elementwise(a, loop);\n}\n", be);
+        return;
+    }
+    sb_printf(b, "    const double attrs[%d] = {", n_attrs);
+    for (int i = 0, j = 0; i < op->n_args; i++) {
+        if (!ew_is_attr(&op->args[i])) continue;
+        int k = ew_attr_index(op, i);
+        bool f = op->args[i].type == ARG_FLOAT || op->args[i].type == ARG_FLOAT_OPT;
+        sb_printf(b, "%sa->attrs[%d].%s", j++ ? ", " : "", k, f ? "f" : "i");
+    }
+    sb_printf(b, "};\n    return ltc_%s_elementwise_attrs(a, loop, attrs, %d);\n}\n", be,
+              n_attrs);
 }
 
 void emit_backend_c(const gen_model *m, const gen_options *o, strbuf *b) {
@@ -118,7 +183,8 @@ void emit_backend_c(const gen_model *m, const gen_options *o, strbuf *b) {
     emit_banner(b, o, file.s, what.s);
     sb_free(&file);
     sb_free(&what);
-    sb_puts(b, "#include <stdbool.h>\n#include <tgmath.h>\n\n#include \"elementwise.h\"\n"
+    sb_puts(b, "#include <stdbool.h>\n#include <stdint.h>\n#include <tgmath.h>\n\n"
+               "#include \"elementwise.h\"\n"
                "#include \"ltc_kernel.h\"\n");
     for (int i = 0; i < m->n_ops; i++)
         if (m->ops[i].lower == LOWER_FULL && !m->ops[i].non_native) emit_kernel(b, &m->ops[i], be);

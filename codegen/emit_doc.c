@@ -113,6 +113,10 @@ static void emit_section(strbuf *b, const gen_op *op, const gen_options *o) {
                                   : "not lowered; runs on the reference backend (fallback)\n");
         break;
     }
+    if (o->ref_impl_path && op_has_entry(op)) {
+        if (op->expr) sb_puts(b, "- ref backend: generated per-element loop from the expr\n");
+        else sb_printf(b, "- ref backend: hand-written kernel `ltc_ref_kernel_%s`\n", op->cname);
+    }
 }
 
 void emit_doc_md(const gen_model *m, const gen_options *o, strbuf *b) {

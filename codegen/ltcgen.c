@@ -19,10 +19,13 @@
 
 static const char usage[] =
     "usage: ltcgen [--source FILE] [--backend-yaml FILE] [--output-dir DIR] [--impl-path DIR]\n"
-    "              [--shape-header FILE] [--backend-name NAME] [--dry-run]\n"
+    "              [--shape-header FILE] [--backend-name NAME] [--ref-impl-path DIR]\n"
+    "              [--dry-run]\n"
     "Generates ltc_ops.h, ltc_ops.c, <backend>_ops.c, lua_ops.c and ops.md from the op\n"
-    "schemas. Defaults: codegen/ops.yaml, codegen/cpu_backend.yaml, gen, src/cpu,\n"
-    "src/core/shape_inference.h, cpu. --dry-run checks and lists the files without writing.\n";
+    "schemas, and ref_ops.c (the reference backend's kernels, hand-written ones in DIR)\n"
+    "when --ref-impl-path is given. Defaults: codegen/ops.yaml, codegen/cpu_backend.yaml,\n"
+    "gen, src/cpu, src/core/shape_inference.h, cpu. --dry-run checks and lists the files\n"
+    "without writing.\n";
 
 /* Parses the command line into o; returns false (after a message) on a bad option. */
 static bool parse_args(int argc, char **argv, gen_options *o) {
@@ -33,6 +36,7 @@ static bool parse_args(int argc, char **argv, gen_options *o) {
         {"--source", &o->source},         {"--backend-yaml", &o->backend_yaml},
         {"--output-dir", &o->output_dir}, {"--impl-path", &o->impl_path},
         {"--shape-header", &o->shape_header}, {"--backend-name", &o->backend_name},
+        {"--ref-impl-path", &o->ref_impl_path},
     };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -135,7 +139,7 @@ int main(int argc, char **argv) {
         void (*emit)(const gen_model *, const gen_options *, strbuf *);
     } files[] = {
         {"ltc_ops.h", emit_ops_h}, {"ltc_ops.c", emit_ops_c}, {NULL, emit_backend_c},
-        {"lua_ops.c", emit_lua_c}, {"ops.md", emit_doc_md},
+        {"lua_ops.c", emit_lua_c}, {"ops.md", emit_doc_md}, {"ref_ops.c", emit_ref_c},
     };
     strbuf backend_file = {0};
     sb_printf(&backend_file, "%s_ops.c", o.backend_name);
@@ -146,6 +150,7 @@ int main(int argc, char **argv) {
     }
     bool ok = true;
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        if (files[i].emit == emit_ref_c && !o.ref_impl_path) continue;
         strbuf text = {0};
         files[i].emit(&m, &o, &text);
         ok &= write_if_changed(&o, files[i].name, &text);

@@ -80,6 +80,10 @@ typedef struct gen_op {
     dtype_rule dtypes;
     char *expr, *expr_int; /* may be NULL */
     bool out_bool, random;
+    /* `dtypes: common(a, b)`: bit k set for the k-th Tensor/Scalar operand that takes part
+     * in promotion; 0 means all of them. Operands left out of an elementwise op's promotion
+     * are bool (its shape function checks). */
+    unsigned promote_mask;
     bool non_native;
     lowering lower;
     gen_arg *args;
@@ -131,6 +135,7 @@ typedef struct gen_options {
     const char *impl_path;    /* --impl-path */
     const char *shape_header; /* --shape-header */
     const char *backend_name; /* --backend-name */
+    const char *ref_impl_path; /* --ref-impl-path: emit ref_ops.c; its kernels live there */
     bool dry_run;
 } gen_options;
 
@@ -145,6 +150,31 @@ void emit_ops_c(const gen_model *m, const gen_options *o, strbuf *b);
 void emit_backend_c(const gen_model *m, const gen_options *o, strbuf *b);
 void emit_lua_c(const gen_model *m, const gen_options *o, strbuf *b);
 void emit_doc_md(const gen_model *m, const gen_options *o, strbuf *b);
+/* The reference backend's kernel table (ref_ops.c, emit_ref.c). */
+void emit_ref_c(const gen_model *m, const gen_options *o, strbuf *b);
+
+/* ---- elementwise ops (emit_cpu.c), shared by the backend emitters ------------------- */
+
+/* A dtype that elementwise kernels get a loop for. */
+typedef struct ew_dtype {
+    const char *dtype, *suffix, *ctype; /* "LTC_F32", "f32", "float" */
+    bool is_int;                        /* expr_int applies (integers and bool) */
+} ew_dtype;
+#define EW_N_DTYPES 5
+extern const ew_dtype ew_dtypes[EW_N_DTYPES];
+/* How many of ew_dtypes an op gets loops for (floats only for `dtypes: float`). */
+int ew_n_dtypes(const gen_op *op);
+/* True for the non-tensor argument types an expr may name (float, int, bool). */
+bool ew_is_attr(const gen_arg *a);
+/* The node attribute index of schema argument `arg` (its rank among non-tensor args). */
+int ew_attr_index(const gen_op *op, int arg);
+/* Whether the k-th operand takes part in promotion; the first that does picks the dtype. */
+bool ew_operand_promoted(const gen_op *op, int k);
+int ew_dispatch_operand(const gen_op *op);
+/* True if identifier `ident` occurs in expr as a whole token. */
+bool expr_uses(const char *expr, const char *ident);
+/* Emits `O[i] = (otype)(expr);` (bool outputs: `(expr) != 0`) at `indent`. */
+void ew_store(strbuf *b, const char *indent, const char *otype, const char *expr);
 
 /* The C parameter list of an op's entry ("ltc_tensor *self, int64_t dim, ltc_tensor **out").
  * Shared by ltc_ops.h and ltc_ops.c. */

@@ -61,10 +61,13 @@ static bool check_full_codegen(const gen_op *op) {
                  op->full_name, op->file, op->line, op->col);
         ok = false;
     }
-    if (n < 1 || n > 3 || n != op->n_args || op->n_rets != 1 || op->random) {
-        cg_error("full_codegen op '%s' must take 1 to 3 Tensor/Scalar arguments and nothing "
-                 "else, return one Tensor and not be random (list it under supported instead)",
-                 op->full_name);
+    bool others_ok = true; /* besides operands, only attributes an expr may name */
+    for (int i = 0; i < op->n_args; i++)
+        others_ok &= arg_is_operand(op->args[i].type) || ew_is_attr(&op->args[i]);
+    if (n < 1 || n > 3 || !others_ok || op->n_rets != 1 || op->random) {
+        cg_error("full_codegen op '%s' must take 1 to 3 Tensor/Scalar arguments (then only "
+                 "float, int or bool attributes), return one Tensor and not be random (list "
+                 "it under supported instead)", op->full_name);
         ok = false;
     }
     if (n > 1 && op->dtypes == DTYPES_NONE) {
@@ -109,6 +112,34 @@ static bool check_entry(const gen_op *op) {
     return ok;
 }
 
+/* Every op of ops.yaml needs a reference kernel: generated from its expr, or hand-written
+ * as ltc_ref_kernel_<op> in the reference implementation path. */
+static bool check_ref_kernels(const gen_model *m, const gen_options *o) {
+    char *impl = read_impl_sources(o->ref_impl_path);
+    if (!impl) {
+        cg_error("cannot read the reference implementation path %s", o->ref_impl_path);
+        return false;
+    }
+    bool ok = true;
+    for (int i = 0; i < m->n_ops; i++) {
+        const gen_op *op = &m->ops[i];
+        if (op->non_native || !op_has_entry(op) || op->expr) continue;
+        strbuf fn = {0};
+        sb_printf(&fn, "ltc_ref_kernel_%s", op->cname);
+        if (!cg_has_call(impl, fn.s)) {
+            size_t n = strlen(o->ref_impl_path);
+            cg_error("op '%s' has no reference kernel: define ltc_status %s(const "
+                     "ltc_kernel_args *a) in %s%s (or give the op an `expr` in ops.yaml)",
+                     op->full_name, fn.s, o->ref_impl_path,
+                     n && o->ref_impl_path[n - 1] == '/' ? "" : "/");
+            ok = false;
+        }
+        sb_free(&fn);
+    }
+    free(impl);
+    return ok;
+}
+
 bool model_validate(const gen_model *m, const gen_options *o) {
     bool ok = true;
     if (strcmp(m->backend, o->backend_name) != 0) {
@@ -130,7 +161,8 @@ bool model_validate(const gen_model *m, const gen_options *o) {
         const gen_op *op = &m->ops[i];
         if (!op_has_entry(op)) continue;
         ok &= check_entry(op);
-        if (op->lower == LOWER_FULL) ok &= check_full_codegen(op);
+        if (op->lower == LOWER_FULL || (o->ref_impl_path && op->expr))
+            ok &= check_full_codegen(op);
         if (header && !cg_has_call(header, op->shape)) {
             strbuf decl = {0};
             op_shape_decl(op, &decl);
@@ -153,6 +185,7 @@ bool model_validate(const gen_model *m, const gen_options *o) {
             sb_free(&fn);
         }
     }
+    if (o->ref_impl_path) ok &= check_ref_kernels(m, o);
     free(header);
     free(impl);
     return ok;

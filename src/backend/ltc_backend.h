@@ -124,10 +124,13 @@ ltc_status ltc_backend_register(ltc_backend *b);
 bool ltc_has_backend(const char *name);
 ltc_backend *ltc_backend_get(const char *name);       /* NULL if none */
 ltc_backend *ltc_backend_default(void);               /* the one syncs compile for */
+/* Makes the named backend the one syncs compile for and new data is made on; data made on
+ * the other stays usable (host memory). Switching clears the compile cache. */
 ltc_status ltc_backend_set_default(const char *name);
 ltc_backend *ltc_backend_get_index(int i);            /* i-th registered, NULL past the end */
 
-/* Registers the built-in backends (CPU first, as the default). Idempotent. */
+/* Registers the built-in backends: "cpu" first (the default), then "ref" (the reference
+ * backend: the oracle of the specs and the CPU backend's eager fallback). Idempotent. */
 void ltc_backends_init(void);
 
 #endif

@@ -29,5 +29,7 @@ typedef ltc_status (*ltc_kernel_fn)(const ltc_kernel_args *a);
 /* Generated (gen/cpu_ops.c): the CPU backend's kernel for each op, NULL where the CPU
  * backend lowers nothing (the op then falls back to the reference backend). */
 extern const ltc_kernel_fn ltc_cpu_kernels[];
+/* Generated (gen/ref_ops.c): the reference backend's kernel for every op of ops.yaml. */
+extern const ltc_kernel_fn ltc_ref_kernels[];
 
 #endif

@@ -40,6 +40,8 @@ ltc_backend *ltc_backend_default(void) {
 ltc_status ltc_backend_set_default(const char *name) {
     ltc_backend *b = ltc_backend_get(name);
     if (!b) return ltc_errorf(LTC_ERR_ARG, "no backend named '%s'", name);
+    /* the compile cache is keyed by graph hash only: drop the other backend's programs */
+    if (default_backend && b != default_backend) ltc_shutdown();
     default_backend = b;
     return LTC_OK;
 }
@@ -63,6 +65,7 @@ void ltc_computation_free(ltc_computation *c) {
 }
 
 extern ltc_backend *ltc_cpu_backend(void);
+extern ltc_backend *ltc_ref_backend(void);
 
 void ltc_backends_init(void) {
     static bool done;
@@ -70,4 +73,5 @@ void ltc_backends_init(void) {
     done = true;
     ltc_config_init();
     ltc_backend_register(ltc_cpu_backend());
+    ltc_backend_register(ltc_ref_backend());
 }

@@ -157,6 +157,14 @@ char *ltc_metrics_report(void);
  * Fails with LTC_ERR_IO naming the path and the reason. */
 ltc_status ltc_read_file_gz(const char *path, char **data, size_t *len);
 
+/* NumPy .npy files (npy.c): C order; float32, float64, int32, int64 and bool (little-endian
+ * '<f4', '<f8', '<i4', '<i8', '|b1'). ltc_save_npy syncs t if pending and writes version
+ * 1.0. ltc_load_npy reads versions 1.0 to 3.0 into a new tensor (one reference); a missing,
+ * truncated or malformed file, an unsupported dtype or Fortran order fail with LTC_ERR_IO
+ * and a message naming the path and the problem. */
+ltc_status ltc_save_npy(const char *path, ltc_tensor *t);
+ltc_status ltc_load_npy(const char *path, ltc_tensor **out);
+
 /* ---- configuration -------------------------------------------------------------------- */
 
 /* Reads LTC_* environment variables (done once, lazily, by the first call into the core).

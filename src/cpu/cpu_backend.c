@@ -59,7 +59,7 @@ static ltc_status compile(ltc_backend *b, const ltc_lowering_ctx *const *ctxs, i
                           ltc_computation **out) {
     (void)b;
     for (int i = 0; i < n; i++) {
-        cpu_plan *p = ltc_cpu_plan_build(ctxs[i]);
+        cpu_plan *p = ltc_cpu_plan_build(ctxs[i], ltc_cpu_kernels, ltc_ref_kernels);
         if (!p) {
             for (int k = 0; k < i; k++) {
                 ltc_cpu_plan_free(out[k]->impl);
@@ -88,6 +88,11 @@ static ltc_device default_device(ltc_backend *b) {
     return (ltc_device){"cpu", 0};
 }
 
+static const char *eager_fallback_device_type(ltc_backend *b) {
+    (void)b;
+    return "ref";
+}
+
 static int devices(ltc_backend *b, ltc_device *out, int max) {
     if (max > 0) out[0] = default_device(b);
     return 1;
@@ -110,6 +115,7 @@ static const struct ltc_backend_i cpu_iface = {
     .computation_free = computation_free,
     .execute = execute,
     .default_device = default_device,
+    .eager_fallback_device_type = eager_fallback_device_type,
     .devices = devices,
     .computation_text = computation_text,
 };

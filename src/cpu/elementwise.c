@@ -123,6 +123,29 @@ ltc_status ltc_cpu_elementwise(const ltc_kernel_args *a, ltc_ew_loop loop) {
     return LTC_OK;
 }
 
+/* See elementwise.h. */
+ltc_status ltc_cpu_elementwise_attrs(const ltc_kernel_args *a, ltc_ew_loop loop,
+                                     const double *attrs, int n_attrs) {
+    if (a->n_in + n_attrs > LTC_EW_MAX_IN)
+        return ltc_errorf(LTC_ERR_ARG, "elementwise kernel: %d operands and attributes (at "
+                          "most %d)", a->n_in + n_attrs, LTC_EW_MAX_IN);
+    const void *in[LTC_EW_MAX_IN];
+    ltc_shape shapes[LTC_EW_MAX_IN];
+    for (int k = 0; k < a->n_in; k++) {
+        in[k] = a->in[k];
+        shapes[k] = a->in_shapes[k];
+    }
+    for (int j = 0; j < n_attrs; j++) {
+        in[a->n_in + j] = &attrs[j];
+        shapes[a->n_in + j] = (ltc_shape){.dtype = LTC_F64, .ndim = 0};
+    }
+    ltc_kernel_args b = *a;
+    b.n_in = a->n_in + n_attrs;
+    b.in = in;
+    b.in_shapes = shapes;
+    return ltc_cpu_elementwise(&b, loop);
+}
+
 /* ---- conversion ------------------------------------------------------------------------ */
 
 /* One loop per (source, destination) C type pair; TOBOOL selects the != 0 rule. */

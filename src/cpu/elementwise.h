@@ -25,6 +25,12 @@ typedef void (*ltc_ew_loop)(int64_t n, void *out, const void *const *in, const i
  * there are more than LTC_EW_MAX_IN inputs. */
 ltc_status ltc_cpu_elementwise(const ltc_kernel_args *a, ltc_ew_loop loop);
 
+/* As ltc_cpu_elementwise, for ops whose expr names attributes: the n_attrs values (as
+ * doubles) follow the operands as 0-d float64 inputs (stride 0), so a loop reads attribute
+ * j as *(const double *)in[a->n_in + j]. */
+ltc_status ltc_cpu_elementwise_attrs(const ltc_kernel_args *a, ltc_ew_loop loop,
+                                     const double *attrs, int n_attrs);
+
 /* ---- helpers for the hand-written kernels --------------------------------------------- */
 
 /* Converts n elements from src (dtype sd) into dst (dtype dd), as Tensor.to: float to

@@ -17,6 +17,7 @@ void ltc_cpu_plan_free(cpu_plan *p) {
         free(s->in_shapes);
         free(s->out_shapes);
         free(s->attrs);
+        free(s->fallback);
     }
     free(p->steps);
     free(p->bufs);
@@ -118,7 +119,8 @@ static void *dup(const void *src, size_t n) {
     return d;
 }
 
-cpu_plan *ltc_cpu_plan_build(const ltc_lowering_ctx *ctx) {
+cpu_plan *ltc_cpu_plan_build(const ltc_lowering_ctx *ctx, const ltc_kernel_fn *kernels,
+                             const ltc_kernel_fn *fallback) {
     cpu_plan *p = calloc(1, sizeof *p);
     int *first_buf = malloc(sizeof(int) * (size_t)(ctx->n_nodes + 1));
     int n_bufs = 0, n_steps = 0;
@@ -150,14 +152,21 @@ cpu_plan *ltc_cpu_plan_build(const ltc_lowering_ctx *ctx) {
             ctx->emitted[i] = 1;
             continue;
         }
-        ltc_kernel_fn fn = ltc_cpu_kernels[n->op];
+        ltc_kernel_fn fn = kernels[n->op];
+        bool eager = !fn && fallback && fallback[n->op];
+        if (eager) fn = fallback[n->op];
         if (!fn) {
-            ltc_errorf(LTC_ERR_BACKEND, "%s: the CPU backend has no kernel for this op", ltc_op_name(n->op));
+            ltc_errorf(LTC_ERR_BACKEND, "%s: the backend has no kernel for this op", ltc_op_name(n->op));
             goto fail;
         }
         plan_step *s = &p->steps[p->n_steps++];
         s->op = n->op;
         s->fn = fn;
+        if (eager) {
+            char name[96];
+            snprintf(name, sizeof name, "EagerFallback::%s", ltc_op_name(n->op));
+            if (!(s->fallback = dup(name, strlen(name) + 1))) goto nomem;
+        }
         s->n_in = n->n_operands;
         s->n_out = n->n_outputs;
         s->n_attrs = n->n_attrs;
@@ -231,6 +240,7 @@ ltc_status ltc_cpu_plan_run(ltc_backend *b, cpu_plan *p, ltc_data *const *args, 
             .n_in = sp->n_in, .in_shapes = sp->in_shapes, .in = in,
             .n_out = sp->n_out, .out_shapes = sp->out_shapes, .out = out,
         };
+        if (sp->fallback) ltc_counter_add(sp->fallback, 1);
         if ((st = sp->fn(&a))) {
             ltc_error_prefix(st, ltc_op_name(sp->op));
             goto fail;
@@ -256,7 +266,7 @@ char *ltc_cpu_plan_text(const cpu_plan *p) {
         len += (size_t)snprintf(out + len, cap - len, "  step %d: %s(", s, ltc_op_name(sp->op));
         for (int k = 0; k < sp->n_in; k++)
             len += (size_t)snprintf(out + len, cap - len, k ? ", b%d" : "b%d", sp->in[k]);
-        len += (size_t)snprintf(out + len, cap - len, ") ->");
+        len += (size_t)snprintf(out + len, cap - len, ")%s ->", sp->fallback ? " [ref]" : "");
         for (int k = 0; k < sp->n_out; k++) {
             const plan_buf *bf = &p->bufs[sp->out[k]];
             len += (size_t)snprintf(out + len, cap - len, " b%d %s%s %s", sp->out[k],

@@ -28,7 +28,8 @@ typedef struct {
 typedef struct {
     int op;
     ltc_kernel_fn fn;
-    const char *fallback; /* backend that owns fn when not the CPU one (eager fallback) */
+    char *fallback;       /* eager fallback: the counter it bumps ("EagerFallback::<op>"),
+                           * when fn is the reference kernel; NULL otherwise. Owned. */
     int n_in, n_out, n_attrs;
     int *in;              /* buffer ids */
     int *out;
@@ -48,8 +49,12 @@ typedef struct {
     void **ptrs;        /* scratch: each buffer's address during a run */
 } cpu_plan;
 
-/* Lowers one graph into a plan; NULL with the error set on failure. */
-cpu_plan *ltc_cpu_plan_build(const ltc_lowering_ctx *ctx);
+/* Lowers one graph into a plan; NULL with the error set on failure. Each node runs
+ * kernels[op]; where that is NULL and `fallback` is given, fallback[op] runs instead (the
+ * eager fallback, counted per op and run as the "EagerFallback::<op>" counter). The
+ * reference backend passes its own table and no fallback. */
+cpu_plan *ltc_cpu_plan_build(const ltc_lowering_ctx *ctx, const ltc_kernel_fn *kernels,
+                             const ltc_kernel_fn *fallback);
 void ltc_cpu_plan_free(cpu_plan *p);
 /* Runs the plan: args are the parameters' data, outs receives new output data. */
 ltc_status ltc_cpu_plan_run(ltc_backend *b, cpu_plan *p, ltc_data *const *args, ltc_data **outs);

@@ -436,7 +436,38 @@ static int l_read_gz(lua_State *L) {
     return 1;
 }
 
+/* core.set_backend(name): the backend syncs run on and new data is made on ("cpu", "ref").
+ * Data made on one backend feeds the other (both are host memory). */
+static int l_set_backend(lua_State *L) {
+    if (ltc_backend_set_default(luaL_checkstring(L, 1)))
+        return luaL_error(L, "set_backend: %s", ltc_last_error());
+    return 0;
+}
+
+/* core.get_backend(): the name of the current backend. */
+static int l_get_backend(lua_State *L) {
+    lua_pushstring(L, ltc_backend_default()->name);
+    return 1;
+}
+
+/* core.save(path, t): writes t to a NumPy .npy file (syncs t). */
+static int l_save(lua_State *L) {
+    const char *path = luaL_checkstring(L, 1);
+    if (ltc_save_npy(path, ltcL_checktensor(L, 2, "save"))) return ltcL_error(L);
+    return 0;
+}
+
+/* core.load(path): a tensor read from a NumPy .npy file. */
+static int l_load(lua_State *L) {
+    ltc_tensor *t;
+    if (ltc_load_npy(luaL_checkstring(L, 1), &t)) return ltcL_error(L);
+    ltcL_pushtensor(L, t);
+    return 1;
+}
+
 static const luaL_Reg core_functions[] = {
+    {"set_backend", l_set_backend}, {"get_backend", l_get_backend},
+    {"save", l_save}, {"load", l_load},
     {"read_gz", l_read_gz},
     {"tensor", l_tensor}, {"sync", l_sync}, {"manual_seed", l_manual_seed},
     {"counter", l_counter}, {"counter_names", l_counter_names}, {"metrics_report", l_report},

@@ -277,6 +277,12 @@ void emit_ops_c(const gen_model *m, const gen_options *o, strbuf *b) {
         sb_printf(b, "    [%s] = \"%s\",\n", m->ops[i].enum_name, m->ops[i].full_name);
     sb_puts(b, "};\n\nconst char *ltc_op_name(int op) {\n"
                "    return op >= 0 && op < LTC_OP_COUNT ? op_names[op] : \"?\";\n}\n\n");
+    emit_op_attrs(m, b);
+    sb_puts(b, "static const bool op_is_view[LTC_OP_COUNT] = {\n");
+    for (int i = 0; i < m->n_ops; i++)
+        if (m->ops[i].view) sb_printf(b, "    [%s] = true,\n", m->ops[i].enum_name);
+    sb_puts(b, "};\n\nbool ltc_op_is_view(int op) {\n"
+               "    return op >= 0 && op < LTC_OP_COUNT && op_is_view[op];\n}\n\n");
     sb_puts(b, "/* Wraps a 1-based or negative dim into 0..ndim-1; an optional one may be "
                "LTC_NONE. */\n"
                "static inline ltc_status wrap_dim(int64_t *dim, int ndim, bool opt) {\n"

@@ -140,6 +140,7 @@ int main(int argc, char **argv) {
     } files[] = {
         {"ltc_ops.h", emit_ops_h}, {"ltc_ops.c", emit_ops_c}, {NULL, emit_backend_c},
         {"lua_ops.c", emit_lua_c}, {"ops.md", emit_doc_md}, {"ref_ops.c", emit_ref_c},
+        {"derivatives.lua", emit_autograd_lua},
     };
     strbuf backend_file = {0};
     sb_printf(&backend_file, "%s_ops.c", o.backend_name);

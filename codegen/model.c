@@ -17,7 +17,8 @@ typedef struct yfile {
 } yfile;
 
 static const char *const op_keys[] = {"func", "doc", "shape", "dtypes", "expr",
-                                      "expr_int", "out", "random", NULL};
+                                      "expr_int", "out", "random", "view",
+                                      "derivatives", NULL};
 static const char *const non_native_keys[] = {"func", "doc", NULL};
 static const char *const backend_keys[] = {"backend", "full_codegen", "supported", "ir_gen",
                                            "non_native", NULL};
@@ -136,6 +137,40 @@ static gen_op *new_op(gen_model *m) {
     return op;
 }
 
+/* Reads `derivatives:`: `not_differentiable`, or a mapping of input name -> Lua expression. */
+static bool load_derivatives(yfile *f, yaml_node_t *v, gen_op *op) {
+    op->has_derivs = true;
+    op->deriv_line = (int)v->start_mark.line + 1;
+    op->deriv_col = (int)v->start_mark.column + 1;
+    if (v->type == YAML_SCALAR_NODE) {
+        if (strcmp((const char *)v->data.scalar.value, "not_differentiable") == 0) {
+            op->not_differentiable = true;
+            return true;
+        }
+        NODE_ERROR(f, v, "derivatives must be `not_differentiable` or a mapping from input "
+                         "name to a Lua expression of grad");
+        return false;
+    }
+    if (v->type != YAML_MAPPING_NODE) {
+        NODE_ERROR(f, v, "derivatives must be a mapping from input name to a Lua expression");
+        return false;
+    }
+    bool ok = true;
+    for (yaml_node_pair_t *p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top; p++) {
+        const char *k = scalar(f, node_at(f, p->key), "a derivatives key");
+        const char *e = scalar(f, node_at(f, p->value), "a derivative expression");
+        if (!k || !e) {
+            ok = false;
+            continue;
+        }
+        op->deriv_inputs = cg_realloc(op->deriv_inputs, sizeof(char *) * (size_t)(op->n_derivs + 1));
+        op->deriv_exprs = cg_realloc(op->deriv_exprs, sizeof(char *) * (size_t)(op->n_derivs + 1));
+        op->deriv_inputs[op->n_derivs] = cg_strdup(k);
+        op->deriv_exprs[op->n_derivs++] = cg_strdup(e);
+    }
+    return ok;
+}
+
 /* Reads one op entry (a mapping with func, doc, ...); returns false on a problem. */
 static bool load_op(gen_model *m, yfile *f, yaml_node_t *map, bool non_native) {
     if (map->type != YAML_MAPPING_NODE) {
@@ -184,7 +219,14 @@ static bool load_op(gen_model *m, yfile *f, yaml_node_t *map, bool non_native) {
             NODE_ERROR(f, v, "random must be true or false, not '%s'", s), ok = false;
         op->random = !strcmp(s, "true");
     }
+    if ((v = lookup(f, map, "view")) && scalar(f, v, "view")) {
+        const char *s = (const char *)v->data.scalar.value;
+        if (strcmp(s, "true") != 0 && strcmp(s, "false") != 0)
+            NODE_ERROR(f, v, "view must be true or false, not '%s'", s), ok = false;
+        op->view = !strcmp(s, "true");
+    }
     if (op->expr_int && !op->expr) NODE_ERROR(f, func, "expr_int given without expr"), ok = false;
+    if ((v = lookup(f, map, "derivatives"))) ok &= load_derivatives(f, v, op);
     return ok;
 }
 
@@ -329,6 +371,12 @@ void model_free(gen_model *m) {
         free(op->shape);
         free(op->expr);
         free(op->expr_int);
+        for (int j = 0; j < op->n_derivs; j++) {
+            free(op->deriv_inputs[j]);
+            free(op->deriv_exprs[j]);
+        }
+        free(op->deriv_inputs);
+        free(op->deriv_exprs);
         for (int j = 0; j < op->n_args; j++) {
             free(op->args[j].name);
             free(op->args[j].def_text);

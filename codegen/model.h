@@ -84,6 +84,12 @@ typedef struct gen_op {
      * in promotion; 0 means all of them. Operands left out of an elementwise op's promotion
      * are bool (its shape function checks). */
     unsigned promote_mask;
+    bool view; /* the result shares its input's storage (src/core/views.c) */
+    /* `derivatives:` (emit_autograd.c): a mapping from input name to a Lua expression of
+     * its gradient, or `not_differentiable`. has_derivs is false when the key is absent. */
+    bool has_derivs, not_differentiable;
+    char **deriv_inputs, **deriv_exprs; /* n_derivs each */
+    int n_derivs, deriv_line, deriv_col;
     bool non_native;
     lowering lower;
     gen_arg *args;
@@ -150,6 +156,11 @@ void emit_ops_c(const gen_model *m, const gen_options *o, strbuf *b);
 void emit_backend_c(const gen_model *m, const gen_options *o, strbuf *b);
 void emit_lua_c(const gen_model *m, const gen_options *o, strbuf *b);
 void emit_doc_md(const gen_model *m, const gen_options *o, strbuf *b);
+/* The backward functions of the derivative formulas, as Lua (derivatives.lua). */
+void emit_autograd_lua(const gen_model *m, const gen_options *o, strbuf *b);
+/* Checks the derivative formulas: keys name differentiable inputs, expressions mention
+ * only known names (emit_autograd.c). */
+bool validate_derivatives(const gen_model *m);
 /* The reference backend's kernel table (ref_ops.c, emit_ref.c). */
 void emit_ref_c(const gen_model *m, const gen_options *o, strbuf *b);
 
@@ -175,6 +186,8 @@ int ew_dispatch_operand(const gen_op *op);
 bool expr_uses(const char *expr, const char *ident);
 /* Emits `O[i] = (otype)(expr);` (bool outputs: `(expr) != 0`) at `indent`. */
 void ew_store(strbuf *b, const char *indent, const char *otype, const char *expr);
+/* The op attribute table and ltc_op_attrs() (emit_attrs.c), part of ltc_ops.c. */
+void emit_op_attrs(const gen_model *m, strbuf *b);
 
 /* The C parameter list of an op's entry ("ltc_tensor *self, int64_t dim, ltc_tensor **out").
  * Shared by ltc_ops.h and ltc_ops.c. */

@@ -186,6 +186,7 @@ bool model_validate(const gen_model *m, const gen_options *o) {
         }
     }
     if (o->ref_impl_path) ok &= check_ref_kernels(m, o);
+    ok &= validate_derivatives(m);
     free(header);
     free(impl);
     return ok;

@@ -5,6 +5,8 @@
 -- tensor), where the pending graph is hashed, compiled once and cached.
 -- Dims and indices are 1-based (negative from the end), as in Lua and Torch7.
 local core = require "ltc.core"
+local autograd = require "ltc.autograd"
+autograd.install(core) -- op functions record grad_fn nodes (lua/ltc/autograd.lua)
 
 local M = {}
 for name, fn in pairs(core) do
@@ -41,6 +43,28 @@ function methods.type(t, dtype)
   if dtype == nil then return t:dtype() end
   return core.to(t, dtype)
 end
+
+---------------------------------------------------------------------------------------------
+-- in-place variants (PyTorch's trailing underscore): t:add_(x) computes add(t, x) and writes
+-- the result into t (and so into t's base and its other views, if t is a view). The result
+-- keeps t's dtype; a float result cannot go into an integer tensor (an error, as in PyTorch).
+
+local inplace = { "add", "sub", "mul", "div", "pow", "neg", "exp", "log", "relu", "sigmoid",
+  "tanh", "floor_divide", "remainder", "abs", "sqrt", "rsqrt", "log1p", "expm1", "sin", "cos",
+  "clamp", "floor", "ceil", "round", "sign", "gelu", "silu", "leaky_relu", "lerp", "addcmul",
+  "addcdiv", "fmod", "masked_fill", "minimum", "maximum", "logical_and", "logical_or",
+  "logical_not" }
+for _, name in ipairs(inplace) do
+  local op = core[name]
+  if op and methods[name .. "_"] == nil then
+    methods[name .. "_"] = function(t, ...) return core.assign_(t, op(t, ...)) end
+  end
+end
+
+--- t:fill_(value): every element becomes value (a number or 0-d tensor). Returns t.
+function methods.fill_(t, value) return t:copy_(value) end
+--- t:zero_(): every element becomes 0. Returns t.
+function methods.zero_(t) return t:copy_(0) end
 
 ---------------------------------------------------------------------------------------------
 -- printing, in Torch7's layout: rows of right-aligned values, then a footer
@@ -133,17 +157,26 @@ M.metrics = {
   reset = core.metrics_reset,
 }
 
---- ltc.config.LTC_COMPILE_CACHE_SIZE etc.: read and set the LTC_* options.
-M.config = setmetatable({}, {
-  __index = function(_, k) return core.config_get(k) end,
-  __newindex = function(_, k, v) core.config_set(k, v) end,
+--- ltc.config.LTC_COMPILE_CACHE_SIZE etc.: read and set the LTC_* options (the same names
+-- as the environment variables; integers, booleans as 1/0, or strings). Unknown names and
+-- out-of-range values are errors. ltc.config.list(): {{name=, value=, doc=[, min=, max=]}}
+-- in table order; pairs(ltc.config) iterates names and values.
+M.config = setmetatable({ list = core.config_list }, {
+  __index = function(_, k) return core.config_value(k) end,
+  __newindex = function(_, k, v) core.config_assign(k, v) end,
+  __pairs = function()
+    local list, i = core.config_list(), 0
+    return function()
+      i = i + 1
+      if list[i] then return list[i].name, list[i].value end
+    end
+  end,
 })
 
---- ltc.debug.pending(): live tensors, those with pending IR, and that graph's node count.
-M.debug = {
-  pending = core.live_info,
-}
+--- ltc.debug: ir, dot, render, backend_text, explain_recompile, pending (lua/ltc/debug.lua).
+M.debug = require "ltc.debug"
 
 M.is_tensor = core.is_tensor
 M.io = require "ltc.io"
+autograd.export(M)
 return M

@@ -1,6 +1,7 @@
 /*
  * config.c - LTC_* configuration: read from the environment once, settable at run time
- * under the same names (ltc.config in Lua).
+ * under the same names (ltc.config in Lua). Integer options have a range; string options
+ * (LTC_SAVE_GRAPHS, LTC_SAVE_GRAPHS_FMT) may restrict their values.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -16,25 +17,61 @@ typedef struct {
 static option options[] = {
     {"LTC_COMPILE_CACHE_SIZE", 1024, 1, 1 << 20, "compiled graphs kept in the LRU compile cache"},
     {"LTC_SYNC_GC", 1, 0, 1, "Lua binding: run a full garbage collection before each sync"},
+    {"LTC_IR_DEBUG", 0, 0, 1, "record the Lua source line of each IR node (shown by ltc.debug.ir)"},
 };
+
+typedef struct {
+    const char *name;
+    const char *def;
+    const char *const *allowed; /* NULL: any value */
+    const char *doc;
+    char *value;                /* NULL: the default */
+} str_option;
+
+static const char *const save_fmts[] = {"text", "dot", NULL};
+static str_option str_options[] = {
+    {"LTC_SAVE_GRAPHS", "", NULL, "append every compiled graph to this file (\"\": off)", NULL},
+    {"LTC_SAVE_GRAPHS_FMT", "text", save_fmts, "format of LTC_SAVE_GRAPHS: text or dot", NULL},
+};
+
+#define N_OPTIONS (sizeof options / sizeof *options)
+#define N_STR_OPTIONS (sizeof str_options / sizeof *str_options)
 static bool loaded;
+
+static bool str_allowed(const str_option *o, const char *v) {
+    if (!o->allowed) return true;
+    for (const char *const *a = o->allowed; *a; a++)
+        if (strcmp(*a, v) == 0) return true;
+    return false;
+}
 
 void ltc_config_init(void) {
     if (loaded) return;
     loaded = true;
-    for (size_t i = 0; i < sizeof options / sizeof *options; i++) {
+    for (size_t i = 0; i < N_OPTIONS; i++) {
         const char *v = getenv(options[i].name);
         if (!v || !*v) continue;
         char *end;
         long long x = strtoll(v, &end, 10);
         if (*end == 0 && x >= options[i].min && x <= options[i].max) options[i].value = x;
     }
+    for (size_t i = 0; i < N_STR_OPTIONS; i++) {
+        const char *v = getenv(str_options[i].name);
+        if (v && str_allowed(&str_options[i], v)) str_options[i].value = strdup(v);
+    }
 }
 
 static option *find(const char *name) {
     ltc_config_init();
-    for (size_t i = 0; i < sizeof options / sizeof *options; i++)
+    for (size_t i = 0; i < N_OPTIONS; i++)
         if (strcmp(options[i].name, name) == 0) return &options[i];
+    return NULL;
+}
+
+static str_option *find_str(const char *name) {
+    ltc_config_init();
+    for (size_t i = 0; i < N_STR_OPTIONS; i++)
+        if (strcmp(str_options[i].name, name) == 0) return &str_options[i];
     return NULL;
 }
 
@@ -43,12 +80,63 @@ int64_t ltc_config_get_int(const char *name) {
     return o ? o->value : 0;
 }
 
+int64_t *ltc_config_slot(const char *name) {
+    option *o = find(name);
+    return o ? &o->value : NULL;
+}
+
 ltc_status ltc_config_set_int(const char *name, int64_t value) {
     option *o = find(name);
+    if (!o && find_str(name))
+        return ltc_errorf(LTC_ERR_ARG, "%s is a string option, got a number", name);
     if (!o) return ltc_errorf(LTC_ERR_ARG, "unknown configuration option '%s'", name);
     if (value < o->min || value > o->max)
         return ltc_errorf(LTC_ERR_ARG, "%s must be in %lld..%lld, got %lld", name,
                           (long long)o->min, (long long)o->max, (long long)value);
     o->value = value;
     return LTC_OK;
+}
+
+const char *ltc_config_get_str(const char *name) {
+    str_option *o = find_str(name);
+    if (!o) return NULL;
+    return o->value ? o->value : o->def;
+}
+
+ltc_status ltc_config_set_str(const char *name, const char *value) {
+    str_option *o = find_str(name);
+    if (!o && find(name))
+        return ltc_errorf(LTC_ERR_ARG, "%s is an integer option, got a string", name);
+    if (!o) return ltc_errorf(LTC_ERR_ARG, "unknown configuration option '%s'", name);
+    if (!str_allowed(o, value)) {
+        char list[128] = "";
+        for (const char *const *a = o->allowed; *a; a++) {
+            strncat(list, a == o->allowed ? "" : ", ", sizeof list - strlen(list) - 1);
+            strncat(list, *a, sizeof list - strlen(list) - 1);
+        }
+        return ltc_errorf(LTC_ERR_ARG, "%s must be one of %s, got '%s'", name, list, value);
+    }
+    char *copy = strdup(value);
+    if (!copy) return ltc_errorf(LTC_ERR_NOMEM, "%s: out of memory", name);
+    free(o->value);
+    o->value = copy;
+    return LTC_OK;
+}
+
+bool ltc_config_entry_get(int i, ltc_config_entry *out) {
+    ltc_config_init();
+    if (i < 0) return false;
+    memset(out, 0, sizeof *out);
+    if ((size_t)i < N_OPTIONS) {
+        const option *o = &options[i];
+        *out = (ltc_config_entry){.name = o->name, .doc = o->doc, .value = o->value,
+                                  .min = o->min, .max = o->max};
+        return true;
+    }
+    i -= (int)N_OPTIONS;
+    if ((size_t)i >= N_STR_OPTIONS) return false;
+    const str_option *o = &str_options[i];
+    *out = (ltc_config_entry){.name = o->name, .doc = o->doc, .is_str = true,
+                              .str = o->value ? o->value : o->def};
+    return true;
 }

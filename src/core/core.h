@@ -7,8 +7,22 @@
 #include "ltc_backend.h"
 #include "ltc_ir.h"
 
+/* One view op between a base and a view: enough to replay it and to invert it. */
+typedef struct ltc_view_step {
+    int op;
+    int n_attrs;
+    ltc_attr attrs[4];
+    ltc_shape in_shape, out_shape;
+} ltc_view_step;
+
 /* A lazy tensor: backend data, or a pending IR value, or both (data plus the cached
- * DEVICE_DATA node that feeds it to graphs). */
+ * DEVICE_DATA node that feeds it to graphs).
+ *
+ * Views (functionalization, as PyTorch's FunctionalTensorWrapper): a view keeps its base
+ * and the view ops from the base. An in-place write to a base bumps its generation; a
+ * write through a view becomes a new base value (the written value scattered back through
+ * the inverse view ops). A view whose generation is behind its base's recomputes its value
+ * from the base when next read (views.c). */
 struct ltc_tensor {
     int32_t refcount;
     bool weak;          /* a wrapped Lua number (type promotion) */
@@ -16,7 +30,21 @@ struct ltc_tensor {
     ltc_data *data;     /* retained; NULL while pending */
     ltc_value ir;       /* retained node; pending value, or DEVICE_DATA for `data` */
     ltc_tensor *prev, *next; /* the live-tensor list */
+    ltc_tensor *base;   /* views: the base (retained; never itself a view) */
+    ltc_view_step *steps; /* views: the ops from base to this tensor (owned) */
+    int n_steps;
+    uint64_t generation; /* base: in-place writes so far; view: the base's, when computed */
 };
+
+/* views.c */
+/* Records that `out` = op(src, attrs) is a view of src. */
+ltc_status ltc_view_record(ltc_tensor *out, ltc_tensor *src, int op, const ltc_attr *attrs,
+                           int n_attrs);
+/* Brings a view whose base was written since up to date (new pending IR). */
+ltc_status ltc_view_refresh(ltc_tensor *t);
+static inline bool ltc_view_stale(const ltc_tensor *t) {
+    return t->base && t->generation != t->base->generation;
+}
 
 /* The live-tensor list, in creation order (the executor's roots come from it). */
 extern ltc_tensor *ltc_live_head;
@@ -41,6 +69,21 @@ int64_t *ltc_counter_slot(const char *name);
 /* Timers as metrics with samples (CompileTime, ExecuteTime), nanoseconds. */
 void ltc_metric_add_sample(const char *name, double ns);
 double ltc_now_ns(void);
+
+/* The executor's graph walk and compile step, for debug.c. ltc_graph_visit builds the graph
+ * of `ts` (n tensors; every live pending tensor when ts is NULL), hashes it as a sync would
+ * and calls fn with its lowering context; fn's status is returned. ltc_graph_compile lowers
+ * and compiles one context on b (the core allocates the header; caller owns *out). */
+typedef ltc_status (*ltc_graph_fn)(const ltc_lowering_ctx *ctx, ltc_hash h, void *ud);
+ltc_status ltc_graph_visit(ltc_tensor *const *ts, int n, ltc_graph_fn fn, void *ud);
+ltc_status ltc_graph_compile(const ltc_lowering_ctx *ctx, ltc_backend *b, ltc_hash h,
+                             ltc_computation **out);
+/* debug.c: a sync compiled a graph (a cache miss): explain it, save it (LTC_SAVE_GRAPHS). */
+void ltc_debug_note_compile(const ltc_lowering_ctx *ctx, ltc_hash h);
+/* debug.c: the interned source location for a new node of `op`, or NULL (LTC_IR_DEBUG off). */
+const char *ltc_debug_source(int op);
+/* config.c: the value slot of an integer option, for hot paths (NULL if unknown). */
+int64_t *ltc_config_slot(const char *name);
 
 /* The compile cache (cache.c). */
 ltc_computation *ltc_cache_get(ltc_hash h);               /* borrowed, NULL on a miss */

@@ -95,6 +95,10 @@ nomem:
 static ltc_status collect(graph *g) {
     epoch++;
     for (ltc_tensor *t = ltc_live_head; t; t = t->next) {
+        if (ltc_view_stale(t)) {
+            ltc_status st = ltc_view_refresh(t);
+            if (st) return st;
+        }
         if (!ltc_tensor_is_pending(t)) continue;
         if (!grow((void **)&g->roots, &g->cap_roots, g->n_roots + 1, sizeof *g->roots) ||
             !grow((void **)&g->tensors, &g->cap_tensors, g->n_tensors + 1, sizeof *g->tensors))
@@ -113,6 +117,32 @@ static ltc_status collect(graph *g) {
             g->roots[g->n_roots++] = t->ir;
         }
         g->tensors[g->n_tensors++] = (pending){t, r};
+    }
+    epoch++;
+    for (int i = 0; i < g->n_roots; i++) {
+        ltc_status st = post_order_from(g, g->roots[i].node);
+        if (st) return st;
+    }
+    return LTC_OK;
+}
+
+/* As collect, for the given tensors only: each one's value is a root (a tensor holding data
+ * enters as its DEVICE_DATA node). No `tensors` entries: nothing will be installed. */
+static ltc_status collect_given(graph *g, ltc_tensor *const *ts, int n) {
+    epoch++;
+    for (int i = 0; i < n; i++) {
+        ltc_value v;
+        ltc_status st = ltc_tensor_value(ts[i], &v);
+        if (st) return st;
+        if (!grow((void **)&g->roots, &g->cap_roots, g->n_roots + 1, sizeof *g->roots))
+            return ltc_errorf(LTC_ERR_NOMEM, "graph: out of memory");
+        bool seen = false;
+        if (v.node->mark == epoch)
+            for (int k = v.node->index; k < g->n_roots && !seen; k++)
+                seen = g->roots[k].node == v.node && g->roots[k].index == v.index;
+        if (seen) continue;
+        if (v.node->mark != epoch) v.node->mark = epoch, v.node->index = g->n_roots;
+        g->roots[g->n_roots++] = v;
     }
     epoch++;
     for (int i = 0; i < g->n_roots; i++) {
@@ -142,48 +172,50 @@ static ltc_hash graph_hash(const graph *g) {
     return (ltc_hash){h.low64, h.high64};
 }
 
-/* Lowers and compiles the graph on backend b. */
-static ltc_status compile(graph *g, ltc_backend *b, ltc_hash h, ltc_computation **out) {
+ltc_status ltc_graph_compile(const ltc_lowering_ctx *ctx, ltc_backend *b, ltc_hash h,
+                             ltc_computation **out) {
     ltc_status st = LTC_OK;
-    uint8_t *emitted = calloc((size_t)g->n + 1, 1);
     ltc_computation *c = calloc(1, sizeof *c);
-    if (!emitted || !c) {
-        st = ltc_errorf(LTC_ERR_NOMEM, "sync: out of memory compiling");
-        goto fail;
-    }
+    if (!c) return ltc_errorf(LTC_ERR_NOMEM, "sync: out of memory compiling");
     c->backend = b;
     c->hash = h;
-    c->n_params = g->n_params;
-    c->n_outputs = g->n_roots;
-    c->param_shapes = malloc(sizeof(ltc_shape) * (size_t)(g->n_params + 1));
-    c->out_shapes = malloc(sizeof(ltc_shape) * (size_t)(g->n_roots + 1));
+    c->n_params = ctx->n_params;
+    c->n_outputs = ctx->n_roots;
+    c->param_shapes = malloc(sizeof(ltc_shape) * (size_t)(ctx->n_params + 1));
+    c->out_shapes = malloc(sizeof(ltc_shape) * (size_t)(ctx->n_roots + 1));
     if (!c->param_shapes || !c->out_shapes) {
         st = ltc_errorf(LTC_ERR_NOMEM, "sync: out of memory compiling");
         goto fail;
     }
-    for (int i = 0; i < g->n_params; i++) c->param_shapes[i] = g->params[i]->shapes[0];
-    for (int i = 0; i < g->n_roots; i++)
-        c->out_shapes[i] = g->roots[i].node->shapes[g->roots[i].index];
+    for (int i = 0; i < ctx->n_params; i++) c->param_shapes[i] = ctx->params[i]->shapes[0];
+    for (int i = 0; i < ctx->n_roots; i++)
+        c->out_shapes[i] = ctx->roots[i].node->shapes[ctx->roots[i].index];
+    memset(ctx->emitted, 0, (size_t)ctx->n_nodes);
+    const ltc_lowering_ctx *ctxs[1] = {ctx};
+    if ((st = b->iface->compile(b, ctxs, 1, &c))) goto fail;
+    *out = c;
+    return LTC_OK;
+fail:
+    free(c->param_shapes);
+    free(c->out_shapes);
+    free(c);
+    return st;
+}
+
+/* Lowers and compiles the graph on backend b (a compile-cache miss of a sync). */
+static ltc_status compile(graph *g, ltc_backend *b, ltc_hash h, ltc_computation **out) {
+    uint8_t *emitted = calloc((size_t)g->n + 1, 1);
+    if (!emitted) return ltc_errorf(LTC_ERR_NOMEM, "sync: out of memory compiling");
     ltc_lowering_ctx ctx = {
         .name = "SyncTensorsGraph", .post_order = g->post, .n_nodes = g->n,
         .roots = g->roots, .n_roots = g->n_roots, .params = g->params,
         .n_params = g->n_params, .emitted = emitted,
     };
-    const ltc_lowering_ctx *ctxs[1] = {&ctx};
     double t0 = ltc_now_ns();
-    st = b->iface->compile(b, ctxs, 1, &c);
+    ltc_status st = ltc_graph_compile(&ctx, b, h, out);
     ltc_metric_add_sample("CompileTime", ltc_now_ns() - t0);
-    if (st) goto fail;
+    if (!st) ltc_debug_note_compile(&ctx, h);
     free(emitted);
-    *out = c;
-    return LTC_OK;
-fail:
-    free(emitted);
-    if (c) {
-        free(c->param_shapes);
-        free(c->out_shapes);
-        free(c);
-    }
     return st;
 }
 
@@ -228,6 +260,27 @@ done:
     return st;
 }
 
+ltc_status ltc_graph_visit(ltc_tensor *const *ts, int n, ltc_graph_fn fn, void *ud) {
+    graph g = {0};
+    uint8_t *emitted = NULL;
+    ltc_status st = ts ? collect_given(&g, ts, n) : collect(&g);
+    if (st) goto done;
+    if (!(emitted = calloc((size_t)g.n + 1, 1))) {
+        st = ltc_errorf(LTC_ERR_NOMEM, "graph: out of memory");
+        goto done;
+    }
+    ltc_lowering_ctx ctx = {
+        .name = "SyncTensorsGraph", .post_order = g.post, .n_nodes = g.n,
+        .roots = g.roots, .n_roots = g.n_roots, .params = g.params,
+        .n_params = g.n_params, .emitted = emitted,
+    };
+    st = fn(&ctx, graph_hash(&g), ud);
+done:
+    free(emitted);
+    graph_free(&g);
+    return st;
+}
+
 /* Nodes traced since the last sync (graph trimming will read it). */
 static int64_t traced_since_sync;
 void ltc_trace_tick(void) { traced_since_sync++; }
@@ -241,4 +294,7 @@ int64_t ltc_pending_node_count(void) {
     return n;
 }
 
-void ltc_shutdown(void) { ltc_cache_clear(); }
+void ltc_shutdown(void) {
+    ltc_cache_clear();
+    ltc_debug_reset();
+}

@@ -83,6 +83,7 @@ ltc_node *ltc_node_new(int op, const ltc_value *operands, int n_operands, const 
         ltc_node_retain(operands[i].node);
     }
     n->hash = node_local_hash(n);
+    n->source = ltc_debug_source(op); /* LTC_IR_DEBUG: where Lua traced it */
     return n;
 }
 

@@ -109,6 +109,14 @@ const ltc_shape *ltc_tensor_shape(const ltc_tensor *t);
 bool ltc_tensor_is_weak(const ltc_tensor *t);
 /* True when the tensor's value is pending IR (not yet computed). */
 bool ltc_tensor_is_pending(const ltc_tensor *t);
+/* In-place writes (PyTorch's Tensor.copy_ and the `_` ops). Both are seen by t's base and
+ * every other view of it; values are recorded lazily like any op.
+ * ltc_tensor_copy_: t's values become src broadcast to t's shape and cast to t's dtype.
+ * ltc_tensor_assign_: t's value becomes `value` (same sizes; cast to t's dtype unless that
+ * would lose the category, e.g. a float result into an int tensor, which is an error). */
+ltc_status ltc_tensor_copy_(ltc_tensor *t, ltc_tensor *src);
+ltc_status ltc_tensor_assign_(ltc_tensor *t, ltc_tensor *value);
+
 /* Copies the tensor's values into `host` (ltc_shape_nbytes bytes). Syncs if pending. */
 ltc_status ltc_tensor_to_host(ltc_tensor *t, void *host);
 /* Reads one element (flat row-major index) as a double / int64. Syncs if pending. */
@@ -168,10 +176,67 @@ ltc_status ltc_load_npy(const char *path, ltc_tensor **out);
 /* ---- configuration -------------------------------------------------------------------- */
 
 /* Reads LTC_* environment variables (done once, lazily, by the first call into the core).
- * LTC_COMPILE_CACHE_SIZE: compiled graphs kept in the LRU compile cache (default 1024). */
+ * LTC_COMPILE_CACHE_SIZE: compiled graphs kept in the LRU compile cache (default 1024).
+ * An environment value that does not parse or is out of range is ignored (default kept). */
 void ltc_config_init(void);
+/* An integer option's value; 0 for an unknown name or a string option. */
 int64_t ltc_config_get_int(const char *name);
+/* Sets an integer option. LTC_ERR_ARG for an unknown name, a string option, or a value out
+ * of the option's range (the message gives the range). */
 ltc_status ltc_config_set_int(const char *name, int64_t value);
+/* A string option's value (LTC_SAVE_GRAPHS, LTC_SAVE_GRAPHS_FMT), borrowed: valid until the
+ * option is next set. NULL for an unknown name or an integer option. "" when unset. */
+const char *ltc_config_get_str(const char *name);
+/* Sets a string option (the core keeps a copy). LTC_ERR_ARG for an unknown name, an integer
+ * option or a value the option does not accept (LTC_SAVE_GRAPHS_FMT: "text" or "dot");
+ * LTC_ERR_NOMEM if the copy cannot be made. */
+ltc_status ltc_config_set_str(const char *name, const char *value);
+
+/* One configuration option, for listing them (ltc.config.list()). Strings are borrowed. */
+typedef struct ltc_config_entry {
+    const char *name;
+    const char *doc;
+    bool is_str;
+    int64_t value, min, max; /* integer options */
+    const char *str;         /* string options: the value ("" when unset) */
+} ltc_config_entry;
+/* The i-th option (0-based, in table order); false past the last one. */
+bool ltc_config_entry_get(int i, ltc_config_entry *out);
+
+/* ---- debugging: IR dumps, backend text, recompile explanations ----------------------------- */
+
+/* The pending IR of the given tensors (n >= 1, borrowed), or of every live tensor with pending
+ * IR when ts is NULL (the graph the next sync computes), as text: a header line, then one node
+ * a line in post order, "%5 = mul(%3, %4) f32[128,64]", attributes named from the op's schema
+ * with dims 1-based ("sum(%2, dim=2, keepdim=true)"), parameters marked "param #k" (0-d ones
+ * with their value), the roots "root #k", and "-- file:line" when the node was traced with
+ * LTC_IR_DEBUG=1. *out is malloc'ed, the caller frees. Traces nothing, runs nothing; a given
+ * tensor that holds data appears as its parameter. Errors: LTC_ERR_ARG (n < 1), NOMEM. */
+ltc_status ltc_debug_ir_text(ltc_tensor *const *ts, int n, char **out);
+/* The same graph as Graphviz DOT (`digraph ltc { ... }`); as ltc_debug_ir_text. */
+ltc_status ltc_debug_ir_dot(ltc_tensor *const *ts, int n, char **out);
+/* The default backend's text of the computation for that graph (its computation_text: steps,
+ * buffers, sizes), without running it: taken from the compile cache when the graph's hash is
+ * there, else compiled for this call and freed (not cached, not counted as a compile).
+ * Errors as ltc_debug_ir_text, plus LTC_ERR_STATE when the backend has no text and the
+ * backend's compile errors. */
+ltc_status ltc_debug_backend_text(ltc_tensor *const *ts, int n, char **out);
+/* Why the last compile-cache miss happened: the graph against the nearest of the last few
+ * compiled graphs (most nodes equal at the same post-order position), naming the first
+ * differing nodes ("node %0 device_data: shape f32[64,4] now f32[32,4]"), or that the same
+ * graph was evicted. Malloc'ed, caller frees; NULL on allocation failure. */
+char *ltc_debug_explain_recompile(void);
+/* Forgets the compiled-graph signatures and the last explanation. */
+void ltc_debug_reset(void);
+
+/* Source locations of nodes: when LTC_IR_DEBUG is 1, each new node (except parameters) asks
+ * the hook for the location of the code that traced it ("file:line", written into buf of n
+ * bytes; return false for none). The core keeps one interned copy of each distinct string
+ * (node->source, never freed). The hook must not call into the core. NULL removes it. */
+typedef bool (*ltc_source_fn)(void *ud, char *buf, size_t n);
+void ltc_debug_set_source_hook(ltc_source_fn fn, void *ud);
+/* The installed hook and its ud (NULL if none). */
+ltc_source_fn ltc_debug_source_hook(void **ud);
 
 #ifdef __cplusplus
 }

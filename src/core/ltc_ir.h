@@ -87,6 +87,28 @@ ltc_node *ltc_node_new(int op, const ltc_value *operands, int n_operands, const 
                        int n_attrs, const ltc_shape *shapes, int n_outputs);
 const char *ltc_op_name(int op); /* generated */
 
+/* What an op's attribute means, from its schema type (for IR dumps). */
+typedef enum {
+    LTC_ATTR_T_INT,   /* int, int? (LTC_NONE when absent) */
+    LTC_ATTR_T_INTS,  /* int[] */
+    LTC_ATTR_T_INDEX, /* index: stored as written, 1-based or negative */
+    LTC_ATTR_T_DIM,   /* dim, dim?: stored 0-based (LTC_NONE when absent) */
+    LTC_ATTR_T_FLOAT, /* float, float? (NAN when absent) */
+    LTC_ATTR_T_BOOL,  /* bool, stored as 0/1 */
+    LTC_ATTR_T_DTYPE, /* ScalarType, ScalarType?: an ltc_dtype, -1 when absent */
+} ltc_attr_type;
+
+typedef struct ltc_attr_info {
+    const char *name; /* the schema's argument name: "dim", "keepdim" */
+    ltc_attr_type type;
+} ltc_attr_info;
+
+/* The attributes an op's schema declares, in node attribute order (generated). Returns a
+ * static array of *n entries, or NULL with *n = 0 for an op without attributes. Nodes built
+ * by hand may carry other attributes; check node->n_attrs against *n before using names. */
+const ltc_attr_info *ltc_op_attrs(int op, int *n);
+bool ltc_op_is_view(int op);     /* generated from ops.yaml's `view: true` */
+
 /* ---- tensors as the executor sees them ---------------------------------------------------- */
 
 /* The IR value of a tensor: its pending value, or a DEVICE_DATA node for its data

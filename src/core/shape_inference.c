@@ -260,6 +260,54 @@ ltc_status ltc_shape_select(const ltc_shape *self, int64_t dim, int64_t index, l
     return LTC_OK;
 }
 
+ltc_status ltc_shape_broadcast_to(const ltc_shape *self, const int64_t *size, int n_size,
+                                  ltc_shape *out) {
+    ltc_shape want;
+    char a[128], b[128];
+    if (ltc_shape_make(&want, self->dtype, n_size, size)) return LTC_ERR_ARG;
+    bool ok = n_size >= self->ndim;
+    for (int i = 0; ok && i < self->ndim; i++) {
+        int64_t d = self->dims[self->ndim - 1 - i], w = want.dims[n_size - 1 - i];
+        ok = d == w || d == 1;
+    }
+    if (!ok)
+        return ltc_errorf(LTC_ERR_ARG, "shape %s cannot be broadcast to %s", SHAPE_STR(self, a),
+                          SHAPE_STR(&want, b));
+    *out = want;
+    return LTC_OK;
+}
+
+/* The region of a scatter must have src's sizes and dtype. */
+static ltc_status check_src(const ltc_shape *region, const ltc_shape *src) {
+    char a[128], b[128];
+    if (!ltc_shape_equal(region, src))
+        return ltc_errorf(LTC_ERR_ARG, "src %s %s does not match the region %s %s",
+                          ltc_dtype_name(src->dtype), SHAPE_STR(src, a),
+                          ltc_dtype_name(region->dtype), SHAPE_STR(region, b));
+    return LTC_OK;
+}
+
+ltc_status ltc_shape_narrow_scatter(const ltc_shape *self, const ltc_shape *src, int64_t dim,
+                                    int64_t start, ltc_shape *out) {
+    ltc_shape region;
+    if (self->ndim == 0 || src->ndim != self->ndim)
+        return ltc_errorf(LTC_ERR_ARG, "src must have self's number of dims (%d), got %d",
+                          self->ndim, src->ndim);
+    ltc_status st = ltc_shape_narrow(self, dim, start, src->dims[dim], &region);
+    if (st || (st = check_src(&region, src))) return st;
+    *out = *self;
+    return LTC_OK;
+}
+
+ltc_status ltc_shape_select_scatter(const ltc_shape *self, const ltc_shape *src, int64_t dim,
+                                    int64_t index, ltc_shape *out) {
+    ltc_shape region;
+    ltc_status st = ltc_shape_select(self, dim, index, &region);
+    if (st || (st = check_src(&region, src))) return st;
+    *out = *self;
+    return LTC_OK;
+}
+
 /* ---- neural-network functions ---------------------------------------------------------------- */
 
 ltc_status ltc_shape_softmax(const ltc_shape *self, int64_t dim, ltc_shape *out) {

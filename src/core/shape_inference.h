@@ -53,6 +53,12 @@ ltc_status ltc_shape_view(const ltc_shape *self, const int64_t *size, int n_size
 ltc_status ltc_shape_narrow(const ltc_shape *self, int64_t dim, int64_t start, int64_t length,
                             ltc_shape *out);
 ltc_status ltc_shape_select(const ltc_shape *self, int64_t dim, int64_t index, ltc_shape *out);
+ltc_status ltc_shape_broadcast_to(const ltc_shape *self, const int64_t *size, int n_size,
+                                  ltc_shape *out);
+ltc_status ltc_shape_narrow_scatter(const ltc_shape *self, const ltc_shape *src, int64_t dim,
+                                    int64_t start, ltc_shape *out);
+ltc_status ltc_shape_select_scatter(const ltc_shape *self, const ltc_shape *src, int64_t dim,
+                                    int64_t index, ltc_shape *out);
 
 /* neural-network functions */
 ltc_status ltc_shape_softmax(const ltc_shape *self, int64_t dim, ltc_shape *out);

@@ -42,6 +42,8 @@ void ltc_tensor_release(ltc_tensor *t) {
     LTC_COUNT(c_destroy, "DestroyLtcTensor", 1);
     ltc_node_release(t->ir.node);
     ltc_data_release(t->data);
+    ltc_tensor_release(t->base);
+    free(t->steps);
     free(t);
 }
 
@@ -85,10 +87,12 @@ const ltc_shape *ltc_tensor_shape(const ltc_tensor *t) { return &t->shape; }
 bool ltc_tensor_is_weak(const ltc_tensor *t) { return t->weak; }
 
 bool ltc_tensor_is_pending(const ltc_tensor *t) {
-    return t->ir.node && t->ir.node->op != LTC_OP_DEVICE_DATA;
+    return ltc_view_stale(t) || (t->ir.node && t->ir.node->op != LTC_OP_DEVICE_DATA);
 }
 
 ltc_status ltc_tensor_value(ltc_tensor *t, ltc_value *out) {
+    ltc_status st = ltc_view_refresh(t);
+    if (st) return st;
     if (!t->ir.node) { /* data only: make its DEVICE_DATA node once */
         ltc_node *n = ltc_node_new(LTC_OP_DEVICE_DATA, NULL, 0, NULL, 0, &t->shape, 1);
         if (!n) return LTC_ERR_NOMEM;

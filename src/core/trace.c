@@ -99,6 +99,8 @@ ltc_status ltc_trace(int op, ltc_tensor *const *operands, int n_operands, const 
     ltc_status st = LTC_OK;
     for (; made < n_outputs; made++)
         if ((st = ltc_tensor_from_value((ltc_value){n, made}, &outs[made]))) break;
+    if (!st && n_outputs == 1 && n_operands > 0 && ltc_op_is_view(op))
+        st = ltc_view_record(outs[0], operands[0], op, attrs, n_attrs);
     if (st)
         for (int i = 0; i < made; i++) ltc_tensor_release(outs[i]);
     ltc_node_release(n); /* the outputs hold it */

@@ -332,7 +332,8 @@ static int t_len(lua_State *L) {
     return 1;
 }
 
-/* t[i]: a number for a 1-d tensor (syncs), else the view select(1, i); t.key: a method. */
+/* t[i]: a number for a 1-d tensor (syncs), else the view select(1, i). t.key: a method,
+ * else a computed field from the metatable's __getters table (t.grad, ...). */
 static int t_index(lua_State *L) {
     if (lua_type(L, 2) == LUA_TNUMBER) {
         ltc_tensor *t = ltcL_checktensor(L, 1, "index");
@@ -354,7 +355,69 @@ static int t_index(lua_State *L) {
         return 1;
     }
     lua_pushvalue(L, 2);
-    lua_rawget(L, lua_upvalueindex(1));
+    if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
+    if (lua_getfield(L, lua_upvalueindex(2), "__getters") != LUA_TTABLE) return 0;
+    lua_pushvalue(L, 2);
+    if (lua_rawget(L, -2) == LUA_TNIL) return 0;
+    lua_pushvalue(L, 1);
+    lua_call(L, 1, 1);
+    return 1;
+}
+
+/* t[i] = v: writes v (a tensor or number, broadcast, cast to t's dtype) into select(1, i)
+ * in place (the write is seen by t's base and its other views). t.key = v: the
+ * metatable's __setters[key](t, v), else an error. */
+static int t_newindex(lua_State *L) {
+    ltc_tensor *t = ltcL_checktensor(L, 1, "newindex");
+    if (lua_type(L, 2) == LUA_TNUMBER) {
+        int64_t i = ltcL_checkdim(L, 2, false, "newindex");
+        ltcL_checkoperand(L, 3, "newindex");
+        ltc_tensor *slot, *v;
+        if (ltc_select(t, 1, i, &slot)) return ltcL_error(L);
+        if (!(v = ltcL_operand(L, 3))) {
+            ltc_tensor_release(slot);
+            return ltcL_error(L);
+        }
+        ltc_status st = ltc_tensor_copy_(slot, v);
+        ltc_tensor_release(slot);
+        ltc_tensor_release(v);
+        if (st) return luaL_error(L, "newindex: %s", ltc_last_error());
+        return 0;
+    }
+    if (lua_getfield(L, lua_upvalueindex(1), "__setters") == LUA_TTABLE) {
+        lua_pushvalue(L, 2);
+        if (lua_rawget(L, -2) == LUA_TFUNCTION) {
+            lua_pushvalue(L, 1);
+            lua_pushvalue(L, 3);
+            lua_call(L, 2, 0);
+            return 0;
+        }
+    }
+    return luaL_error(L, "cannot set field '%s' of a tensor", luaL_tolstring(L, 2, NULL));
+}
+
+/* t:copy_(src): writes src (a tensor or number; broadcast to t's shape, cast to t's dtype)
+ * into t in place. PyTorch Tensor.copy_. Returns t. */
+static int l_copy_(lua_State *L) {
+    ltc_tensor *t = ltcL_checktensor(L, 1, "copy_");
+    ltcL_checkoperand(L, 2, "copy_");
+    ltc_tensor *v = ltcL_operand(L, 2);
+    if (!v) return ltcL_error(L);
+    ltc_status st = ltc_tensor_copy_(t, v);
+    ltc_tensor_release(v);
+    if (st) return luaL_error(L, "copy_: %s", ltc_last_error());
+    lua_settop(L, 1);
+    return 1;
+}
+
+/* core.assign_(t, value): t's value becomes value (same shape; cast to t's dtype, which must
+ * not lose the category: a float result cannot go into an int tensor). The in-place ops
+ * (add_, mul_, ...) of lua/ltc/init.lua are built on it. Returns t. */
+static int l_assign_(lua_State *L) {
+    ltc_tensor *t = ltcL_checktensor(L, 1, "assign_");
+    ltc_tensor *v = ltcL_checktensor(L, 2, "assign_");
+    if (ltc_tensor_assign_(t, v)) return luaL_error(L, "%s", ltc_last_error());
+    lua_settop(L, 1);
     return 1;
 }
 
@@ -472,11 +535,12 @@ static const luaL_Reg core_functions[] = {
     {"tensor", l_tensor}, {"sync", l_sync}, {"manual_seed", l_manual_seed},
     {"counter", l_counter}, {"counter_names", l_counter_names}, {"metrics_report", l_report},
     {"metrics_reset", l_reset}, {"config_get", l_config_get}, {"config_set", l_config_set},
-    {"live_info", l_live_info}, {"is_tensor", l_is_tensor}, {NULL, NULL},
+    {"live_info", l_live_info}, {"is_tensor", l_is_tensor}, {"assign_", l_assign_},
+    {NULL, NULL},
 };
 
 static const luaL_Reg core_methods[] = {
-    {"item", l_item}, {"totable", l_totable}, {"size", l_size}, {"dim", l_dim},
+    {"copy_", l_copy_}, {"item", l_item}, {"totable", l_totable}, {"size", l_size}, {"dim", l_dim},
     {"numel", l_numel}, {"dtype", l_dtype}, {NULL, NULL},
 };
 
@@ -514,6 +578,7 @@ int luaopen_ltc_core(lua_State *L) {
     lua_newtable(L); /* the core table */
     luaL_setfuncs(L, ltc_lua_functions, 0);
     luaL_setfuncs(L, core_functions, 0);
+    ltcL_open_debug(L);
 
     lua_newtable(L); /* methods */
     luaL_setfuncs(L, ltc_lua_methods, 0);
@@ -526,9 +591,13 @@ int luaopen_ltc_core(lua_State *L) {
     lua_setfield(L, -2, "__close");
     lua_pushcfunction(L, t_len);
     lua_setfield(L, -2, "__len");
-    lua_pushvalue(L, -2);
-    lua_pushcclosure(L, t_index, 1);
+    lua_pushvalue(L, -2); /* upvalue 1: methods */
+    lua_pushvalue(L, -2); /* upvalue 2: the metatable */
+    lua_pushcclosure(L, t_index, 2);
     lua_setfield(L, -2, "__index");
+    lua_pushvalue(L, -1);
+    lua_pushcclosure(L, t_newindex, 1);
+    lua_setfield(L, -2, "__newindex");
     for (size_t i = 0; i < sizeof operators / sizeof *operators; i++) {
         lua_CFunction f = find_fn(ltc_lua_functions, operators[i][1]);
         if (!f) continue;

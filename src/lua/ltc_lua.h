@@ -45,6 +45,10 @@ void ltcL_pushtensor(lua_State *L, ltc_tensor *t);
 /* Raises the core's last error as a Lua error. */
 int ltcL_error(lua_State *L);
 
+/* ltc_debug.c: adds the debug and config functions to the table on top of the stack and
+ * installs the LTC_IR_DEBUG source hook for this state. */
+void ltcL_open_debug(lua_State *L);
+
 /* Generated in gen/lua_ops.c: every op's Lua function ({NULL, NULL}-terminated), and the
  * subset that are methods (their first argument is `Tensor self`). */
 extern const luaL_Reg ltc_lua_functions[];

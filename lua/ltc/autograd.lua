@@ -1,0 +1,562 @@
+--- ltc.autograd: reverse-mode automatic differentiation on the lazy graph.
+--
+-- The derivative formulas live in codegen/ops.yaml beside each op (`derivatives:`, as in
+-- PyTorch's derivatives.yaml); the code generator turns them into gen/derivatives.lua, one
+-- backward function per op. install() wraps every generated op function so that, when grad
+-- mode is on and an input requires grad, the result gets a grad_fn node that remembers the
+-- op and its arguments. t:backward() walks those nodes from t in reverse topological order
+-- and calls the backward functions, which are ordinary ltc ops: backward builds lazy IR
+-- like everything else, and nothing runs until a sync. A training step (forward, backward,
+-- update) is therefore one graph, compiled once and then taken from the compile cache.
+--
+-- Tensor fields (computed, through the metatable's __getters/__setters):
+--   t.requires_grad (settable on leaves), t.grad (settable: nil clears it), t.grad_fn,
+--   t.is_leaf, t.data (a detached alias; setting it replaces t's value in place).
+-- Methods: t:requires_grad_([flag]), t:backward([grad] [, {retain_graph = bool}]),
+--   t:detach(), t:zero_grad() (t.grad = nil).
+-- Functions: ltc.no_grad(fn, ...), ltc.enable_grad(fn, ...), ltc.is_grad_enabled(),
+--   ltc.set_grad_enabled(flag), ltc.autograd.grad_fn_name(t).
+--
+-- What is not covered: in-place writes through a view of a tensor that requires grad do
+-- not change the base's history; t[i] (the C fast path) is not recorded (use t:select(1, i)).
+local A = {}
+
+local type, select, pairs, ipairs, error = type, select, pairs, ipairs, error
+local setmetatable, pcall, unpack, pack = setmetatable, pcall, table.unpack, table.pack
+
+local core          -- the ltc.core table (wrapped by install)
+local module        -- the user-facing ltc module (set by export)
+local D, O          -- gen/derivatives.lua: entries by full op name, overloads by Lua name
+local grad_enabled = true
+
+-- Per-tensor autograd state, keyed weakly by the tensor userdata.
+local REQ = setmetatable({}, { __mode = "k" })   -- t -> true: requires grad
+local GRAD = setmetatable({}, { __mode = "k" })  -- t -> accumulated gradient
+local FN = setmetatable({}, { __mode = "k" })    -- t -> edge {node, output index}
+
+---------------------------------------------------------------------------------------------
+-- helpers for the formulas (F in ops.yaml)
+
+local F = {}
+A.F = F
+
+local function ltc_() return module or core end
+
+--- F.zeros_like(t): zeros of t's size and dtype.
+function F.zeros_like(t) return core.zeros(t:size(), t:dtype()) end
+
+--- F.unsqueeze(t, dim): t with a dim of size 1 inserted at (positive, 1-based) dim.
+function F.unsqueeze(t, dim)
+  if core.unsqueeze then return core.unsqueeze(t, dim) end
+  local s = t:size()
+  table.insert(s, dim, 1)
+  return t:reshape(s)
+end
+
+--- F.expand_as(g, t): g broadcast to t's size.
+function F.expand_as(g, t)
+  if core.broadcast_to then return g:broadcast_to(t:size()) end
+  return g + core.zeros(t:size(), g:dtype())
+end
+
+--- F.sum_to(g, size): g summed over the dims it was broadcast along, down to size.
+local function sum_to(g, size)
+  local gs = g:size()
+  local nd, ni = #gs, #size
+  local same = nd == ni
+  if same then
+    for i = 1, nd do if gs[i] ~= size[i] then same = false; break end end
+  end
+  if same then return g end
+  for _ = 1, nd - ni do g = g:sum(1) end
+  for i = 1, ni do
+    if size[i] == 1 and g:size(i) ~= 1 then g = g:sum(i, true) end
+  end
+  return g
+end
+F.sum_to = sum_to
+
+--- Gradient of sum(self, dim, keepdim) / mean: grad spread back over self's size.
+function F.sum_backward(grad, self, dim, keepdim)
+  if dim ~= nil and not keepdim and self:dim() > 0 then grad = F.unsqueeze(grad, dim) end
+  return F.expand_as(grad, self)
+end
+
+function F.mean_backward(grad, self, dim, keepdim)
+  local n = dim ~= nil and self:dim() > 0 and self:size(dim) or self:numel()
+  return F.sum_backward(grad, self, dim, keepdim) / n
+end
+
+--- Gradient of max(self) (all elements): shared evenly among the maxima, as PyTorch.
+function F.max_backward(grad, self, result)
+  local mask = self:eq(result)
+  return mask * (grad / mask:sum())
+end
+
+--- A 1-based int64 index along dim of t's shape (size 1 elsewhere), for index masks.
+function F.positions(t, dim)
+  local n = t:size(dim)
+  local shape = {}
+  for i = 1, t:dim() do shape[i] = i == dim and n or 1 end
+  return core.arange(1, n + 1, 1, "int64"):reshape(shape)
+end
+
+--- Gradient of max.dim: grad at each returned index along dim, 0 elsewhere.
+function F.index_dim_backward(grad, self, dim, keepdim, indices)
+  if self:dim() == 0 then return grad end
+  if not keepdim then
+    grad = F.unsqueeze(grad, dim)
+    indices = F.unsqueeze(indices, dim)
+  end
+  return grad * F.positions(self, dim):eq(indices)
+end
+
+--- Gradients of matmul (PyTorch's rules: 1-d operands promoted, batch dims broadcast;
+-- the engine sums batch dims back to each operand's shape).
+function F.matmul_backward(grad, self, other, which)
+  local sd, od = self:dim(), other:dim()
+  if sd == 1 and od == 1 then return which == 1 and grad * other or grad * self end
+  local s = sd == 1 and self:reshape({ 1, self:size(1) }) or self
+  local o = od == 1 and other:reshape({ other:size(1), 1 }) or other
+  local g = grad                                 -- [..., m, n] with m or n dropped
+  if sd == 1 then g = F.unsqueeze(g, g:dim()) end  -- [..., n] -> [..., 1, n]
+  if od == 1 then g = F.unsqueeze(g, g:dim() + 1) end -- [..., m] -> [..., m, 1]
+  if which == 1 then
+    local r = g:matmul(o:transpose(-1, -2))      -- [..., m, k]
+    if sd == 1 then
+      local sz = r:size(); table.remove(sz, #sz - 1); r = r:reshape(sz)
+    end
+    return r
+  end
+  local r = s:transpose(-1, -2):matmul(g)        -- [..., k, n]
+  if od == 1 then
+    local sz = r:size(); table.remove(sz); r = r:reshape(sz)
+  end
+  return r
+end
+
+--- Gradient of softmax / log_softmax along dim from the result.
+function F.softmax_backward(grad, result, dim)
+  return result * (grad - (grad * result):sum(dim, true))
+end
+
+function F.log_softmax_backward(grad, result, dim)
+  return grad - result:exp() * grad:sum(dim, true)
+end
+
+--- Gradient of linear's weight: grad^T . self, with leading dims flattened.
+function F.linear_weight_backward(grad, self)
+  local out, inp = grad:size(-1), self:size(-1)
+  return grad:reshape({ -1, out }):t():matmul(self:reshape({ -1, inp }))
+end
+
+---------------------------------------------------------------------------------------------
+-- recording
+
+-- The entry of the overload that the generated dispatcher would call with these args.
+local function pick(ov, ...)
+  local n = select("#", ...)
+  for i = 1, #ov - 1 do
+    local r = ov[i][2]
+    if r == 0 or (n >= r and select(r, ...) ~= nil) then return D[ov[i][1]] end
+  end
+  return D[ov[#ov][1]]
+end
+
+-- The arguments in schema order: runs of integers packed, defaults filled in, dims made
+-- positive (1-based) against the first tensor's rank.
+local function normalize(entry, ...)
+  local a, pos, nd = {}, 1, nil
+  for i, spec in ipairs(entry.args) do
+    local kind, v = spec[2], (select(pos, ...))
+    if kind == "ints_varargs" and type(v) == "number" then
+      local t = {}
+      while type(v) == "number" do
+        t[#t + 1] = v
+        pos = pos + 1
+        v = (select(pos, ...))
+      end
+      a[i] = t
+    else
+      if v == nil then v = spec[3] end
+      if kind == "dim" and type(v) == "number" and v < 0 then
+        local r = nd or 0
+        v = v + (r > 0 and r or 1) + 1
+      end
+      a[i] = v
+      pos = pos + 1
+    end
+    if nd == nil then
+      if kind == "tensor" and core.is_tensor(v) then nd = v:dim()
+      elseif kind == "list" and type(v) == "table" and core.is_tensor(v[1]) then nd = v[1]:dim() end
+    end
+  end
+  return a
+end
+
+local function edge_of(t)
+  if not REQ[t] then return false end
+  return FN[t] or { leaf = t }
+end
+
+-- Builds the node of one call and marks the differentiable outputs.
+local function record(raw, ov, ...)
+  local entry = pick(ov, ...)
+  local outs = pack(raw(...))
+  if not entry or entry.not_differentiable then return unpack(outs, 1, outs.n) end
+  local a = normalize(entry, ...)
+  local needs, edges, any = {}, {}, false
+  local k = 0
+  for i, spec in ipairs(entry.args) do
+    local kind = spec[2]
+    if kind == "tensor" or kind == "list" then
+      k = k + 1
+      local v = a[i]
+      if kind == "tensor" then
+        edges[k] = edge_of(v)
+        needs[k] = edges[k] and true or false
+      elseif type(v) == "table" then
+        local es, need = {}, false
+        for j, t in ipairs(v) do es[j] = edge_of(t); need = need or es[j] and true end
+        edges[k], needs[k] = es, need
+      else
+        edges[k], needs[k] = false, false
+      end
+      any = any or needs[k]
+    end
+  end
+  if not any then return unpack(outs, 1, outs.n) end
+  local node = { entry = entry, a = a, needs = needs, edges = edges, outs = {} }
+  for r = 1, outs.n do
+    local o = outs[r]
+    if core.is_tensor(o) then
+      node.outs[r] = { o:size(), o:dtype() }
+      local dt = o:dtype()
+      if dt == "float32" or dt == "float64" then
+        REQ[o] = true
+        FN[o] = { node = node, nr = r }
+      end
+    end
+  end
+  if entry.save_result then a.result = { unpack(outs, 1, outs.n) } end
+  return unpack(outs, 1, outs.n)
+end
+
+-- A wrapper of one generated op function: cheap when no argument requires grad.
+local function wrap(raw, ov)
+  return function(...)
+    if grad_enabled then
+      for i = 1, select("#", ...) do
+        local v = (select(i, ...))
+        if REQ[v] then return record(raw, ov, ...) end
+        if type(v) == "table" then
+          for _, t in ipairs(v) do if REQ[t] then return record(raw, ov, ...) end end
+        end
+      end
+    end
+    return raw(...)
+  end
+end
+
+---------------------------------------------------------------------------------------------
+-- the engine
+
+local function describe(entry, k)
+  local j = 0
+  for _, spec in ipairs(entry.args) do
+    if spec[2] == "tensor" or spec[2] == "list" then
+      j = j + 1
+      if j == k then return spec[1] end
+    end
+  end
+  return "?"
+end
+
+local function accumulate_leaf(t, g)
+  local prev = GRAD[t]
+  GRAD[t] = prev and prev + g or g
+end
+
+-- Brings g to the input's shape (summing broadcast dims) and dtype.
+local function fit(g, t)
+  g = sum_to(g, t:size())
+  local dt = t:dtype()
+  if g:dtype() ~= dt then g = g:to(dt) end
+  return g
+end
+
+local function route(edge, g, input)
+  if not edge then return end
+  g = fit(g, input)
+  if edge.leaf then
+    accumulate_leaf(edge.leaf, g)
+  else
+    local buf = edge.node.gbuf
+    if not buf then buf = {}; edge.node.gbuf = buf end
+    local prev = buf[edge.nr]
+    buf[edge.nr] = prev and prev + g or g
+  end
+end
+
+-- The nodes reachable from `root`, consumers before producers.
+local function topo(root)
+  local order, seen = {}, { [root] = true }
+  local stack = { { root, 0 } }
+  while #stack > 0 do
+    local top = stack[#stack]
+    local node = top[1]
+    local kids = node.kids
+    if not kids then
+      kids = {}
+      for _, e in pairs(node.edges) do
+        if e then
+          if e.node then kids[#kids + 1] = e.node
+          elseif not e.leaf then
+            for _, ee in pairs(e) do if ee and ee.node then kids[#kids + 1] = ee.node end end
+          end
+        end
+      end
+      node.kids = kids
+    end
+    top[2] = top[2] + 1
+    local kid = kids[top[2]]
+    if kid == nil then
+      stack[#stack] = nil
+      order[#order + 1] = node
+    elseif not seen[kid] then
+      seen[kid] = true
+      stack[#stack + 1] = { kid, 0 }
+    end
+  end
+  local rev = {}
+  for i = #order, 1, -1 do rev[#rev + 1] = order[i] end
+  return rev
+end
+
+local function run_backward(root, grad, retain)
+  local e = FN[root]
+  if not e then accumulate_leaf(root, fit(grad, root)); return end
+  e.node.gbuf = { [e.nr] = grad }
+  for _, node in ipairs(topo(e.node)) do
+    local buf = node.gbuf
+    if buf then
+      node.gbuf = nil
+      local entry = node.entry
+      if node.freed then
+        error(string.format("backward: trying to backward through %s a second time (its saved "
+          .. "tensors were freed; pass {retain_graph = true} to the first backward)", entry.name), 0)
+      end
+      if not entry.formulas then
+        error(string.format("backward: op '%s' has no derivative formula (add `derivatives:` "
+          .. "to its entry in codegen/ops.yaml)", entry.name), 0)
+      end
+      for k, need in ipairs(node.needs) do
+        if need and not entry.formulas[k] then
+          error(string.format("backward: the derivative of op '%s' with respect to '%s' is not "
+            .. "implemented (codegen/ops.yaml)", entry.name, describe(entry, k)), 0)
+        end
+      end
+      local grads = {}
+      for r = 1, entry.n_outputs do grads[r] = buf[r] end
+      if grads[1] == nil and node.outs[1] then
+        grads[1] = core.zeros(node.outs[1][1], node.outs[1][2])
+      end
+      local res = entry.backward(node.a, grads, node.needs)
+      local k = 0
+      for i, spec in ipairs(entry.args) do
+        local kind = spec[2]
+        if kind == "tensor" or kind == "list" then
+          k = k + 1
+          if node.needs[k] then
+            local g = res[k]
+            if kind == "tensor" then route(node.edges[k], g, node.a[i])
+            else
+              for j, t in ipairs(node.a[i]) do
+                if node.edges[k][j] and g[j] ~= nil then route(node.edges[k][j], g[j], t) end
+              end
+            end
+          end
+        end
+      end
+      if not retain then node.a, node.freed = nil, true end
+    end
+  end
+end
+
+--- t:backward([grad] [, opts]): accumulates d(t)/d(leaf) into leaf.grad for every leaf that
+-- requires grad. grad (default 1 for a one-element t) must have t's size. opts.retain_graph
+-- keeps the saved tensors for another backward; opts.create_graph records the backward
+-- ops too (gradients of gradients). Nothing is computed until a sync.
+function A.backward(t, grad, opts)
+  if type(grad) == "table" and not core.is_tensor(grad) then grad, opts = nil, grad end
+  opts = opts or {}
+  if not REQ[t] then
+    error("backward: the tensor does not require grad and has no grad_fn", 2)
+  end
+  if grad == nil then
+    if t:numel() ~= 1 then
+      error(string.format("backward: grad can be implicitly created only for a tensor with one "
+        .. "element, not size %s; pass grad", table.concat(t:size(), "x")), 2)
+    end
+    grad = core.ones(t:size(), t:dtype())
+  elseif type(grad) == "number" then
+    grad = core.full(t:size(), grad, t:dtype())
+  else
+    local gs, ts = grad:size(), t:size()
+    local ok = #gs == #ts
+    for i = 1, #ts do ok = ok and gs[i] == ts[i] end
+    if not ok then
+      error(string.format("backward: grad has size %s, the tensor %s", table.concat(gs, "x"),
+        table.concat(ts, "x")), 2)
+    end
+  end
+  local prev = grad_enabled
+  grad_enabled = opts.create_graph and true or false
+  local ok, err = pcall(run_backward, t, grad, opts.retain_graph or opts.create_graph)
+  grad_enabled = prev
+  if not ok then error(err, 2) end
+end
+
+---------------------------------------------------------------------------------------------
+-- grad mode
+
+local function with_mode(mode, fn, ...)
+  local prev = grad_enabled
+  grad_enabled = mode
+  local r = pack(pcall(fn, ...))
+  grad_enabled = prev
+  if not r[1] then error(r[2], 0) end
+  return unpack(r, 2, r.n)
+end
+
+--- ltc.no_grad(fn, ...): calls fn(...) with gradient recording off; returns its results.
+function A.no_grad(fn, ...) return with_mode(false, fn, ...) end
+--- ltc.enable_grad(fn, ...): calls fn(...) with gradient recording on.
+function A.enable_grad(fn, ...) return with_mode(true, fn, ...) end
+function A.is_grad_enabled() return grad_enabled end
+--- ltc.set_grad_enabled(flag): switches recording on or off; returns the previous mode.
+function A.set_grad_enabled(flag)
+  local prev = grad_enabled
+  grad_enabled = flag and true or false
+  return prev
+end
+
+function A.requires_grad(t) return REQ[t] == true end
+function A.grad_fn_name(t) local e = FN[t]; return e and e.node.entry.name or nil end
+
+---------------------------------------------------------------------------------------------
+-- installation
+
+-- Finds gen/derivatives.lua: installed beside this file as ltc/derivatives.lua, or in the
+-- source tree's gen/ folder.
+local function load_derivatives()
+  local path = package.searchpath("ltc.derivatives", package.path)
+  if not path then
+    local src = debug.getinfo(1, "S").source:match("^@(.*)$") or ""
+    local dir = src:match("^(.*)/lua/ltc/[^/]*$") or "."
+    path = dir .. "/gen/derivatives.lua"
+  end
+  local chunk, err = loadfile(path)
+  if not chunk then error("ltc.autograd: cannot load the generated derivatives: " .. err) end
+  return chunk()(setmetatable({}, { __index = function(_, k) return ltc_()[k] end }), F)
+end
+
+local function is_float_dtype(t)
+  local dt = t:dtype()
+  return dt == "float32" or dt == "float64"
+end
+
+--- install(core): wraps every generated op function of core (functions, methods and the
+-- operator metamethods) with recording, and adds the autograd fields and methods.
+function A.install(c)
+  core = c
+  D, O = load_derivatives()
+  local methods, mt = c.methods, c.metatable
+  local wrapped = {}
+  for name, ov in pairs(O) do
+    local raw = c[name]
+    if type(raw) == "function" and not wrapped[raw] then
+      local w = wrap(raw, ov)
+      wrapped[raw] = w
+      c[name] = w
+      if methods[name] == raw then methods[name] = w end
+    end
+  end
+  for k, v in pairs(mt) do
+    if wrapped[v] then mt[k] = wrapped[v] end
+  end
+
+  -- in-place assignment (the base of add_, mul_, ...): the tensor takes the new history
+  local raw_assign = c.assign_
+  if raw_assign then
+    c.assign_ = function(t, v)
+      if not grad_enabled then return raw_assign(t, v) end
+      if REQ[t] and not FN[t] then
+        error("assign_: a leaf tensor that requires grad is used in an in-place operation "
+          .. "(use ltc.no_grad, or t.data)", 2)
+      end
+      raw_assign(t, v)
+      if REQ[v] then REQ[t], FN[t] = true, FN[v] else REQ[t], FN[t] = nil, nil end
+      return t
+    end
+  end
+
+  local getters = mt.__getters or {}
+  local setters = mt.__setters or {}
+  mt.__getters, mt.__setters = getters, setters
+  getters.requires_grad = function(t) return REQ[t] == true end
+  getters.grad = function(t) return GRAD[t] end
+  getters.grad_fn = function(t)
+    local e = FN[t]
+    return e and { name = e.node.entry.name, output = e.nr } or nil
+  end
+  getters.is_leaf = function(t) return FN[t] == nil end
+  getters.data = function(t) return methods.detach(t) end
+  setters.requires_grad = function(t, flag)
+    if FN[t] then error("requires_grad: only leaf tensors can be changed (use detach())", 2) end
+    if flag and not is_float_dtype(t) then
+      error("requires_grad: only floating-point tensors can require grad, not " .. t:dtype(), 2)
+    end
+    REQ[t] = flag and true or nil
+  end
+  setters.grad = function(t, g)
+    if g ~= nil and not core.is_tensor(g) then error("grad: a tensor or nil expected", 2) end
+    GRAD[t] = g
+  end
+  setters.data = function(t, v)
+    local prev = grad_enabled
+    grad_enabled = false
+    local ok, err = pcall(raw_assign or error, t, v)
+    grad_enabled = prev
+    if not ok then error(err, 2) end
+  end
+
+  --- t:requires_grad_([flag]): marks a leaf as requiring grad (default true); returns t.
+  function methods.requires_grad_(t, flag)
+    if flag == nil then flag = true end
+    setters.requires_grad(t, flag)
+    return t
+  end
+  --- t:detach(): a tensor with t's value and no history (a view of t: same storage).
+  function methods.detach(t)
+    local prev = grad_enabled
+    grad_enabled = false
+    local ok, r = pcall(t.view, t, t:size())
+    grad_enabled = prev
+    if not ok then error(r, 2) end
+    return r
+  end
+  methods.backward = A.backward
+  --- t:zero_grad(): t.grad = nil.
+  function methods.zero_grad(t) GRAD[t] = nil end
+end
+
+--- export(M): adds the grad-mode functions to the user-facing module.
+function A.export(M)
+  module = M
+  M.no_grad, M.enable_grad = A.no_grad, A.enable_grad
+  M.is_grad_enabled, M.set_grad_enabled = A.is_grad_enabled, A.set_grad_enabled
+  M.autograd = A
+end
+
+return A

@@ -1,0 +1,188 @@
+/*
+ * views.c - views and in-place writes, by functionalization: a view is recomputed from its
+ * base, and a write through a view becomes a new value of the whole base. The graph stays
+ * purely functional, so hashing, caching and every backend are unaware of aliasing.
+ * PyTorch: FunctionalTensorWrapper / functionalization (aten/src/ATen/FunctionalTensorWrapper.cpp).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+
+ltc_status ltc_view_record(ltc_tensor *out, ltc_tensor *src, int op, const ltc_attr *attrs,
+                           int n_attrs) {
+    if (n_attrs > 4) return ltc_errorf(LTC_ERR_ARG, "%s: too many view attributes", ltc_op_name(op));
+    ltc_tensor *base = src->base ? src->base : src;
+    ltc_view_step *steps = malloc(sizeof *steps * (size_t)(src->n_steps + 1));
+    if (!steps) return ltc_errorf(LTC_ERR_NOMEM, "%s: out of memory", ltc_op_name(op));
+    if (src->n_steps) memcpy(steps, src->steps, sizeof *steps * (size_t)src->n_steps);
+    ltc_view_step *s = &steps[src->n_steps];
+    memset(s, 0, sizeof *s);
+    s->op = op;
+    s->n_attrs = n_attrs;
+    if (n_attrs) memcpy(s->attrs, attrs, sizeof(ltc_attr) * (size_t)n_attrs);
+    s->in_shape = src->shape;
+    s->out_shape = out->shape;
+    out->base = ltc_tensor_retain(base);
+    out->steps = steps;
+    out->n_steps = src->n_steps + 1;
+    out->generation = base->generation;
+    return LTC_OK;
+}
+
+/* Applies one view step to v (a new node; the caller owns the returned reference). */
+static ltc_node *apply_step(const ltc_view_step *s, ltc_value v) {
+    return ltc_node_new(s->op, &v, 1, s->attrs, s->n_attrs, &s->out_shape, 1);
+}
+
+ltc_status ltc_view_refresh(ltc_tensor *t) {
+    if (!ltc_view_stale(t)) return LTC_OK;
+    ltc_value v;
+    ltc_status st = ltc_tensor_value(t->base, &v);
+    if (st) return st;
+    ltc_node *held = ltc_node_retain(v.node);
+    for (int i = 0; i < t->n_steps; i++) {
+        ltc_node *n = apply_step(&t->steps[i], v);
+        ltc_node_release(held);
+        if (!n) return LTC_ERR_NOMEM;
+        held = n;
+        v = (ltc_value){n, 0};
+    }
+    ltc_node_release(t->ir.node);
+    ltc_data_release(t->data);
+    t->data = NULL;
+    t->ir = v; /* takes `held` */
+    t->generation = t->base->generation;
+    return LTC_OK;
+}
+
+/* The inverse of view step s: `src` written into `whole` (the step's input). New reference. */
+static ltc_node *scatter_step(const ltc_view_step *s, ltc_value whole, ltc_value src) {
+    ltc_value two[2] = {whole, src};
+    ltc_attr a;
+    switch (s->op) {
+    case LTC_OP_VIEW:
+    case LTC_OP_RESHAPE:
+        a = ltc_attr_ints(s->in_shape.dims, s->in_shape.ndim);
+        return ltc_node_new(LTC_OP_VIEW, &src, 1, &a, 1, &s->in_shape, 1);
+    case LTC_OP_TRANSPOSE:
+    case LTC_OP_T:
+        return ltc_node_new(s->op, &src, 1, s->attrs, s->n_attrs, &s->in_shape, 1);
+    case LTC_OP_NARROW: /* attrs: dim, start, length */
+        return ltc_node_new(LTC_OP_NARROW_SCATTER, two, 2, s->attrs, 2, &s->in_shape, 1);
+    case LTC_OP_SELECT: /* attrs: dim, index */
+        return ltc_node_new(LTC_OP_SELECT_SCATTER, two, 2, s->attrs, 2, &s->in_shape, 1);
+    default:
+        ltc_errorf(LTC_ERR_ARG, "cannot write through a %s view", ltc_op_name(s->op));
+        return NULL;
+    }
+}
+
+/* The base's new value after writing `value` (the view's new value) through view t. */
+static ltc_status scatter_to_base(ltc_tensor *t, ltc_value value, ltc_node **out) {
+    ltc_value *vals = malloc(sizeof *vals * (size_t)(t->n_steps + 1));
+    ltc_node **made = calloc((size_t)t->n_steps + 1, sizeof *made);
+    ltc_status st = LTC_OK;
+    if (!vals || !made) {
+        st = ltc_errorf(LTC_ERR_NOMEM, "out of memory writing through a view");
+        goto done;
+    }
+    if ((st = ltc_tensor_value(t->base, &vals[0]))) goto done;
+    for (int i = 0; i + 1 < t->n_steps; i++) { /* the inputs of each step */
+        if (!(made[i] = apply_step(&t->steps[i], vals[i]))) {
+            st = LTC_ERR_NOMEM;
+            goto done;
+        }
+        vals[i + 1] = (ltc_value){made[i], 0};
+    }
+    ltc_node *cur = ltc_node_retain(value.node);
+    ltc_value v = value;
+    for (int i = t->n_steps - 1; i >= 0; i--) {
+        ltc_node *n = scatter_step(&t->steps[i], vals[i], v);
+        ltc_node_release(cur);
+        if (!n) {
+            st = ltc_last_error()[0] ? LTC_ERR_ARG : LTC_ERR_NOMEM;
+            goto done;
+        }
+        cur = n;
+        v = (ltc_value){n, 0};
+    }
+    *out = cur;
+done:
+    if (made)
+        for (int i = 0; i <= t->n_steps; i++) ltc_node_release(made[i]);
+    free(made);
+    free(vals);
+    return st;
+}
+
+/* Installs node n (a reference taken over) as t's value: pending, or the data of a
+ * DEVICE_DATA node. */
+static void set_value(ltc_tensor *t, ltc_node *n) {
+    ltc_data *d = n->op == LTC_OP_DEVICE_DATA ? ltc_data_retain(n->data) : NULL;
+    ltc_node_release(t->ir.node);
+    ltc_data_release(t->data);
+    t->data = d;
+    t->ir = (ltc_value){n, 0};
+}
+
+ltc_status ltc_tensor_assign_(ltc_tensor *t, ltc_tensor *value) {
+    char a[128], b[128];
+    const ltc_shape *ts = &t->shape, *vs = &value->shape;
+    if (ts->ndim != vs->ndim || memcmp(ts->dims, vs->dims, sizeof(int64_t) * (size_t)ts->ndim))
+        return ltc_errorf(LTC_ERR_ARG, "in-place result of shape %s does not fit a tensor of shape %s",
+                          ltc_shape_str(vs, a, sizeof a), ltc_shape_str(ts, b, sizeof b));
+    int cat_t = ltc_dtype_is_float(ts->dtype) ? 2 : ts->dtype != LTC_BOOL;
+    int cat_v = ltc_dtype_is_float(vs->dtype) ? 2 : vs->dtype != LTC_BOOL;
+    if (cat_v > cat_t)
+        return ltc_errorf(LTC_ERR_ARG, "result type %s can't be cast to the tensor's dtype %s in place",
+                          ltc_dtype_name(vs->dtype), ltc_dtype_name(ts->dtype));
+    ltc_tensor *cast = NULL;
+    ltc_status st;
+    if (vs->dtype != ts->dtype) {
+        ltc_attr at = ltc_attr_int(ts->dtype);
+        if ((st = ltc_trace(LTC_OP_TO, &value, 1, &at, 1, ts, 1, &cast))) return st;
+        value = cast;
+    }
+    ltc_value v;
+    if ((st = ltc_tensor_value(value, &v))) goto done;
+    if (!t->base) {
+        set_value(t, ltc_node_retain(v.node));
+        if (v.index) t->ir.index = v.index;
+        t->generation++;
+        goto done;
+    }
+    if ((st = ltc_view_refresh(t))) goto done;
+    ltc_node *nb = NULL;
+    if ((st = scatter_to_base(t, v, &nb))) goto done;
+    set_value(t->base, nb);
+    t->base->generation++;
+    set_value(t, ltc_node_retain(v.node));
+    t->ir.index = v.index;
+    t->generation = t->base->generation;
+done:
+    ltc_tensor_release(cast);
+    return st;
+}
+
+ltc_status ltc_tensor_copy_(ltc_tensor *t, ltc_tensor *src) {
+    ltc_tensor *b = NULL;
+    ltc_status st;
+    const ltc_shape *ss = &src->shape;
+    /* broadcast to t's sizes in t's dtype: one broadcast_to node (none when they match) */
+    bool same = ss->ndim == t->shape.ndim &&
+                !memcmp(ss->dims, t->shape.dims, sizeof(int64_t) * (size_t)ss->ndim);
+    if (same && ss->dtype == t->shape.dtype) return ltc_tensor_assign_(t, src);
+    if ((st = ltc_broadcast_to(src, t->shape.dims, t->shape.ndim, &b))) return st;
+    if (b->shape.dtype != t->shape.dtype) {
+        ltc_tensor *c;
+        ltc_attr at = ltc_attr_int(t->shape.dtype);
+        st = ltc_trace(LTC_OP_TO, &b, 1, &at, 1, &t->shape, 1, &c);
+        ltc_tensor_release(b);
+        if (st) return st;
+        b = c;
+    }
+    st = ltc_tensor_assign_(t, b);
+    ltc_tensor_release(b);
+    return st;
+}

@@ -1,0 +1,184 @@
+/*
+ * ltc_debug.c - Lua bindings of the debugging and configuration functions of the core:
+ * IR text and DOT, backend text, the recompile explanation, the LTC_IR_DEBUG source hook,
+ * and ltc.config's typed get/set/list. lua/ltc/debug.lua and init.lua build on them.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ltc_lua.h"
+
+/* Collects the tensor arguments from `first` on; *n = 0 (and NULL) when there are none. */
+static ltc_tensor **check_tensors(lua_State *L, int first, int *n, const char *fname) {
+    int top = lua_gettop(L);
+    *n = top - first + 1;
+    if (*n <= 0) {
+        *n = 0;
+        return NULL;
+    }
+    ltc_tensor **ts = lua_newuserdatauv(L, sizeof *ts * (size_t)*n, 0); /* freed by the GC */
+    for (int i = 0; i < *n; i++) ts[i] = ltcL_checktensor(L, first + i, fname);
+    return ts;
+}
+
+typedef ltc_status (*text_fn)(ltc_tensor *const *ts, int n, char **out);
+
+static int push_text(lua_State *L, text_fn fn, const char *fname) {
+    int n;
+    ltc_tensor **ts = check_tensors(L, 1, &n, fname);
+    /* all pending tensors: collect garbage first, as a sync from Lua does (LTC_SYNC_GC) */
+    if (!ts && ltc_config_get_int("LTC_SYNC_GC")) lua_gc(L, LUA_GCCOLLECT);
+    char *s;
+    if (fn(ts, n, &s)) return luaL_error(L, "%s: %s", fname, ltc_last_error());
+    lua_pushstring(L, s);
+    free(s);
+    return 1;
+}
+
+/* core.debug_ir(t, ...): the pending IR of the tensors (all pending tensors if none). */
+static int l_debug_ir(lua_State *L) { return push_text(L, ltc_debug_ir_text, "debug.ir"); }
+/* core.debug_dot(t, ...): the same as Graphviz DOT. */
+static int l_debug_dot(lua_State *L) { return push_text(L, ltc_debug_ir_dot, "debug.dot"); }
+/* core.debug_backend_text(t, ...): the backend's text of the computation. */
+static int l_debug_backend_text(lua_State *L) {
+    return push_text(L, ltc_debug_backend_text, "debug.backend_text");
+}
+
+/* core.debug_explain_recompile(): why the last compile-cache miss happened. */
+static int l_debug_explain(lua_State *L) {
+    char *s = ltc_debug_explain_recompile();
+    if (!s) return luaL_error(L, "debug.explain_recompile: out of memory");
+    lua_pushstring(L, s);
+    free(s);
+    return 1;
+}
+
+/* ---- LTC_IR_DEBUG: the Lua line that traced a node ------------------------------------------ */
+
+/* The state whose main thread the hook reads, and the source prefix of ltc's own Lua files
+ * (frames there are skipped, so a node points at the user's line, not at init.lua). The hook
+ * reads the main thread's stack: inside a coroutine the line is where it was resumed. */
+static struct {
+    lua_State *L;
+    char skip[512];
+} hook;
+
+static bool lua_source(void *ud, char *buf, size_t n) {
+    (void)ud;
+    lua_Debug ar;
+    size_t skip = strlen(hook.skip);
+    for (int level = 0; lua_getstack(hook.L, level, &ar); level++) {
+        if (!lua_getinfo(hook.L, "Sl", &ar) || ar.currentline <= 0) continue;
+        if (skip && strncmp(ar.source, hook.skip, skip) == 0) continue;
+        snprintf(buf, n, "%s:%d", ar.short_src, ar.currentline);
+        return true;
+    }
+    return false;
+}
+
+/* core.debug_set_source_skip(prefix): frames whose source starts with prefix are skipped. */
+static int l_set_source_skip(lua_State *L) {
+    snprintf(hook.skip, sizeof hook.skip, "%s", luaL_optstring(L, 1, ""));
+    return 0;
+}
+
+/* The state is closing: the hook must not read it any more. */
+static int hook_close(lua_State *L) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
+    if (hook.L == lua_tothread(L, -1)) {
+        ltc_debug_set_source_hook(NULL, NULL);
+        hook.L = NULL;
+    }
+    return 0;
+}
+
+/* ---- ltc.config ---------------------------------------------------------------------------- */
+
+/* core.config_value(name): an integer option's number, a string option's string; error for
+ * an unknown name. */
+static int l_config_value(lua_State *L) {
+    const char *name = luaL_checkstring(L, 1);
+    for (int i = 0;; i++) {
+        ltc_config_entry e;
+        if (!ltc_config_entry_get(i, &e)) break;
+        if (strcmp(e.name, name) != 0) continue;
+        if (e.is_str) lua_pushstring(L, e.str);
+        else lua_pushinteger(L, e.value);
+        return 1;
+    }
+    return luaL_error(L, "config: unknown configuration option '%s'", name);
+}
+
+/* core.config_assign(name, value): a number (or boolean, as 1/0) for an integer option, a
+ * string for a string option. */
+static int l_config_assign(lua_State *L) {
+    const char *name = luaL_checkstring(L, 1);
+    ltc_status st;
+    if (lua_type(L, 2) == LUA_TSTRING) {
+        st = ltc_config_set_str(name, lua_tostring(L, 2));
+    } else if (lua_isboolean(L, 2)) {
+        st = ltc_config_set_int(name, lua_toboolean(L, 2));
+    } else {
+        int ok;
+        lua_Integer v = lua_tointegerx(L, 2, &ok);
+        if (!ok)
+            return luaL_error(L, "config: %s needs an integer, a boolean or a string, got %s",
+                              name, luaL_typename(L, 2));
+        st = ltc_config_set_int(name, v);
+    }
+    if (st) return luaL_error(L, "config: %s", ltc_last_error());
+    return 0;
+}
+
+/* core.config_list(): {{name=, value=, doc=, min=, max=}, ...} in table order. */
+static int l_config_list(lua_State *L) {
+    lua_newtable(L);
+    for (int i = 0;; i++) {
+        ltc_config_entry e;
+        if (!ltc_config_entry_get(i, &e)) break;
+        lua_createtable(L, 0, 5);
+        lua_pushstring(L, e.name);
+        lua_setfield(L, -2, "name");
+        lua_pushstring(L, e.doc);
+        lua_setfield(L, -2, "doc");
+        if (e.is_str) {
+            lua_pushstring(L, e.str);
+            lua_setfield(L, -2, "value");
+        } else {
+            lua_pushinteger(L, e.value);
+            lua_setfield(L, -2, "value");
+            lua_pushinteger(L, e.min);
+            lua_setfield(L, -2, "min");
+            lua_pushinteger(L, e.max);
+            lua_setfield(L, -2, "max");
+        }
+        lua_rawseti(L, -2, i + 1);
+    }
+    return 1;
+}
+
+static const luaL_Reg debug_functions[] = {
+    {"debug_ir", l_debug_ir},
+    {"debug_dot", l_debug_dot},
+    {"debug_backend_text", l_debug_backend_text},
+    {"debug_explain_recompile", l_debug_explain},
+    {"debug_set_source_skip", l_set_source_skip},
+    {"config_value", l_config_value},
+    {"config_assign", l_config_assign},
+    {"config_list", l_config_list},
+    {NULL, NULL},
+};
+
+void ltcL_open_debug(lua_State *L) {
+    luaL_setfuncs(L, debug_functions, 0);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
+    hook.L = lua_tothread(L, -1);
+    lua_pop(L, 1);
+    ltc_debug_set_source_hook(lua_source, NULL);
+    lua_newuserdatauv(L, 1, 0); /* its __gc runs when the state closes */
+    lua_newtable(L);
+    lua_pushcfunction(L, hook_close);
+    lua_setfield(L, -2, "__gc");
+    lua_setmetatable(L, -2);
+    lua_setfield(L, LUA_REGISTRYINDEX, "ltc.debug_sentinel");
+}

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ltc_backend.h"
 #include "ltc_lua.h"
@@ -484,6 +485,15 @@ static int l_live_info(lua_State *L) {
     return 1;
 }
 
+/* ltc.clock(): seconds from a monotonic clock, as a float (wall time; for benchmarks and
+ * progress lines: os.clock counts CPU time of every thread). */
+static int l_clock(lua_State *L) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    lua_pushnumber(L, (lua_Number)ts.tv_sec + (lua_Number)ts.tv_nsec * 1e-9);
+    return 1;
+}
+
 static int l_is_tensor(lua_State *L) {
     lua_pushboolean(L, ltcL_testtensor(L, 1) != NULL);
     return 1;
@@ -536,6 +546,7 @@ static const luaL_Reg core_functions[] = {
     {"counter", l_counter}, {"counter_names", l_counter_names}, {"metrics_report", l_report},
     {"metrics_reset", l_reset}, {"config_get", l_config_get}, {"config_set", l_config_set},
     {"live_info", l_live_info}, {"is_tensor", l_is_tensor}, {"assign_", l_assign_},
+    {"clock", l_clock},
     {NULL, NULL},
 };
 

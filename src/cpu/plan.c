@@ -256,7 +256,10 @@ fail:
 }
 
 char *ltc_cpu_plan_text(const cpu_plan *p) {
-    size_t cap = 256 + (size_t)(p->n_steps + p->n_bufs) * 160, len = 0;
+    /* an upper bound of what the lines below print, so no snprintf is ever cut short */
+    size_t cap = 256, len = 0;
+    for (int s = 0; s < p->n_steps; s++)
+        cap += 96 + 16 * (size_t)p->steps[s].n_in + 200 * (size_t)p->steps[s].n_out;
     char *out = malloc(cap), sb[128];
     if (!out) return NULL;
     len += (size_t)snprintf(out + len, cap - len, "cpu plan: %d steps, %d buffers, arena %zu bytes\n",

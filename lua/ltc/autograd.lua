@@ -242,19 +242,33 @@ local function record(raw, ov, ...)
   return unpack(outs, 1, outs.n)
 end
 
+-- The "file:line: " that luaL_error puts before errors raised in an op called from here.
+local HERE = "^" .. debug.getinfo(1, "S").short_src:gsub("%p", "%%%0") .. ":%d+: "
+
+-- Passes results through; re-raises an error at the op's caller (error level 2 from here,
+-- which the wrapper tail-calls), so messages point at the user's line, not this file.
+local function finish(ok, ...)
+  if ok then return ... end
+  local msg = ...
+  if type(msg) == "string" then msg = msg:gsub(HERE, "", 1) end
+  error(msg, 2)
+end
+
 -- A wrapper of one generated op function: cheap when no argument requires grad.
 local function wrap(raw, ov)
   return function(...)
     if grad_enabled then
       for i = 1, select("#", ...) do
         local v = (select(i, ...))
-        if REQ[v] then return record(raw, ov, ...) end
+        if REQ[v] then return finish(pcall(record, raw, ov, ...)) end
         if type(v) == "table" then
-          for _, t in ipairs(v) do if REQ[t] then return record(raw, ov, ...) end end
+          for _, t in ipairs(v) do
+            if REQ[t] then return finish(pcall(record, raw, ov, ...)) end
+          end
         end
       end
     end
-    return raw(...)
+    return finish(pcall(raw, ...))
   end
 end
 
@@ -442,6 +456,8 @@ function A.set_grad_enabled(flag)
 end
 
 function A.requires_grad(t) return REQ[t] == true end
+--- The generated derivative entries by full op name (gen/derivatives.lua).
+function A.derivatives() return D end
 function A.grad_fn_name(t) local e = FN[t]; return e and e.node.entry.name or nil end
 
 ---------------------------------------------------------------------------------------------

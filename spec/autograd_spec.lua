@@ -1,0 +1,265 @@
+-- Autograd: every differentiable op's gradient against central finite differences in
+-- float64 (with broadcasting and views), and the engine's behaviour.
+local ltc = require "ltc"
+
+-- ---- helpers ---------------------------------------------------------------------------
+
+local function flatten(t, out)
+  out = out or {}
+  if type(t) ~= "table" then out[#out + 1] = t; return out end
+  for _, v in ipairs(t) do flatten(v, out) end
+  return out
+end
+
+local function shape_of(t)
+  local s = {}
+  while type(t) == "table" do s[#s + 1] = #t; t = t[1] end
+  return s
+end
+
+-- A float64 tensor of `shape` from flat values.
+local function make(flat, shape)
+  return ltc.tensor(flat, "float64"):reshape(shape)
+end
+
+-- Fixed weights so that the checked scalar is sum(out * w) with a non-trivial gradient.
+local function weights(out)
+  local n, flat = out:numel(), {}
+  for k = 1, n do flat[k] = ((k * 37) % 11 - 5) / 7 + 0.05 end
+  return ltc.tensor(flat, "float64"):reshape(out:size())
+end
+
+-- Checks the gradients of sum(f(inputs...) * w) with respect to every input against
+-- central differences. inputs: nested tables (float64). Returns nothing; asserts.
+local function gradcheck(f, inputs, opts)
+  opts = opts or {}
+  local eps, tol = opts.eps or 1e-6, opts.tol or 1e-5
+  local flats, shapes, ts = {}, {}, {}
+  for i, v in ipairs(inputs) do
+    flats[i], shapes[i] = flatten(v), shape_of(v)
+    ts[i] = make(flats[i], shapes[i]):requires_grad_()
+  end
+  local out = f(table.unpack(ts))
+  local w = weights(out)
+  local loss = (out * w):sum()
+  loss:backward()
+  local function value(i, j, delta)
+    return ltc.no_grad(function()
+      local args = {}
+      for k = 1, #inputs do
+        if k == i then
+          local fl = { table.unpack(flats[k]) }
+          fl[j] = fl[j] + delta
+          args[k] = make(fl, shapes[k])
+        else
+          args[k] = make(flats[k], shapes[k])
+        end
+      end
+      return (f(table.unpack(args)) * w):sum():item()
+    end)
+  end
+  for i = 1, #inputs do
+    if not (opts.skip and opts.skip[i]) then
+      local g = ts[i].grad
+      assert(g, "input " .. i .. " got no gradient")
+      assert.are.same(shapes[i], g:size())
+      local got = flatten(g:totable())
+      for j = 1, #flats[i] do
+        local num = (value(i, j, eps) - value(i, j, -eps)) / (2 * eps)
+        assert(math.abs(num - got[j]) <= tol * (1 + math.abs(num)),
+          string.format("input %d element %d: analytic %.8g, numeric %.8g", i, j, got[j], num))
+      end
+    end
+  end
+end
+
+local A = { { 0.5, -1.2, 2.0 }, { 1.5, 0.3, -0.7 } }          -- 2x3
+local B = { { 0.8, -0.4, 1.1 }, { -1.3, 0.9, 0.6 } }           -- 2x3
+local P = { { 0.5, 1.2, 2.0 }, { 1.5, 0.3, 0.7 } }             -- positive 2x3
+local R = { 0.7, -1.1, 1.9 }                                   -- 3
+local C = { { 0.4 }, { -0.6 } }                                -- 2x1
+local M34 = { { 0.1, 0.2, -0.3, 0.4 }, { 0.5, -0.6, 0.7, 0.8 }, { -0.9, 1.0, 1.1, -1.2 } }
+
+-- One case per differentiable op (full op name); checked below that none is missing.
+local cases = {
+  add = function() gradcheck(function(a, b) return a + b end, { A, R }) end,
+  sub = function() gradcheck(function(a, c) return a - c end, { A, C }) end,
+  mul = function() gradcheck(function(a, b) return a * b * 3 end, { A, B }) end,
+  div = function() gradcheck(function(a, b) return a / b end, { A, { 1.5, -2.0, 0.8 } }) end,
+  remainder = function() gradcheck(function(a, b) return a % b end, { { 5.3, 7.1, -2.2 }, { 2.0, 3.0, 1.5 } }) end,
+  pow = function() gradcheck(function(a, b) return a ^ b end, { P, { 1.5, 2.0, 0.5 } }) end,
+  neg = function() gradcheck(function(a) return -a end, { A }) end,
+  exp = function() gradcheck(function(a) return a:exp() end, { A }) end,
+  log = function() gradcheck(function(a) return a:log() end, { P }) end,
+  relu = function() gradcheck(function(a) return a:relu() end, { A }) end,
+  sigmoid = function() gradcheck(function(a) return a:sigmoid() end, { A }) end,
+  tanh = function() gradcheck(function(a) return a:tanh() end, { A }) end,
+  to = function() gradcheck(function(a) return a:to("float64") * 2 end, { A }) end,
+  sum = function()
+    gradcheck(function(a) return a:sum() end, { A })
+    gradcheck(function(a) return a:sum(2) end, { A })
+    gradcheck(function(a) return a:sum(-2, true) end, { A })
+  end,
+  mean = function()
+    gradcheck(function(a) return a:mean() end, { A })
+    gradcheck(function(a) return a:mean(1) end, { A })
+  end,
+  max = function() gradcheck(function(a) return a:max() end, { A }) end,
+  ["max.dim"] = function()
+    gradcheck(function(a) local v = a:max(2); return v end, { A })
+    gradcheck(function(a) local v = a:max(1, true); return v end, { A })
+  end,
+  matmul = function()
+    gradcheck(function(a, m) return a:matmul(m) end, { A, M34 })
+    gradcheck(function(r, m) return r:matmul(m) end, { R, M34 })
+    gradcheck(function(m, r) return m:t():matmul(r) end, { M34, R })
+    gradcheck(function(r, s) return r:matmul(s) end, { R, { 0.3, -0.2, 0.5 } })
+    gradcheck(function(a, m) return a:reshape({ 1, 2, 3 }):matmul(m) end, { A, M34 })
+  end,
+  transpose = function() gradcheck(function(a) return a:transpose(1, 2) end, { A }) end,
+  t = function() gradcheck(function(a) return a:t() end, { A }) end,
+  view = function() gradcheck(function(a) return a:view(3, 2) end, { A }) end,
+  reshape = function() gradcheck(function(a) return a:reshape({ 6 }) end, { A }) end,
+  narrow = function() gradcheck(function(a) return a:narrow(2, 2, 2) end, { A }) end,
+  select = function() gradcheck(function(a) return a:select(1, 2) * 2 end, { A }) end,
+  broadcast_to = function() gradcheck(function(c) return c:broadcast_to({ 2, 3 }) end, { C }) end,
+  narrow_scatter = function()
+    gradcheck(function(a, s) return a:narrow_scatter(s, 2, 2) end, { A, { { 1, 2 }, { 3, 4 } } })
+  end,
+  select_scatter = function()
+    gradcheck(function(a, s) return a:select_scatter(s, 1, 2) end, { A, { 1, 2, 3 } })
+  end,
+  softmax = function() gradcheck(function(a) return a:softmax(2) end, { A }) end,
+  log_softmax = function() gradcheck(function(a) return a:log_softmax(1) end, { A }) end,
+}
+
+describe("derivatives", function()
+  local D = ltc.autograd.derivatives()
+  local names = {}
+  for name, entry in pairs(D) do
+    if entry.formulas then names[#names + 1] = name end
+  end
+  table.sort(names)
+
+  it("every op with a derivative formula has a finite-difference case here", function()
+    local missing = {}
+    for _, name in ipairs(names) do
+      if not cases[name] then missing[#missing + 1] = name end
+    end
+    assert.are.same({}, missing)
+  end)
+
+  for _, name in ipairs(names) do
+    if cases[name] then
+      it(name .. " matches central differences in float64", cases[name])
+    end
+  end
+end)
+
+describe("autograd engine", function()
+  it("reduces a broadcast input's gradient to its shape", function()
+    local a = ltc.tensor({ { 1, 2, 3 }, { 4, 5, 6 } }):requires_grad_()
+    local b = ltc.tensor({ 10, 20, 30 }):requires_grad_()
+    local c = ltc.tensor(2):requires_grad_()
+    ;((a + b) * c):sum():backward()
+    assert.are.same({ 3 }, b.grad:size())
+    assert.are.same({ 4, 4, 4 }, b.grad:totable())
+    assert.are.same({}, c.grad:size())
+    assert.are.equal(21 + 120, c.grad:item())
+  end)
+
+  it("accumulates gradients over backward calls until grad is cleared", function()
+    local w = ltc.tensor({ 1, 2 }):requires_grad_()
+    ;(w * 3):sum():backward()
+    ;(w * 3):sum():backward()
+    assert.are.same({ 6, 6 }, w.grad:totable())
+    w.grad = nil
+    assert.is_nil(w.grad)
+    ;(w * w):sum():backward()
+    assert.are.same({ 2, 4 }, w.grad:totable())
+    w:zero_grad()
+    assert.is_nil(w.grad)
+  end)
+
+  it("takes an explicit gradient for a non-scalar output", function()
+    local x = ltc.tensor({ 1, 2, 3 }):requires_grad_()
+    local y = x * x
+    y:backward(ltc.tensor({ 1, 0.5, 2 }))
+    assert.are.same({ 2, 2, 12 }, x.grad:totable())
+    local z = ltc.tensor({ 1, 2 }):requires_grad_()
+    assert.has_error(function() (z * 2):backward() end,
+      "backward: grad can be implicitly created only for a tensor with one element, not size 2; pass grad")
+  end)
+
+  it("builds lazy IR: nothing runs until a sync", function()
+    local w = ltc.randn(4, 3):requires_grad_()
+    local x = ltc.randn(5, 4)
+    ltc.sync()
+    local marks = ltc.metrics.counter("MarkStep")
+    local loss = x:matmul(w):tanh():sum()
+    loss:backward()
+    assert.are.equal(marks, ltc.metrics.counter("MarkStep"))
+    assert.is_true(ltc.debug.pending().pending_tensors > 0)
+    assert.are.same({ 4, 3 }, w.grad:size())
+  end)
+
+  it("records nothing under no_grad, and detach cuts the history", function()
+    local w = ltc.tensor({ 1, 2 }):requires_grad_()
+    local y = ltc.no_grad(function() return w * 2 end)
+    assert.is_false(y.requires_grad)
+    assert.is_true(ltc.is_grad_enabled())
+    local d = (w * 2):detach()
+    assert.is_false(d.requires_grad)
+    assert.are.same({ 2, 4 }, d:totable())
+    local z = w * 2
+    assert.is_true(z.requires_grad)
+    assert.is_false(z.is_leaf)
+    assert.are.equal("mul", z.grad_fn.name)
+  end)
+
+  it("marks non-differentiable results (comparisons, floor division, argmax)", function()
+    local w = ltc.tensor({ 1.5, -2 }):requires_grad_()
+    assert.is_false(w:gt(0).requires_grad)
+    assert.is_false((w // 1).requires_grad)
+    assert.is_false(w:argmax().requires_grad)
+  end)
+
+  it("raises a clear error naming an op without a formula", function()
+    local D = ltc.autograd.derivatives()
+    local saved = D.exp.formulas
+    D.exp.formulas = nil
+    local ok, err = pcall(function()
+      local w = ltc.tensor({ 1, 2 }):requires_grad_()
+      w:exp():sum():backward()
+    end)
+    D.exp.formulas = saved
+    assert.is_false(ok)
+    assert.matches("op 'exp' has no derivative formula", err, 1, true)
+  end)
+
+  it("frees saved tensors after backward unless retain_graph is set", function()
+    local w = ltc.tensor({ 1, 2 }):requires_grad_()
+    local y = (w * w):sum()
+    y:backward({ retain_graph = true })
+    y:backward()
+    assert.are.same({ 4, 8 }, w.grad:totable())
+    assert.has_error(function() y:backward() end)
+  end)
+
+  it("refuses requires_grad on integer tensors and on non-leaves", function()
+    assert.has_error(function() ltc.tensor({ 1, 2 }, "int64"):requires_grad_() end)
+    local w = ltc.tensor({ 1.0 }):requires_grad_()
+    assert.has_error(function() (w * 2).requires_grad = false end)
+  end)
+
+  it("gives second derivatives with create_graph", function()
+    local x = ltc.tensor({ 2.0 }, "float64"):requires_grad_()
+    local y = (x * x * x):sum()
+    y:backward({ create_graph = true })
+    local g = x.grad                      -- 3x^2 = 12
+    assert.are.same({ 12 }, g:totable())
+    x.grad = nil
+    g:sum():backward()                    -- 6x = 12
+    assert.are.same({ 12 }, x.grad:totable())
+  end)
+end)

@@ -137,8 +137,8 @@ describe("ltc.debug.backend_text", function()
     assert.truthy(s:find("add(b0, b1) -> b2 f32[2,3] temp@", 1, true), s)
     assert.truthy(s:find("sum(b3) -> b4 f32[3] output", 1, true), s)
     assert.is_true(ltc.debug.pending().pending_tensors >= 1)
-    assert.are.same({4 + 7, 2.718281828 ^ 3 + 2.718281828 ^ 6}, { math.floor(0), 0 } and
-      { 4 + 7, 2.718281828 ^ 3 + 2.718281828 ^ 6 })
+    local v = y:totable()
+    assert.is_true(math.abs(v[1] - (math.exp(2) + math.exp(5))) < 1e-3)
   end)
 
   it("takes the computation from the compile cache once the graph was synced", function()
@@ -180,7 +180,6 @@ describe("ltc.debug.explain_recompile", function()
   it("names a changed dtype and a changed attribute", function()
     ltc.sync()
     local a = ltc.ones(5, 6)
-    local _ = a:softmax(2):item(1, 1) -- softmax over dim 2
     local r1 = a:softmax(2):sum():item()
     local r2 = a:softmax(1):sum():item()
     assert.is_true(math.abs(r1 - 5) < 1e-5 and math.abs(r2 - 6) < 1e-5)

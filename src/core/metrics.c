@@ -23,7 +23,8 @@ typedef struct {
     char name[64];
     int64_t count;
     double total;
-    double samples[RING]; /* the latest RING samples, for percentiles */
+    double samples[RING]; /* the latest RING samples, for percentiles and rates */
+    double stamps[RING];  /* when each was taken (ltc_now_ns) */
 } metric;
 
 static counter counters[MAX_COUNTERS];
@@ -79,6 +80,7 @@ void ltc_metric_add_sample(const char *name, double ns) {
         snprintf(m->name, sizeof m->name, "%s", name);
     }
     m->samples[m->count % RING] = ns;
+    m->stamps[m->count % RING] = ltc_now_ns();
     m->count++;
     m->total += ns;
 }
@@ -144,8 +146,20 @@ char *ltc_metrics_report(void) {
         qsort(sorted, (size_t)n, sizeof(double), cmp_double);
         char acc[64];
         fmt_time(acc, sizeof acc, m->total);
-        sb_printf(&sb, "Metric: %s\n  TotalSamples: %lld\n  Accumulator: %s\n  Percentiles: ",
-                  m->name, (long long)m->count, acc);
+        sb_printf(&sb, "Metric: %s\n  TotalSamples: %lld\n  Accumulator: %s\n", m->name,
+                  (long long)m->count, acc);
+        /* LTC: over the retained samples, value and count per second of their time span */
+        int64_t first = m->count > RING ? m->count % RING : 0;
+        double span = m->stamps[(m->count - 1) % RING] - m->stamps[first];
+        if (span > 0) {
+            double total = 0;
+            for (int k = 0; k < n; k++) total += m->samples[k];
+            char vr[64];
+            fmt_time(vr, sizeof vr, total / (span / 1e9));
+            sb_printf(&sb, "  ValueRate: %s / second\n  Rate: %g / second\n", vr,
+                      (double)n / (span / 1e9));
+        }
+        sb_printf(&sb, "  Percentiles: ");
         static const int pct[] = {1, 5, 10, 20, 50, 80, 90, 95, 99};
         for (size_t k = 0; k < sizeof pct / sizeof *pct; k++) {
             char v[64];

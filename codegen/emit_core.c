@@ -117,9 +117,21 @@ static void emit_operands(strbuf *b, const gen_op *op) {
                      "            goto cleanup;\n        }\n", list, list);
         sb_printf(b, "        ops[n++] = %s[i];\n    }\n", list);
     }
-    if (op->dtypes != DTYPES_NONE) {
+    const char *rule = op->dtypes == DTYPES_COMMON ? "LTC_PROMOTE_COMMON" : "LTC_PROMOTE_FLOAT";
+    if (op->dtypes != DTYPES_NONE && op->promote_mask) {
+        /* promote only the listed operands, in place in ops[] */
+        int k = 0, idx[32];
+        for (int i = 0; i < n_fixed && i < 32; i++)
+            if ((op->promote_mask >> i) & 1u) idx[k++] = i;
+        sb_printf(b, "    ltc_tensor *pr[%d] = {", k);
+        for (int j = 0; j < k; j++) sb_printf(b, "%sops[%d]", j ? ", " : "", idx[j]);
+        sb_printf(b, "};\n    if ((st = ltc_trace_promote(pr, %d, %s)) != LTC_OK) goto cleanup;\n",
+                  k, rule);
+        for (int j = 0; j < k; j++) sb_printf(b, "    ops[%d] = pr[%d];\n", idx[j], j);
+        sb_puts(b, "    promoted = true;\n");
+    } else if (op->dtypes != DTYPES_NONE) {
         sb_printf(b, "    if ((st = ltc_trace_promote(ops, n, %s)) != LTC_OK) goto cleanup;\n",
-                  op->dtypes == DTYPES_COMMON ? "LTC_PROMOTE_COMMON" : "LTC_PROMOTE_FLOAT");
+                  rule);
         sb_puts(b, "    promoted = true;\n");
     }
 }
@@ -257,7 +269,14 @@ static void emit_entry(strbuf *b, const gen_op *op) {
     emit_trace(b, op);
     sb_puts(b, "cleanup:\n");
     if (op->random) sb_puts(b, "    if (rng) ltc_tensor_release(rng);\n");
-    if (op->dtypes != DTYPES_NONE) sb_puts(b, "    if (promoted) ltc_trace_release(ops, n);\n");
+    if (op->dtypes != DTYPES_NONE && op->promote_mask) {
+        sb_puts(b, "    if (promoted) {\n");
+        for (int i = 0; i < op_n_operands(op) && i < 32; i++)
+            if ((op->promote_mask >> i) & 1u) sb_printf(b, "        ltc_tensor_release(ops[%d]);\n", i);
+        sb_puts(b, "    }\n");
+    } else if (op->dtypes != DTYPES_NONE) {
+        sb_puts(b, "    if (promoted) ltc_trace_release(ops, n);\n");
+    }
     sb_printf(b, "    return st == LTC_OK ? LTC_OK : ltc_error_prefix(st, \"%s\");\n}\n",
               op->base_name);
 }

@@ -74,7 +74,7 @@ static void emit_check_arg(strbuf *b, const gen_op *op, int i, const char *fname
 
 /* The name of the static function of one op. */
 static void fn_name(strbuf *b, const gen_op *op, bool overloaded) {
-    sb_printf(b, "l_%s%s", overloaded ? "ov_" : "", op->cname);
+    sb_printf(b, "bind_%s%s", overloaded ? "ov_" : "", op->cname);
 }
 
 /* Emits one op's binding. */
@@ -157,7 +157,7 @@ static void emit_dispatcher(strbuf *b, const gen_model *m, int first, int count)
         }
     sb_printf(b, "\n/* %s: ", order[0]->base_name);
     for (int i = 0; i < n; i++) sb_printf(b, "%s%s", i ? ", " : "", order[i]->full_name);
-    sb_printf(b, ", tried in this order. */\nstatic int l_%s(lua_State *L) {\n"
+    sb_printf(b, ", tried in this order. */\nstatic int bind_%s(lua_State *L) {\n"
                  "    const int top = lua_gettop(L);\n", order[0]->base_name);
     if (n_required(order[0]) == 0) sb_puts(b, "    (void)top;\n");
     for (int i = 0; i < n; i++) {
@@ -228,7 +228,7 @@ void emit_lua_c(const gen_model *m, const gen_options *o, strbuf *b) {
             while (!op_has_entry(&m->ops[j])) j++;
             const gen_op *op = &m->ops[j];
             strbuf name = {0};
-            if (entries > 1) sb_printf(&name, "l_%s", op->base_name);
+            if (entries > 1) sb_printf(&name, "bind_%s", op->base_name);
             else fn_name(&name, op, false);
             sb_printf(b, "    {\"%s\", %s},\n", op->base_name, name.s);
             sb_free(&name);

@@ -171,6 +171,29 @@ static bool load_derivatives(yfile *f, yaml_node_t *v, gen_op *op) {
     return ok;
 }
 
+/* Parses "a, b)" (the argument names of `dtypes: common(a, b)`) into op->promote_mask:
+ * bit k for the k-th Tensor/Scalar argument. False for an unknown or non-operand name. */
+static bool parse_promote_list(gen_op *op, const char *s) {
+    const char *end = strchr(s, ')');
+    if (!end || end[1] || !op->args) return false;
+    while (s < end) {
+        while (*s == ' ' || *s == ',') s++;
+        const char *w = s;
+        while (s < end && *s != ',' && *s != ' ') s++;
+        if (s == w) break;
+        bool found = false;
+        for (int i = 0, k = 0; i < op->n_args && !found; i++) {
+            if (!arg_is_operand(op->args[i].type)) continue;
+            if (strlen(op->args[i].name) == (size_t)(s - w) &&
+                !strncmp(op->args[i].name, w, (size_t)(s - w)))
+                op->promote_mask |= 1u << k, found = true;
+            k++;
+        }
+        if (!found) return false;
+    }
+    return op->promote_mask != 0;
+}
+
 /* Reads one op entry (a mapping with func, doc, ...); returns false on a problem. */
 static bool load_op(gen_model *m, yfile *f, yaml_node_t *map, bool non_native) {
     if (map->type != YAML_MAPPING_NODE) {
@@ -205,8 +228,14 @@ static bool load_op(gen_model *m, yfile *f, yaml_node_t *map, bool non_native) {
         const char *s = (const char *)v->data.scalar.value;
         if (!strcmp(s, "common")) op->dtypes = DTYPES_COMMON;
         else if (!strcmp(s, "float")) op->dtypes = DTYPES_FLOAT;
-        else if (strcmp(s, "none") != 0)
-            NODE_ERROR(f, v, "dtypes must be none, common or float, not '%s'", s), ok = false;
+        else if (!strncmp(s, "common(", 7) || !strncmp(s, "float(", 6)) {
+            op->dtypes = s[0] == 'c' ? DTYPES_COMMON : DTYPES_FLOAT;
+            if (!parse_promote_list(op, strchr(s, '(') + 1))
+                NODE_ERROR(f, v, "dtypes '%s': the list must name Tensor/Scalar arguments of "
+                           "the schema, separated by commas", s), ok = false;
+        } else if (strcmp(s, "none") != 0)
+            NODE_ERROR(f, v, "dtypes must be none, common, float, common(a, b, ...) or "
+                       "float(a, b, ...), not '%s'", s), ok = false;
     }
     if ((v = lookup(f, map, "out")) && scalar(f, v, "out")) {
         if (strcmp((const char *)v->data.scalar.value, "bool") != 0)

@@ -78,6 +78,52 @@ ltc_status ltc_shape_to(const ltc_shape *self, ltc_dtype dtype, ltc_shape *out) 
     return LTC_OK;
 }
 
+ltc_status ltc_shape_predicate(const ltc_shape *self, ltc_shape *out) {
+    *out = *self;
+    out->dtype = LTC_BOOL;
+    return LTC_OK;
+}
+
+ltc_status ltc_shape_leaky_relu(const ltc_shape *self, double negative_slope, ltc_shape *out) {
+    (void)negative_slope;
+    return ltc_shape_unary(self, out);
+}
+
+ltc_status ltc_shape_clamp(const ltc_shape *self, double min, double max, ltc_shape *out) {
+    if (isnan(min) && isnan(max)) return ltc_errorf(LTC_ERR_ARG, "at least one of min and max must be given");
+    return ltc_shape_unary(self, out);
+}
+
+/* Broadcasts three shapes into out's sizes. */
+static ltc_status broadcast3(const ltc_shape *a, const ltc_shape *b, const ltc_shape *c, ltc_shape *out) {
+    ltc_shape ab;
+    ltc_status st = ltc_broadcast_shapes(a, b, &ab);
+    if (st) return st;
+    return ltc_broadcast_shapes(&ab, c, out);
+}
+
+ltc_status ltc_shape_where(const ltc_shape *condition, const ltc_shape *self,
+                           const ltc_shape *other, ltc_shape *out) {
+    if (condition->dtype != LTC_BOOL)
+        return ltc_errorf(LTC_ERR_ARG, "condition must be a bool tensor, got %s (compare first, e.g. x:gt(0))",
+                          ltc_dtype_name(condition->dtype));
+    out->dtype = self->dtype;
+    return broadcast3(condition, self, other, out);
+}
+
+ltc_status ltc_shape_ternary(const ltc_shape *self, const ltc_shape *a, const ltc_shape *b,
+                             ltc_shape *out) {
+    out->dtype = self->dtype;
+    return broadcast3(self, a, b, out);
+}
+
+ltc_status ltc_shape_addcmul(const ltc_shape *self, const ltc_shape *tensor1,
+                             const ltc_shape *tensor2, double value, ltc_shape *out) {
+    (void)value;
+    if (self->dtype == LTC_BOOL) return ltc_errorf(LTC_ERR_ARG, "not defined for bool tensors");
+    return ltc_shape_ternary(self, tensor1, tensor2, out);
+}
+
 /* ---- reductions ---------------------------------------------------------------------- */
 
 /* The shape left after reducing `dim` (LTC_NONE: every dim). */

@@ -35,6 +35,19 @@ ltc_status ltc_shape_binary(const ltc_shape *self, const ltc_shape *other, ltc_s
 ltc_status ltc_shape_compare(const ltc_shape *self, const ltc_shape *other, ltc_shape *out);
 ltc_status ltc_shape_unary(const ltc_shape *self, ltc_shape *out);
 ltc_status ltc_shape_to(const ltc_shape *self, ltc_dtype dtype, ltc_shape *out);
+/* A bool result of self's sizes, any dtype (isnan, isinf, logical_not). */
+ltc_status ltc_shape_predicate(const ltc_shape *self, ltc_shape *out);
+ltc_status ltc_shape_leaky_relu(const ltc_shape *self, double negative_slope, ltc_shape *out);
+/* At least one bound; not bool. */
+ltc_status ltc_shape_clamp(const ltc_shape *self, double min, double max, ltc_shape *out);
+/* condition must be bool; the three broadcast; the dtype is self's (promoted with other). */
+ltc_status ltc_shape_where(const ltc_shape *condition, const ltc_shape *self,
+                           const ltc_shape *other, ltc_shape *out);
+/* Three operands broadcast together, in self's (promoted) dtype: lerp. */
+ltc_status ltc_shape_ternary(const ltc_shape *self, const ltc_shape *a, const ltc_shape *b,
+                             ltc_shape *out);
+ltc_status ltc_shape_addcmul(const ltc_shape *self, const ltc_shape *tensor1,
+                             const ltc_shape *tensor2, double value, ltc_shape *out);
 
 /* reductions */
 ltc_status ltc_shape_sum(const ltc_shape *self, int64_t dim, bool keepdim, ltc_shape *out);

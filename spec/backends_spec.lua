@@ -1,0 +1,78 @@
+-- Every fixture case of tools/gen_fixtures.py (expected values from PyTorch and NumPy, in
+-- spec/fixtures/*.npy), run on both backends: "cpu" (the fast one, with its eager fallback)
+-- and "ref" (the reference backend). Values, dtypes and sizes must match the fixture.
+local ltc = require "ltc"
+
+local dir = "spec/fixtures/"
+local cases = dofile(dir .. "manifest.lua")
+
+-- Compares nested tables of numbers or booleans within a relative tolerance; NaN matches
+-- NaN, infinities match exactly. Fails with the path of the first difference.
+local function close(expected, actual, tol, path)
+  if type(expected) == "table" then
+    assert(type(actual) == "table", string.format("at %s: expected a table, got %s", path,
+      tostring(actual)))
+    assert(#actual == #expected, string.format("at %s: expected %d entries, got %d", path,
+      #expected, #actual))
+    for i = 1, #expected do close(expected[i], actual[i], tol, path .. "[" .. i .. "]") end
+    return
+  end
+  local ok
+  if type(expected) == "boolean" then ok = actual == expected
+  elseif type(actual) ~= "number" then ok = false
+  elseif expected ~= expected then ok = actual ~= actual
+  elseif expected == math.huge or expected == -math.huge then ok = actual == expected
+  else ok = math.abs(actual - expected) <= tol * (1 + math.abs(expected)) end
+  assert(ok, string.format("at %s: expected %s, got %s", path, tostring(expected),
+    tostring(actual)))
+end
+
+-- Runs one case on the current backend and checks every output against its fixture.
+local function run(case)
+  local inputs = {}
+  for i, f in ipairs(case.inputs) do inputs[i] = ltc.load(dir .. f) end
+  local fn = assert(load("local ltc, x, y, z, w = ...; return " .. case.call, case.name, "t"))
+  local results = table.pack(fn(ltc, table.unpack(inputs)))
+  assert.are.equal(#case.outputs, results.n, case.name .. ": number of results")
+  for i, f in ipairs(case.outputs) do
+    local want, got = ltc.load(dir .. f), results[i]
+    assert.are.equal(want:dtype(), got:dtype(), case.name .. ": dtype of result " .. i)
+    assert.are.same(want:size(), got:size(), case.name .. ": size of result " .. i)
+    close(want:totable(), got:totable(), case.tol, case.name)
+  end
+end
+
+for _, backend in ipairs({"cpu", "ref"}) do
+  describe("fixtures on the " .. backend .. " backend", function()
+    setup(function() ltc.set_backend(backend) end)
+    teardown(function() ltc.set_backend("cpu") end)
+    for _, case in ipairs(cases) do
+      it(case.name .. ": " .. case.call, function() run(case) end)
+    end
+  end)
+end
+
+describe("the two backends", function()
+  after_each(function() ltc.set_backend("cpu") end)
+
+  it("draw the same random numbers from the same seed", function()
+    ltc.manual_seed(7)
+    local a = ltc.randn(3, 4):totable()
+    ltc.set_backend("ref")
+    ltc.manual_seed(7)
+    close(a, ltc.randn(3, 4):totable(), 0, "randn")
+  end)
+
+  it("use each other's data", function()
+    local x = ltc.tensor({1, 2, 3})
+    ltc.set_backend("ref")
+    local y = x * 2
+    assert.are.equal("ref", ltc.get_backend())
+    ltc.set_backend("cpu")
+    assert.are.same({3, 6, 9}, (y + x):totable())
+  end)
+
+  it("reject an unknown backend name", function()
+    assert.has_error(function() ltc.set_backend("gpu") end, "set_backend: no backend named 'gpu'")
+  end)
+end)

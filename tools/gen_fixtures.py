@@ -1,0 +1,225 @@
+#!/usr/bin/python3
+"""gen_fixtures.py - writes the oracle fixtures of spec/backends_spec.lua.
+
+For every case below: the inputs and PyTorch's (or NumPy's) result as .npy files in
+spec/fixtures/, and spec/fixtures/manifest.lua listing, per case, the Lua call that should
+give that result. The specs need no Python: the fixtures are committed. Run from the
+repository root after changing a case:
+
+    /usr/bin/python3 tools/gen_fixtures.py
+
+Needs Debian's python3-numpy and python3-torch (apt-get install python3-numpy python3-torch).
+Conventions: inputs are named x, y, z, w in the Lua call; dims and indices are 1-based in Lua
+and 0-based here; index results (argmax, max along a dim) are 1-based in ltc, so the
+expected values add 1. Lua numbers are weak scalars, as Python numbers are in PyTorch.
+"""
+import os
+import sys
+
+import numpy as np
+import torch
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "spec", "fixtures")
+CASES = []
+
+
+def case(name, inputs, fn, call, tol=1e-6, out_dtype=None):
+    """A case: inputs (numpy arrays), fn(*torch tensors) -> tensor or tuple, the Lua call."""
+    CASES.append((name, inputs, fn, call, tol, out_dtype))
+
+
+rng = np.random.default_rng(20240601)
+
+
+def f32(*shape, lo=-3.0, hi=3.0):
+    return rng.uniform(lo, hi, size=shape).astype(np.float32)
+
+
+def f64(*shape, lo=-3.0, hi=3.0):
+    return rng.uniform(lo, hi, size=shape).astype(np.float64)
+
+
+def i32(*shape, lo=-9, hi=10):
+    return rng.integers(lo, hi, size=shape).astype(np.int32)
+
+
+def i64(*shape, lo=-9, hi=10):
+    return rng.integers(lo, hi, size=shape).astype(np.int64)
+
+
+def bools(*shape):
+    return rng.integers(0, 2, size=shape).astype(np.bool_)
+
+
+SPECIAL = np.array([0.0, -0.0, 1.5, -2.5, 0.5, np.nan, np.inf, -np.inf], dtype=np.float32)
+
+# ---- elementwise, unary ---------------------------------------------------------------------
+
+FLOAT_UNARY = {
+    "sqrt": (torch.sqrt, f32(2, 3, lo=0.1, hi=4)),
+    "rsqrt": (torch.rsqrt, f32(2, 3, lo=0.1, hi=4)),
+    "exp": (torch.exp, f32(2, 3)),
+    "log": (torch.log, f32(2, 3, lo=0.1, hi=4)),
+    "log1p": (torch.log1p, np.array([1e-7, 0.5, -0.5, 3.0], dtype=np.float32)),
+    "expm1": (torch.expm1, np.array([1e-7, 0.5, -0.5, 3.0], dtype=np.float32)),
+    "sin": (torch.sin, f32(5)),
+    "cos": (torch.cos, f32(5)),
+    "tanh": (torch.tanh, f32(5)),
+    "sigmoid": (torch.sigmoid, f32(5)),
+    "gelu": (torch.nn.functional.gelu, f32(2, 4)),
+    "silu": (torch.nn.functional.silu, f32(2, 4)),
+}
+for op, (fn, x) in FLOAT_UNARY.items():
+    case(op + "_f32", [x], fn, "x:%s()" % op, 1e-5)
+    case(op + "_f64", [x.astype(np.float64)], fn, "ltc.%s(x)" % op, 1e-12)
+    case(op + "_i32", [np.array([1, 2, 3], dtype=np.int32)], lambda x, fn=fn: fn(x.float()),
+         "x:%s()" % op, 1e-5)
+
+for op in ["abs", "sign", "neg", "floor", "ceil", "round", "relu"]:
+    fn = getattr(torch, op)
+    case(op + "_f32", [f32(3, 4)], fn, "x:%s()" % op, 1e-6)
+    case(op + "_special", [SPECIAL], fn, "x:%s()" % op, 1e-6)
+    case(op + "_i64", [i64(7)], fn, "x:%s()" % op, 0)
+case("round_halves", [np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.49], dtype=np.float32)],
+     torch.round, "x:round()", 0)
+case("sign_i32", [i32(6)], torch.sign, "x:sign()", 0)
+case("abs_0d", [np.array(-2.5, dtype=np.float64)], torch.abs, "x:abs()", 0)
+case("abs_empty", [np.zeros((0, 3), dtype=np.float32)], torch.abs, "x:abs()", 0)
+
+case("leaky_relu", [f32(2, 5)], torch.nn.functional.leaky_relu, "x:leaky_relu()", 1e-6)
+case("leaky_relu_slope", [SPECIAL], lambda x: torch.nn.functional.leaky_relu(x, 0.2),
+     "x:leaky_relu(0.2)", 1e-6)
+case("clamp_both", [f32(3, 4)], lambda x: torch.clamp(x, -1, 0.5), "x:clamp(-1, 0.5)", 0)
+case("clamp_min", [SPECIAL], lambda x: torch.clamp(x, min=0), "x:clamp(0)", 0)
+case("clamp_max", [SPECIAL], lambda x: torch.clamp(x, max=0.5), "x:clamp(nil, 0.5)", 0)
+case("clamp_inverted", [f32(4)], lambda x: torch.clamp(x, 1, -1), "x:clamp(1, -1)", 0)
+case("clamp_i64", [i64(8)], lambda x: torch.clamp(x, -2, 3), "x:clamp(-2, 3)", 0)
+case("isnan", [SPECIAL], torch.isnan, "x:isnan()", 0)
+case("isinf", [SPECIAL], torch.isinf, "x:isinf()", 0)
+case("isnan_i32", [i32(3)], torch.isnan, "x:isnan()", 0)
+case("logical_not", [f32(5)], torch.logical_not, "x:logical_not()", 0)
+case("logical_not_bool", [bools(6)], torch.logical_not, "x:logical_not()", 0)
+
+# ---- elementwise, binary and ternary -----------------------------------------------------------
+
+def with_scalar(fn, x, v):
+    """fn(x, v) with v a Python number (weak), or a 0-d tensor where fn wants a tensor."""
+    try:
+        return fn(x, v)
+    except TypeError:
+        return fn(x, torch.tensor(v))
+
+
+BINARY = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div,
+          "pow": torch.pow, "minimum": torch.minimum, "maximum": torch.maximum,
+          "fmod": torch.fmod, "eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le,
+          "gt": torch.gt, "ge": torch.ge, "floor_divide": torch.floor_divide,
+          "remainder": torch.remainder, "logical_and": torch.logical_and,
+          "logical_or": torch.logical_or}
+for op, fn in BINARY.items():
+    pos = op in ("pow",)
+    x = f32(2, 3, lo=0.5 if pos else -3)
+    case(op + "_f32", [x, f32(2, 3, lo=0.5)], fn, "ltc.%s(x, y)" % op, 1e-5)
+    case(op + "_bcast", [f32(2, 1, 3, lo=0.5 if pos else -3), f32(4, 1, lo=0.5)], fn,
+         "x:%s(y)" % op, 1e-5)
+    case(op + "_f64_i32", [f64(4, lo=0.5 if pos else -3), i32(4, lo=1, hi=4)], fn,
+         "x:%s(y)" % op, 1e-12)
+    if op not in ("div", "pow"):
+        case(op + "_i64", [i64(3, 4), i64(4, lo=1, hi=5)], fn, "x:%s(y)" % op, 0)
+    case(op + "_scalar", [f32(5, lo=0.5)], lambda x, fn=fn: with_scalar(fn, x, 0.5),
+         "x:%s(0.5)" % op, 1e-6)
+    case(op + "_empty", [np.zeros((0, 2), dtype=np.float32), f32(2, lo=0.5)], fn,
+         "x:%s(y)" % op, 0)
+for op in ["minimum", "maximum"]:
+    case(op + "_nan", [SPECIAL, SPECIAL[::-1].copy()], getattr(torch, op), "x:%s(y)" % op, 0)
+case("eq_bool", [bools(5), bools(5)], torch.eq, "x:eq(y)", 0)
+case("logical_and_mixed", [i32(6, lo=-1, hi=2), f32(6)], torch.logical_and, "x:logical_and(y)", 0)
+case("fmod_signs", [np.array([-7, 7, -7, 7], dtype=np.int64), np.array([3, 3, -3, -3], dtype=np.int64)],
+     torch.fmod, "x:fmod(y)", 0)
+case("fmod_f32_signs", [np.array([-7.5, 7.5, -7.5, 7.5], dtype=np.float32),
+                        np.array([2, 2, -2, -2], dtype=np.float32)], torch.fmod, "x:fmod(y)", 0)
+case("floordiv_signs", [np.array([-7, 7, -7, 7, 110], dtype=np.int64),
+                        np.array([2, 2, -2, -2, 55], dtype=np.int64)], torch.floor_divide, "x // y", 0)
+case("remainder_signs", [np.array([-7, 7, -7, 7, 110], dtype=np.int64),
+                         np.array([3, 3, -3, -3, 55], dtype=np.int64)], torch.remainder, "x % y", 0)
+case("weak_f32_times_half", [f32(3)], lambda x: x * 0.5, "x * 0.5", 0)
+case("weak_i32_times_float", [i32(3)], lambda x: x * 2.5, "x * 2.5", 0)
+case("weak_i32_plus_int", [i32(3)], lambda x: x + 2, "x + 2", 0)
+case("weak_0d_f64_into_f32", [f32(3), np.array(2.0, dtype=np.float64)], lambda x, y: x * y,
+     "x * y", 1e-6)
+case("i32_plus_i64", [i32(3), i64(3)], torch.add, "x + y", 0)
+case("bool_plus_bool", [bools(4), bools(4)], torch.add, "x + y", 0)
+
+case("where", [bools(2, 3), f32(2, 3), f32(2, 3)], torch.where, "ltc.where(x, y, z)", 0)
+case("where_bcast_promote", [bools(3, 1), i32(1, 4), f64(4)], torch.where, "ltc.where(x, y, z)", 0)
+case("where_scalar", [bools(5), f32(5)], lambda c, a: torch.where(c, a, 0.0), "ltc.where(x, y, 0.0)", 0)
+case("lerp", [f32(2, 3), f32(2, 3), f32(2, 3, lo=0, hi=1)], torch.lerp, "x:lerp(y, z)", 1e-6)
+case("lerp_scalar", [f32(4), f32(4)], lambda a, b: torch.lerp(a, b, 0.75), "x:lerp(y, 0.75)", 1e-6)
+case("addcmul", [f32(2, 3), f32(3), f32(2, 1)], lambda a, b, c: torch.addcmul(a, b, c, value=0.5),
+     "x:addcmul(y, z, 0.5)", 1e-6)
+case("addcmul_i64", [i64(4), i64(4), i64(4)], torch.addcmul, "x:addcmul(y, z)", 0)
+case("addcdiv", [f32(2, 3), f32(3), f32(2, 1, lo=0.5)], lambda a, b, c: torch.addcdiv(a, b, c, value=2),
+     "x:addcdiv(y, z, 2)", 1e-6)
+
+# ---- existing reductions, linear algebra, shapes ---------------------------------------------
+
+case("sum_all", [f32(3, 4)], torch.sum, "x:sum()", 1e-6)
+case("sum_dim_keep", [f32(2, 3, 4)], lambda x: torch.sum(x, 1, keepdim=True), "x:sum(2, true)", 1e-6)
+case("sum_i32", [i32(3, 4)], torch.sum, "x:sum()", 0)
+case("sum_bool", [bools(7)], torch.sum, "x:sum()", 0)
+case("sum_empty", [np.zeros((0,), dtype=np.float32)], torch.sum, "x:sum()", 0)
+case("mean_dim", [f64(3, 5)], lambda x: torch.mean(x, -1), "x:mean(-1)", 1e-12)
+case("mean_empty", [np.zeros((0,), dtype=np.float32)], torch.mean, "x:mean()", 0)
+case("max_all_nan", [SPECIAL], torch.max, "x:max()", 0)
+case("max_dim", [f32(3, 4)], lambda x: (lambda r: (r.values, r.indices + 1))(torch.max(x, 1)),
+     "x:max(2)", 0)
+case("argmax_dim", [i64(3, 4)], lambda x: torch.argmax(x, 0) + 1, "x:argmax(1)", 0)
+case("matmul_2d", [f32(3, 4), f32(4, 2)], torch.matmul, "x:matmul(y)", 1e-5)
+case("matmul_batched_bcast", [f32(2, 1, 3, 4), f32(3, 4, 2)], torch.matmul, "x:matmul(y)", 1e-5)
+case("matmul_1d_2d", [f64(4), f64(4, 3)], torch.matmul, "x:matmul(y)", 1e-12)
+case("matmul_transposed", [f32(4, 3), f32(2, 4)], lambda a, b: torch.matmul(a.t(), b.t()),
+     "x:t():matmul(y:t())", 1e-5)
+case("matmul_permuted", [f32(3, 2, 4), f32(2, 3, 4)],
+     lambda a, b: torch.matmul(a.transpose(0, 1), b.transpose(1, 2)),
+     "x:transpose(1, 2):matmul(y:transpose(2, 3))", 1e-5)
+case("softmax", [f32(3, 4)], lambda x: torch.softmax(x, 1), "x:softmax(2)", 1e-6)
+case("log_softmax_dim1", [f64(3, 4)], lambda x: torch.log_softmax(x, 0), "x:log_softmax(1)", 1e-12)
+case("narrow_select", [f32(4, 5)], lambda x: x.narrow(1, 1, 3)[2], "x:narrow(2, 2, 3):select(1, 3)", 0)
+case("to_i32", [SPECIAL[np.isfinite(SPECIAL)].copy()], lambda x: x.to(torch.int32), "x:to('int32')", 0)
+
+
+def write():
+    os.makedirs(OUT, exist_ok=True)
+    for f in os.listdir(OUT):
+        if f.endswith(".npy"):
+            os.remove(os.path.join(OUT, f))
+    lines = ["-- GENERATED by tools/gen_fixtures.py (PyTorch %s, NumPy %s); do not edit." %
+             (torch.__version__, np.__version__),
+             "-- Each case: the Lua call over inputs x, y, z, w and the .npy files of the",
+             "-- inputs and of the expected outputs (relative to this folder); tol is relative.",
+             "return {"]
+    for name, inputs, fn, call, tol, _ in CASES:
+        ins = []
+        for k, a in enumerate(inputs):
+            f = "%s.%s.npy" % (name, "xyzw"[k])
+            np.save(os.path.join(OUT, f), np.array(a, order="C"))
+            ins.append(f)
+        res = fn(*[torch.from_numpy(np.array(a)) for a in inputs])
+        res = res if isinstance(res, tuple) else (res,)
+        outs = []
+        for k, r in enumerate(res):
+            f = "%s.out%d.npy" % (name, k + 1)
+            np.save(os.path.join(OUT, f), np.array(r.numpy(), order="C"))
+            outs.append(f)
+        q = lambda fs: "{" + ", ".join('"%s"' % f for f in fs) + "}"
+        lua_call = '"' + call.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        lines.append('  {name = "%s", call = %s, tol = %g, inputs = %s, outputs = %s},' %
+                     (name, lua_call, tol, q(ins), q(outs)))
+    lines.append("}")
+    with open(os.path.join(OUT, "manifest.lua"), "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+    print("wrote %d cases to %s" % (len(CASES), os.path.normpath(OUT)))
+
+
+if __name__ == "__main__":
+    write()

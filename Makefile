@@ -39,7 +39,7 @@ DEBIAN_PKGS := lua5.4 liblua5.4-dev libopenblas-dev libyaml-dev lua-busted libxx
 export LUA_PATH  := $(CURDIR)/lua/?.lua;$(CURDIR)/lua/?/init.lua;;
 export LUA_CPATH := $(CURDIR)/$(BUILD)/?.so;;
 
-.PHONY: all gen test test-c test-codegen test-lua test-asan test-valgrind demo deps clean install bench
+.PHONY: all gen test test-c test-codegen test-lua test-install test-asan test-valgrind demo deps clean install bench
 
 all: $(BUILD)/ltc/core.so
 
@@ -74,10 +74,14 @@ $(BUILD)/ltc/core.so: $(OBJ)
 
 # ---- tests --------------------------------------------------------------------------------
 
-test: deps all test-c test-codegen test-lua
+test: deps all test-c test-codegen test-lua test-install
 
 test-lua: all
 	busted --lua=$(LUA) --cpath="$(CURDIR)/$(BUILD)/?.so" spec
+
+# make install and luarocks make into temporary trees, then require "ltc" from elsewhere.
+test-install: all
+	sh spec/install_test.sh $(BUILD)
 
 test-codegen: $(BUILD)/ltcgen
 	sh codegen/tests/run.sh $(BUILD)/ltcgen
@@ -135,6 +139,7 @@ install: all
 	install -d $(DESTDIR)$(INST_LIBDIR)/ltc $(DESTDIR)$(INST_LUADIR)/ltc
 	install -m 755 $(BUILD)/ltc/core.so $(DESTDIR)$(INST_LIBDIR)/ltc/core.so
 	install -m 644 lua/ltc/*.lua $(DESTDIR)$(INST_LUADIR)/ltc/
+	install -m 644 $(GEN)/derivatives.lua $(DESTDIR)$(INST_LUADIR)/ltc/derivatives.lua
 
 clean:
 	rm -rf $(BUILD) $(GEN)

@@ -22,7 +22,7 @@ INST_LUADIR ?= $(PREFIX)/share/lua/5.4
 BUILD   ?= build
 GEN     := gen
 GEN_FILES := $(GEN)/ltc_ops.h $(GEN)/ltc_ops.c $(GEN)/cpu_ops.c $(GEN)/ref_ops.c $(GEN)/lua_ops.c \
-             $(GEN)/ops.md $(GEN)/derivatives.lua
+             $(GEN)/ops.md $(GEN)/derivatives.lua $(GEN)/ops_meta.lua
 
 CORE_SRC := $(wildcard src/core/*.c src/backend/*.c src/cpu/*.c src/ref/*.c)
 LUA_SRC  := $(wildcard src/lua/*.c)

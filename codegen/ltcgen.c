@@ -21,8 +21,8 @@ static const char usage[] =
     "usage: ltcgen [--source FILE] [--backend-yaml FILE] [--output-dir DIR] [--impl-path DIR]\n"
     "              [--shape-header FILE] [--backend-name NAME] [--ref-impl-path DIR]\n"
     "              [--dry-run]\n"
-    "Generates ltc_ops.h, ltc_ops.c, <backend>_ops.c, lua_ops.c and ops.md from the op\n"
-    "schemas, and ref_ops.c (the reference backend's kernels, hand-written ones in DIR)\n"
+    "Generates ltc_ops.h, ltc_ops.c, <backend>_ops.c, lua_ops.c, ops.md and ops_meta.lua\n"
+    "from the op schemas, and ref_ops.c (the reference backend's kernels, hand-written ones in DIR)\n"
     "when --ref-impl-path is given. Defaults: codegen/ops.yaml, codegen/cpu_backend.yaml,\n"
     "gen, src/cpu, src/core/shape_inference.h, cpu. --dry-run checks and lists the files\n"
     "without writing.\n";
@@ -141,6 +141,7 @@ int main(int argc, char **argv) {
         {"ltc_ops.h", emit_ops_h}, {"ltc_ops.c", emit_ops_c}, {NULL, emit_backend_c},
         {"lua_ops.c", emit_lua_c}, {"ops.md", emit_doc_md}, {"ref_ops.c", emit_ref_c},
         {"derivatives.lua", emit_autograd_lua},
+        {"ops_meta.lua", emit_meta_lua},
     };
     strbuf backend_file = {0};
     sb_printf(&backend_file, "%s_ops.c", o.backend_name);

@@ -163,6 +163,8 @@ void emit_autograd_lua(const gen_model *m, const gen_options *o, strbuf *b);
 bool validate_derivatives(const gen_model *m);
 /* The reference backend's kernel table (ref_ops.c, emit_ref.c). */
 void emit_ref_c(const gen_model *m, const gen_options *o, strbuf *b);
+/* The op table as Lua data (ops_meta.lua, emit_meta.c), for the fuzzer and bad-input suite. */
+void emit_meta_lua(const gen_model *m, const gen_options *o, strbuf *b);
 
 /* ---- elementwise ops (emit_cpu.c), shared by the backend emitters ------------------- */
 

@@ -187,6 +187,48 @@ case("log_softmax_dim1", [f64(3, 4)], lambda x: torch.log_softmax(x, 0), "x:log_
 case("narrow_select", [f32(4, 5)], lambda x: x.narrow(1, 1, 3)[2], "x:narrow(2, 2, 3):select(1, 3)", 0)
 case("to_i32", [SPECIAL[np.isfinite(SPECIAL)].copy()], lambda x: x.to(torch.int32), "x:to('int32')", 0)
 
+# ---- more reductions ------------------------------------------------------------------------
+
+def values_indices(r):
+    return (r.values, r.indices + 1)
+
+
+case("prod_all", [f32(2, 3, lo=0.5, hi=1.5)], torch.prod, "x:prod()", 1e-6)
+case("prod_dim", [f64(2, 3, 4)], lambda x: torch.prod(x, 2, keepdim=True), "x:prod(3, true)", 1e-12)
+case("prod_i32", [i32(5, lo=-3, hi=4)], torch.prod, "x:prod()", 0)
+case("prod_empty", [np.zeros((2, 0), dtype=np.float32)], lambda x: torch.prod(x, 1), "x:prod(2)", 0)
+case("min_all_nan", [SPECIAL], torch.min, "x:min()", 0)
+case("min_all_i64", [i64(6)], torch.min, "x:min()", 0)
+case("min_dim", [f32(3, 4)], lambda x: values_indices(torch.min(x, 0)), "x:min(1)", 0)
+case("min_dim_ties", [np.array([[2, 1, 1], [0, 0, 5]], dtype=np.int32)],
+     lambda x: values_indices(torch.min(x, 1, keepdim=True)), "x:min(2, true)", 0)
+case("argmin_all", [f32(3, 4)], lambda x: torch.argmin(x) + 1, "x:argmin()", 0)
+case("argmin_dim", [f64(3, 4)], lambda x: torch.argmin(x, 1) + 1, "x:argmin(-1)", 0)
+case("var_all", [f32(3, 4)], torch.var, "x:var()", 1e-5)
+case("var_dim_biased", [f64(3, 4)], lambda x: torch.var(x, 1, unbiased=False, keepdim=True),
+     "x:var(2, false, true)", 1e-12)
+case("var_one", [f32(1)], torch.var, "x:var()", 0)
+case("std_dim", [f32(4, 3)], lambda x: torch.std(x, 0), "x:std(1)", 1e-5)
+case("logsumexp_dim", [f32(3, 4)], lambda x: torch.logsumexp(x, 1), "x:logsumexp(2)", 1e-6)
+case("logsumexp_all", [f64(2, 3) * 100], lambda x: torch.logsumexp(x, (0, 1)), "x:logsumexp()", 1e-12)
+case("logsumexp_inf", [np.array([[1, -np.inf], [-np.inf, -np.inf], [np.inf, 0]], dtype=np.float32)],
+     lambda x: torch.logsumexp(x, 1), "x:logsumexp(2)", 1e-6)
+case("norm_2", [f32(3, 4)], torch.norm, "x:norm()", 1e-6)
+case("norm_1_dim", [f64(3, 4)], lambda x: torch.norm(x, 1, 1), "x:norm(1, 2)", 1e-12)
+case("norm_inf", [f32(3, 4)], lambda x: torch.norm(x, float("inf"), 0, keepdim=True),
+     "x:norm(math.huge, 1, true)", 0)
+case("norm_3", [f32(5)], lambda x: torch.norm(x, 3), "x:norm(3)", 1e-6)
+case("norm_0", [np.array([0, 1.5, 0, -2], dtype=np.float32)], lambda x: torch.norm(x, 0), "x:norm(0)", 0)
+case("all_any_dim", [bools(3, 4)], lambda x: (torch.all(x, 1), torch.any(x, 0)),
+     "x:all(2), x:any(1)", 0)
+case("all_any_f32", [np.array([0.5, 0, np.nan], dtype=np.float32)], lambda x: (torch.all(x), torch.any(x)),
+     "x:all(), x:any()", 0)
+case("all_any_empty", [np.zeros((0,), dtype=np.int64)], lambda x: (torch.all(x), torch.any(x)),
+     "x:all(), x:any()", 0)
+case("cumsum", [f32(3, 4)], lambda x: torch.cumsum(x, 1), "x:cumsum(2)", 1e-6)
+case("cumsum_i32", [i32(3, 4)], lambda x: torch.cumsum(x, 0), "x:cumsum(1)", 0)
+case("cumsum_bool", [bools(6)], lambda x: torch.cumsum(x, 0), "x:cumsum(1)", 0)
+
 
 def write():
     os.makedirs(OUT, exist_ok=True)

@@ -186,6 +186,30 @@ ltc_status ltc_shape_argmax(const ltc_shape *self, int64_t dim, bool keepdim, lt
     return LTC_OK;
 }
 
+ltc_status ltc_shape_var(const ltc_shape *self, int64_t dim, bool unbiased, bool keepdim,
+                         ltc_shape *out) {
+    (void)unbiased;
+    return ltc_shape_mean(self, dim, keepdim, out);
+}
+
+ltc_status ltc_shape_norm(const ltc_shape *self, double p, int64_t dim, bool keepdim,
+                          ltc_shape *out) {
+    if (isnan(p)) return ltc_errorf(LTC_ERR_ARG, "p must be a number, got NaN");
+    return ltc_shape_mean(self, dim, keepdim, out);
+}
+
+ltc_status ltc_shape_all(const ltc_shape *self, int64_t dim, bool keepdim, ltc_shape *out) {
+    reduced(self, self->ndim ? dim : LTC_NONE, keepdim, LTC_BOOL, out);
+    return LTC_OK;
+}
+
+ltc_status ltc_shape_cumsum(const ltc_shape *self, int64_t dim, ltc_shape *out) {
+    (void)dim;
+    *out = *self;
+    if (!ltc_dtype_is_float(self->dtype)) out->dtype = LTC_I64;
+    return LTC_OK;
+}
+
 /* ---- linear algebra ------------------------------------------------------------------------ */
 
 ltc_status ltc_shape_matmul(const ltc_shape *a, const ltc_shape *b, ltc_shape *out) {

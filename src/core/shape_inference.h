@@ -76,6 +76,27 @@ ltc_status ltc_shape_select_scatter(const ltc_shape *self, const ltc_shape *src,
 /* neural-network functions */
 ltc_status ltc_shape_softmax(const ltc_shape *self, int64_t dim, ltc_shape *out);
 
+/* indexing, losses and linear layers (shape_nn.c); index data is 1-based */
+ltc_status ltc_shape_index_select(const ltc_shape *self, int64_t dim, const ltc_shape *index,
+                                  ltc_shape *out);
+ltc_status ltc_shape_index_add(const ltc_shape *self, int64_t dim, const ltc_shape *index,
+                               const ltc_shape *source, ltc_shape *out);
+ltc_status ltc_shape_gather(const ltc_shape *self, int64_t dim, const ltc_shape *index,
+                            ltc_shape *out);
+ltc_status ltc_shape_scatter_add(const ltc_shape *self, int64_t dim, const ltc_shape *index,
+                                 const ltc_shape *src, ltc_shape *out);
+ltc_status ltc_shape_one_hot(const ltc_shape *self, int64_t num_classes, ltc_shape *out);
+ltc_status ltc_shape_nll_loss(const ltc_shape *self, const ltc_shape *target, int64_t reduction,
+                              ltc_shape *out);
+ltc_status ltc_shape_nll_loss_backward(const ltc_shape *grad_output, const ltc_shape *self,
+                                       const ltc_shape *target, int64_t reduction,
+                                       ltc_shape *out);
+ltc_status ltc_shape_linear(const ltc_shape *self, const ltc_shape *weight, const ltc_shape *bias,
+                            ltc_shape *out);
+ltc_status ltc_shape_linear_nobias(const ltc_shape *self, const ltc_shape *weight, ltc_shape *out);
+ltc_status ltc_shape_addmm(const ltc_shape *self, const ltc_shape *mat1, const ltc_shape *mat2,
+                           double beta, double alpha, ltc_shape *out);
+
 /* Maps a 1-based or negative index onto 0..size-1 without checking (kernels; the shape
  * function has checked it). */
 static inline int64_t ltc_index_wrap(int64_t index, int64_t size) {

@@ -39,7 +39,7 @@ DEBIAN_PKGS := lua5.4 liblua5.4-dev libopenblas-dev libyaml-dev lua-busted libxx
 export LUA_PATH  := $(CURDIR)/lua/?.lua;$(CURDIR)/lua/?/init.lua;;
 export LUA_CPATH := $(CURDIR)/$(BUILD)/?.so;;
 
-.PHONY: all gen test test-c test-codegen test-lua test-install test-asan test-valgrind demo deps clean install bench
+.PHONY: all gen docs test test-c test-codegen test-lua test-install test-asan test-valgrind demo deps clean install bench
 
 all: $(BUILD)/ltc/core.so
 
@@ -61,6 +61,11 @@ $(GEN)/.stamp: $(BUILD)/ltcgen codegen/ops.yaml codegen/cpu_backend.yaml \
 $(GEN_FILES): $(GEN)/.stamp
 
 gen: $(GEN)/.stamp
+
+# The op reference, generated from ops.yaml, is committed as docs/ops.md (linked from README).
+docs: $(GEN)/.stamp
+	@mkdir -p docs
+	cp $(GEN)/ops.md docs/ops.md
 
 # ---- the C module ------------------------------------------------------------------------
 

@@ -118,6 +118,12 @@ test-valgrind: deps all
 	$(VALGRIND) $(LUA) examples/digits.lua
 	$(VALGRIND) $(LUA) /usr/bin/busted spec
 
+# ---- benchmarks: ltc against NumPy, PyTorch, raw OpenBLAS and the memory bandwidth -------
+# `make bench` runs every bench/*.lua suite; `make bench BENCH="chain gemm"` some of them.
+
+bench: all
+	BUILD=$(BUILD) sh bench/run.sh $(BENCH)
+
 # ---- the main job ----------------------------------------------------------------------------
 
 demo: deps all

@@ -1,0 +1,112 @@
+--- bench/lib.lua - helpers shared by the benchmark suites (bench/*.lua, run by bench/run.lua).
+--
+-- A suite is a Lua script that prints what it measures and reports each line of the table
+-- with lib.row{...}, which prints one machine-readable "@row" line (tab-separated) that
+-- bench/run.lua collects into the summary table and bench/README.md. Times come from
+-- ltc.clock() (monotonic wall time) and are the best of several runs: the machine is shared
+-- and noisy, so only ratios measured in one run mean anything.
+local ltc = require "ltc"
+
+local lib = { ltc = ltc }
+
+local function getenv_num(name, default)
+  local v = tonumber(os.getenv(name) or "")
+  return v or default
+end
+
+local function ncores()
+  local f = io.popen("nproc 2>/dev/null")
+  local n = f and tonumber(f:read("l") or "") or 1
+  if f then f:close() end
+  return n
+end
+
+lib.threads = getenv_num("LTC_NUM_THREADS", ncores())
+lib.reps = getenv_num("BENCH_REPS", 10)
+lib.python = os.getenv("PYTHON") or "/usr/bin/python3"
+lib.dir = (debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$")) or "bench"
+lib.peers_bin = os.getenv("BENCH_PEERS") or "build/bench_peers"
+
+--- lib.best(fn [, reps]): the best wall time of fn() in seconds, after one warm-up call.
+function lib.best(fn, reps)
+  fn()
+  local best = math.huge
+  for _ = 1, reps or lib.reps do
+    local t0 = ltc.clock()
+    fn()
+    local t = ltc.clock() - t0
+    if t < best then best = t end
+  end
+  return best
+end
+
+-- Runs a command and parses its "key value" lines into a table (numbers where they parse).
+local function keyvals(cmd)
+  local out = {}
+  local f = io.popen(cmd .. " 2>&1")
+  if not f then return out end
+  for line in f:lines() do
+    local k, v = line:match("^(%S+)%s+(.*)$")
+    if k then out[k] = tonumber(v) or v end
+  end
+  f:close()
+  return out
+end
+
+local function quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
+
+--- lib.py(cmd, ...): runs bench/peers.py with these arguments; returns its key/value table.
+function lib.py(...)
+  local args = { lib.python, quote(lib.dir .. "/peers.py") }
+  for _, a in ipairs { ... } do args[#args + 1] = quote(a) end
+  return keyvals(table.concat(args, " "))
+end
+
+--- lib.c(...): runs the C peers driver (bench/peers.c); returns its key/value table.
+function lib.c(...)
+  local args = { quote(lib.peers_bin) }
+  for _, a in ipairs { ... } do args[#args + 1] = quote(a) end
+  return keyvals(table.concat(args, " "))
+end
+
+--- lib.row{bench=, workload=, ltc=, peers=, ratio=, target=, met=}: one line of the
+-- summary table (strings; met is true, false or nil for "no target").
+function lib.row(r)
+  local met = r.met == nil and "-" or (r.met and "yes" or "NO")
+  print(string.format("@row\t%s\t%s\t%s\t%s\t%s\t%s\t%s", r.bench, r.workload or "",
+    r.ltc or "", r.peers or "", r.ratio or "", r.target or "", met))
+end
+
+--- lib.fmt(x, unit): "12.3 ms"-style text; "n/a" when x is nil.
+function lib.fmt(x, unit, digits)
+  if type(x) ~= "number" then return "n/a" end
+  return string.format("%." .. (digits or 2) .. "f %s", x, unit)
+end
+
+--- lib.rss(): {rss=, hwm=} of this process in bytes (from /proc/self/status).
+function lib.rss()
+  local r = {}
+  local f = io.open("/proc/self/status")
+  if not f then return r end
+  for line in f:lines() do
+    local k, v = line:match("^(Vm%a+):%s+(%d+) kB")
+    if k == "VmRSS" then r.rss = tonumber(v) * 1024 end
+    if k == "VmHWM" then r.hwm = tonumber(v) * 1024 end
+  end
+  f:close()
+  return r
+end
+
+--- lib.find(names): the first function found among dotted names in ltc ("nn.functional.x").
+function lib.find(...)
+  for _, name in ipairs { ... } do
+    local v = ltc
+    for part in name:gmatch("[^.]+") do
+      v = type(v) == "table" and v[part] or nil
+    end
+    if type(v) == "function" then return v end
+  end
+  return nil
+end
+
+return lib

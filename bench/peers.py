@@ -1,0 +1,164 @@
+"""peers.py - the Python peers of `make bench` (NumPy, PyTorch eager, PyTorch lazy).
+
+Run with Debian's python3 (/usr/bin/python3: python3-numpy, python3-torch). Each command
+prints "key value" lines that bench/lib.lua parses; a peer that cannot run prints
+"<key>_missing <reason>" instead. Times are the best of BENCH_REPS runs, in milliseconds.
+
+  peers.py chain N            numpy_ms, torch_ms: relu(a*b + c)*0.5 + exp(-a), float32
+  peers.py gemm N nn|nt       numpy_gflops, torch_gflops
+  peers.py trace OPS          torch_lazy_us, torch_eager_us: per op, 4x4 tensor, then a sync
+  peers.py softmax R C        torch_ms, numpy_ms: softmax over the last dim
+  peers.py layernorm R C      torch_ms: layer_norm over the last dim (weight and bias)
+  peers.py conv2d N C H W K   torch_ms: conv2d, K filters 3x3, padding 1
+  peers.py memory N           numpy_peak_mb, numpy_base_mb: the chain's peak RSS in NumPy
+"""
+import os
+import resource
+import sys
+import time
+
+REPS = int(os.environ.get("BENCH_REPS", "10"))
+THREADS = int(os.environ.get("LTC_NUM_THREADS", str(os.cpu_count() or 1)))
+
+
+def best(fn, reps=REPS):
+    fn()
+    t = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        t = min(t, time.perf_counter() - t0)
+    return t
+
+
+def torch_or_none():
+    try:
+        import torch
+        torch.set_num_threads(THREADS)
+        return torch
+    except Exception as e:  # noqa: BLE001 - report any import problem as missing
+        print("torch_missing", str(e).replace("\n", " ")[:80])
+        return None
+
+
+def chain(n):
+    import numpy as np
+    rng = np.random.default_rng(0)
+    a, b, c = (rng.standard_normal(n, dtype=np.float32) for _ in range(3))
+    print("numpy_ms %.3f" % (1e3 * best(lambda: np.maximum(a * b + c, 0) * 0.5 + np.exp(-a))))
+    torch = torch_or_none()
+    if torch:
+        ta, tb, tc = (torch.from_numpy(x) for x in (a, b, c))
+        print("torch_ms %.3f" % (1e3 * best(lambda: torch.relu(ta * tb + tc) * 0.5 + torch.exp(-ta))))
+
+
+def gemm(n, mode):
+    import numpy as np
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((n, n), dtype=np.float32)
+    b = rng.standard_normal((n, n), dtype=np.float32)
+    flops = 2.0 * n * n * n
+    if mode == "nt":
+        t = best(lambda: a @ b.T, max(3, REPS // 2))
+    else:
+        t = best(lambda: a @ b, max(3, REPS // 2))
+    print("numpy_gflops %.3f" % (flops / t * 1e-9))
+    torch = torch_or_none()
+    if torch:
+        ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+        if mode == "nt":
+            t = best(lambda: ta @ tb.t(), max(3, REPS // 2))
+        else:
+            t = best(lambda: ta @ tb, max(3, REPS // 2))
+        print("torch_gflops %.3f" % (flops / t * 1e-9))
+
+
+def trace(ops):
+    torch = torch_or_none()
+    if not torch:
+        return
+    x = torch.randn(4, 4)
+
+    def eager():
+        y = x
+        for _ in range(ops // 2):
+            y = y * 1.0001 + 0.5
+        return y
+    print("torch_eager_us %.3f" % (1e6 * best(eager, 5) / ops))
+    try:
+        import torch._lazy
+        import torch._lazy.ts_backend
+        torch._lazy.ts_backend.init()
+        xl = x.to("lazy")
+
+        def lazy():
+            y = xl
+            for _ in range(ops // 2):
+                y = y * 1.0001 + 0.5
+            torch._lazy.mark_step()
+            return y
+        lazy()
+        print("torch_lazy_us %.3f" % (1e6 * best(lazy, 5) / ops))
+    except Exception as e:  # noqa: BLE001
+        print("torch_lazy_missing", str(e).replace("\n", " ")[:80])
+
+
+def softmax(r, c):
+    import numpy as np
+    a = np.random.default_rng(0).standard_normal((r, c), dtype=np.float32)
+
+    def np_softmax():
+        e = np.exp(a - a.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+    print("numpy_ms %.3f" % (1e3 * best(np_softmax)))
+    torch = torch_or_none()
+    if torch:
+        ta = torch.from_numpy(a)
+        print("torch_ms %.3f" % (1e3 * best(lambda: torch.softmax(ta, -1))))
+
+
+def layernorm(r, c):
+    torch = torch_or_none()
+    if torch:
+        x = torch.randn(r, c)
+        w, b = torch.randn(c), torch.randn(c)
+        print("torch_ms %.3f" % (1e3 * best(lambda: torch.nn.functional.layer_norm(x, (c,), w, b))))
+
+
+def conv2d(n, c, h, w, k):
+    torch = torch_or_none()
+    if torch:
+        x = torch.randn(n, c, h, w)
+        f, b = torch.randn(k, c, 3, 3), torch.randn(k)
+        print("torch_ms %.3f" % (1e3 * best(lambda: torch.nn.functional.conv2d(x, f, b, padding=1), 5)))
+
+
+def rss_mb():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    return 0.0
+
+
+def memory(n):
+    import numpy as np
+    base = rss_mb()
+    rng = np.random.default_rng(0)
+    a, b, c = (rng.standard_normal(n, dtype=np.float32) for _ in range(3))
+    y = np.maximum(a * b + c, 0) * 0.5 + np.exp(-a)
+    del y
+    y = np.maximum(a * b + c, 0) * 0.5 + np.exp(-a)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    print("numpy_peak_mb %.1f" % peak)
+    print("numpy_base_mb %.1f" % base)
+
+
+def main():
+    cmd, args = sys.argv[1], [int(x) if x.isdigit() else x for x in sys.argv[2:]]
+    {"chain": chain, "gemm": gemm, "trace": trace, "softmax": softmax,
+     "layernorm": layernorm, "conv2d": conv2d, "memory": memory}[cmd](*args)
+
+
+if __name__ == "__main__":
+    main()

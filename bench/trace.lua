@@ -1,0 +1,37 @@
+--- bench/trace.lua - the tracing fast path: 2000 tiny elementwise ops (y = y*1.0001 + 0.5
+-- on a 4x4 tensor), then a cached sync; time per op. Peers: PyTorch lazy (TorchScript
+-- backend) and PyTorch eager. Target: at most 1 microsecond per op.
+local lib = require "bench.lib"
+local ltc = lib.ltc
+
+local OPS = 2000
+local x = ltc.randn(4, 4)
+ltc.sync()
+local y
+local function run()
+  y = x
+  for _ = 1, OPS // 2 do y = y * 1.0001 + 0.5 end
+  ltc.sync()
+end
+run() -- compile once
+local compiles = ltc.metrics.counter("UncachedCompile")
+local t = lib.best(run, math.max(5, lib.reps))
+local recompiled = ltc.metrics.counter("UncachedCompile") - compiles
+local us = t / OPS * 1e6
+-- the sync alone (graph walk, hash, cache hit, run): timed apart
+local ts = lib.best(function() y = x; for _ = 1, OPS // 2 do y = y * 1.0001 + 0.5 end end,
+  math.max(5, lib.reps))
+local py = lib.py("trace", OPS)
+print(string.format("trace: %d ops on 4x4 then a sync: %.3f us/op (tracing alone %.3f us/op, "
+  .. "%d recompiles)", OPS, us, ts / OPS * 1e6, recompiled))
+print(string.format("  PyTorch lazy %s/op; PyTorch eager %s/op",
+  lib.fmt(py.torch_lazy_us, "us", 3), lib.fmt(py.torch_eager_us, "us", 3)))
+if py.torch_lazy_missing then print("  PyTorch lazy unavailable: " .. py.torch_lazy_missing) end
+lib.row { bench = "trace", workload = "2000 ops on 4x4 + cached sync",
+  ltc = lib.fmt(us, "us/op", 3),
+  peers = string.format("PyTorch lazy %s; PyTorch eager %s",
+    py.torch_lazy_us and lib.fmt(py.torch_lazy_us, "us/op", 3) or "unavailable",
+    lib.fmt(py.torch_eager_us, "us/op", 3)),
+  ratio = type(py.torch_lazy_us) == "number"
+    and string.format("%s faster than PyTorch lazy", lib.fmt(py.torch_lazy_us / us, "x")) or "",
+  target = "<= 1 us/op", met = us <= 1.0 and recompiled == 0 }

@@ -131,6 +131,54 @@ local cases = {
   end,
   softmax = function() gradcheck(function(a) return a:softmax(2) end, { A }) end,
   log_softmax = function() gradcheck(function(a) return a:log_softmax(1) end, { A }) end,
+  index_select = function()
+    local idx = ltc.tensor({ 3, 1, 3 }, "int64")
+    gradcheck(function(a) return a:index_select(2, idx) end, { A })
+    gradcheck(function(a) return a:index_select(1, ltc.tensor({ 2, 2 }, "int32")) end, { A })
+  end,
+  index_add = function()
+    local idx = ltc.tensor({ 2, 2 }, "int64")
+    gradcheck(function(a, s) return a:index_add(2, idx, s) end, { A, { { 1, 2 }, { 3, 4 } } })
+  end,
+  gather = function()
+    local idx = ltc.tensor({ { 1, 3 }, { 2, 2 } }, "int64")
+    gradcheck(function(a) return a:gather(2, idx) end, { A })
+    gradcheck(function(a) return a:gather(1, ltc.tensor({ { 2, 1, 2 } }, "int64")) end, { A })
+  end,
+  scatter_add = function()
+    local idx = ltc.tensor({ { 1, 3 }, { 3, 3 } }, "int64")
+    gradcheck(function(a, s) return a:scatter_add(2, idx, s) end, { A, { { 1, 2 }, { 3, 4 } } })
+  end,
+  nll_loss = function()
+    local target = ltc.tensor({ 3, 1 }, "int64")
+    gradcheck(function(x) return x:nll_loss(target) end, { A })
+    gradcheck(function(x) return x:nll_loss(target, 0) end, { A })
+    gradcheck(function(x) return x:nll_loss(ltc.tensor(2, "int64"), 2) end, { R })
+  end,
+  nll_loss_backward = function()
+    local target = ltc.tensor({ 3, 1 }, "int64")
+    gradcheck(function(g, x) return ltc.nll_loss_backward(g, x, target, 1) end, { 0.7, A })
+    gradcheck(function(g, x) return ltc.nll_loss_backward(g, x, target, 0) end, { { 0.7, -2 }, A })
+  end,
+  cross_entropy = function()
+    local target = ltc.tensor({ 3, 1 }, "int64")
+    gradcheck(function(x) return x:cross_entropy(target) end, { A })
+    gradcheck(function(x) return x:cross_entropy(target, 0) end, { A })
+    gradcheck(function(x) return x:cross_entropy(ltc.tensor(2, "int64"), 2) end, { R })
+  end,
+  linear = function()
+    gradcheck(function(x, w, b) return ltc.linear(x, w, b) end, { A, { { 0.1, 0.2, -0.3 },
+      { 0.4, 0.5, -0.6 }, { 0.7, 0.8, 0.9 }, { -1.0, 1.1, 1.2 } }, { 0.5, -0.5, 0.25, 1 } })
+    gradcheck(function(x, w, b) return ltc.linear(x, w, b) end, { R, { { 0.1, 0.2, -0.3 } }, { 0.5 } })
+  end,
+  ["linear.nobias"] = function()
+    gradcheck(function(x, w) return ltc.linear(x, w) end, { A, { { 0.1, 0.2, -0.3 }, { 0.4, 0.5, -0.6 } } })
+  end,
+  addmm = function()
+    gradcheck(function(s, m1, m2) return ltc.addmm(s, m1, m2, 0.5, 2) end,
+      { { 1, 2, 3, 4 }, A, M34 })
+    gradcheck(function(s, m1, m2) return ltc.addmm(s, m1, m2) end, { C, A, M34 })
+  end,
 }
 
 describe("derivatives", function()

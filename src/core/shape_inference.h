@@ -55,6 +55,14 @@ ltc_status ltc_shape_mean(const ltc_shape *self, int64_t dim, bool keepdim, ltc_
 ltc_status ltc_shape_max(const ltc_shape *self, ltc_shape *out);
 ltc_status ltc_shape_max_dim(const ltc_shape *self, int64_t dim, bool keepdim, ltc_shape *out);
 ltc_status ltc_shape_argmax(const ltc_shape *self, int64_t dim, bool keepdim, ltc_shape *out);
+ltc_status ltc_shape_var(const ltc_shape *self, int64_t dim, bool unbiased, bool keepdim,
+                         ltc_shape *out);
+ltc_status ltc_shape_norm(const ltc_shape *self, double p, int64_t dim, bool keepdim,
+                          ltc_shape *out);
+/* all, any: a bool result. */
+ltc_status ltc_shape_all(const ltc_shape *self, int64_t dim, bool keepdim, ltc_shape *out);
+/* self's sizes; integers and bool give int64. */
+ltc_status ltc_shape_cumsum(const ltc_shape *self, int64_t dim, ltc_shape *out);
 
 /* linear algebra */
 ltc_status ltc_shape_matmul(const ltc_shape *self, const ltc_shape *other, ltc_shape *out);

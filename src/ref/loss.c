@@ -1,0 +1,111 @@
+/* loss.c - reference kernels of the losses and linear layers: nll_loss, cross_entropy and
+ * their backward ops (written from the definitions: log_softmax through log(sum(exp)) with
+ * the max subtracted), linear and addmm (triple loops). Labels are 1-based. */
+#include <math.h>
+
+#include "ref.h"
+
+/* Rows and classes of a loss input ([N, C] or [C]). */
+static void rows_cols(const ltc_shape *s, int64_t *n, int64_t *c) {
+    *n = s->ndim == 2 ? s->dims[0] : 1;
+    *c = s->dims[s->ndim - 1];
+}
+
+/* log_softmax of row i of x at class j. */
+static double log_softmax_at(const void *x, ltc_dtype dt, int64_t i, int64_t c, int64_t j) {
+    double mx = -INFINITY, s = 0;
+    for (int64_t k = 0; k < c; k++) {
+        double v = ltc_ref_get(x, dt, i * c + k);
+        if (v > mx || v != v) mx = v;
+    }
+    for (int64_t k = 0; k < c; k++) s += exp(ltc_ref_get(x, dt, i * c + k) - mx);
+    return ltc_ref_get(x, dt, i * c + j) - mx - log(s);
+}
+
+/* The 0-based label of row i from target in[k]; -1 with the error set if out of range. */
+static int64_t label(const ltc_kernel_args *a, int k, int64_t i, int64_t c, const char *op) {
+    int64_t v = ltc_ref_get_i64(a->in[k], a->in_shapes[k].dtype, i);
+    if (v >= 1 && v <= c) return v - 1;
+    ltc_errorf(LTC_ERR_ARG, "%s: target %lld out of range for %lld classes (labels are 1-based)",
+               op, (long long)v, (long long)c);
+    return -1;
+}
+
+static ltc_status forward(const ltc_kernel_args *a, bool ce, const char *op) {
+    const ltc_shape *s = &a->in_shapes[0];
+    int64_t n, c, red = a->attrs[0].i;
+    rows_cols(s, &n, &c);
+    double total = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t t = label(a, 1, i, c, op);
+        if (t < 0) return LTC_ERR_ARG;
+        double lp = ce ? log_softmax_at(a->in[0], s->dtype, i, c, t) : ltc_ref_get(a->in[0], s->dtype, i * c + t);
+        if (red == 0) ltc_ref_set(a->out[0], s->dtype, i, -lp);
+        total -= lp;
+    }
+    if (red) ltc_ref_set(a->out[0], s->dtype, 0, red == 1 ? total / (double)n : total);
+    return LTC_OK;
+}
+
+static ltc_status backward(const ltc_kernel_args *a, bool ce, const char *op) {
+    const ltc_shape *s = &a->in_shapes[1];
+    int64_t n, c, red = a->attrs[0].i;
+    rows_cols(s, &n, &c);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t t = label(a, 2, i, c, op);
+        if (t < 0) return LTC_ERR_ARG;
+        double g = ltc_ref_get(a->in[0], a->in_shapes[0].dtype, red == 0 ? i : 0);
+        if (red == 1) g /= (double)n;
+        for (int64_t j = 0; j < c; j++) {
+            double d = ce ? exp(log_softmax_at(a->in[1], s->dtype, i, c, j)) : 0;
+            if (j == t) d -= 1;
+            ltc_ref_set(a->out[0], s->dtype, i * c + j, g * d);
+        }
+    }
+    return LTC_OK;
+}
+
+ltc_status ltc_ref_kernel_nll_loss(const ltc_kernel_args *a) { return forward(a, false, "nll_loss"); }
+ltc_status ltc_ref_kernel_cross_entropy(const ltc_kernel_args *a) {
+    return forward(a, true, "cross_entropy");
+}
+ltc_status ltc_ref_kernel_nll_loss_backward(const ltc_kernel_args *a) {
+    return backward(a, false, "nll_loss_backward");
+}
+ltc_status ltc_ref_kernel_cross_entropy_backward(const ltc_kernel_args *a) {
+    return backward(a, true, "cross_entropy_backward");
+}
+
+/* out[r, o] = sum_p self[r, p] * weight[o, p] (+ bias[o]), self's leading dims as rows r. */
+static ltc_status linear(const ltc_kernel_args *a, bool bias) {
+    const ltc_shape *w = &a->in_shapes[1], *os = &a->out_shapes[0];
+    int64_t k = w->dims[1], n = w->dims[0], m = n ? ltc_shape_numel(os) / n : 0;
+    for (int64_t r = 0; r < m; r++)
+        for (int64_t o = 0; o < n; o++) {
+            double s = bias ? ltc_ref_get(a->in[2], os->dtype, o) : 0;
+            for (int64_t p = 0; p < k; p++)
+                s += ltc_ref_get(a->in[0], os->dtype, r * k + p) * ltc_ref_get(a->in[1], w->dtype, o * k + p);
+            ltc_ref_set(a->out[0], os->dtype, r * n + o, s);
+        }
+    return LTC_OK;
+}
+
+ltc_status ltc_ref_kernel_linear(const ltc_kernel_args *a) { return linear(a, true); }
+ltc_status ltc_ref_kernel_linear_nobias(const ltc_kernel_args *a) { return linear(a, false); }
+
+/* out[i, j] = beta * self[i, j] (broadcast; not read when beta == 0) + alpha * sum_p
+ * mat1[i, p] * mat2[p, j]. */
+ltc_status ltc_ref_kernel_addmm(const ltc_kernel_args *a) {
+    const ltc_shape *os = &a->out_shapes[0];
+    double beta = a->attrs[0].f, alpha = a->attrs[1].f;
+    int64_t m = os->dims[0], n = os->dims[1], k = a->in_shapes[1].dims[1];
+    for (int64_t i = 0; i < m * n; i++) {
+        double s = 0;
+        for (int64_t p = 0; p < k; p++)
+            s += ltc_ref_get(a->in[1], os->dtype, (i / n) * k + p) *
+                 ltc_ref_get(a->in[2], os->dtype, p * n + i % n);
+        double self = beta == 0 ? 0 : ltc_ref_get(a->in[0], os->dtype, ltc_ref_offset(os, &a->in_shapes[0], i));
+        ltc_ref_set(a->out[0], os->dtype, i, beta * self + alpha * s);
+    }
+    return LTC_OK;
+}

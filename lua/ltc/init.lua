@@ -179,4 +179,9 @@ M.debug = require "ltc.debug"
 M.is_tensor = core.is_tensor
 M.io = require "ltc.io"
 autograd.export(M)
+-- ltc.nn and ltc.optim require "ltc" themselves: the module is registered first
+package.loaded["ltc"] = M
+M.nn = require "ltc.nn"
+M.optim = require "ltc.optim"
+M.data = require "ltc.data"
 return M

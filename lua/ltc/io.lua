@@ -29,4 +29,13 @@ function M.read_csv(path, opts)
   return rows
 end
 
+--- ltc.io.read_idx(path [, opts]): an IDX file (the MNIST format, gzip-compressed or not)
+-- as a tensor with the file's sizes, parsed in C. opts.dtype (default "float32"), opts.scale
+-- and opts.offset (default 1 and 0): each value becomes value * scale + offset, e.g.
+-- {scale = 1/255} for pixels in [0, 1] or {dtype = "int64", offset = 1} for 1-based labels.
+function M.read_idx(path, opts)
+  opts = opts or {}
+  return core.read_idx(path, opts.dtype, opts.scale, opts.offset)
+end
+
 return M

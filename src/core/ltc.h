@@ -165,6 +165,12 @@ char *ltc_metrics_report(void);
  * Fails with LTC_ERR_IO naming the path and the reason. */
 ltc_status ltc_read_file_gz(const char *path, char **data, size_t *len);
 
+/* Reads an IDX file (the MNIST format; gzip or not, idx.c) into a new tensor of `dtype` with
+ * the file's sizes; each value becomes value * scale + offset (scale 1/255 for pixels in
+ * [0, 1], offset 1 for 1-based labels). Fails with LTC_ERR_IO on a bad or truncated file. */
+ltc_status ltc_read_idx(const char *path, ltc_dtype dtype, double scale, double offset,
+                        ltc_tensor **out);
+
 /* NumPy .npy files (npy.c): C order; float32, float64, int32, int64 and bool (little-endian
  * '<f4', '<f8', '<i4', '<i8', '|b1'). ltc_save_npy syncs t if pending and writes version
  * 1.0. ltc_load_npy reads versions 1.0 to 3.0 into a new tensor (one reference); a missing,

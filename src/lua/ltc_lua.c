@@ -538,10 +538,23 @@ static int l_load(lua_State *L) {
     return 1;
 }
 
+/* core.read_idx(path [, dtype="float32" [, scale=1 [, offset=0]]]): an IDX file (MNIST
+ * format, gzip or not) as a tensor, each value times scale plus offset. */
+static int l_read_idx(lua_State *L) {
+    const char *path = luaL_checkstring(L, 1);
+    ltc_dtype dt = ltcL_checkdtype(L, 2, true, "read_idx");
+    ltc_tensor *t;
+    if (ltc_read_idx(path, dt == LTC_DTYPE_NONE ? LTC_F32 : dt, luaL_optnumber(L, 3, 1),
+                     luaL_optnumber(L, 4, 0), &t))
+        return ltcL_error(L);
+    ltcL_pushtensor(L, t);
+    return 1;
+}
+
 static const luaL_Reg core_functions[] = {
     {"set_backend", l_set_backend}, {"get_backend", l_get_backend},
     {"save", l_save}, {"load", l_load},
-    {"read_gz", l_read_gz},
+    {"read_gz", l_read_gz}, {"read_idx", l_read_idx},
     {"tensor", l_tensor}, {"sync", l_sync}, {"manual_seed", l_manual_seed},
     {"counter", l_counter}, {"counter_names", l_counter_names}, {"metrics_report", l_report},
     {"metrics_reset", l_reset}, {"config_get", l_config_get}, {"config_set", l_config_set},

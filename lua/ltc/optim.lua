@@ -1,0 +1,151 @@
+--- ltc.optim: optimizers (PyTorch's torch.optim): SGD (momentum, Nesterov, weight decay),
+-- Adam and AdamW, each with step() and zero_grad().
+--
+--   local opt = ltc.optim.SGD(model:parameters(), {lr = 0.1, momentum = 0.9})
+--   opt:zero_grad(); loss:backward(); opt:step(); ltc.sync()
+--
+-- step() builds the update as lazy IR and assigns it to each parameter in place (the
+-- parameter tensors keep their identity, so modules and the optimizer keep seeing them).
+-- Hyperparameters are Lua numbers, which enter graphs as parameters: changing opt.lr (or a
+-- group's lr) between steps never recompiles. After the first steps (which create the
+-- optimizer state), every step is the same graph.
+local ltc = require "ltc"
+
+local optim = {}
+local sqrt = math.sqrt
+
+local Optimizer = {}
+Optimizer.__index = Optimizer
+optim.Optimizer = Optimizer
+
+-- Parameter groups from a list of tensors or a list of {params = {...}, lr = ...} tables.
+local function groups_of(params, defaults, name)
+  if type(params) ~= "table" or #params == 0 then
+    error(name .. ": expected a non-empty list of parameters (or of parameter groups)", 3)
+  end
+  local groups = {}
+  if ltc.is_tensor(params[1]) then params = { { params = params } } end
+  for _, g in ipairs(params) do
+    local group = {}
+    for k, v in pairs(defaults) do group[k] = v end
+    for k, v in pairs(g) do group[k] = v end
+    for i, p in ipairs(group.params) do
+      if not ltc.is_tensor(p) then
+        error(string.format("%s: parameter %d is %s, not a tensor", name, i, type(p)), 3)
+      end
+    end
+    groups[#groups + 1] = group
+  end
+  return groups
+end
+
+local function class(name, defaults, update)
+  local cls = setmetatable({}, { __index = Optimizer })
+  cls.__index = function(self, k)
+    if k == "lr" then return self.param_groups[1].lr end
+    return cls[k]
+  end
+  cls.__newindex = function(self, k, v)
+    if k == "lr" then
+      for _, g in ipairs(self.param_groups) do g.lr = v end
+    else
+      rawset(self, k, v)
+    end
+  end
+  cls.name = name
+  cls.update = update
+  setmetatable(cls, {
+    __index = Optimizer,
+    __call = function(c, params, opts)
+      opts = opts or {}
+      for k in pairs(opts) do
+        if defaults[k] == nil then error(string.format("%s: unknown option '%s'", name, k), 2) end
+      end
+      local d = {}
+      for k, v in pairs(defaults) do d[k] = v end
+      for k, v in pairs(opts) do d[k] = v end
+      if type(d.lr) ~= "number" or d.lr < 0 then error(name .. ": lr must be a number >= 0", 2) end
+      local o = setmetatable({}, c)
+      rawset(o, "param_groups", groups_of(params, d, name))
+      rawset(o, "state", setmetatable({}, { __mode = "k" }))
+      return o
+    end,
+  })
+  return cls
+end
+
+--- opt:zero_grad(): every parameter's grad becomes nil (PyTorch's set_to_none default).
+function Optimizer:zero_grad()
+  for _, g in ipairs(self.param_groups) do
+    for _, p in ipairs(g.params) do p.grad = nil end
+  end
+end
+
+--- opt:step(): one update of every parameter that has a gradient (no recording).
+function Optimizer:step()
+  ltc.no_grad(function()
+    for _, g in ipairs(self.param_groups) do
+      for _, p in ipairs(g.params) do
+        local grad = p.grad
+        if grad ~= nil then
+          local st = self.state[p]
+          if not st then st = {}; self.state[p] = st end
+          p.data = self.update(p, grad, st, g)
+        end
+      end
+    end
+  end)
+end
+
+--- optim.SGD(params, {lr, momentum=0, dampening=0, weight_decay=0, nesterov=false}):
+-- PyTorch's SGD: g = grad + wd * p; buf = momentum * buf + (1 - dampening) * g (buf = g at
+-- the first step); g = g + momentum * buf (Nesterov) or buf; p = p - lr * g.
+optim.SGD = class("SGD", { lr = 0.001, momentum = 0, dampening = 0, weight_decay = 0,
+  nesterov = false }, function(p, g, st, o)
+  if o.weight_decay ~= 0 then g = g + o.weight_decay * p end
+  if o.momentum ~= 0 then
+    local buf = st.momentum_buffer
+    if buf == nil then buf = g else buf = buf * o.momentum + (1 - o.dampening) * g end
+    st.momentum_buffer = buf
+    if o.nesterov then g = g + o.momentum * buf else g = buf end
+  end
+  return p - o.lr * g
+end)
+
+-- Adam's moment update and step, shared by Adam and AdamW.
+local function adam_step(p, g, st, o)
+  local b1, b2 = o.betas[1], o.betas[2]
+  local t = (st.step or 0) + 1
+  st.step = t
+  local m, v = st.exp_avg, st.exp_avg_sq
+  if m == nil then
+    m = g * (1 - b1)
+    v = g * g * (1 - b2)
+  else
+    m = m * b1 + g * (1 - b1)
+    v = v * b2 + g * g * (1 - b2)
+  end
+  st.exp_avg, st.exp_avg_sq = m, v
+  local bc1, bc2 = 1 - b1 ^ t, 1 - b2 ^ t
+  local denom = v:sqrt() * (1 / sqrt(bc2)) + o.eps
+  return p - m / denom * (o.lr / bc1)
+end
+
+--- optim.Adam(params, {lr=1e-3, betas={0.9, 0.999}, eps=1e-8, weight_decay=0}): PyTorch's
+-- Adam (L2 weight decay added to the gradient). The bias corrections are Lua numbers: a
+-- new step count never recompiles.
+optim.Adam = class("Adam", { lr = 0.001, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 0 },
+  function(p, g, st, o)
+    if o.weight_decay ~= 0 then g = g + o.weight_decay * p end
+    return adam_step(p, g, st, o)
+  end)
+
+--- optim.AdamW(params, {lr=1e-3, betas, eps=1e-8, weight_decay=1e-2}): Adam with decoupled
+-- weight decay p = p * (1 - lr * wd) (PyTorch's AdamW).
+optim.AdamW = class("AdamW", { lr = 0.001, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 0.01 },
+  function(p, g, st, o)
+    if o.weight_decay ~= 0 then p = p * (1 - o.lr * o.weight_decay) end
+    return adam_step(p, g, st, o)
+  end)
+
+return optim

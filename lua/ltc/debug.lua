@@ -16,8 +16,14 @@ do
 end
 
 --- ltc.debug.pending(): {live_tensors=, pending_tensors=, pending_nodes=}: live tensors,
--- those holding pending IR, and the node count of their graph.
-M.pending = core.live_info
+-- those holding pending IR, and the node count of their graph (prints as one line).
+local pending_mt = {
+  __tostring = function(p)
+    return string.format("%d live tensors, %d with pending IR, %d pending nodes",
+      p.live_tensors, p.pending_tensors, p.pending_nodes)
+  end,
+}
+function M.pending() return setmetatable(core.live_info(), pending_mt) end
 
 --- ltc.debug.ir(t, ...): the pending IR as text, one node a line in post order:
 --   graph: 4 nodes, 2 parameters, 1 root; hash ...

@@ -388,17 +388,55 @@ static bool attr_equal(const ltc_attr *a, const ltc_attr *b) {
     return a->i == b->i; /* a float's bits */
 }
 
-/* 0 equal, else which part differs: 1 op, 2 shape, 3 attributes, 4 operands. */
-static int sig_diff(const sig_graph *a, int i, const sig_graph *b, int j) {
-    const sig_node *x = &a->nodes[i], *y = &b->nodes[j];
-    if (x->op != y->op) return 1;
+/* The alignment of graph `now` with `old`: match[j] is the old node matched with new node j,
+ * or -1. The longest common subsequence of their op sequences in post order, so an inserted
+ * or removed node does not shift every later one; positions when the graphs are too large. */
+#define LCS_MAX_CELLS (4 << 20)
+static int *align(const sig_graph *old, const sig_graph *now) {
+    int *match = malloc(sizeof(int) * (size_t)(now->n + 1));
+    if (!match) return NULL;
+    for (int j = 0; j < now->n; j++) match[j] = -1;
+    int64_t w = now->n + 1, cells = (int64_t)(old->n + 1) * w;
+    uint32_t *t = cells <= LCS_MAX_CELLS ? malloc(sizeof *t * (size_t)cells) : NULL;
+    if (!t) {
+        for (int j = 0; j < now->n && j < old->n; j++)
+            if (old->nodes[j].op == now->nodes[j].op) match[j] = j;
+        return match;
+    }
+    for (int i = old->n; i >= 0; i--)
+        for (int j = now->n; j >= 0; j--) {
+            uint32_t v = 0;
+            if (i < old->n && j < now->n) {
+                if (old->nodes[i].op == now->nodes[j].op) v = t[(i + 1) * w + j + 1] + 1;
+                else v = t[(i + 1) * w + j] > t[i * w + j + 1] ? t[(i + 1) * w + j]
+                                                              : t[i * w + j + 1];
+            }
+            t[i * w + j] = v;
+        }
+    for (int i = 0, j = 0; i < old->n && j < now->n;) {
+        if (old->nodes[i].op == now->nodes[j].op) match[j++] = i++;
+        else if (t[(i + 1) * w + j] >= t[i * w + j + 1]) i++;
+        else j++;
+    }
+    free(t);
+    return match;
+}
+
+/* Compares new node j with its matched old node i: 0 equal, else what differs first:
+ * 2 shape, 3 attributes, 4 operands (through the alignment; *k = the operand). */
+static int pair_diff(const sig_graph *old, int i, const sig_graph *now, int j, const int *match,
+                     int *k_out) {
+    const sig_node *x = &old->nodes[i], *y = &now->nodes[j];
     if (!ltc_shape_equal(&x->shape, &y->shape)) return 2;
     if (x->n_attrs != y->n_attrs) return 3;
     for (int k = 0; k < x->n_attrs; k++)
-        if (!attr_equal(&a->attrs[x->attr0 + k], &b->attrs[y->attr0 + k])) return 3;
-    if (x->n_operands != y->n_operands) return 4;
-    for (int k = 0; k < x->n_operands; k++)
-        if (a->operands[x->operand0 + k] != b->operands[y->operand0 + k]) return 4;
+        if (!attr_equal(&old->attrs[x->attr0 + k], &now->attrs[y->attr0 + k])) return 3;
+    for (int k = 0; k < x->n_operands || k < y->n_operands; k++) {
+        *k_out = k;
+        if (k >= x->n_operands || k >= y->n_operands) return 4;
+        int32_t ro = old->operands[x->operand0 + k], rn = now->operands[y->operand0 + k];
+        if (match[rn / 256] != ro / 256 || rn % 256 != ro % 256) return 4;
+    }
     return 0;
 }
 
@@ -409,51 +447,61 @@ static void add_sig_attrs(sbuf *b, const sig_graph *g, int i) {
     add_attrs(b, &n);
 }
 
-static void add_sig_operands(sbuf *b, const sig_graph *g, int i) {
-    sb_add(b, "(");
-    for (int k = 0; k < g->nodes[i].n_operands; k++) {
-        int32_t r = g->operands[g->nodes[i].operand0 + k];
-        sb_add(b, "%s%%%d", k ? ", " : "", r / 256);
-        if (r % 256) sb_add(b, ".%d", r % 256 + 1);
+/* "%3 device_data" for operand k of node i of g, or "nothing". */
+static void add_sig_operand(sbuf *b, const sig_graph *g, int i, int k) {
+    if (k >= g->nodes[i].n_operands) {
+        sb_add(b, "nothing");
+        return;
     }
-    sb_add(b, ")");
+    int32_t r = g->operands[g->nodes[i].operand0 + k];
+    sb_add(b, "%%%d", r / 256);
+    if (r % 256) sb_add(b, ".%d", r % 256 + 1);
+    sb_add(b, " %s", ltc_op_name(g->nodes[r / 256].op));
 }
 
-/* One line on node i of the new graph `now` against node i of `old`. */
-static void explain_node(sbuf *b, const sig_graph *old, const sig_graph *now, int i, int why) {
-    const char *name = ltc_op_name(now->nodes[i].op);
-    sb_add(b, "node %%%d %s: ", i, name);
+/* One line on new node j against its matched old node i. */
+static void explain_node(sbuf *b, const sig_graph *old, int i, const sig_graph *now, int j,
+                         int why, int k) {
+    sb_add(b, "node %%%d %s: ", j, ltc_op_name(now->nodes[j].op));
     switch (why) {
-    case 1: sb_add(b, "op %s now %s", ltc_op_name(old->nodes[i].op), name); break;
     case 2:
         sb_add(b, "shape ");
         add_shape(b, &old->nodes[i].shape);
         sb_add(b, " now ");
-        add_shape(b, &now->nodes[i].shape);
+        add_shape(b, &now->nodes[j].shape);
         break;
     case 3:
         sb_add(b, "attributes (");
         add_sig_attrs(b, old, i);
         sb_add(b, ") now (");
-        add_sig_attrs(b, now, i);
+        add_sig_attrs(b, now, j);
         sb_add(b, ")");
         break;
     default:
-        sb_add(b, "operands ");
-        add_sig_operands(b, old, i);
-        sb_add(b, " now ");
-        add_sig_operands(b, now, i);
+        sb_add(b, "operand %d is ", k + 1);
+        add_sig_operand(b, now, j, k);
+        sb_add(b, ", was ");
+        add_sig_operand(b, old, i, k);
         break;
     }
     sb_add(b, "\n");
 }
 
+/* Nodes of `now` equal to their matched node of `old`. */
+static int count_equal(const sig_graph *old, const sig_graph *now, const int *match) {
+    int eq = 0, k;
+    for (int j = 0; j < now->n; j++)
+        eq += match[j] >= 0 && !pair_diff(old, match[j], now, j, match, &k);
+    return eq;
+}
+
 static void explain(sbuf *b, const sig_graph *now) {
-    sb_add(b, "compile #%lld: a graph of %d node%s (hash %016llx%016llx) missed the compile cache\n",
-           (long long)now->seq, now->n, now->n == 1 ? "" : "s", (unsigned long long)now->hash.hi,
+    sb_add(b, "compile #%lld: a graph of %d node%s (hash %016llx%016llx) missed the compile "
+              "cache\n", (long long)now->seq, now->n, now->n == 1 ? "" : "s",
+           (unsigned long long)now->hash.hi,
            (unsigned long long)now->hash.lo);
     const sig_graph *best = NULL;
-    int best_equal = -1;
+    int *best_match = NULL, best_equal = -1;
     for (int r = 0; r < RECENT; r++) {
         const sig_graph *g = &recent[r];
         if (!g->seq) continue;
@@ -461,34 +509,55 @@ static void explain(sbuf *b, const sig_graph *now) {
             sb_add(b, "the same graph was compiled as compile #%lld and has been evicted from "
                       "the compile cache (LTC_COMPILE_CACHE_SIZE=%lld)\n", (long long)g->seq,
                    (long long)ltc_config_get_int("LTC_COMPILE_CACHE_SIZE"));
+            free(best_match);
             return;
         }
-        int eq = 0, m = g->n < now->n ? g->n : now->n;
-        for (int i = 0; i < m; i++) eq += sig_diff(g, i, now, i) == 0;
-        if (eq > best_equal || (eq == best_equal && g->seq > best->seq)) best = g, best_equal = eq;
+        int *match = align(g, now);
+        if (!match) continue;
+        int eq = count_equal(g, now, match);
+        if (eq > best_equal || (eq == best_equal && g->seq > best->seq)) {
+            free(best_match);
+            best = g, best_match = match, best_equal = eq;
+        } else {
+            free(match);
+        }
     }
     if (!best) {
         sb_add(b, "no graph was compiled before it: nothing to compare with\n");
         return;
     }
-    sb_add(b, "nearest compiled graph: compile #%lld, %d node%s, %d equal\n",
-           (long long)best->seq, best->n, best->n == 1 ? "" : "s", best_equal);
-    int m = best->n < now->n ? best->n : now->n, shown = 0, more = 0;
-    for (int i = 0; i < m; i++) {
-        int why = sig_diff(best, i, now, i);
+    sb_add(b, "nearest compiled graph: compile #%lld, %d node%s; %d of %d nodes equal\n",
+           (long long)best->seq, best->n, best->n == 1 ? "" : "s", best_equal, now->n);
+    int shown = 0, more = 0, k = 0;
+    for (int j = 0; j < now->n; j++) {
+        int i = best_match[j], why = i < 0 ? 1 : pair_diff(best, i, now, j, best_match, &k);
         if (!why) continue;
-        if (shown < 8) explain_node(b, best, now, i, why), shown++;
-        else more++;
+        if (shown == 8) {
+            more++;
+            continue;
+        }
+        shown++;
+        if (i >= 0) explain_node(b, best, i, now, j, why, k);
+        else sb_add(b, "node %%%d %s: new, compile #%lld has no such node here\n", j,
+                    ltc_op_name(now->nodes[j].op), (long long)best->seq);
     }
-    if (more) sb_add(b, "... and %d more differing node%s\n", more, more == 1 ? "" : "s");
-    if (now->n > best->n)
-        sb_add(b, "%d node%s added after node %%%d\n", now->n - best->n,
-               now->n - best->n == 1 ? "" : "s", best->n - 1);
-    else if (now->n < best->n)
-        sb_add(b, "%d node%s fewer: the graph ends at node %%%d\n", best->n - now->n,
-               best->n - now->n == 1 ? "" : "s", now->n - 1);
-    else if (!shown)
-        sb_add(b, "every node is equal: the roots differ\n");
+    uint8_t *used = calloc((size_t)best->n + 1, 1);
+    for (int j = 0; used && j < now->n; j++)
+        if (best_match[j] >= 0) used[best_match[j]] = 1;
+    for (int i = 0; used && i < best->n; i++) {
+        if (used[i]) continue;
+        if (shown == 8) {
+            more++;
+            continue;
+        }
+        shown++;
+        sb_add(b, "node %%%d %s of compile #%lld: gone\n", i, ltc_op_name(best->nodes[i].op),
+               (long long)best->seq);
+    }
+    free(used);
+    if (more) sb_add(b, "... and %d more difference%s\n", more, more == 1 ? "" : "s");
+    if (!shown) sb_add(b, "every node is equal: the roots differ\n");
+    free(best_match);
 }
 
 static void save_graph(const ltc_lowering_ctx *ctx, ltc_hash h, const char *path) {

@@ -71,6 +71,15 @@ describe("ltc.debug.ir", function()
     assert.is_true(ltc.debug.pending().pending_tensors >= 1)
   end)
 
+  it("shows a view written through its base as it will be computed", function()
+    local a = ltc.zeros(2, 3)
+    local r = a[1]
+    a:add_(5)
+    local s = ltc.debug.ir(r)
+    assert.truthy(s:find("add(%0, %1) f32[2,3]\n%3 = select(%2, dim=1, index=1) f32[3] root #0", 1, true), s)
+    assert.are.same({5, 5, 5}, r:totable())
+  end)
+
   it("rejects what is not a tensor", function()
     local ok, err = pcall(ltc.debug.ir, 3)
     assert.is_false(ok)

@@ -7,6 +7,7 @@
 local core = require "ltc.core"
 local autograd = require "ltc.autograd"
 autograd.install(core) -- op functions record grad_fn nodes (lua/ltc/autograd.lua)
+require("ltc.ops").install(core) -- ops written in Lua, conv2d/pooling front ends (lua/ltc/ops.lua)
 
 local M = {}
 for name, fn in pairs(core) do

@@ -132,8 +132,8 @@ static ltc_status collect_given(graph *g, ltc_tensor *const *ts, int n) {
     epoch++;
     for (int i = 0; i < n; i++) {
         ltc_value v;
-        ltc_status st = ltc_tensor_value(ts[i], &v);
-        if (st) return st;
+        ltc_status st = ltc_view_stale(ts[i]) ? ltc_view_refresh(ts[i]) : LTC_OK;
+        if (st || (st = ltc_tensor_value(ts[i], &v))) return st;
         if (!grow((void **)&g->roots, &g->cap_roots, g->n_roots + 1, sizeof *g->roots))
             return ltc_errorf(LTC_ERR_NOMEM, "graph: out of memory");
         bool seen = false;

@@ -229,6 +229,86 @@ case("cumsum", [f32(3, 4)], lambda x: torch.cumsum(x, 1), "x:cumsum(2)", 1e-6)
 case("cumsum_i32", [i32(3, 4)], lambda x: torch.cumsum(x, 0), "x:cumsum(1)", 0)
 case("cumsum_bool", [bools(6)], lambda x: torch.cumsum(x, 0), "x:cumsum(1)", 0)
 
+# ---- convolution and pooling ------------------------------------------------------------------
+
+F = torch.nn.functional
+
+
+def conv_case(name, xs, ws, stride, padding, dilation, groups, bias=True, dt=np.float32, tol=1e-5):
+    """conv2d and its two gradients (from torch.nn.grad) for one geometry."""
+    mk = f32 if dt == np.float32 else f64
+    x, w = mk(*xs), mk(*ws)
+    args = (stride, padding, dilation, groups)
+    lua = "{%d, %d}, {%d, %d}, {%d, %d}, %d" % (*stride, *padding, *dilation, groups)
+    if bias:
+        b = mk(ws[0])
+        case(name, [x, w, b], lambda x, w, b: F.conv2d(x, w, b, *args),
+             "ltc.conv2d(x, y, z, %s)" % lua.replace("}, {", "}, {"), tol)
+    else:
+        case(name, [x, w], lambda x, w: F.conv2d(x, w, None, *args),
+             "x:conv2d(y, nil, {%d, %d}, {%d, %d}, {%d, %d}, %d)" % (*stride, *padding, *dilation, groups), tol)
+    out = F.conv2d(torch.from_numpy(x), torch.from_numpy(w), None, *args)
+    g = mk(*out.shape)
+    size = "{" + ", ".join(str(v) for v in xs) + "}"
+    wsize = "{" + ", ".join(str(v) for v in ws) + "}"
+    ub = len(xs) == 3  # torch.nn.grad wants a batch: add one and take it off
+    bx = [1] + list(xs) if ub else list(xs)
+    case(name + "_grad_input", [g, w],
+         lambda g, w: torch.nn.grad.conv2d_input(bx, w, g[None] if ub else g, *args)[0 if ub else slice(None)],
+         "ltc.conv2d_backward_input(x, y, %s, %s)" % (size, lua), tol)
+    case(name + "_grad_weight", [g, x],
+         lambda g, x: torch.nn.grad.conv2d_weight(x[None] if ub else x, list(ws), g[None] if ub else g, *args),
+         "ltc.conv2d_backward_weight(x, y, %s, %s)" % (wsize, lua), tol)
+
+
+conv_case("conv2d_basic", (2, 3, 7, 6), (4, 3, 3, 3), (1, 1), (0, 0), (1, 1), 1)
+conv_case("conv2d_stride_pad_dil", (2, 3, 9, 8), (4, 3, 3, 2), (2, 1), (1, 2), (1, 2), 1)
+conv_case("conv2d_groups", (1, 4, 6, 6), (6, 2, 3, 3), (2, 2), (1, 1), (1, 1), 2, bias=False)
+conv_case("conv2d_1x1", (2, 5, 4, 3), (3, 5, 1, 1), (1, 1), (0, 0), (1, 1), 1, dt=np.float64, tol=1e-12)
+conv_case("conv2d_unbatched", (3, 5, 5), (2, 3, 2, 2), (1, 1), (1, 1), (1, 1), 1)
+case("conv2d_empty_batch", [np.zeros((0, 3, 5, 5), dtype=np.float32), f32(2, 3, 3, 3)],
+     lambda x, w: F.conv2d(x, w), "x:conv2d(y)", 0)
+case("conv2d_defaults", [f32(1, 2, 5, 5), f32(3, 2, 3, 3), f32(3)],
+     lambda x, w, b: F.conv2d(x, w, b, 1, 1), "x:conv2d(y, z, 1, 1)", 1e-5)
+
+
+def pool_case(name, x, lua, fn, grad=True, tol=1e-6):
+    """A pooling op and its gradient (max_pool2d_backward / avg_pool2d_backward)."""
+    case(name, [x], fn, "x:%s" % lua, tol)
+    if not grad:
+        return
+    xt = torch.from_numpy(x).requires_grad_()
+    out = fn(xt)
+    g = (f32 if x.dtype == np.float32 else f64)(*out.shape)
+    op = lua.split("(")[0]
+    args = lua[len(op) + 1:-1]
+
+    def back(g, x):
+        xt = x.clone().requires_grad_()
+        (gx,) = torch.autograd.grad(fn(xt), xt, g)
+        return gx
+    case(name + "_grad", [g, x], back, "ltc.%s_backward(x, y, %s)" % (op, args), tol)
+
+
+pool_case("max_pool2d_2x2", f32(2, 3, 6, 7), "max_pool2d({2, 2}, {2, 2}, {0, 0}, {1, 1}, false)",
+          lambda x: F.max_pool2d(x, 2, 2))
+pool_case("max_pool2d_pad_ceil", f32(1, 2, 7, 7), "max_pool2d({3, 3}, {2, 2}, {1, 1}, {1, 1}, true)",
+          lambda x: F.max_pool2d(x, 3, 2, 1, ceil_mode=True))
+pool_case("max_pool2d_dilated", f64(2, 1, 8, 6), "max_pool2d({2, 3}, {1, 2}, {1, 0}, {2, 1}, false)",
+          lambda x: F.max_pool2d(x, (2, 3), (1, 2), (1, 0), (2, 1)), tol=1e-12)
+pool_case("max_pool2d_overlap", np.array([[[[1, 5, 5, 2], [5, 0, 3, 5], [2, 2, 9, 1]]]], dtype=np.float32),
+          "max_pool2d({2, 2}, {1, 1}, {0, 0}, {1, 1}, false)", lambda x: F.max_pool2d(x, 2, 1))
+case("max_pool2d_nan", [np.array([[[1, np.nan, 3, 4], [5, 6, 7, 8]]], dtype=np.float32)],
+     lambda x: F.max_pool2d(x, 2), "x:max_pool2d(2)", 0)
+case("max_pool2d_lua_defaults", [f32(1, 1, 5, 5)], lambda x: F.max_pool2d(x, 2), "ltc.max_pool2d(x, 2)", 0)
+pool_case("avg_pool2d_2x2", f32(2, 3, 6, 7), "avg_pool2d({2, 2}, {2, 2}, {0, 0}, false, true)",
+          lambda x: F.avg_pool2d(x, 2, 2))
+pool_case("avg_pool2d_pad", f32(1, 2, 5, 6), "avg_pool2d({3, 3}, {2, 2}, {1, 1}, false, true)",
+          lambda x: F.avg_pool2d(x, 3, 2, 1))
+pool_case("avg_pool2d_pad_nocount_ceil", f64(1, 2, 5, 6), "avg_pool2d({3, 2}, {2, 2}, {1, 1}, true, false)",
+          lambda x: F.avg_pool2d(x, (3, 2), 2, 1, ceil_mode=True, count_include_pad=False), tol=1e-12)
+case("avg_pool2d_unbatched", [f32(2, 4, 4)], lambda x: F.avg_pool2d(x, 2), "x:avg_pool2d(2)", 1e-6)
+
 
 def write():
     os.makedirs(OUT, exist_ok=True)

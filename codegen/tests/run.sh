@@ -107,7 +107,7 @@ else fail "$name" "rc=$rc"; fi
 # 7. the real ops.yaml, twice: byte-identical output; a third run rewrites nothing.
 # The supported ops' kernels may not be written yet: a stub file names them all.
 mkdir -p "$TMP/impl"
-sed -n '/^supported:/,/^[a-z_]*:/s/^ *- *\([a-z_.]*\).*/ltc_status ltc_cpu_kernel_\1(void);/p' \
+sed -n '/^supported:/,/^[a-z_]*:/s/^ *- *\([a-z0-9_.]*\).*/ltc_status ltc_cpu_kernel_\1(void);/p' \
     codegen/cpu_backend.yaml | tr . _ >"$TMP/impl/stub.c"
 real() {
     "$GEN" --source codegen/ops.yaml --backend-yaml codegen/cpu_backend.yaml --output-dir "$1" \

@@ -105,6 +105,49 @@ ltc_status ltc_shape_linear_nobias(const ltc_shape *self, const ltc_shape *weigh
 ltc_status ltc_shape_addmm(const ltc_shape *self, const ltc_shape *mat1, const ltc_shape *mat2,
                            double beta, double alpha, ltc_shape *out);
 
+/* convolution and pooling (shape_cnn.c): inputs [N, C, H, W] or [C, H, W]; pairs are
+ * int[] {height, width} */
+ltc_status ltc_shape_conv2d(const ltc_shape *self, const ltc_shape *weight, const ltc_shape *bias,
+                            const int64_t *stride, int n_stride, const int64_t *padding,
+                            int n_padding, const int64_t *dilation, int n_dilation,
+                            int64_t groups, ltc_shape *out);
+ltc_status ltc_shape_conv2d_nobias(const ltc_shape *self, const ltc_shape *weight,
+                                   const int64_t *stride, int n_stride, const int64_t *padding,
+                                   int n_padding, const int64_t *dilation, int n_dilation,
+                                   int64_t groups, ltc_shape *out);
+ltc_status ltc_shape_conv2d_backward_input(const ltc_shape *grad_output, const ltc_shape *weight,
+                                           const int64_t *input_size, int n_input_size,
+                                           const int64_t *stride, int n_stride,
+                                           const int64_t *padding, int n_padding,
+                                           const int64_t *dilation, int n_dilation,
+                                           int64_t groups, ltc_shape *out);
+ltc_status ltc_shape_conv2d_backward_weight(const ltc_shape *grad_output, const ltc_shape *self,
+                                            const int64_t *weight_size, int n_weight_size,
+                                            const int64_t *stride, int n_stride,
+                                            const int64_t *padding, int n_padding,
+                                            const int64_t *dilation, int n_dilation,
+                                            int64_t groups, ltc_shape *out);
+/* max_pool2d (and avg_pool2d with dilation 1): PyTorch's pooling_output_shape. */
+ltc_status ltc_shape_pool2d(const ltc_shape *self, const int64_t *kernel_size, int n_kernel_size,
+                            const int64_t *stride, int n_stride, const int64_t *padding,
+                            int n_padding, const int64_t *dilation, int n_dilation,
+                            bool ceil_mode, ltc_shape *out);
+/* grad_output must have the pooled size; the result has self's. */
+ltc_status ltc_shape_pool2d_backward(const ltc_shape *grad_output, const ltc_shape *self,
+                                     const int64_t *kernel_size, int n_kernel_size,
+                                     const int64_t *stride, int n_stride, const int64_t *padding,
+                                     int n_padding, const int64_t *dilation, int n_dilation,
+                                     bool ceil_mode, ltc_shape *out);
+ltc_status ltc_shape_avg_pool2d(const ltc_shape *self, const int64_t *kernel_size,
+                                int n_kernel_size, const int64_t *stride, int n_stride,
+                                const int64_t *padding, int n_padding, bool ceil_mode,
+                                bool count_include_pad, ltc_shape *out);
+ltc_status ltc_shape_avg_pool2d_backward(const ltc_shape *grad_output, const ltc_shape *self,
+                                         const int64_t *kernel_size, int n_kernel_size,
+                                         const int64_t *stride, int n_stride,
+                                         const int64_t *padding, int n_padding, bool ceil_mode,
+                                         bool count_include_pad, ltc_shape *out);
+
 /* Maps a 1-based or negative index onto 0..size-1 without checking (kernels; the shape
  * function has checked it). */
 static inline int64_t ltc_index_wrap(int64_t index, int64_t size) {

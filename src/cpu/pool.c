@@ -1,0 +1,173 @@
+/* pool.c - CPU kernels of max_pool2d, avg_pool2d and their backward ops: one pass per
+ * (image, channel) plane, float32 and float64. Inputs [N, C, H, W] or [C, H, W]. Windows
+ * follow PyTorch (aten/src/ATen/native/cpu/MaxPoolKernel.cpp, AvgPoolKernel.cpp). */
+#include <math.h>
+#include <string.h>
+
+#include "elementwise.h"
+
+/* The geometry of a pooling: planes (N * C), input and output sizes, window. */
+typedef struct {
+    int64_t planes, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
+} pgeom;
+
+/* attrs: kernel_size, stride, padding, then dilation when `dilated`. */
+static void pgeom_of(const ltc_shape *in, const ltc_shape *out, const ltc_attr *attrs,
+                     bool dilated, pgeom *g) {
+    int b = in->ndim - 2;
+    g->planes = 1;
+    for (int d = 0; d < b; d++) g->planes *= in->dims[d];
+    g->h = in->dims[b], g->w = in->dims[b + 1];
+    g->oh = out->dims[b], g->ow = out->dims[b + 1];
+    g->kh = attrs[0].ints[0], g->kw = attrs[0].ints[1];
+    g->sh = attrs[1].ints[0], g->sw = attrs[1].ints[1];
+    g->ph = attrs[2].ints[0], g->pw = attrs[2].ints[1];
+    g->dh = dilated ? attrs[3].ints[0] : 1, g->dw = dilated ? attrs[3].ints[1] : 1;
+}
+
+/* The input offset (within a plane) of the largest element of window (oy, ox): the first
+ * of equal maxima, a NaN wins (and the last NaN is kept, as in PyTorch); -1 for a window
+ * wholly in the padding. */
+#define DEF_ARGMAX(NAME, T)                                                                   \
+    static int64_t NAME(const pgeom *g, const T *p, int64_t oy, int64_t ox) {                 \
+        int64_t best = -1;                                                                    \
+        T m = 0;                                                                              \
+        for (int64_t i = 0; i < g->kh; i++) {                                                 \
+            int64_t y = oy * g->sh - g->ph + i * g->dh;                                       \
+            if (y < 0 || y >= g->h) continue;                                                 \
+            for (int64_t j = 0; j < g->kw; j++) {                                             \
+                int64_t x = ox * g->sw - g->pw + j * g->dw;                                   \
+                if (x < 0 || x >= g->w) continue;                                             \
+                T v = p[y * g->w + x];                                                        \
+                if (best < 0 || v > m || isnan(v)) m = v, best = y * g->w + x;                \
+            }                                                                                 \
+        }                                                                                     \
+        return best;                                                                          \
+    }
+DEF_ARGMAX(argmax_f32, float)
+DEF_ARGMAX(argmax_f64, double)
+
+#define DEF_MAXPOOL(NAME, ARGMAX, T)                                                          \
+    static void NAME(const pgeom *g, const T *in, T *out) {                                   \
+        for (int64_t p = 0; p < g->planes; p++) {                                             \
+            const T *src = in + p * g->h * g->w;                                              \
+            T *dst = out + p * g->oh * g->ow;                                                 \
+            for (int64_t oy = 0; oy < g->oh; oy++)                                            \
+                for (int64_t ox = 0; ox < g->ow; ox++) {                                      \
+                    int64_t k = ARGMAX(g, src, oy, ox);                                       \
+                    dst[oy * g->ow + ox] = k < 0 ? (T)-INFINITY : src[k];                     \
+                }                                                                             \
+        }                                                                                     \
+    }
+DEF_MAXPOOL(maxpool_f32, argmax_f32, float)
+DEF_MAXPOOL(maxpool_f64, argmax_f64, double)
+
+#define DEF_MAXPOOL_BACK(NAME, ARGMAX, T)                                                     \
+    static void NAME(const pgeom *g, const T *gout, const T *in, T *gin) {                    \
+        memset(gin, 0, sizeof(T) * (size_t)(g->planes * g->h * g->w));                        \
+        for (int64_t p = 0; p < g->planes; p++) {                                             \
+            const T *src = in + p * g->h * g->w, *go = gout + p * g->oh * g->ow;              \
+            T *gi = gin + p * g->h * g->w;                                                    \
+            for (int64_t oy = 0; oy < g->oh; oy++)                                            \
+                for (int64_t ox = 0; ox < g->ow; ox++) {                                      \
+                    int64_t k = ARGMAX(g, src, oy, ox);                                       \
+                    if (k >= 0) gi[k] += go[oy * g->ow + ox];                                 \
+                }                                                                             \
+        }                                                                                     \
+    }
+DEF_MAXPOOL_BACK(maxpool_back_f32, argmax_f32, float)
+DEF_MAXPOOL_BACK(maxpool_back_f64, argmax_f64, double)
+
+/* max_pool2d(Tensor self, int[] kernel_size, int[] stride, int[] padding, int[] dilation,
+ * bool ceil_mode) */
+ltc_status ltc_cpu_kernel_max_pool2d(const ltc_kernel_args *a) {
+    pgeom g;
+    pgeom_of(&a->in_shapes[0], &a->out_shapes[0], a->attrs, true, &g);
+    if (a->in_shapes[0].dtype == LTC_F32) maxpool_f32(&g, a->in[0], a->out[0]);
+    else maxpool_f64(&g, a->in[0], a->out[0]);
+    return LTC_OK;
+}
+
+/* max_pool2d_backward(Tensor grad_output, Tensor self, ...): each output's gradient goes
+ * to the element its window picked (recomputed from self). */
+ltc_status ltc_cpu_kernel_max_pool2d_backward(const ltc_kernel_args *a) {
+    pgeom g;
+    pgeom_of(&a->in_shapes[1], &a->in_shapes[0], a->attrs, true, &g);
+    if (a->in_shapes[1].dtype == LTC_F32) maxpool_back_f32(&g, a->in[0], a->in[1], a->out[0]);
+    else maxpool_back_f64(&g, a->in[0], a->in[1], a->out[0]);
+    return LTC_OK;
+}
+
+/* The window of output (oy, ox) clipped to the input: [y0, y1) x [x0, x1), and the divisor:
+ * the window clipped to the padded input when count_include_pad, else the clipped count. */
+static int64_t avg_window(const pgeom *g, int64_t oy, int64_t ox, bool count_pad, int64_t *y0,
+                          int64_t *y1, int64_t *x0, int64_t *x1) {
+    int64_t ys = oy * g->sh - g->ph, xs = ox * g->sw - g->pw;
+    int64_t ye = ys + g->kh < g->h + g->ph ? ys + g->kh : g->h + g->ph;
+    int64_t xe = xs + g->kw < g->w + g->pw ? xs + g->kw : g->w + g->pw;
+    int64_t padded = (ye - ys) * (xe - xs);
+    *y0 = ys < 0 ? 0 : ys, *x0 = xs < 0 ? 0 : xs;
+    *y1 = ye < g->h ? ye : g->h, *x1 = xe < g->w ? xe : g->w;
+    return count_pad ? padded : (*y1 - *y0) * (*x1 - *x0);
+}
+
+#define DEF_AVGPOOL(NAME, T)                                                                  \
+    static void NAME(const pgeom *g, bool count_pad, const T *in, T *out) {                   \
+        for (int64_t p = 0; p < g->planes; p++) {                                             \
+            const T *src = in + p * g->h * g->w;                                              \
+            T *dst = out + p * g->oh * g->ow;                                                 \
+            for (int64_t oy = 0; oy < g->oh; oy++)                                            \
+                for (int64_t ox = 0; ox < g->ow; ox++) {                                      \
+                    int64_t y0, y1, x0, x1;                                                   \
+                    int64_t div = avg_window(g, oy, ox, count_pad, &y0, &y1, &x0, &x1);       \
+                    T s = 0;                                                                  \
+                    for (int64_t y = y0; y < y1; y++)                                         \
+                        for (int64_t x = x0; x < x1; x++) s += src[y * g->w + x];             \
+                    dst[oy * g->ow + ox] = div ? s / (T)div : (T)NAN;                         \
+                }                                                                             \
+        }                                                                                     \
+    }
+DEF_AVGPOOL(avgpool_f32, float)
+DEF_AVGPOOL(avgpool_f64, double)
+
+#define DEF_AVGPOOL_BACK(NAME, T)                                                             \
+    static void NAME(const pgeom *g, bool count_pad, const T *gout, T *gin) {                 \
+        memset(gin, 0, sizeof(T) * (size_t)(g->planes * g->h * g->w));                        \
+        for (int64_t p = 0; p < g->planes; p++) {                                             \
+            const T *go = gout + p * g->oh * g->ow;                                           \
+            T *gi = gin + p * g->h * g->w;                                                    \
+            for (int64_t oy = 0; oy < g->oh; oy++)                                            \
+                for (int64_t ox = 0; ox < g->ow; ox++) {                                      \
+                    int64_t y0, y1, x0, x1;                                                   \
+                    int64_t div = avg_window(g, oy, ox, count_pad, &y0, &y1, &x0, &x1);       \
+                    if (!div) continue;                                                       \
+                    T v = go[oy * g->ow + ox] / (T)div;                                       \
+                    for (int64_t y = y0; y < y1; y++)                                         \
+                        for (int64_t x = x0; x < x1; x++) gi[y * g->w + x] += v;              \
+                }                                                                             \
+        }                                                                                     \
+    }
+DEF_AVGPOOL_BACK(avgpool_back_f32, float)
+DEF_AVGPOOL_BACK(avgpool_back_f64, double)
+
+/* avg_pool2d(Tensor self, int[] kernel_size, int[] stride, int[] padding, bool ceil_mode,
+ * bool count_include_pad) */
+ltc_status ltc_cpu_kernel_avg_pool2d(const ltc_kernel_args *a) {
+    pgeom g;
+    pgeom_of(&a->in_shapes[0], &a->out_shapes[0], a->attrs, false, &g);
+    bool count_pad = a->attrs[4].i != 0;
+    if (a->in_shapes[0].dtype == LTC_F32) avgpool_f32(&g, count_pad, a->in[0], a->out[0]);
+    else avgpool_f64(&g, count_pad, a->in[0], a->out[0]);
+    return LTC_OK;
+}
+
+/* avg_pool2d_backward(Tensor grad_output, Tensor self, ...): each output's gradient spread
+ * evenly (by the same divisor) over its window. */
+ltc_status ltc_cpu_kernel_avg_pool2d_backward(const ltc_kernel_args *a) {
+    pgeom g;
+    pgeom_of(&a->in_shapes[1], &a->in_shapes[0], a->attrs, false, &g);
+    bool count_pad = a->attrs[4].i != 0;
+    if (a->in_shapes[1].dtype == LTC_F32) avgpool_back_f32(&g, count_pad, a->in[0], a->out[0]);
+    else avgpool_back_f64(&g, count_pad, a->in[0], a->out[0]);
+    return LTC_OK;
+}

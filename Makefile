@@ -39,7 +39,7 @@ DEBIAN_PKGS := lua5.4 liblua5.4-dev libopenblas-dev libyaml-dev lua-busted libxx
 export LUA_PATH  := $(CURDIR)/lua/?.lua;$(CURDIR)/lua/?/init.lua;;
 export LUA_CPATH := $(CURDIR)/$(BUILD)/?.so;;
 
-.PHONY: all gen docs test test-c test-codegen test-lua test-install test-asan test-valgrind demo deps clean install bench
+.PHONY: all gen docs test test-c test-graph-threads test-codegen test-lua test-install test-asan test-valgrind demo deps clean install bench
 
 all: $(BUILD)/ltc/core.so
 
@@ -79,7 +79,7 @@ $(BUILD)/ltc/core.so: $(OBJ)
 
 # ---- tests --------------------------------------------------------------------------------
 
-test: deps all test-c test-codegen test-lua test-install
+test: deps all test-c test-graph-threads test-codegen test-lua test-install
 
 test-lua: all
 	busted --lua=$(LUA) --cpath="$(CURDIR)/$(BUILD)/?.so" spec
@@ -93,10 +93,17 @@ test-codegen: $(BUILD)/ltcgen
 
 $(BUILD)/kernels_test: spec/c/kernels_test.c spec/c/kernel_stubs.c $(wildcard src/cpu/*.c) src/core/rng.c $(HDRS)
 	$(CC) $(CPPFLAGS) $(LTC_CFLAGS) $(CFLAGS) -o $@ spec/c/kernels_test.c spec/c/kernel_stubs.c \
-	  $(filter-out src/cpu/cpu_backend.c src/cpu/plan.c,$(wildcard src/cpu/*.c)) src/core/rng.c $(LDLIBS)
+	  $(filter-out src/cpu/cpu_backend.c src/cpu/plan.c src/cpu/capture.c,$(wildcard src/cpu/*.c)) src/core/rng.c $(LDLIBS)
 
 test-c: $(BUILD)/kernels_test
 	$(BUILD)/kernels_test
+
+# Graph capture modes and concurrent capture/replay with real threads (a Lua state each).
+$(BUILD)/graph_threads_test: spec/c/graph_threads_test.c
+	$(CC) $(LTC_CFLAGS) $(CFLAGS) -I$(LUA_INC) -o $@ $< -llua5.4 -lpthread
+
+test-graph-threads: all $(BUILD)/graph_threads_test
+	$(BUILD)/graph_threads_test $(CURDIR) $(BUILD)
 
 # The whole suite with the C code built under AddressSanitizer and UBSan (no recovery).
 # lua5.4 itself is not instrumented, so the ASan runtime is preloaded. busted exits without

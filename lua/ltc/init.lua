@@ -15,6 +15,8 @@ for name, fn in pairs(core) do
 end
 local methods, mt = core.methods, core.metatable
 M.Tensor = mt
+--- ltc.jit(fn [, opts]): warm up, capture and replay fn as a graph (lua/ltc/jit.lua).
+M.jit = require("ltc.jit").jit
 
 local floor, type = math.floor, type
 

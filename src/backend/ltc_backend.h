@@ -57,11 +57,17 @@ typedef struct ltc_computation {
     int n_outputs;
     ltc_shape *out_shapes;   /* n_outputs, owned */
     void *impl;             /* backend-owned */
+    int32_t refcount;       /* references beyond the owner's (0 when only the owner holds
+                             * it: zero-initialised headers need no set-up); atomic */
 } ltc_computation;
 
 /* Frees a computation: its impl through the backend (iface.computation_free frees only
- * c->impl), then the header the core allocated. */
+ * c->impl), then the header the core allocated. With references taken by
+ * ltc_computation_retain (a captured graph holds the computations it replays, the compile
+ * cache may evict them meanwhile), it drops one reference and frees at the last. */
 void ltc_computation_free(ltc_computation *c);
+/* Takes a reference (released by ltc_computation_free). Thread-safe. Returns c. */
+ltc_computation *ltc_computation_retain(ltc_computation *c);
 
 /* ---- the vtable ----------------------------------------------------------------------------- */
 

@@ -1,4 +1,5 @@
 /* registry.c - the backend registry, and the helpers on backend data and computations. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,8 +57,19 @@ void ltc_data_release(ltc_data *d) {
     d->backend->iface->data_free(d->backend, d);
 }
 
+ltc_computation *ltc_computation_retain(ltc_computation *c) {
+    if (c) __atomic_fetch_add(&c->refcount, 1, __ATOMIC_RELAXED);
+    return c;
+}
+
 void ltc_computation_free(ltc_computation *c) {
     if (!c) return;
+    /* another holder remains: drop one reference (refcount counts the extra ones) */
+    int32_t n = __atomic_load_n(&c->refcount, __ATOMIC_ACQUIRE);
+    while (n > 0)
+        if (__atomic_compare_exchange_n(&c->refcount, &n, n - 1, false, __ATOMIC_ACQ_REL,
+                                        __ATOMIC_ACQUIRE))
+            return;
     if (c->impl) c->backend->iface->computation_free(c->backend, c);
     free(c->param_shapes);
     free(c->out_shapes);
@@ -67,11 +79,14 @@ void ltc_computation_free(ltc_computation *c) {
 extern ltc_backend *ltc_cpu_backend(void);
 extern ltc_backend *ltc_ref_backend(void);
 
-void ltc_backends_init(void) {
-    static bool done;
-    if (done) return;
-    done = true;
+static void backends_init_once(void) {
     ltc_config_init();
     ltc_backend_register(ltc_cpu_backend());
     ltc_backend_register(ltc_ref_backend());
+}
+
+/* Once per process, whichever thread (Lua state) opens the module first. */
+void ltc_backends_init(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, backends_init_once);
 }

@@ -3,9 +3,26 @@
  * evicted past LTC_COMPILE_CACHE_SIZE. PyTorch LTC: util/cache.h (LRU Cache).
  * A hash table with open addressing for look-up, a doubly linked list for recency.
  */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "core.h"
+
+/* Threads share the cache: one recursive mutex guards it (ltc_cache_lock). */
+static pthread_mutex_t mu;
+static pthread_once_t mu_once = PTHREAD_ONCE_INIT;
+static void mu_init(void) {
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&mu, &a);
+    pthread_mutexattr_destroy(&a);
+}
+void ltc_cache_lock(void) {
+    pthread_once(&mu_once, mu_init);
+    pthread_mutex_lock(&mu);
+}
+void ltc_cache_unlock(void) { pthread_mutex_unlock(&mu); }
 
 typedef struct entry {
     ltc_hash key;
@@ -71,7 +88,7 @@ static void evict(entry **slot) {
     count--;
 }
 
-ltc_computation *ltc_cache_get(ltc_hash h) {
+static ltc_computation *cache_get(ltc_hash h) {
     entry **s = find_slot(h);
     if (!s) return NULL;
     unlink_entry(*s);
@@ -79,7 +96,22 @@ ltc_computation *ltc_cache_get(ltc_hash h) {
     return (*s)->comp;
 }
 
+ltc_computation *ltc_cache_get(ltc_hash h) {
+    ltc_cache_lock();
+    ltc_computation *c = cache_get(h);
+    ltc_cache_unlock();
+    return c;
+}
+
+static bool cache_put(ltc_hash h, ltc_computation *c);
 bool ltc_cache_put(ltc_hash h, ltc_computation *c) {
+    ltc_cache_lock();
+    bool ok = cache_put(h, c);
+    ltc_cache_unlock();
+    return ok;
+}
+
+static bool cache_put(ltc_hash h, ltc_computation *c) {
     entry *e = malloc(sizeof *e);
     size_t need = (size_t)(count + tombs + 1) * 2;
     if (!e || (need > table_cap && !rehash((size_t)(count + 1) * 2 > table_cap / 2 ? (table_cap ? table_cap * 2 : 64) : table_cap))) {
@@ -100,10 +132,12 @@ bool ltc_cache_put(ltc_hash h, ltc_computation *c) {
 }
 
 void ltc_cache_clear(void) {
+    ltc_cache_lock();
     while (tail) evict(find_slot(tail->key));
     free(table);
     table = NULL;
     table_cap = 0;
+    ltc_cache_unlock();
 }
 
 int64_t ltc_cache_size(void) { return count; }

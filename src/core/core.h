@@ -46,9 +46,11 @@ static inline bool ltc_view_stale(const ltc_tensor *t) {
     return t->base && t->generation != t->base->generation;
 }
 
-/* The live-tensor list, in creation order (the executor's roots come from it). */
-extern ltc_tensor *ltc_live_head;
-extern int64_t ltc_live_count;
+/* The live-tensor list, in creation order (the executor's roots come from it). One list per
+ * thread: a thread's syncs compute the tensors it made (each Lua state stays on one thread;
+ * a tensor must be released on the thread that made it). */
+extern _Thread_local ltc_tensor *ltc_live_head;
+extern _Thread_local int64_t ltc_live_count;
 
 /* Installs computed data as a tensor's value, dropping its pending IR. Retains d. */
 void ltc_tensor_set_data(ltc_tensor *t, ltc_data *d);
@@ -63,7 +65,7 @@ int64_t *ltc_counter_slot(const char *name);
 #define LTC_COUNT(slot, name, n)                                                            \
     do {                                                                                    \
         if (!(slot)) (slot) = ltc_counter_slot(name);                                       \
-        if (slot) *(slot) += (n);                                                           \
+        if (slot) __atomic_fetch_add((slot), (n), __ATOMIC_RELAXED);                        \
     } while (0)
 
 /* Timers as metrics with samples (CompileTime, ExecuteTime), nanoseconds. */
@@ -91,5 +93,10 @@ ltc_computation *ltc_cache_get(ltc_hash h);               /* borrowed, NULL on a
 bool ltc_cache_put(ltc_hash h, ltc_computation *c);
 void ltc_cache_clear(void);
 int64_t ltc_cache_size(void);
+/* The cache's mutex: ltc_sync holds it from look-up to insert (so compiles are serialised
+ * and debug.c's compile notes are never concurrent); get/put/clear take it themselves
+ * unless the caller holds it (it is recursive). */
+void ltc_cache_lock(void);
+void ltc_cache_unlock(void);
 
 #endif

@@ -15,6 +15,7 @@
 #include <xxhash.h>
 
 #include "core.h"
+#include "ltc_graph.h"
 
 typedef struct {
     ltc_tensor *t;
@@ -32,7 +33,7 @@ typedef struct {
     int n_tensors, cap_tensors;
 } graph;
 
-static uint32_t epoch;
+static _Thread_local uint32_t epoch; /* each thread walks its own tensors' nodes */
 static int64_t *c_markstep, *c_cached, *c_uncached;
 
 static void graph_free(graph *g) {
@@ -221,23 +222,30 @@ static ltc_status compile(graph *g, ltc_backend *b, ltc_hash h, ltc_computation 
 
 ltc_status ltc_sync(void) {
     graph g = {0};
-    ltc_computation *uncached = NULL;
+    ltc_computation *held = NULL;
     ltc_data **args = NULL, **outs = NULL;
     ltc_status st;
+    if ((st = ltc_capture_check_sync())) return st;
     LTC_COUNT(c_markstep, "MarkStep", 1);
     ltc_trace_sync_reset();
     if ((st = collect(&g))) goto done;
     if (g.n_roots == 0) goto done;
     ltc_backend *b = ltc_backend_default();
     ltc_hash h = graph_hash(&g);
+    /* under the cache's lock from look-up to insert; the sync then holds a reference of its
+     * own (`held`), so another thread's eviction cannot free c while it runs */
+    ltc_cache_lock();
     ltc_computation *c = ltc_cache_get(h);
     if (c) {
         LTC_COUNT(c_cached, "CachedCompile", 1);
-    } else {
-        if ((st = compile(&g, b, h, &c))) goto done;
+        held = ltc_computation_retain(c);
+    } else if (!(st = compile(&g, b, h, &c))) {
         LTC_COUNT(c_uncached, "UncachedCompile", 1);
-        if (!ltc_cache_put(h, c)) uncached = c;
+        held = c;
+        if (ltc_cache_put(h, c)) ltc_computation_retain(c);
     }
+    ltc_cache_unlock();
+    if (st) goto done;
     args = malloc(sizeof *args * (size_t)(g.n_params + 1));
     outs = calloc((size_t)g.n_roots + 1, sizeof *outs);
     if (!args || !outs) {
@@ -249,11 +257,15 @@ ltc_status ltc_sync(void) {
     st = b->iface->execute(b, c, args, outs);
     ltc_metric_add_sample("ExecuteTime", ltc_now_ns() - t0);
     if (st) goto done;
+    if (ltc_capture_active() && (st = ltc_capture_note_sync(c, args, outs))) {
+        for (int i = 0; i < g.n_roots; i++) ltc_data_release(outs[i]);
+        goto done;
+    }
     for (int i = 0; i < g.n_tensors; i++)
         ltc_tensor_set_data(g.tensors[i].t, outs[g.tensors[i].root]);
     for (int i = 0; i < g.n_roots; i++) ltc_data_release(outs[i]);
 done:
-    if (uncached) ltc_computation_free(uncached);
+    ltc_computation_free(held);
     free(args);
     free(outs);
     graph_free(&g);
@@ -282,7 +294,7 @@ done:
 }
 
 /* Nodes traced since the last sync (graph trimming will read it). */
-static int64_t traced_since_sync;
+static _Thread_local int64_t traced_since_sync;
 void ltc_trace_tick(void) { traced_since_sync++; }
 void ltc_trace_sync_reset(void) { traced_since_sync = 0; }
 

@@ -3,10 +3,11 @@
 #include <string.h>
 
 #include "core.h"
+#include "ltc_graph.h"
 
-ltc_tensor *ltc_live_head;
-static ltc_tensor *live_tail;
-int64_t ltc_live_count;
+_Thread_local ltc_tensor *ltc_live_head;
+static _Thread_local ltc_tensor *live_tail;
+_Thread_local int64_t ltc_live_count;
 static int64_t *c_create, *c_destroy;
 
 /* A new tensor of `shape` with one reference, linked at the end of the live list. */
@@ -121,8 +122,10 @@ void ltc_tensor_set_data(ltc_tensor *t, ltc_data *d) {
 }
 
 ltc_status ltc_tensor_to_host(ltc_tensor *t, void *host) {
+    ltc_status st = ltc_capture_check_read(); /* a capture cannot repeat a host read */
+    if (st) return st;
     if (ltc_tensor_is_pending(t)) {
-        ltc_status st = ltc_sync();
+        st = ltc_sync();
         if (st) return st;
     }
     if (!t->data) return ltc_errorf(LTC_ERR_STATE, "tensor has no data after sync");
@@ -133,6 +136,8 @@ ltc_status ltc_tensor_to_host(ltc_tensor *t, void *host) {
 static ltc_status read_elem(ltc_tensor *t, int64_t flat, double *f, int64_t *i) {
     if (flat < 0 || flat >= ltc_shape_numel(&t->shape))
         return ltc_errorf(LTC_ERR_ARG, "element %lld out of range", (long long)flat);
+    ltc_status cst = ltc_capture_check_read();
+    if (cst) return cst;
     if (ltc_tensor_is_pending(t)) {
         ltc_status st = ltc_sync();
         if (st) return st;

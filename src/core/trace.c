@@ -1,7 +1,10 @@
 /* trace.c - what the generated op entries call: type promotion, node building, RNG state. */
 #include <string.h>
 
+#include <pthread.h>
+
 #include "core.h"
+#include "ltc_graph.h"
 
 /* bool < int32 < int64 < float32 < float64: promoting two dtypes takes the higher rank
  * (PyTorch's promoteTypes for these five). */
@@ -40,7 +43,16 @@ static ltc_status convert_weak(ltc_tensor *t, ltc_dtype dt, ltc_tensor **out) {
     double f;
     int64_t i;
     ltc_status st;
-    if ((st = ltc_tensor_read_f64(t, 0, &f)) || (st = ltc_tensor_read_i64(t, 0, &i))) return st;
+    /* read from the data directly: not a value read that a graph capture refuses (the
+     * scalar is a constant of the capture, see ltc_trace_promote) */
+    const void *p = t->data->ptr;
+    switch (t->shape.dtype) {
+    case LTC_F32: f = *(const float *)p; i = (int64_t)f; break;
+    case LTC_F64: f = *(const double *)p; i = (int64_t)f; break;
+    case LTC_I32: i = *(const int32_t *)p; f = (double)i; break;
+    case LTC_I64: i = *(const int64_t *)p; f = (double)i; break;
+    default: i = *(const uint8_t *)p != 0; f = (double)i; break;
+    }
     union { float f32; double f64; int32_t i32; int64_t i64; uint8_t b; } v;
     switch (dt) {
     case LTC_F32: v.f32 = (float)f; break;
@@ -66,7 +78,9 @@ ltc_status ltc_trace_promote(ltc_tensor **io, int n, ltc_promote_rule rule) {
             ltc_tensor_retain(t);
             continue;
         }
-        if (t->weak && !ltc_tensor_is_pending(t)) {
+        /* a scalar that is a static input of a graph capture may get a new value between
+         * replays (ltc.jit's number arguments): its conversion is traced */
+        if (t->weak && !ltc_tensor_is_pending(t) && t->data && !ltc_capture_is_static(t)) {
             st = convert_weak(t, dt, &io[done]);
         } else {
             ltc_shape s = t->shape;
@@ -110,11 +124,30 @@ ltc_status ltc_trace(int op, ltc_tensor *const *operands, int n_operands, const 
 
 /* ---- the default generator ------------------------------------------------------------ */
 
+/* One generator for the process, as PyTorch's default CPU generator; a mutex guards it. */
 static uint64_t rng_seed = 0x853c49e6748fea9bull, rng_offset;
+static pthread_mutex_t rng_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void ltc_rng_state_get(uint64_t *seed, uint64_t *offset) {
+    pthread_mutex_lock(&rng_mu);
+    *seed = rng_seed;
+    *offset = rng_offset;
+    pthread_mutex_unlock(&rng_mu);
+}
+
+uint64_t ltc_rng_advance(uint64_t delta) {
+    pthread_mutex_lock(&rng_mu);
+    uint64_t before = rng_offset;
+    rng_offset += delta;
+    pthread_mutex_unlock(&rng_mu);
+    return before;
+}
 
 void ltc_manual_seed(uint64_t seed) {
+    pthread_mutex_lock(&rng_mu);
     rng_seed = seed;
     rng_offset = 0;
+    pthread_mutex_unlock(&rng_mu);
     for (int i = 0;; i++) {
         ltc_backend *b = ltc_backend_get_index(i);
         if (!b) break;
@@ -123,11 +156,15 @@ void ltc_manual_seed(uint64_t seed) {
 }
 
 ltc_status ltc_rng_state_tensor(int64_t numel, ltc_tensor **out) {
+    pthread_mutex_lock(&rng_mu);
     int64_t state[2] = {(int64_t)rng_seed, (int64_t)rng_offset};
+    rng_offset += (uint64_t)numel;
+    pthread_mutex_unlock(&rng_mu);
     int64_t two = 2;
     ltc_shape s;
     ltc_shape_make(&s, LTC_I64, 1, &two);
     ltc_status st = ltc_tensor_from_host(&s, state, out);
-    if (!st) rng_offset += (uint64_t)numel;
+    if (st) ltc_rng_advance((uint64_t)-numel); /* nothing drew from it */
+    else ltc_capture_note_rng(*out, (uint64_t)state[1]); /* a capture makes it afresh */
     return st;
 }

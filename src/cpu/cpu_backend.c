@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ltc_graph.h"
 #include "plan.h"
 
 #define ALIGN 64
@@ -80,6 +81,8 @@ static void computation_free(ltc_backend *b, ltc_computation *c) {
 
 static ltc_status execute(ltc_backend *b, ltc_computation *c, ltc_data *const *args,
                           ltc_data **outs) {
+    void *capture = ltc_capture_exec_ctx(b); /* a graph capture: outputs from its pool */
+    if (capture) return ltc_cpu_capture_execute(capture, c->impl, args, outs);
     return ltc_cpu_plan_run(b, c->impl, args, outs);
 }
 

@@ -204,28 +204,29 @@ fail:
 
 /* ---- running ---------------------------------------------------------------------------------- */
 
-ltc_status ltc_cpu_plan_run(ltc_backend *b, cpu_plan *p, ltc_data *const *args, ltc_data **outs) {
+static ltc_data *plain_alloc(void *ud, const ltc_shape *shape) {
+    ltc_data *d = ltc_cpu_data_new(ud, shape);
+    if (!d) ltc_errorf(LTC_ERR_NOMEM, "CPU backend: out of memory for a %zu-byte output",
+                       ltc_shape_nbytes(shape));
+    return d;
+}
+
+ltc_status ltc_cpu_plan_run_with(cpu_plan *p, ltc_data *const *args, ltc_data **outs, void **ptrs,
+                                 void *arena, cpu_alloc_fn alloc, void *ud) {
     static char empty[ALIGN];
     ltc_status st = LTC_OK;
-    if (p->arena_size && !p->arena) {
-        p->arena = aligned_alloc(ALIGN, align_up(p->arena_size));
-        if (!p->arena) return ltc_errorf(LTC_ERR_NOMEM, "CPU backend: out of memory for a %zu-byte arena",
-                                         p->arena_size);
-    }
     for (int r = 0; r < p->n_outputs; r++) outs[r] = NULL;
     for (int i = 0; i < p->n_bufs; i++) {
         plan_buf *bf = &p->bufs[i];
         switch (bf->kind) {
-        case BUF_PARAM: p->ptrs[i] = args[bf->index]->ptr; break;
-        case BUF_TEMP: p->ptrs[i] = p->arena ? (char *)p->arena + bf->offset : empty; break;
+        case BUF_PARAM: ptrs[i] = args[bf->index]->ptr; break;
+        case BUF_TEMP: ptrs[i] = arena ? (char *)arena + bf->offset : empty; break;
         case BUF_OUTPUT:
-            outs[bf->index] = ltc_cpu_data_new(b, &bf->shape);
-            if (!outs[bf->index]) {
-                st = ltc_errorf(LTC_ERR_NOMEM, "CPU backend: out of memory for a %zu-byte output",
-                                bf->nbytes);
+            if (!(outs[bf->index] = alloc(ud, &bf->shape))) {
+                st = LTC_ERR_NOMEM;
                 goto fail;
             }
-            p->ptrs[i] = outs[bf->index]->ptr;
+            ptrs[i] = outs[bf->index]->ptr;
             break;
         }
     }
@@ -233,8 +234,8 @@ ltc_status ltc_cpu_plan_run(ltc_backend *b, cpu_plan *p, ltc_data *const *args, 
         plan_step *sp = &p->steps[s];
         const void *in[64];
         void *out[8];
-        for (int k = 0; k < sp->n_in && k < 64; k++) in[k] = p->ptrs[sp->in[k]];
-        for (int k = 0; k < sp->n_out && k < 8; k++) out[k] = p->ptrs[sp->out[k]];
+        for (int k = 0; k < sp->n_in && k < 64; k++) in[k] = ptrs[sp->in[k]];
+        for (int k = 0; k < sp->n_out && k < 8; k++) out[k] = ptrs[sp->out[k]];
         ltc_kernel_args a = {
             .op = sp->op, .attrs = sp->attrs, .n_attrs = sp->n_attrs,
             .n_in = sp->n_in, .in_shapes = sp->in_shapes, .in = in,
@@ -251,6 +252,37 @@ fail:
     for (int r = 0; r < p->n_outputs; r++) {
         ltc_data_release(outs[r]);
         outs[r] = NULL;
+    }
+    return st;
+}
+
+ltc_status ltc_cpu_plan_run(ltc_backend *b, cpu_plan *p, ltc_data *const *args, ltc_data **outs) {
+    void **ptrs = p->ptrs, *arena = NULL;
+    bool own = !__atomic_exchange_n(&p->busy, 1, __ATOMIC_ACQUIRE);
+    size_t asz = align_up(p->arena_size);
+    if (own) {
+        if (p->arena_size && !p->arena && !(p->arena = aligned_alloc(ALIGN, asz))) {
+            __atomic_store_n(&p->busy, 0, __ATOMIC_RELEASE);
+            return ltc_errorf(LTC_ERR_NOMEM, "CPU backend: out of memory for a %zu-byte arena",
+                              p->arena_size);
+        }
+        arena = p->arena;
+    } else { /* another thread runs this plan: scratch of our own */
+        ptrs = malloc(sizeof(void *) * (size_t)(p->n_bufs + 1));
+        arena = p->arena_size ? aligned_alloc(ALIGN, asz) : NULL;
+        if (!ptrs || (p->arena_size && !arena)) {
+            free(ptrs);
+            free(arena);
+            return ltc_errorf(LTC_ERR_NOMEM, "CPU backend: out of memory for a %zu-byte arena",
+                              p->arena_size);
+        }
+    }
+    ltc_status st = ltc_cpu_plan_run_with(p, args, outs, ptrs, arena, plain_alloc, b);
+    if (own) {
+        __atomic_store_n(&p->busy, 0, __ATOMIC_RELEASE);
+    } else {
+        free(ptrs);
+        free(arena);
     }
     return st;
 }

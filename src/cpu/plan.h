@@ -47,6 +47,8 @@ typedef struct {
     size_t arena_size;
     void *arena;        /* kept across runs */
     void **ptrs;        /* scratch: each buffer's address during a run */
+    int busy;           /* a run uses arena and ptrs (atomic); a concurrent run of the same
+                         * plan on another thread gets scratch of its own */
 } cpu_plan;
 
 /* Lowers one graph into a plan; NULL with the error set on failure. Each node runs
@@ -58,10 +60,23 @@ cpu_plan *ltc_cpu_plan_build(const ltc_lowering_ctx *ctx, const ltc_kernel_fn *k
 void ltc_cpu_plan_free(cpu_plan *p);
 /* Runs the plan: args are the parameters' data, outs receives new output data. */
 ltc_status ltc_cpu_plan_run(ltc_backend *b, cpu_plan *p, ltc_data *const *args, ltc_data **outs);
+
+/* Makes the data of one output (a new reference); NULL with the error set on failure. */
+typedef ltc_data *(*cpu_alloc_fn)(void *ud, const ltc_shape *shape);
+/* As ltc_cpu_plan_run with the caller's scratch: `ptrs` (p->n_bufs entries), `arena`
+ * (p->arena_size bytes, 64-byte aligned; NULL when the size is 0), and outputs made by
+ * alloc(ud, shape). Graph replay (capture.c) runs plans this way. */
+ltc_status ltc_cpu_plan_run_with(cpu_plan *p, ltc_data *const *args, ltc_data **outs, void **ptrs,
+                                 void *arena, cpu_alloc_fn alloc, void *ud);
 /* The plan as text: steps, buffers and sizes. Caller frees. */
 char *ltc_cpu_plan_text(const cpu_plan *p);
 
 /* Backend data on the host (cpu_backend.c). */
 ltc_data *ltc_cpu_data_new(ltc_backend *b, const ltc_shape *shape);
+
+/* capture.c: runs a plan for a sync of a graph capture, with outputs from the capture's
+ * pool (`exec_ctx` as given to ltc_capture_start). */
+ltc_status ltc_cpu_capture_execute(void *exec_ctx, cpu_plan *p, ltc_data *const *args,
+                                   ltc_data **outs);
 
 #endif

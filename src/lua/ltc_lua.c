@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "ltc_backend.h"
+#include "ltc_graph.h"
 #include "ltc_lua.h"
 
 /* ---- userdata --------------------------------------------------------------------------- */
@@ -157,6 +158,7 @@ static void sync_all(lua_State *L) {
 }
 
 static void sync_if_pending(lua_State *L, ltc_tensor *t) {
+    if (ltc_capture_check_read()) ltcL_error(L); /* a value read during a graph capture */
     if (ltc_tensor_is_pending(t)) sync_all(L);
 }
 
@@ -585,13 +587,13 @@ static int open_states;
 
 static int state_close(lua_State *L) {
     (void)L;
-    if (--open_states == 0) ltc_shutdown();
+    if (__atomic_sub_fetch(&open_states, 1, __ATOMIC_ACQ_REL) == 0) ltc_shutdown();
     return 0;
 }
 
 int luaopen_ltc_core(lua_State *L) {
     ltc_backends_init();
-    open_states++;
+    __atomic_add_fetch(&open_states, 1, __ATOMIC_ACQ_REL); /* states may live on several threads */
     lua_newuserdatauv(L, 1, 0); /* its __gc runs when the state closes */
     lua_newtable(L);
     lua_pushcfunction(L, state_close);
@@ -603,6 +605,7 @@ int luaopen_ltc_core(lua_State *L) {
     luaL_setfuncs(L, ltc_lua_functions, 0);
     luaL_setfuncs(L, core_functions, 0);
     ltcL_open_debug(L);
+    ltcL_open_graph(L);
 
     lua_newtable(L); /* methods */
     luaL_setfuncs(L, ltc_lua_methods, 0);

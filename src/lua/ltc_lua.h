@@ -48,6 +48,8 @@ int ltcL_error(lua_State *L);
 /* ltc_debug.c: adds the debug and config functions to the table on top of the stack and
  * installs the LTC_IR_DEBUG source hook for this state. */
 void ltcL_open_debug(lua_State *L);
+/* ltc_graph.c: adds ltc.Graph, graph_pool_handle, has_graph_impl, ... to that table. */
+void ltcL_open_graph(lua_State *L);
 
 /* Generated in gen/lua_ops.c: every op's Lua function ({NULL, NULL}-terminated), and the
  * subset that are methods (their first argument is `Tensor self`). */

@@ -1,0 +1,135 @@
+-- ltc.jit: warm-up, capture, replay (lua/ltc/jit.lua).
+local ltc = require "ltc"
+
+local function err(fn)
+  local ok, msg = pcall(fn)
+  assert.is_false(ok)
+  return tostring(msg)
+end
+
+describe("ltc.jit", function()
+  it("warms up, captures, then replays", function()
+    local calls = 0
+    local f = ltc.jit(function(x)
+      calls = calls + 1
+      return x * 2 + 1
+    end)
+    local replays = ltc.metrics.counter("GraphReplay")
+    assert.same({ 3, 5 }, f(ltc.tensor { 1, 2 }):totable())
+    assert.is_nil(f.graph)
+    assert.same({ 7, 9 }, f(ltc.tensor { 3, 4 }):totable())
+    assert.is_not_nil(f.graph)
+    assert.same({ 1, -1 }, f(ltc.tensor { 0, -1 }):totable())
+    assert.same({ 11, 21 }, f(ltc.tensor { 5, 10 }):totable())
+    assert.equal(2, calls) -- the replays did not run fn
+    assert.equal(replays + 2, ltc.metrics.counter("GraphReplay"))
+  end)
+
+  it("honors Lua-number arguments on every call", function()
+    local f = ltc.jit(function(x, a, b) return x * a + b end)
+    local x = ltc.tensor { 1, 2, 3 }
+    assert.same({ 2, 4, 6 }, f(x, 2, 0):totable())
+    assert.same({ 3, 6, 9 }, f(x, 3, 0):totable())
+    assert.same({ 5, 9, 13 }, f(x, 4, 1):totable())
+    assert.same({ 0.5, 1, 1.5 }, f(x, 0.5, 0):totable()) -- integer to float: recaptured
+    assert.same({ 0.25, 0.5, 0.75 }, f(x, 0.25, 0):totable())
+    assert.equal("float32", f(x, 0.25, 0):dtype()) -- weak scalars keep x's dtype
+  end)
+
+  it("never overwrites a result handed back earlier", function()
+    local f = ltc.jit(function(x) return x + 1, x:sum() end)
+    local a, sa = f(ltc.tensor { 1, 1 })
+    local b, sb = f(ltc.tensor { 2, 2 })
+    local c, sc = f(ltc.tensor { 3, 3 })
+    local d = f(ltc.tensor { 4, 4 })
+    assert.same({ 2, 2 }, a:totable())
+    assert.same({ 3, 3 }, b:totable())
+    assert.same({ 4, 4 }, c:totable())
+    assert.same({ 5, 5 }, d:totable())
+    assert.equal(2, sa:item())
+    assert.equal(4, sb:item())
+    assert.equal(6, sc:item())
+  end)
+
+  it("leaves the caller's tensors alone", function()
+    local f = ltc.jit(function(x) x:add_(100); return x * 1 end)
+    local x1, x2, x3 = ltc.tensor { 1 }, ltc.tensor { 2 }, ltc.tensor { 3 }
+    f(x1)
+    f(x2)
+    assert.same({ 103 }, f(x3):totable())
+    assert.same({ 3 }, x3:totable())
+  end)
+
+  it("recaptures when a shape or dtype changes, and counts it", function()
+    local f = ltc.jit(function(x) return x:sum(1) end)
+    local before = ltc.metrics.counter("JitRecapture")
+    f(ltc.ones(2, 3))
+    f(ltc.ones(2, 3))
+    assert.same({ 2, 2, 2 }, f(ltc.ones(2, 3)):totable())
+    assert.same({ 4, 4 }, f(ltc.ones(4, 2)):totable())
+    assert.equal(before + 1, ltc.metrics.counter("JitRecapture"))
+    assert.same({ 4, 4 }, f(ltc.ones(4, 2)):totable())
+    assert.same({ 3 }, f(ltc.ones({ 3, 1 }, "float64")):totable())
+    assert.equal("float64", f(ltc.ones({ 3, 1 }, "float64")):dtype())
+    assert.equal(before + 2, ltc.metrics.counter("JitRecapture"))
+  end)
+
+  it("replays in-place parameter updates (a training step)", function()
+    local w = ltc.tensor { 1, 1 }
+    local step = ltc.jit(function(x, lr)
+      local g = w * x -- d/dw of 0.5 * (w . x)^2-ish, enough for the check
+      w:sub_(g * lr)
+      return w:sum()
+    end)
+    local ref = { 1, 1 }
+    for i = 1, 5 do
+      local x = ltc.tensor { i, 2 * i }
+      local lr = 0.01 * i
+      local s = step(x, lr)
+      ref[1] = ref[1] - ref[1] * i * lr
+      ref[2] = ref[2] - ref[2] * 2 * i * lr
+      assert.near(ref[1] + ref[2], s:item(), 1e-5)
+    end
+    assert.near(ref[1], w:totable()[1], 1e-5)
+  end)
+
+  it("leaves no half-captured state behind when fn fails during the capture", function()
+    local fail = false
+    local f = ltc.jit(function(x)
+      local y = x + 1
+      if fail then error("boom") end
+      return y
+    end)
+    f(ltc.tensor { 1 })
+    fail = true
+    assert.matches("boom", err(function() f(ltc.tensor { 1 }) end))
+    assert.is_nil(f.graph)
+    -- the thread is not capturing: values can be read, another graph can capture
+    assert.equal(3, (ltc.tensor { 1, 2 }):sum():item())
+    local g = ltc.Graph()
+    g:capture_begin()
+    g:capture_end()
+    fail = false
+    assert.same({ 6 }, f(ltc.tensor { 5 }):totable()) -- captures again
+    assert.same({ 8 }, f(ltc.tensor { 7 }):totable())
+  end)
+
+  it("refuses a value read inside fn during the capture, then recovers", function()
+    local f = ltc.jit(function(x) return x * x:sum():item() end)
+    f(ltc.tensor { 1, 2 })
+    assert.matches("cannot read a tensor's value while this thread captures",
+      err(function() f(ltc.tensor { 1, 2 }) end))
+    assert.equal(3, (ltc.tensor { 1, 2 }):sum():item())
+  end)
+
+  it("allows a value read in relaxed mode (fixed at capture)", function()
+    local f = ltc.jit(function(x) return x * x:sum():item() end, { mode = "relaxed" })
+    f(ltc.tensor { 1, 2 })
+    assert.same({ 3, 6 }, f(ltc.tensor { 1, 2 }):totable())
+    assert.same({ 6, 6 }, f(ltc.tensor { 2, 2 }):totable()) -- the read is not repeated
+  end)
+
+  it("refuses a non-function", function()
+    assert.matches("function expected", err(function() ltc.jit(42) end))
+  end)
+end)

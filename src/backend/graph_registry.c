@@ -1,0 +1,90 @@
+/* graph_registry.c - graph implementations by device type, the vtable wrappers, pool
+ * handles. PyTorch: GraphImplRegistry / has_graph_impl / create_graph_impl. */
+#include <pthread.h>
+#include <string.h>
+
+#include "ltc_graph.h"
+
+#define MAX_GRAPH_IMPLS 8
+
+static struct {
+    const char *device;
+    ltc_graph_factory factory;
+} impls[MAX_GRAPH_IMPLS];
+static int n_impls;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+
+extern ltc_graph *ltc_cpu_graph_new(const ltc_graph_args *args); /* src/cpu/capture.c */
+
+static ltc_status register_locked(const char *device, ltc_graph_factory factory) {
+    if (!device || !factory) return ltc_errorf(LTC_ERR_ARG, "graph_impl_register: NULL device or factory");
+    for (int i = 0; i < n_impls; i++)
+        if (strcmp(impls[i].device, device) == 0)
+            return ltc_errorf(LTC_ERR_STATE, "graph_impl_register: '%s' already has one", device);
+    if (n_impls == MAX_GRAPH_IMPLS)
+        return ltc_errorf(LTC_ERR_STATE, "graph_impl_register: at most %d", MAX_GRAPH_IMPLS);
+    impls[n_impls].device = device;
+    impls[n_impls++].factory = factory;
+    return LTC_OK;
+}
+
+/* The built-in implementations, registered on first use of the registry. */
+static void builtins(void) {
+    static bool done;
+    if (done) return;
+    done = true;
+    register_locked("cpu", ltc_cpu_graph_new);
+}
+
+ltc_status ltc_graph_impl_register(const char *device, ltc_graph_factory factory) {
+    pthread_mutex_lock(&mu);
+    builtins();
+    ltc_status st = register_locked(device, factory);
+    pthread_mutex_unlock(&mu);
+    return st;
+}
+
+static ltc_graph_factory find(const char *device) {
+    ltc_graph_factory f = NULL;
+    pthread_mutex_lock(&mu);
+    builtins();
+    for (int i = 0; i < n_impls && device; i++)
+        if (strcmp(impls[i].device, device) == 0) f = impls[i].factory;
+    pthread_mutex_unlock(&mu);
+    return f;
+}
+
+bool ltc_has_graph_impl(const char *device) { return find(device) != NULL; }
+
+ltc_graph *ltc_graph_impl_create(const char *device, const ltc_graph_args *args) {
+    ltc_graph_args defaults = LTC_GRAPH_ARGS_INIT;
+    ltc_graph_factory f = find(device);
+    if (!f) {
+        ltc_errorf(LTC_ERR_ARG, "no graph implementation for device type '%s'", device ? device : "(null)");
+        return NULL;
+    }
+    return f(args ? args : &defaults);
+}
+
+ltc_mempool_id ltc_graph_pool_handle(void) {
+    static uint64_t next = 1;
+    return __atomic_fetch_add(&next, 1, __ATOMIC_RELAXED);
+}
+
+/* ---- wrappers ------------------------------------------------------------------------------ */
+
+ltc_status ltc_graph_capture_begin(ltc_graph *g, ltc_mempool_id pool, ltc_capture_mode mode) {
+    return g->iface->capture_begin(g, pool, mode);
+}
+ltc_status ltc_graph_capture_end(ltc_graph *g) { return g->iface->capture_end(g); }
+ltc_status ltc_graph_instantiate(ltc_graph *g) { return g->iface->instantiate(g); }
+ltc_status ltc_graph_replay(ltc_graph *g) { return g->iface->replay(g); }
+ltc_status ltc_graph_reset(ltc_graph *g) { return g->iface->reset(g); }
+ltc_status ltc_graph_pool(ltc_graph *g, ltc_mempool_id *out) { return g->iface->pool(g, out); }
+void ltc_graph_enable_debug_mode(ltc_graph *g) { g->iface->enable_debug_mode(g); }
+ltc_status ltc_graph_debug_dump(ltc_graph *g, const char *path) {
+    return g->iface->debug_dump(g, path);
+}
+void ltc_graph_free(ltc_graph *g) {
+    if (g) g->iface->free(g);
+}

@@ -1,0 +1,224 @@
+/*
+ * ltc_graph.h - graph capture and replay: a backend-agnostic interface (a C vtable), the
+ * registry of implementations keyed by device type, memory-pool handles, and the core's
+ * recording API that implementations build on.
+ *
+ * Modelled on PyTorch's GraphImplInterface (aten/src/ATen/core/GraphImplInterface.h): a
+ * graph is created for a device type with construction arguments, captures the work of the
+ * calling thread between capture_begin and capture_end, and replays it. The concrete
+ * semantics of capture are backend-specific; the CPU implementation (src/cpu/capture.c)
+ * documents its own.
+ *
+ * What the core records during a capture (recorder.c): every sync of the capturing thread,
+ * as the computation it ran (retained: the compile cache may evict it) and one binding per
+ * argument. An argument is
+ *   - a static input: the data a tensor held when the capture began (read again from that
+ *     tensor at each replay, so `x:copy_(batch)` between replays feeds new data);
+ *   - an output of an earlier recorded sync;
+ *   - a random-number state made during the capture (a fresh state at each replay);
+ *   - a constant: data made during the capture (Lua numbers, ltc.tensor{...}).
+ * At capture_end every tensor alive on the thread whose data changed during the capture is
+ * recorded with its final binding: a replay installs the new data into those tensors (the
+ * static outputs, and static inputs updated in place such as `w:sub_(lr * g)`).
+ */
+#ifndef LTC_GRAPH_H
+#define LTC_GRAPH_H
+
+#include "ltc_backend.h"
+
+/* ---- capture modes and construction arguments ------------------------------------------ */
+
+/* How a capture interacts with other work (PyTorch's GraphCaptureMode). */
+typedef enum {
+    LTC_CAPTURE_DEFAULT = 0,  /* the backend's choice (CPU: THREAD_LOCAL) */
+    LTC_CAPTURE_GLOBAL,       /* a sync on any other thread is an error while this one
+                               * captures; reading a value on this thread is an error */
+    LTC_CAPTURE_THREAD_LOCAL, /* other threads work freely; reading a value on this thread
+                               * is an error (a replay would not repeat the read) */
+    LTC_CAPTURE_RELAXED,      /* everything allowed; a value read during the capture sees
+                               * the capture's values and is not repeated by replays */
+    LTC_CAPTURE_MODE_COUNT
+} ltc_capture_mode;
+
+/* "default", "global", "thread_local", "relaxed". */
+const char *ltc_capture_mode_name(ltc_capture_mode m);
+/* Parses a mode name; LTC_ERR_ARG naming the valid ones otherwise. */
+ltc_status ltc_capture_mode_parse(const char *name, ltc_capture_mode *out);
+
+/* Construction arguments. `size` is sizeof(ltc_graph_args) as the caller compiled it, so
+ * the struct can grow: an implementation reads a field only if it lies within `size`.
+ * Initialise with LTC_GRAPH_ARGS_INIT. */
+typedef struct ltc_graph_args {
+    size_t size;
+    bool keep_graph; /* keep the raw record after capture_end (instantiate is then explicit
+                      * or happens on the first replay; debug_dump works without debug mode) */
+} ltc_graph_args;
+#define LTC_GRAPH_ARGS_INIT {.size = sizeof(ltc_graph_args), .keep_graph = false}
+
+/* A memory-pool handle (PyTorch's MempoolId_t). 0 means "a private pool of the graph's
+ * own"; other values come from ltc_graph_pool_handle() or a graph's pool(). */
+typedef uint64_t ltc_mempool_id;
+
+/* A new, unique pool handle (no memory yet: a pool is made by the first capture using it). */
+ltc_mempool_id ltc_graph_pool_handle(void);
+
+/* ---- the vtable -------------------------------------------------------------------------- */
+
+#define LTC_GRAPH_IFACE_VERSION 1
+
+typedef struct ltc_graph ltc_graph;
+
+/* Every slot returns LTC_OK or an error status with ltc_last_error() set; misuse (replay
+ * before a capture, ...) is LTC_ERR_STATE with a message saying what to do. */
+struct ltc_graph_i {
+    int version; /* LTC_GRAPH_IFACE_VERSION */
+    /* Begins capturing the calling thread's syncs. `pool` 0 uses a private pool. */
+    ltc_status (*capture_begin)(ltc_graph *g, ltc_mempool_id pool, ltc_capture_mode mode);
+    /* Ends the capture (syncing what is still pending, so it is part of the graph). */
+    ltc_status (*capture_end)(ltc_graph *g);
+    /* Prepares the captured graph for replay. */
+    ltc_status (*instantiate)(ltc_graph *g);
+    /* Runs the captured graph again. */
+    ltc_status (*replay)(ltc_graph *g);
+    /* Drops the captured graph (and ends a capture in progress); the graph can capture
+     * again. The pool is released once no graph and no data uses it. */
+    ltc_status (*reset)(ltc_graph *g);
+    /* The pool the graph captured into. */
+    ltc_status (*pool)(ltc_graph *g, ltc_mempool_id *out);
+    /* Per graph: extra checks on replay, and keeps the record for debug_dump. */
+    void (*enable_debug_mode)(ltc_graph *g);
+    /* Writes the captured graph to `path` (the CPU backend: Graphviz DOT). */
+    ltc_status (*debug_dump)(ltc_graph *g, const char *path);
+    /* Frees the graph (resetting it first). */
+    void (*free)(ltc_graph *g);
+};
+
+struct ltc_graph {
+    const struct ltc_graph_i *iface;
+    const char *device; /* the device type it was created for (static string) */
+    void *impl;         /* the implementation's state */
+};
+
+/* Convenience wrappers: g->iface->slot(g, ...). */
+ltc_status ltc_graph_capture_begin(ltc_graph *g, ltc_mempool_id pool, ltc_capture_mode mode);
+ltc_status ltc_graph_capture_end(ltc_graph *g);
+ltc_status ltc_graph_instantiate(ltc_graph *g);
+ltc_status ltc_graph_replay(ltc_graph *g);
+ltc_status ltc_graph_reset(ltc_graph *g);
+ltc_status ltc_graph_pool(ltc_graph *g, ltc_mempool_id *out);
+void ltc_graph_enable_debug_mode(ltc_graph *g);
+ltc_status ltc_graph_debug_dump(ltc_graph *g, const char *path);
+void ltc_graph_free(ltc_graph *g); /* NULL is a no-op */
+
+/* ---- registry ------------------------------------------------------------------------------ */
+
+/* Makes a graph from the arguments; NULL with the error set on failure. */
+typedef ltc_graph *(*ltc_graph_factory)(const ltc_graph_args *args);
+
+/* Registers the implementation for a device type ("cpu"). LTC_ERR_STATE if one is already
+ * registered for it, LTC_ERR_ARG for a NULL name or factory. At most 8 entries. */
+ltc_status ltc_graph_impl_register(const char *device, ltc_graph_factory factory);
+/* Whether a device type has a graph implementation. Built-in ones register lazily. */
+bool ltc_has_graph_impl(const char *device);
+/* A new graph for the device type (NULL args: the defaults), or NULL with the error set
+ * ("no graph implementation for device type 'x'") for an unknown device. Caller frees it
+ * with ltc_graph_free. */
+ltc_graph *ltc_graph_impl_create(const char *device, const ltc_graph_args *args);
+
+/* Statistics of a pool of the CPU implementation (ltc.graph_pool_info). */
+typedef struct ltc_pool_stats {
+    int graphs;           /* graphs using the pool */
+    int64_t live;         /* data made by the pool and still held (by tensors or replays) */
+    int64_t free_buffers; /* buffers kept for reuse */
+    int64_t bytes;        /* bytes the pool holds: live and free buffers, and its arena */
+    int64_t mallocs;      /* buffers it had to allocate */
+    int64_t reuses;       /* allocations served from its free buffers */
+} ltc_pool_stats;
+/* False when no pool has that id (never made, or released). */
+bool ltc_cpu_pool_stats(ltc_mempool_id id, ltc_pool_stats *out);
+
+/* ---- the core's recording API, for implementations ----------------------------------------- */
+
+typedef enum {
+    LTC_BIND_TENSOR, /* static input: the bound tensor's data when the replay runs */
+    LTC_BIND_OUTPUT, /* output `index` of recorded step `step` */
+    LTC_BIND_CONST,  /* constant data */
+    LTC_BIND_RNG,    /* a generator state {seed, offset + rng_delta} made at replay */
+} ltc_bind_kind;
+
+typedef struct ltc_binding {
+    ltc_bind_kind kind;
+    int step, index;    /* LTC_BIND_OUTPUT */
+    ltc_tensor *tensor; /* LTC_BIND_TENSOR: retained by the record */
+    ltc_data *data;     /* LTC_BIND_CONST, LTC_BIND_RNG (the capture's state): retained */
+    int64_t rng_delta;  /* LTC_BIND_RNG: the state's offset minus the generator's offset
+                         * when the capture began */
+} ltc_binding;
+
+/* One recorded sync. */
+typedef struct ltc_capture_step {
+    ltc_computation *comp; /* retained */
+    int n_args;
+    ltc_binding *args;     /* one per computation parameter */
+} ltc_capture_step;
+
+/* A tensor the replay writes: `tensor` (retained) gets `value` at the end of a replay. */
+typedef struct ltc_capture_install {
+    ltc_tensor *tensor;
+    ltc_binding value;
+} ltc_capture_install;
+
+typedef struct ltc_capture_record {
+    ltc_capture_mode mode;
+    int n_steps;
+    ltc_capture_step *steps;
+    int n_installs;
+    ltc_capture_install *installs;
+    uint64_t rng_advance; /* how far the capture advanced the default generator */
+} ltc_capture_record;
+
+/* Starts recording the calling thread's syncs. Syncs pending work first (it is not part of
+ * the capture). `backend`/`exec_ctx` are handed back by ltc_capture_exec_ctx to that
+ * backend's execute while the capture runs (the CPU backend: the pool to allocate outputs
+ * from). `mode` must not be DEFAULT (the implementation resolves it). LTC_ERR_STATE if the
+ * thread already captures. */
+ltc_status ltc_capture_start(ltc_capture_mode mode, ltc_backend *backend, void *exec_ctx);
+/* Syncs what is pending, stops recording and hands over the record (caller frees it with
+ * ltc_capture_record_free). On failure the capture is aborted. */
+ltc_status ltc_capture_finish(ltc_capture_record **out);
+/* Stops recording and drops what was recorded (no-op when the thread does not capture). */
+void ltc_capture_abort(void);
+void ltc_capture_record_free(ltc_capture_record *r);
+/* Whether the calling thread captures. */
+bool ltc_capture_active(void);
+/* Whether t is a static input of the calling thread's capture (it existed when the capture
+ * began); false when the thread does not capture. */
+bool ltc_capture_is_static(const ltc_tensor *t);
+/* The exec_ctx given to ltc_capture_start when the calling thread captures and `b` is the
+ * capture's backend; NULL otherwise. */
+void *ltc_capture_exec_ctx(ltc_backend *b);
+
+/* Called by the core. ltc_capture_check_sync: LTC_ERR_STATE when another thread captures in
+ * global mode. ltc_capture_check_read: LTC_ERR_STATE when this thread captures in global or
+ * thread_local mode (a value read would not be repeated by a replay). */
+ltc_status ltc_capture_check_sync(void);
+ltc_status ltc_capture_check_read(void);
+/* The executor ran `c` with `args` (c->n_params) giving `outs` (c->n_outputs). */
+ltc_status ltc_capture_note_sync(ltc_computation *c, ltc_data *const *args, ltc_data *const *outs);
+/* ltc_rng_state_tensor made a state tensor for offset `offset` (trace.c). */
+void ltc_capture_note_rng(ltc_tensor *state, uint64_t offset);
+
+/* The default generator's state, and advancing it (what ltc_rng_state_tensor does). */
+void ltc_rng_state_get(uint64_t *seed, uint64_t *offset);
+/* Returns the offset before the advance. */
+uint64_t ltc_rng_advance(uint64_t delta);
+
+/* Tensor helpers for replays. ltc_tensor_data: the data a tensor holds, borrowed (NULL while
+ * it is pending). ltc_tensor_install: each ts[i] takes ds[i] (retained) as its new value, as
+ * an in-place write would (views of a written base see the change). ltc_tensor_share: a new
+ * tensor holding t's data (t must hold data), so a later install into t leaves it alone. */
+ltc_data *ltc_tensor_data(ltc_tensor *t);
+void ltc_tensor_install(ltc_tensor *const *ts, ltc_data *const *ds, int n);
+ltc_status ltc_tensor_share(ltc_tensor *t, ltc_tensor **out);
+
+#endif

@@ -1,0 +1,683 @@
+/*
+ * capture.c - the CPU backend's graph implementation (ltc_graph.h), registered as "cpu".
+ *
+ * capture_begin syncs pending work, then records the calling thread's syncs (recorder.c)
+ * while their outputs come from the graph's pool; capture_end syncs what the capture left
+ * pending and ends it. A replay runs the recorded plans again, in order, with no tracing,
+ * hashing or cache look-up: arguments are read from the bound tensors (static inputs),
+ * earlier steps' outputs, constants and fresh random-number states; at the end the
+ * outputs are installed into the tensors the capture wrote (static outputs, parameters
+ * updated in place). Works for the "cpu" and "ref" backends (both run CPU plans).
+ *
+ * Modes: DEFAULT is THREAD_LOCAL on the CPU backend: each thread syncs only the tensors it
+ * made, so other threads' work cannot leak into a capture; reading a value on the
+ * capturing thread is refused.
+ *
+ * Pools: output buffers and the temporaries' arena. A buffer released by a replay (its
+ * last holder let go) goes back to its pool's free list and serves the next allocation of
+ * the same byte size, so steady-state replays do not call malloc. Graphs captured with the
+ * same pool handle share the free lists and the arena; they must replay in capture order,
+ * never concurrently. A pool is freed once no graph uses it and none of its data is held.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ltc_graph.h"
+#include "plan.h"
+
+#define ALIGN 64
+static size_t align_up(size_t n) { return (n + ALIGN - 1) & ~(size_t)(ALIGN - 1); }
+
+/* ---- pools ------------------------------------------------------------------------------------- */
+
+typedef struct {
+    size_t size; /* byte size (ltc_data.nbytes) */
+    ltc_data **items;
+    int n, cap;
+} bucket;
+
+typedef struct cpu_pool {
+    ltc_mempool_id id;
+    int graphs;
+    int64_t live, mallocs, reuses, bytes;
+    ltc_backend be; /* the CPU backend's vtable with data_free returning buffers here */
+    ltc_backend *cpu; /* the CPU backend: it frees the buffers for good */
+    struct ltc_backend_i iface;
+    bucket *buckets;
+    int n_buckets;
+    void *arena;
+    size_t arena_size;
+    void **ptrs;
+    int n_ptrs;
+    struct cpu_pool *next;
+} cpu_pool;
+
+/* One mutex for every pool: allocations are a few per replay, and data may be released on
+ * any thread. */
+static pthread_mutex_t pools_mu = PTHREAD_MUTEX_INITIALIZER;
+static cpu_pool *pools;
+
+static cpu_pool *pool_of(ltc_backend *b) {
+    return (cpu_pool *)((char *)b - offsetof(cpu_pool, be));
+}
+
+static void data_destroy(cpu_pool *p, ltc_data *d) {
+    d->backend = p->cpu;
+    p->cpu->iface->data_free(p->cpu, d);
+}
+
+/* Frees the pool if nothing uses it. Called with pools_mu held. */
+static void pool_maybe_free(cpu_pool *p) {
+    if (p->graphs > 0) return;
+    for (int i = 0; i < p->n_buckets; i++) {
+        for (int k = 0; k < p->buckets[i].n; k++) {
+            p->bytes -= (int64_t)align_up(p->buckets[i].size);
+            data_destroy(p, p->buckets[i].items[k]);
+        }
+        p->buckets[i].n = 0;
+    }
+    free(p->arena);
+    p->bytes -= (int64_t)p->arena_size;
+    p->arena = NULL;
+    p->arena_size = 0;
+    free(p->ptrs);
+    p->ptrs = NULL;
+    p->n_ptrs = 0;
+    if (p->live > 0) return; /* the data still held comes back through pool_data_free */
+    for (cpu_pool **pp = &pools; *pp; pp = &(*pp)->next)
+        if (*pp == p) {
+            *pp = p->next;
+            break;
+        }
+    for (int i = 0; i < p->n_buckets; i++) free(p->buckets[i].items);
+    free(p->buckets);
+    free(p);
+}
+
+static void pool_data_free(ltc_backend *b, ltc_data *d) {
+    cpu_pool *p = pool_of(b);
+    size_t size = d->nbytes;
+    pthread_mutex_lock(&pools_mu);
+    p->live--;
+    bucket *bk = NULL;
+    for (int i = 0; i < p->n_buckets && !bk; i++)
+        if (p->buckets[i].size == size) bk = &p->buckets[i];
+    if (p->graphs > 0 && bk && bk->n < bk->cap) {
+        bk->items[bk->n++] = d;
+    } else {
+        p->bytes -= (int64_t)align_up(size);
+        data_destroy(p, d);
+        pool_maybe_free(p);
+    }
+    pthread_mutex_unlock(&pools_mu);
+}
+
+/* The pool with that id, made if needed, with one more graph using it. */
+static cpu_pool *pool_acquire(ltc_mempool_id id) {
+    pthread_mutex_lock(&pools_mu);
+    cpu_pool *p = pools;
+    while (p && p->id != id) p = p->next;
+    if (!p && (p = calloc(1, sizeof *p))) {
+        ltc_backend *cpu = ltc_backend_get("cpu");
+        p->id = id;
+        p->iface = *cpu->iface;
+        p->iface.data_free = pool_data_free;
+        p->be = (ltc_backend){.name = cpu->name, .iface = &p->iface, .context = cpu->context};
+        p->cpu = cpu;
+        p->next = pools;
+        pools = p;
+    }
+    if (p) p->graphs++;
+    pthread_mutex_unlock(&pools_mu);
+    if (!p) ltc_errorf(LTC_ERR_NOMEM, "capture_begin: out of memory for a pool");
+    return p;
+}
+
+static void pool_release(cpu_pool *p) {
+    if (!p) return;
+    pthread_mutex_lock(&pools_mu);
+    p->graphs--;
+    pool_maybe_free(p);
+    pthread_mutex_unlock(&pools_mu);
+}
+
+/* A buffer of shape's byte size: a free one of that size, else a new one. Makes the size's
+ * bucket (with room for every buffer of that size) so releases never allocate. */
+static ltc_data *pool_alloc(void *ud, const ltc_shape *shape) {
+    cpu_pool *p = ud;
+    size_t nbytes = ltc_shape_nbytes(shape), size = nbytes;
+    ltc_data *d = NULL;
+    pthread_mutex_lock(&pools_mu);
+    bucket *bk = NULL;
+    for (int i = 0; i < p->n_buckets && !bk; i++)
+        if (p->buckets[i].size == size) bk = &p->buckets[i];
+    if (!bk) {
+        bucket *nb = realloc(p->buckets, sizeof *nb * (size_t)(p->n_buckets + 1));
+        if (!nb) goto done;
+        p->buckets = nb;
+        bk = &p->buckets[p->n_buckets++];
+        *bk = (bucket){.size = size};
+    }
+    if (bk->n > 0) {
+        d = bk->items[--bk->n];
+        d->refcount = 1;
+        d->shape = *shape;
+        p->reuses++;
+    } else {
+        if (bk->cap <= p->live + 1) { /* room to take back every buffer of this size */
+            int nc = bk->cap ? bk->cap * 2 : 8;
+            while (nc <= p->live + 1) nc *= 2;
+            ltc_data **ni = realloc(bk->items, sizeof *ni * (size_t)nc);
+            if (!ni) goto done;
+            bk->items = ni;
+            bk->cap = nc;
+        }
+        if (!(d = ltc_cpu_data_new(&p->be, shape))) goto done;
+        p->mallocs++;
+        p->bytes += (int64_t)align_up(size);
+    }
+    p->live++;
+done:
+    pthread_mutex_unlock(&pools_mu);
+    if (!d) ltc_errorf(LTC_ERR_NOMEM, "graph: out of memory for a %zu-byte output", nbytes);
+    return d;
+}
+
+/* Grows the pool's scratch (pointer table and arena) for a plan. Not during a replay. */
+static ltc_status pool_fit(cpu_pool *p, const cpu_plan *plan) {
+    if (plan->n_bufs > p->n_ptrs) {
+        void **np = realloc(p->ptrs, sizeof *np * (size_t)plan->n_bufs);
+        if (!np) goto nomem;
+        p->ptrs = np;
+        p->n_ptrs = plan->n_bufs;
+    }
+    if (plan->arena_size > p->arena_size) {
+        void *na = aligned_alloc(ALIGN, align_up(plan->arena_size));
+        if (!na) goto nomem;
+        free(p->arena);
+        pthread_mutex_lock(&pools_mu);
+        p->bytes += (int64_t)(align_up(plan->arena_size) - p->arena_size);
+        pthread_mutex_unlock(&pools_mu);
+        p->arena = na;
+        p->arena_size = align_up(plan->arena_size);
+    }
+    return LTC_OK;
+nomem:
+    return ltc_errorf(LTC_ERR_NOMEM, "graph: out of memory for a pool's scratch");
+}
+
+bool ltc_cpu_pool_stats(ltc_mempool_id id, ltc_pool_stats *out) {
+    pthread_mutex_lock(&pools_mu);
+    cpu_pool *p = pools;
+    while (p && p->id != id) p = p->next;
+    if (p) {
+        *out = (ltc_pool_stats){.graphs = p->graphs, .live = p->live, .bytes = p->bytes,
+                                .mallocs = p->mallocs, .reuses = p->reuses};
+        for (int i = 0; i < p->n_buckets; i++) out->free_buffers += p->buckets[i].n;
+    }
+    pthread_mutex_unlock(&pools_mu);
+    return p != NULL;
+}
+
+ltc_status ltc_cpu_capture_execute(void *exec_ctx, cpu_plan *plan, ltc_data *const *args,
+                                   ltc_data **outs) {
+    cpu_pool *p = exec_ctx;
+    ltc_status st = pool_fit(p, plan);
+    if (st) return st;
+    return ltc_cpu_plan_run_with(plan, args, outs, p->ptrs, p->arena, pool_alloc, p);
+}
+
+/* ---- the instantiated graph ------------------------------------------------------------------- */
+
+typedef struct {
+    cpu_plan *plan;
+    int n_args, n_outs;
+    ltc_binding *bind; /* RNG bindings' data: the graph's own state buffer */
+    ltc_data **args;   /* scratch */
+    ltc_data **outs;   /* this replay's outputs, held until its end */
+} xstep;
+
+typedef struct {
+    int n_steps;
+    xstep *steps;
+    ltc_computation **comps; /* retained */
+    int n_installs;
+    ltc_tensor **inst_t;     /* retained */
+    ltc_binding *inst_v;
+    ltc_data **inst_d;       /* scratch */
+    int n_statics;
+    ltc_tensor **statics;    /* borrowed from the bindings: checked for pending IR */
+    int n_rng;
+    ltc_binding **rng;       /* the RNG bindings */
+    uint64_t rng_advance;
+} exec;
+
+static void bind_release(ltc_binding *b) {
+    if (b->kind == LTC_BIND_TENSOR) ltc_tensor_release(b->tensor);
+    if (b->kind == LTC_BIND_CONST || b->kind == LTC_BIND_RNG) ltc_data_release(b->data);
+}
+
+static ltc_binding bind_copy(const ltc_binding *b) {
+    ltc_binding c = *b;
+    if (c.kind == LTC_BIND_TENSOR) ltc_tensor_retain(c.tensor);
+    if (c.kind == LTC_BIND_CONST) ltc_data_retain(c.data);
+    if (c.kind == LTC_BIND_RNG) c.data = ltc_cpu_data_new(ltc_backend_get("cpu"), &b->data->shape);
+    return c;
+}
+
+static void exec_free(exec *x) {
+    if (!x) return;
+    for (int i = 0; i < x->n_steps; i++) {
+        xstep *s = &x->steps[i];
+        if (s->bind)
+            for (int k = 0; k < s->n_args; k++) bind_release(&s->bind[k]);
+        free(s->bind);
+        free(s->args);
+        free(s->outs);
+        ltc_computation_free(x->comps ? x->comps[i] : NULL);
+    }
+    for (int i = 0; i < x->n_installs; i++) {
+        ltc_tensor_release(x->inst_t[i]);
+        bind_release(&x->inst_v[i]);
+    }
+    free(x->steps);
+    free(x->comps);
+    free(x->inst_t);
+    free(x->inst_v);
+    free(x->inst_d);
+    free(x->statics);
+    free(x->rng);
+    free(x);
+}
+
+static bool is_cpu_plan(const ltc_computation *c) {
+    return !strcmp(c->backend->name, "cpu") || !strcmp(c->backend->name, "ref");
+}
+
+static ltc_status exec_build(const ltc_capture_record *r, cpu_pool *pool, exec **out) {
+    exec *x = calloc(1, sizeof *x);
+    ltc_status st = LTC_OK;
+    if (!x) goto nomem;
+    x->rng_advance = r->rng_advance;
+    x->steps = calloc((size_t)r->n_steps + 1, sizeof *x->steps);
+    x->comps = calloc((size_t)r->n_steps + 1, sizeof *x->comps);
+    x->inst_t = calloc((size_t)r->n_installs + 1, sizeof *x->inst_t);
+    x->inst_v = calloc((size_t)r->n_installs + 1, sizeof *x->inst_v);
+    x->inst_d = calloc((size_t)r->n_installs + 1, sizeof *x->inst_d);
+    if (!x->steps || !x->comps || !x->inst_t || !x->inst_v || !x->inst_d) goto nomem;
+    int n_bind = 0;
+    for (int i = 0; i < r->n_steps; i++) n_bind += r->steps[i].n_args;
+    x->statics = calloc((size_t)n_bind + 1, sizeof *x->statics);
+    x->rng = calloc((size_t)n_bind + 1, sizeof *x->rng);
+    if (!x->statics || !x->rng) goto nomem;
+    for (int i = 0; i < r->n_steps; i++, x->n_steps++) {
+        const ltc_capture_step *rs = &r->steps[i];
+        xstep *s = &x->steps[i];
+        if (!is_cpu_plan(rs->comp)) {
+            st = ltc_errorf(LTC_ERR_STATE, "graph: step %d ran on backend '%s', which the CPU "
+                            "graph cannot replay", i + 1, rs->comp->backend->name);
+            goto fail;
+        }
+        x->comps[i] = ltc_computation_retain(rs->comp);
+        s->plan = rs->comp->impl;
+        s->n_args = rs->n_args;
+        s->n_outs = rs->comp->n_outputs;
+        s->bind = calloc((size_t)s->n_args + 1, sizeof *s->bind);
+        s->args = calloc((size_t)s->n_args + 1, sizeof *s->args);
+        s->outs = calloc((size_t)s->n_outs + 1, sizeof *s->outs);
+        if (!s->bind || !s->args || !s->outs) goto nomem;
+        for (int k = 0; k < s->n_args; k++) {
+            s->bind[k] = bind_copy(&rs->args[k]);
+            if (s->bind[k].kind == LTC_BIND_RNG) {
+                if (!s->bind[k].data) {
+                    s->bind[k].kind = LTC_BIND_CONST; /* nothing to release */
+                    goto nomem;
+                }
+                x->rng[x->n_rng++] = &s->bind[k];
+            }
+            if (s->bind[k].kind == LTC_BIND_TENSOR) {
+                bool seen = false;
+                for (int j = 0; j < x->n_statics && !seen; j++) seen = x->statics[j] == s->bind[k].tensor;
+                if (!seen) x->statics[x->n_statics++] = s->bind[k].tensor;
+            }
+        }
+        if ((st = pool_fit(pool, s->plan))) goto fail;
+    }
+    for (int i = 0; i < r->n_installs; i++, x->n_installs++) {
+        x->inst_t[i] = ltc_tensor_retain(r->installs[i].tensor);
+        x->inst_v[i] = bind_copy(&r->installs[i].value);
+        if (x->inst_v[i].kind == LTC_BIND_RNG) { /* not expected: a constant then */
+            ltc_data_release(x->inst_v[i].data);
+            x->inst_v[i].kind = LTC_BIND_CONST;
+            x->inst_v[i].data = ltc_data_retain(r->installs[i].value.data);
+        }
+    }
+    *out = x;
+    return LTC_OK;
+nomem:
+    st = ltc_errorf(LTC_ERR_NOMEM, "instantiate: out of memory");
+fail:
+    exec_free(x);
+    return st;
+}
+
+static ltc_data *resolve(exec *x, const ltc_binding *b) {
+    switch (b->kind) {
+    case LTC_BIND_TENSOR: return ltc_tensor_data(b->tensor);
+    case LTC_BIND_OUTPUT: return x->steps[b->step].outs[b->index];
+    default: return b->data;
+    }
+}
+
+static void release_outs(exec *x, int upto) {
+    for (int i = 0; i < upto; i++)
+        for (int k = 0; k < x->steps[i].n_outs; k++) {
+            ltc_data_release(x->steps[i].outs[k]);
+            x->steps[i].outs[k] = NULL;
+        }
+}
+
+static ltc_status exec_run(exec *x, cpu_pool *pool, bool debug) {
+    ltc_status st;
+    for (int i = 0; i < x->n_statics; i++) /* new input data still pending (x:copy_(batch)) */
+        if (!ltc_tensor_data(x->statics[i])) {
+            if ((st = ltc_sync())) return st;
+            break;
+        }
+    if (x->n_rng) { /* fresh numbers, as the same ops traced now would draw */
+        uint64_t seed, unused, base = ltc_rng_advance(x->rng_advance);
+        ltc_rng_state_get(&seed, &unused);
+        for (int i = 0; i < x->n_rng; i++) {
+            int64_t *state = x->rng[i]->data->ptr;
+            state[0] = (int64_t)seed;
+            state[1] = (int64_t)(base + (uint64_t)x->rng[i]->rng_delta);
+        }
+    }
+    for (int i = 0; i < x->n_steps; i++) {
+        xstep *s = &x->steps[i];
+        for (int k = 0; k < s->n_args; k++) s->args[k] = resolve(x, &s->bind[k]);
+        if (debug) {
+            const ltc_shape *ps = x->comps[i]->param_shapes;
+            for (int k = 0; k < s->n_args; k++)
+                if (!s->args[k] || !ltc_shape_equal(&s->args[k]->shape, &ps[k])) {
+                    release_outs(x, i);
+                    return ltc_errorf(LTC_ERR_STATE, "replay (debug): step %d argument %d does "
+                                      "not have the captured shape", i + 1, k + 1);
+                }
+        }
+        if ((st = ltc_cpu_plan_run_with(s->plan, s->args, s->outs, pool->ptrs, pool->arena,
+                                        pool_alloc, pool))) {
+            release_outs(x, i);
+            return st;
+        }
+    }
+    for (int i = 0; i < x->n_installs; i++) x->inst_d[i] = resolve(x, &x->inst_v[i]);
+    ltc_tensor_install(x->inst_t, x->inst_d, x->n_installs);
+    release_outs(x, x->n_steps);
+    return LTC_OK;
+}
+
+/* ---- the graph --------------------------------------------------------------------------------- */
+
+typedef enum { G_EMPTY, G_CAPTURING, G_CAPTURED } gstate;
+
+typedef struct {
+    ltc_graph g;
+    bool keep_graph, debug;
+    gstate state;
+    int instantiations;
+    ltc_capture_mode mode;
+    cpu_pool *pool;
+    ltc_capture_record *rec; /* the raw record: kept with keep_graph or debug mode */
+    exec *x;                 /* the instantiated graph */
+} cpu_graph;
+
+static cpu_graph *impl_of(ltc_graph *g) { return (cpu_graph *)g; }
+
+static ltc_status g_capture_begin(ltc_graph *g, ltc_mempool_id pool, ltc_capture_mode mode) {
+    cpu_graph *cg = impl_of(g);
+    if (cg->state == G_CAPTURING)
+        return ltc_errorf(LTC_ERR_STATE, "capture_begin: the graph is already capturing");
+    if (cg->state == G_CAPTURED)
+        return ltc_errorf(LTC_ERR_STATE, "capture_begin: this graph already owns a captured graph "
+                          "(call reset() first, or use another Graph)");
+    if ((unsigned)mode >= LTC_CAPTURE_MODE_COUNT)
+        return ltc_errorf(LTC_ERR_ARG, "capture_begin: bad capture mode %d", (int)mode);
+    if (mode == LTC_CAPTURE_DEFAULT) mode = LTC_CAPTURE_THREAD_LOCAL;
+    ltc_backend *b = ltc_backend_default();
+    if (strcmp(b->name, "cpu") && strcmp(b->name, "ref"))
+        return ltc_errorf(LTC_ERR_STATE, "capture_begin: the CPU graph cannot capture the '%s' "
+                          "backend", b->name);
+    cpu_pool *p = pool_acquire(pool ? pool : ltc_graph_pool_handle());
+    if (!p) return LTC_ERR_NOMEM;
+    ltc_status st = ltc_capture_start(mode, ltc_backend_get("cpu"), p);
+    if (st) {
+        pool_release(p);
+        return st;
+    }
+    cg->pool = p;
+    cg->mode = mode;
+    cg->state = G_CAPTURING;
+    return LTC_OK;
+}
+
+static ltc_status g_instantiate(ltc_graph *g);
+
+static void drop(cpu_graph *cg) {
+    exec_free(cg->x);
+    cg->x = NULL;
+    ltc_capture_record_free(cg->rec);
+    cg->rec = NULL;
+    pool_release(cg->pool);
+    cg->pool = NULL;
+    cg->instantiations = 0;
+    cg->state = G_EMPTY;
+}
+
+static ltc_status g_capture_end(ltc_graph *g) {
+    cpu_graph *cg = impl_of(g);
+    if (cg->state != G_CAPTURING)
+        return ltc_errorf(LTC_ERR_STATE, "capture_end: the graph is not capturing (call "
+                          "capture_begin first)");
+    ltc_capture_record *r = NULL;
+    ltc_status st = ltc_capture_finish(&r);
+    if (st) {
+        drop(cg);
+        return st;
+    }
+    cg->rec = r;
+    cg->state = G_CAPTURED;
+    ltc_counter_add("GraphCapture", 1);
+    if (cg->keep_graph) return LTC_OK;
+    if ((st = g_instantiate(g))) {
+        drop(cg);
+        return st;
+    }
+    if (!cg->debug) { /* keep_graph = false: the raw record goes */
+        ltc_capture_record_free(cg->rec);
+        cg->rec = NULL;
+    }
+    return LTC_OK;
+}
+
+static ltc_status g_instantiate(ltc_graph *g) {
+    cpu_graph *cg = impl_of(g);
+    if (cg->state == G_CAPTURING)
+        return ltc_errorf(LTC_ERR_STATE, "instantiate: the capture has not ended (call "
+                          "capture_end first)");
+    if (cg->state == G_EMPTY)
+        return ltc_errorf(LTC_ERR_STATE, "instantiate: nothing captured yet (capture_begin, "
+                          "then capture_end)");
+    if (cg->instantiations && !cg->keep_graph)
+        return ltc_errorf(LTC_ERR_STATE, "instantiate: already instantiated by capture_end, "
+                          "which drops the raw graph when keep_graph is false (create the "
+                          "Graph with keep_graph = true to instantiate explicitly)");
+    exec *x = NULL;
+    ltc_status st = exec_build(cg->rec, cg->pool, &x);
+    if (st) return st;
+    exec_free(cg->x);
+    cg->x = x;
+    cg->instantiations++;
+    return LTC_OK;
+}
+
+static ltc_status g_replay(ltc_graph *g) {
+    cpu_graph *cg = impl_of(g);
+    if (cg->state == G_CAPTURING)
+        return ltc_errorf(LTC_ERR_STATE, "replay: the graph is still capturing (call capture_end "
+                          "first)");
+    if (cg->state == G_EMPTY)
+        return ltc_errorf(LTC_ERR_STATE, "replay: nothing captured yet (capture_begin, then "
+                          "capture_end)");
+    if (ltc_capture_active())
+        return ltc_errorf(LTC_ERR_STATE, "replay: this thread is capturing a graph");
+    ltc_status st = ltc_capture_check_sync();
+    if (st) return ltc_error_prefix(st, "replay");
+    if (!cg->x && (st = g_instantiate(g))) return st; /* keep_graph: on the first replay */
+    if ((st = exec_run(cg->x, cg->pool, cg->debug))) return st;
+    ltc_counter_add("GraphReplay", 1);
+    return LTC_OK;
+}
+
+static ltc_status g_reset(ltc_graph *g) {
+    cpu_graph *cg = impl_of(g);
+    if (cg->state == G_CAPTURING) ltc_capture_abort();
+    drop(cg);
+    return LTC_OK;
+}
+
+static ltc_status g_pool(ltc_graph *g, ltc_mempool_id *out) {
+    cpu_graph *cg = impl_of(g);
+    if (!cg->pool)
+        return ltc_errorf(LTC_ERR_STATE, "pool: nothing captured yet (the pool is chosen at "
+                          "capture_begin)");
+    *out = cg->pool->id;
+    return LTC_OK;
+}
+
+static void g_enable_debug_mode(ltc_graph *g) { impl_of(g)->debug = true; }
+
+/* ---- debug_dump: Graphviz DOT ------------------------------------------------------------------ */
+
+static void dot_binding(FILE *f, const ltc_capture_record *r, const ltc_binding *b,
+                        const char *to) {
+    char sb[128];
+    switch (b->kind) {
+    case LTC_BIND_TENSOR: {
+        const ltc_shape *s = ltc_tensor_shape(b->tensor);
+        fprintf(f, "  \"t%p\" [shape=ellipse, style=filled, fillcolor=lightblue, "
+                "label=\"static input\\n%s%s\"];\n  \"t%p\" -> %s;\n", (void *)b->tensor,
+                ltc_dtype_short(s->dtype), ltc_shape_str(s, sb, sizeof sb), (void *)b->tensor, to);
+        break;
+    }
+    case LTC_BIND_OUTPUT: {
+        const cpu_plan *p = r->steps[b->step].comp->impl;
+        fprintf(f, "  s%d_b%d -> %s [style=dashed];\n", b->step, p->outputs[b->index], to);
+        break;
+    }
+    case LTC_BIND_CONST:
+        fprintf(f, "  \"d%p\" [shape=note, label=\"constant\\n%s%s\"];\n  \"d%p\" -> %s;\n",
+                (void *)b->data, ltc_dtype_short(b->data->shape.dtype),
+                ltc_shape_str(&b->data->shape, sb, sizeof sb), (void *)b->data, to);
+        break;
+    case LTC_BIND_RNG:
+        fprintf(f, "  \"d%p\" [shape=diamond, label=\"rng state\\noffset +%lld\"];\n"
+                "  \"d%p\" -> %s;\n", (void *)b->data, (long long)b->rng_delta, (void *)b->data, to);
+        break;
+    }
+}
+
+static ltc_status dump_dot(const ltc_capture_record *r, const char *path) {
+    FILE *f = fopen(path, "w");
+    if (!f) return ltc_errorf(LTC_ERR_IO, "debug_dump: cannot write %s", path);
+    char sb[128], to[64];
+    fprintf(f, "digraph ltc_graph {\n  rankdir=TB;\n  node [fontname=\"monospace\"];\n"
+            "  label=\"captured graph: %d syncs, %d installs, mode %s, rng advance %llu\";\n",
+            r->n_steps, r->n_installs, ltc_capture_mode_name(r->mode),
+            (unsigned long long)r->rng_advance);
+    for (int i = 0; i < r->n_steps; i++) {
+        const cpu_plan *p = r->steps[i].comp->impl;
+        fprintf(f, "  subgraph cluster_s%d {\n    label=\"sync %d: %d kernels, arena %zu bytes\";\n",
+                i, i + 1, p->n_steps, p->arena_size);
+        for (int b = 0; b < p->n_bufs; b++) {
+            const plan_buf *bf = &p->bufs[b];
+            const char *kind = bf->kind == BUF_PARAM ? "param" : bf->kind == BUF_OUTPUT ? "output" : "temp";
+            fprintf(f, "    s%d_b%d [shape=ellipse, label=\"b%d %s #%d\\n%s%s\"];\n", i, b, b, kind,
+                    bf->kind == BUF_TEMP ? b : bf->index + 1, ltc_dtype_short(bf->shape.dtype),
+                    ltc_shape_str(&bf->shape, sb, sizeof sb));
+        }
+        for (int k = 0; k < p->n_steps; k++) {
+            const plan_step *sp = &p->steps[k];
+            fprintf(f, "    s%d_k%d [shape=box, style=filled, fillcolor=lightyellow, label=\"%s%s\"];\n",
+                    i, k, ltc_op_name(sp->op), sp->fallback ? " [ref]" : "");
+            for (int j = 0; j < sp->n_in; j++) fprintf(f, "    s%d_b%d -> s%d_k%d;\n", i, sp->in[j], i, k);
+            for (int j = 0; j < sp->n_out; j++) fprintf(f, "    s%d_k%d -> s%d_b%d;\n", i, k, i, sp->out[j]);
+        }
+        fprintf(f, "  }\n");
+        for (int a = 0; a < r->steps[i].n_args; a++) {
+            int b = 0;
+            while (b < p->n_bufs && !(p->bufs[b].kind == BUF_PARAM && p->bufs[b].index == a)) b++;
+            snprintf(to, sizeof to, "s%d_b%d", i, b);
+            dot_binding(f, r, &r->steps[i].args[a], to);
+        }
+    }
+    for (int i = 0; i < r->n_installs; i++) {
+        const ltc_capture_install *in = &r->installs[i];
+        const ltc_shape *s = ltc_tensor_shape(in->tensor);
+        snprintf(to, sizeof to, "\"i%d\"", i);
+        fprintf(f, "  \"i%d\" [shape=ellipse, style=filled, fillcolor=lightgreen, "
+                "label=\"install into tensor\\n%s%s\"];\n", i, ltc_dtype_short(s->dtype),
+                ltc_shape_str(s, sb, sizeof sb));
+        dot_binding(f, r, &in->value, to);
+    }
+    fprintf(f, "}\n");
+    bool bad = ferror(f) != 0;
+    if (fclose(f) || bad) return ltc_errorf(LTC_ERR_IO, "debug_dump: error writing %s", path);
+    return LTC_OK;
+}
+
+static ltc_status g_debug_dump(ltc_graph *g, const char *path) {
+    cpu_graph *cg = impl_of(g);
+    if (cg->state == G_CAPTURING)
+        return ltc_errorf(LTC_ERR_STATE, "debug_dump: the graph is still capturing");
+    if (cg->state == G_EMPTY)
+        return ltc_errorf(LTC_ERR_STATE, "debug_dump: nothing captured yet");
+    if (!cg->rec)
+        return ltc_errorf(LTC_ERR_STATE, "debug_dump: the graph kept no record to dump: call "
+                          "enable_debug_mode() before capture_end, or create the Graph with "
+                          "keep_graph = true");
+    return dump_dot(cg->rec, path);
+}
+
+static void g_free(ltc_graph *g) {
+    g_reset(g);
+    free(impl_of(g));
+}
+
+static const struct ltc_graph_i cpu_graph_iface = {
+    .version = LTC_GRAPH_IFACE_VERSION,
+    .capture_begin = g_capture_begin,
+    .capture_end = g_capture_end,
+    .instantiate = g_instantiate,
+    .replay = g_replay,
+    .reset = g_reset,
+    .pool = g_pool,
+    .enable_debug_mode = g_enable_debug_mode,
+    .debug_dump = g_debug_dump,
+    .free = g_free,
+};
+
+ltc_graph *ltc_cpu_graph_new(const ltc_graph_args *args) {
+    cpu_graph *cg = calloc(1, sizeof *cg);
+    if (!cg) {
+        ltc_errorf(LTC_ERR_NOMEM, "Graph: out of memory");
+        return NULL;
+    }
+    cg->g = (ltc_graph){.iface = &cpu_graph_iface, .device = "cpu", .impl = cg};
+    /* a field is read only if the caller's struct has it */
+    if (args->size >= offsetof(ltc_graph_args, keep_graph) + sizeof args->keep_graph)
+        cg->keep_graph = args->keep_graph;
+    return &cg->g;
+}

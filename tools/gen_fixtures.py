@@ -309,6 +309,46 @@ pool_case("avg_pool2d_pad_nocount_ceil", f64(1, 2, 5, 6), "avg_pool2d({3, 2}, {2
           lambda x: F.avg_pool2d(x, (3, 2), 2, 1, ceil_mode=True, count_include_pad=False), tol=1e-12)
 case("avg_pool2d_unbatched", [f32(2, 4, 4)], lambda x: F.avg_pool2d(x, 2), "x:avg_pool2d(2)", 1e-6)
 
+# ---- more shape ops -------------------------------------------------------------------------------
+
+case("permute", [f32(2, 3, 4)], lambda x: x.permute(2, 0, 1), "x:permute(3, 1, 2)", 0)
+case("permute_neg_i64", [i64(2, 3, 4)], lambda x: x.permute(1, 2, 0), "x:permute(-2, -1, 1)", 0)
+case("permute_of_transpose", [f32(3, 4, 5)], lambda x: x.transpose(0, 2).permute(1, 0, 2) + 1,
+     "x:transpose(1, 3):permute(2, 1, 3) + 1", 0)
+case("unsqueeze", [f32(2, 3)], lambda x: x.unsqueeze(1), "x:unsqueeze(2)", 0)
+case("unsqueeze_last", [i32(2, 3)], lambda x: x.unsqueeze(-1), "x:unsqueeze(-1)", 0)
+case("unsqueeze_0d", [np.array(3.5, dtype=np.float64)], lambda x: x.unsqueeze(0), "x:unsqueeze(1)", 0)
+case("squeeze_all", [f32(1, 3, 1, 2)], lambda x: x.squeeze(), "x:squeeze()", 0)
+case("squeeze_dim", [f32(1, 3, 1, 2)], lambda x: (x.squeeze(2), x.squeeze(1)), "x:squeeze(3), x:squeeze(2)", 0)
+case("flatten_all", [f32(2, 3, 4)], lambda x: x.flatten(), "x:flatten()", 0)
+case("flatten_mid", [bools(2, 3, 4, 2)], lambda x: x.flatten(1, 2), "x:flatten(2, 3)", 0)
+case("flatten_0d", [np.array(2, dtype=np.int64)], lambda x: x.flatten(), "x:flatten()", 0)
+case("expand", [f32(3, 1)], lambda x: x.expand(2, 3, 4), "x:expand(2, 3, 4)", 0)
+case("expand_keep", [i64(1, 4)], lambda x: x.expand(3, -1), "x:expand(3, -1)", 0)
+case("expand_as", [f32(4), f32(2, 4)], lambda x, y: x.expand_as(y) * y, "x:expand_as(y) * y", 1e-6)
+case("cat_dim1", [f32(2, 3), f32(1, 3)], lambda x, y: torch.cat([x, y]), "ltc.cat({x, y})", 0)
+case("cat_dim2_three", [f32(2, 1), f32(2, 3), f32(2, 2)], lambda x, y, z: torch.cat([x, y, z], 1),
+     "ltc.cat({x, y, z}, 2)", 0)
+case("cat_neg_dim_i32", [i32(2, 2, 2), i32(2, 2, 3)], lambda x, y: torch.cat([x, y], -1), "ltc.cat({x, y}, -1)", 0)
+case("cat_skip_empty", [np.zeros((0,), dtype=np.float32), f32(2, 3)], lambda x, y: torch.cat([x, y, x]),
+     "ltc.cat({x, y, x})", 0)
+case("cat_zero_size", [np.zeros((2, 0), dtype=np.float32), f32(2, 3)], lambda x, y: torch.cat([x, y], 1),
+     "ltc.cat({x, y}, 2)", 0)
+case("stack", [f32(2, 3), f32(2, 3)], lambda x, y: torch.stack([x, y]), "ltc.stack({x, y})", 0)
+case("stack_last", [i64(2, 3), i64(2, 3)], lambda x, y: torch.stack([x, y, x], -1), "ltc.stack({x, y, x}, -1)", 0)
+case("stack_0d", [np.array(1.5, dtype=np.float32), np.array(2.5, dtype=np.float32)],
+     lambda x, y: torch.stack([x, y]), "ltc.stack({x, y})", 0)
+case("repeat", [f32(2, 3)], lambda x: x.repeat(2, 1, 3), "x:repeatTensor(2, 1, 3)", 0)
+case("repeat_table", [bools(3)], lambda x: x.repeat(2, 2), "x:repeatTensor({2, 2})", 0)
+case("repeat_zero", [f32(2, 3)], lambda x: x.repeat(0, 2), "ltc['repeat'](x, {0, 2})", 0)
+case("flip", [f32(2, 3, 4)], lambda x: x.flip(0, 2), "x:flip({1, 3})", 0)
+case("flip_neg_i32", [i32(3, 4)], lambda x: x.flip(-1), "x:flip({-1})", 0)
+case("flip_none", [f32(3)], lambda x: x.flip([]), "x:flip({})", 0)
+case("split_size", [f32(5, 2)], lambda x: torch.split(x, 2), "table.unpack(x:split(2))", 0)
+case("split_sizes", [f32(2, 6)], lambda x: torch.split(x, [1, 3, 2], 1), "table.unpack(x:split({1, 3, 2}, 2))", 0)
+case("chunk", [f32(7, 2)], lambda x: torch.chunk(x, 3), "table.unpack(x:chunk(3))", 0)
+case("chunk_fewer", [i64(2, 6)], lambda x: torch.chunk(x, 4, -1), "table.unpack(x:chunk(4, -1))", 0)
+
 
 def write():
     os.makedirs(OUT, exist_ok=True)

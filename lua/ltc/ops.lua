@@ -26,6 +26,76 @@ function M.install(core)
   end
 
   ---------------------------------------------------------------------------------------
+  -- shape ops written over the generated ones
+
+  --- t:repeatTensor(r1, r2, ...) or t:repeatTensor({r1, r2, ...}): the op `repeat` (a Lua
+  -- keyword; Torch7's name): self tiled r_d times along each dim d.
+  local rep = core["repeat"]
+  def("repeatTensor", function(t, ...)
+    local r = ...
+    if type(r) ~= "table" then r = { ... } end
+    return rep(t, r)
+  end, true)
+
+  --- t:expand_as(other): t:expand(other:size()). t:view_as(other), t:reshape_as(other) alike.
+  def("expand_as", function(t, other) return t:expand(other:size()) end, true)
+  def("view_as", function(t, other) return t:view(other:size()) end, true)
+  def("reshape_as", function(t, other) return t:reshape(other:size()) end, true)
+
+  -- A dim argument of a Lua op: 1-based or negative against t's dims, as a 1-based number.
+  local function wrap_dim(t, dim, fname)
+    local n = t:dim()
+    if n == 0 then n = 1 end
+    if math.type(dim) ~= "integer" or dim == 0 or dim > n or dim < -n then
+      error(string.format("%s: dim %s out of range for a %d-d tensor", fname, tostring(dim), t:dim()), 3)
+    end
+    return dim < 0 and n + dim + 1 or dim
+  end
+
+  --- t:split(size, [dim]) or t:split({s1, s2, ...}, [dim]): a table of views of t along dim
+  -- (default 1): pieces of `size` (the last may be smaller), or of the given sizes (which
+  -- must add up to t:size(dim)). PyTorch torch.split returns a tuple; here, as in Torch7, a
+  -- table (table.unpack it for several results; ltc.cat takes it back).
+  def("split", function(t, size, dim)
+    dim = wrap_dim(t, dim or 1, "split")
+    local n, out, at = t:size(dim), {}, 1
+    if type(size) == "table" then
+      local total = 0
+      for _, s in ipairs(size) do
+        if math.type(s) ~= "integer" or s < 0 then error("split: sizes must be integers >= 0", 2) end
+        total = total + s
+      end
+      if total ~= n then
+        error(string.format("split: sizes add up to %d, but dim %d has size %d", total, dim, n), 2)
+      end
+      for i, s in ipairs(size) do out[i] = t:narrow(dim, at, s); at = at + s end
+      return out
+    end
+    if math.type(size) ~= "integer" or size < 1 then
+      if not (size == 0 and n == 0) then error("split: size must be a positive integer", 2) end
+    end
+    if n == 0 then return { t:narrow(dim, 1, 0) } end
+    while at <= n do
+      local s = math.min(size, n - at + 1)
+      out[#out + 1] = t:narrow(dim, at, s)
+      at = at + s
+    end
+    return out
+  end, true)
+
+  --- t:chunk(chunks, [dim]): t split along dim (default 1) into at most `chunks` views of
+  -- ceil(size / chunks) elements (the last may be smaller; fewer chunks when they run out),
+  -- as a table. PyTorch torch.chunk.
+  def("chunk", function(t, chunks, dim)
+    if math.type(chunks) ~= "integer" or chunks < 1 then
+      error("chunk: chunks must be a positive integer", 2)
+    end
+    dim = wrap_dim(t, dim or 1, "chunk")
+    local n = t:size(dim)
+    return t:split(math.max((n + chunks - 1) // chunks, n == 0 and 0 or 1), dim)
+  end, true)
+
+  ---------------------------------------------------------------------------------------
   -- convolution and pooling: PyTorch's argument order and defaults
 
   local conv2d = core.conv2d

@@ -148,6 +148,24 @@ ltc_status ltc_shape_avg_pool2d_backward(const ltc_shape *grad_output, const ltc
                                          const int64_t *padding, int n_padding, bool ceil_mode,
                                          bool count_include_pad, ltc_shape *out);
 
+/* more shape ops (shape_views.c). Dims in int/int[] arguments are 1-based or negative. */
+ltc_status ltc_shape_permute(const ltc_shape *self, const int64_t *dims, int n_dims,
+                             ltc_shape *out);
+/* dim in 1..ndim+1 or -(ndim+1)..-1 */
+ltc_status ltc_shape_unsqueeze(const ltc_shape *self, int64_t dim, ltc_shape *out);
+ltc_status ltc_shape_squeeze(const ltc_shape *self, ltc_shape *out);
+ltc_status ltc_shape_squeeze_dim(const ltc_shape *self, int64_t dim, ltc_shape *out);
+ltc_status ltc_shape_flatten(const ltc_shape *self, int64_t start_dim, int64_t end_dim,
+                             ltc_shape *out);
+ltc_status ltc_shape_expand(const ltc_shape *self, const int64_t *size, int n_size,
+                            ltc_shape *out);
+ltc_status ltc_shape_cat(const ltc_shape *tensors, int n_tensors, int64_t dim, ltc_shape *out);
+/* dim in 1..ndim+1 or negative */
+ltc_status ltc_shape_stack(const ltc_shape *tensors, int n_tensors, int64_t dim, ltc_shape *out);
+ltc_status ltc_shape_repeat(const ltc_shape *self, const int64_t *repeats, int n_repeats,
+                            ltc_shape *out);
+ltc_status ltc_shape_flip(const ltc_shape *self, const int64_t *dims, int n_dims, ltc_shape *out);
+
 /* Maps a 1-based or negative index onto 0..size-1 without checking (kernels; the shape
  * function has checked it). */
 static inline int64_t ltc_index_wrap(int64_t index, int64_t size) {

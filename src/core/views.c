@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core.h"
+#include "shape_inference.h"
 
 ltc_status ltc_view_record(ltc_tensor *out, ltc_tensor *src, int op, const ltc_attr *attrs,
                            int n_attrs) {
@@ -63,11 +64,29 @@ static ltc_node *scatter_step(const ltc_view_step *s, ltc_value whole, ltc_value
     switch (s->op) {
     case LTC_OP_VIEW:
     case LTC_OP_RESHAPE:
+    case LTC_OP_UNSQUEEZE:
+    case LTC_OP_SQUEEZE:
+    case LTC_OP_SQUEEZE_DIM:
+    case LTC_OP_FLATTEN: /* the same elements in the same order: a view back */
         a = ltc_attr_ints(s->in_shape.dims, s->in_shape.ndim);
         return ltc_node_new(LTC_OP_VIEW, &src, 1, &a, 1, &s->in_shape, 1);
     case LTC_OP_TRANSPOSE:
     case LTC_OP_T:
         return ltc_node_new(s->op, &src, 1, s->attrs, s->n_attrs, &s->in_shape, 1);
+    case LTC_OP_PERMUTE: { /* the inverse permutation: inv[dims[i]] = i (1-based) */
+        int nd = s->in_shape.ndim;
+        int64_t inv[LTC_MAX_DIMS];
+        for (int i = 0; i < nd; i++) {
+            int64_t d = s->attrs[0].ints[i];
+            inv[ltc_index_wrap(d, nd)] = i + 1;
+        }
+        a = ltc_attr_ints(inv, nd);
+        return ltc_node_new(LTC_OP_PERMUTE, &src, 1, &a, 1, &s->in_shape, 1);
+    }
+    case LTC_OP_EXPAND:
+        ltc_errorf(LTC_ERR_ARG, "cannot write through an expand view (several elements share "
+                   "one; clone() it first)");
+        return NULL;
     case LTC_OP_NARROW: /* attrs: dim, start, length */
         return ltc_node_new(LTC_OP_NARROW_SCATTER, two, 2, s->attrs, 2, &s->in_shape, 1);
     case LTC_OP_SELECT: /* attrs: dim, index */

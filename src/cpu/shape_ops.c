@@ -191,3 +191,45 @@ ltc_status ltc_cpu_kernel_to(const ltc_kernel_args *a) {
                     ltc_shape_numel(&a->in_shapes[0]));
     return LTC_OK;
 }
+
+/* Wraps a 1-based or negative dim of an int[] attribute (checked at trace time). */
+static int dim_of(int64_t d, int ndim) { return (int)ltc_index_wrap(d, ndim > 0 ? ndim : 1); }
+
+/* permute(Tensor self, int[] dims): out dim i is in dim dims[i]. */
+ltc_status ltc_cpu_kernel_permute(const ltc_kernel_args *a) {
+    const ltc_shape *is = &a->in_shapes[0];
+    int64_t st[LTC_MAX_DIMS], pst[LTC_MAX_DIMS];
+    strides_of(is, st);
+    for (int i = 0; i < is->ndim; i++) pst[i] = st[dim_of(a->attrs[0].ints[i], is->ndim)];
+    copy_strided(a->out[0], a->in[0], is->ndim, a->out_shapes[0].dims, pst, 0,
+                 ltc_dtype_size(is->dtype));
+    return LTC_OK;
+}
+
+/* unsqueeze, squeeze, squeeze.dim, flatten: the same bytes under new sizes. */
+ltc_status ltc_cpu_kernel_unsqueeze(const ltc_kernel_args *a) { return copy_all(a); }
+ltc_status ltc_cpu_kernel_squeeze(const ltc_kernel_args *a) { return copy_all(a); }
+ltc_status ltc_cpu_kernel_squeeze_dim(const ltc_kernel_args *a) { return copy_all(a); }
+ltc_status ltc_cpu_kernel_flatten(const ltc_kernel_args *a) { return copy_all(a); }
+
+ltc_status ltc_cpu_kernel_broadcast_to(const ltc_kernel_args *a); /* scatter.c */
+
+/* expand(Tensor self, int[] size): broadcast_to's copy. */
+ltc_status ltc_cpu_kernel_expand(const ltc_kernel_args *a) { return ltc_cpu_kernel_broadcast_to(a); }
+
+/* flip(Tensor self, int[] dims): a strided copy that walks each flipped dim backward. */
+ltc_status ltc_cpu_kernel_flip(const ltc_kernel_args *a) {
+    const ltc_shape *is = &a->in_shapes[0];
+    int64_t st[LTC_MAX_DIMS], off = 0;
+    bool flipped[LTC_MAX_DIMS] = {false};
+    strides_of(is, st);
+    for (int i = 0; i < a->attrs[0].n && is->ndim > 0; i++)
+        flipped[dim_of(a->attrs[0].ints[i], is->ndim)] = true;
+    for (int d = 0; d < is->ndim; d++)
+        if (flipped[d] && is->dims[d] > 0) {
+            off += (is->dims[d] - 1) * st[d];
+            st[d] = -st[d];
+        }
+    copy_strided(a->out[0], a->in[0], is->ndim, is->dims, st, off, ltc_dtype_size(is->dtype));
+    return LTC_OK;
+}

@@ -63,7 +63,9 @@ ltc_tensor *ltcL_operand(lua_State *L, int arg) {
 }
 
 int ltcL_checkoperands(lua_State *L, int arg, ltc_tensor **out, int max, const char *fname) {
-    luaL_checktype(L, arg, LUA_TTABLE);
+    if (lua_type(L, arg) != LUA_TTABLE)
+        luaL_error(L, "%s: bad argument #%d (a table of tensors expected, got %s)", fname, arg,
+                   luaL_typename(L, arg));
     int n = (int)luaL_len(L, arg);
     if (n > max) luaL_error(L, "%s: at most %d tensors, got %d", fname, max, n);
     for (int i = 1; i <= n; i++) {

@@ -77,3 +77,49 @@ ltc_status ltc_ref_kernel_select(const ltc_kernel_args *a) {
     }
     return LTC_OK;
 }
+
+/* Wraps a 1-based or negative dim of an int[] attribute. */
+static int dim_of(int64_t d, int ndim) { return (int)ltc_index_wrap(d, ndim > 0 ? ndim : 1); }
+
+/* permute(Tensor self, int[] dims): out[i0, i1, ..] = in[j] with j[dims[k]] = i_k. */
+ltc_status ltc_ref_kernel_permute(const ltc_kernel_args *a) {
+    const ltc_shape *is = &a->in_shapes[0], *os = &a->out_shapes[0];
+    int64_t oidx[LTC_MAX_DIMS], iidx[LTC_MAX_DIMS];
+    for (int64_t i = 0; i < ltc_shape_numel(os); i++) {
+        ltc_ref_unravel(os, i, oidx);
+        for (int k = 0; k < is->ndim; k++) iidx[dim_of(a->attrs[0].ints[k], is->ndim)] = oidx[k];
+        move(a, i, ltc_ref_ravel(is, iidx));
+    }
+    return LTC_OK;
+}
+
+/* unsqueeze(Tensor self, int dim), squeeze(Tensor self), squeeze.dim(Tensor self, dim dim),
+ * flatten(Tensor self, dim start_dim, dim end_dim): the same elements in the same order. */
+ltc_status ltc_ref_kernel_unsqueeze(const ltc_kernel_args *a) { return same_order(a); }
+ltc_status ltc_ref_kernel_squeeze(const ltc_kernel_args *a) { return same_order(a); }
+ltc_status ltc_ref_kernel_squeeze_dim(const ltc_kernel_args *a) { return same_order(a); }
+ltc_status ltc_ref_kernel_flatten(const ltc_kernel_args *a) { return same_order(a); }
+
+/* expand(Tensor self, int[] size): each output element reads the input element that
+ * broadcasts onto it. */
+ltc_status ltc_ref_kernel_expand(const ltc_kernel_args *a) {
+    const ltc_shape *os = &a->out_shapes[0];
+    for (int64_t i = 0; i < ltc_shape_numel(os); i++)
+        move(a, i, ltc_ref_offset(os, &a->in_shapes[0], i));
+    return LTC_OK;
+}
+
+/* flip(Tensor self, int[] dims): out[.., i, ..] = in[.., size - 1 - i, ..] along each dim. */
+ltc_status ltc_ref_kernel_flip(const ltc_kernel_args *a) {
+    const ltc_shape *is = &a->in_shapes[0];
+    int64_t idx[LTC_MAX_DIMS];
+    for (int64_t i = 0; i < ltc_shape_numel(is); i++) {
+        ltc_ref_unravel(is, i, idx);
+        for (int k = 0; k < a->attrs[0].n && is->ndim > 0; k++) {
+            int d = dim_of(a->attrs[0].ints[k], is->ndim);
+            idx[d] = is->dims[d] - 1 - idx[d];
+        }
+        move(a, i, ltc_ref_ravel(is, idx));
+    }
+    return LTC_OK;
+}

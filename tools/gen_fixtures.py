@@ -349,6 +349,18 @@ case("split_sizes", [f32(2, 6)], lambda x: torch.split(x, [1, 3, 2], 1), "table.
 case("chunk", [f32(7, 2)], lambda x: torch.chunk(x, 3), "table.unpack(x:chunk(3))", 0)
 case("chunk_fewer", [i64(2, 6)], lambda x: torch.chunk(x, 4, -1), "table.unpack(x:chunk(4, -1))", 0)
 
+# ---- more linear algebra ----------------------------------------------------------------------
+
+case("mm", [f32(3, 4), f32(4, 2)], torch.mm, "x:mm(y)", 1e-5)
+case("mm_f64_transposed", [f64(4, 3), f64(2, 4)], lambda x, y: torch.mm(x.t(), y.t()), "x:t():mm(y:t())", 1e-12)
+case("mm_empty_inner", [np.zeros((2, 0), dtype=np.float32), np.zeros((0, 3), dtype=np.float32)], torch.mm,
+     "ltc.mm(x, y)", 0)
+case("bmm", [f32(2, 3, 4), f32(2, 4, 5)], torch.bmm, "x:bmm(y)", 1e-5)
+case("dot", [f32(7), f32(7)], torch.dot, "x:dot(y)", 1e-5)
+case("dot_f64", [f64(5), f64(5)], torch.dot, "ltc.dot(x, y)", 1e-12)
+case("outer", [f32(3), f32(4)], torch.outer, "x:outer(y)", 1e-6)
+case("outer_f64_narrow", [f64(6), f64(2)], lambda x, y: torch.outer(x[1:4], y), "x:narrow(1, 2, 3):outer(y)", 1e-12)
+
 
 def write():
     os.makedirs(OUT, exist_ok=True)

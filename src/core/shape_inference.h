@@ -166,6 +166,12 @@ ltc_status ltc_shape_repeat(const ltc_shape *self, const int64_t *repeats, int n
                             ltc_shape *out);
 ltc_status ltc_shape_flip(const ltc_shape *self, const int64_t *dims, int n_dims, ltc_shape *out);
 
+/* more linear algebra (shape_linalg.c): one floating dtype */
+ltc_status ltc_shape_mm(const ltc_shape *self, const ltc_shape *mat2, ltc_shape *out);
+ltc_status ltc_shape_bmm(const ltc_shape *self, const ltc_shape *mat2, ltc_shape *out);
+ltc_status ltc_shape_dot(const ltc_shape *self, const ltc_shape *other, ltc_shape *out);
+ltc_status ltc_shape_outer(const ltc_shape *self, const ltc_shape *vec2, ltc_shape *out);
+
 /* Maps a 1-based or negative index onto 0..size-1 without checking (kernels; the shape
  * function has checked it). */
 static inline int64_t ltc_index_wrap(int64_t index, int64_t size) {

@@ -31,3 +31,19 @@ ltc_status ltc_ref_kernel_matmul(const ltc_kernel_args *a) {
     }
     return LTC_OK;
 }
+
+/* mm, bmm and dot are matmuls of 2-d, 3-d and 1-d operands. */
+ltc_status ltc_ref_kernel_mm(const ltc_kernel_args *a) { return ltc_ref_kernel_matmul(a); }
+ltc_status ltc_ref_kernel_bmm(const ltc_kernel_args *a) { return ltc_ref_kernel_matmul(a); }
+ltc_status ltc_ref_kernel_dot(const ltc_kernel_args *a) { return ltc_ref_kernel_matmul(a); }
+
+/* outer(Tensor self, Tensor vec2): out[i][j] = self[i] * vec2[j]. */
+ltc_status ltc_ref_kernel_outer(const ltc_kernel_args *a) {
+    const ltc_shape *os = &a->out_shapes[0];
+    int64_t m = os->dims[1];
+    for (int64_t i = 0; i < ltc_shape_numel(os); i++)
+        ltc_ref_set(a->out[0], os->dtype, i,
+                    ltc_ref_get(a->in[0], a->in_shapes[0].dtype, i / m) *
+                        ltc_ref_get(a->in[1], a->in_shapes[1].dtype, i % m));
+    return LTC_OK;
+}

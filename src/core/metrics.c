@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <time.h>
 
 #include "core.h"
@@ -27,6 +28,9 @@ typedef struct {
     double stamps[RING];  /* when each was taken (ltc_now_ns) */
 } metric;
 
+/* Registration of names and the sample rings are guarded; counter values are updated with
+ * atomic adds (LTC_COUNT) once their slot exists, and slots never move. */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static counter counters[MAX_COUNTERS];
 static int n_counters;
 static metric metrics[MAX_METRICS];
@@ -39,12 +43,18 @@ double ltc_now_ns(void) {
 }
 
 int64_t *ltc_counter_slot(const char *name) {
-    for (int i = 0; i < n_counters; i++)
-        if (strcmp(counters[i].name, name) == 0) return &counters[i].value;
-    if (n_counters == MAX_COUNTERS) return NULL;
-    counter *c = &counters[n_counters++];
-    snprintf(c->name, sizeof c->name, "%s", name);
-    return &c->value;
+    int64_t *slot = NULL;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < n_counters && !slot; i++)
+        if (strcmp(counters[i].name, name) == 0) slot = &counters[i].value;
+    if (!slot && n_counters < MAX_COUNTERS) {
+        counter *c = &counters[n_counters];
+        snprintf(c->name, sizeof c->name, "%s", name);
+        slot = &c->value;
+        __atomic_store_n(&n_counters, n_counters + 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&lock);
+    return slot;
 }
 
 int64_t ltc_counter_value(const char *name) {
@@ -55,7 +65,7 @@ int64_t ltc_counter_value(const char *name) {
 
 void ltc_counter_add(const char *name, int64_t delta) {
     int64_t *slot = ltc_counter_slot(name);
-    if (slot) *slot += delta;
+    if (slot) __atomic_fetch_add(slot, delta, __ATOMIC_RELAXED);
 }
 
 static int by_name(const void *a, const void *b) {
@@ -64,31 +74,43 @@ static int by_name(const void *a, const void *b) {
 
 void ltc_counter_foreach(void (*fn)(const char *name, int64_t value, void *ud), void *ud) {
     counter sorted[MAX_COUNTERS];
-    memcpy(sorted, counters, sizeof(counter) * (size_t)n_counters);
-    qsort(sorted, (size_t)n_counters, sizeof *sorted, by_name);
-    for (int i = 0; i < n_counters; i++)
+    pthread_mutex_lock(&lock);
+    int n = n_counters;
+    for (int i = 0; i < n; i++) {
+        memcpy(sorted[i].name, counters[i].name, sizeof sorted[i].name);
+        sorted[i].value = __atomic_load_n(&counters[i].value, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&lock);
+    qsort(sorted, (size_t)n, sizeof *sorted, by_name);
+    for (int i = 0; i < n; i++)
         if (sorted[i].value) fn(sorted[i].name, sorted[i].value, ud);
 }
 
 void ltc_metric_add_sample(const char *name, double ns) {
     metric *m = NULL;
+    double now = ltc_now_ns();
+    pthread_mutex_lock(&lock);
     for (int i = 0; i < n_metrics && !m; i++)
         if (strcmp(metrics[i].name, name) == 0) m = &metrics[i];
-    if (!m) {
-        if (n_metrics == MAX_METRICS) return;
+    if (!m && n_metrics < MAX_METRICS) {
         m = &metrics[n_metrics++];
         snprintf(m->name, sizeof m->name, "%s", name);
     }
-    m->samples[m->count % RING] = ns;
-    m->stamps[m->count % RING] = ltc_now_ns();
-    m->count++;
-    m->total += ns;
+    if (m) {
+        m->samples[m->count % RING] = ns;
+        m->stamps[m->count % RING] = now;
+        m->count++;
+        m->total += ns;
+    }
+    pthread_mutex_unlock(&lock);
 }
 
 /* Slots stay allocated (hot paths cache pointers to them); values go to zero. */
 void ltc_metrics_reset(void) {
-    for (int i = 0; i < n_counters; i++) counters[i].value = 0;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < n_counters; i++) __atomic_store_n(&counters[i].value, 0, __ATOMIC_RELAXED);
     for (int i = 0; i < n_metrics; i++) metrics[i].count = 0, metrics[i].total = 0;
+    pthread_mutex_unlock(&lock);
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -137,6 +159,7 @@ char *ltc_metrics_report(void) {
     strbuf sb = {malloc(1024), 0, 1024, false};
     if (!sb.buf) return NULL;
     sb.buf[0] = 0;
+    pthread_mutex_lock(&lock);
     for (int i = 0; i < n_metrics; i++) {
         metric *m = &metrics[i];
         if (!m->count) continue;
@@ -168,6 +191,7 @@ char *ltc_metrics_report(void) {
         }
         sb_printf(&sb, "\n");
     }
+    pthread_mutex_unlock(&lock);
     ltc_counter_foreach(report_counter, &sb);
     if (sb.failed) {
         free(sb.buf);

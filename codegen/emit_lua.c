@@ -23,7 +23,10 @@ static void emit_check_arg(strbuf *b, const gen_op *op, int i, const char *fname
         sb_printf(b, "    const int p_%s = arg++;\n    ltcL_checkoperand(L, p_%s, \"%s\");\n", nm,
                   nm, fname);
         break;
-    case ARG_TENSOR_LIST: sb_printf(b, "    const int p_%s = arg++;\n", nm); break;
+    case ARG_TENSOR_LIST:
+        sb_printf(b, "    const int p_%s = arg++;\n    ltcL_checklist(L, p_%s, \"%s\");\n", nm, nm,
+                  fname);
+        break;
     case ARG_INTS: {
         /* a run of integers only when nothing after it could be mistaken for one */
         bool varargs = true;
@@ -35,12 +38,13 @@ static void emit_check_arg(strbuf *b, const gen_op *op, int i, const char *fname
         break;
     }
     case ARG_INT:
-        if (has_def) sb_printf(b, "    int64_t %s = luaL_optinteger(L, arg++, %s);\n", nm, def);
-        else sb_printf(b, "    int64_t %s = luaL_checkinteger(L, arg++);\n", nm);
+        if (has_def)
+            sb_printf(b, "    int64_t %s = ltcL_optint(L, arg++, %s, \"%s\");\n", nm, def, fname);
+        else sb_printf(b, "    int64_t %s = ltcL_checkint(L, arg++, \"%s\");\n", nm, fname);
         break;
     case ARG_INT_OPT:
-        sb_printf(b, "    int64_t %s = luaL_optinteger(L, arg++, %s);\n", nm,
-                  has_def ? def : "LTC_NONE");
+        sb_printf(b, "    int64_t %s = ltcL_optint(L, arg++, %s, \"%s\");\n", nm,
+                  has_def ? def : "LTC_NONE", fname);
         break;
     case ARG_INDEX:
     case ARG_DIM:
@@ -54,9 +58,9 @@ static void emit_check_arg(strbuf *b, const gen_op *op, int i, const char *fname
     case ARG_FLOAT:
     case ARG_FLOAT_OPT:
         if (has_def || a->type == ARG_FLOAT_OPT)
-            sb_printf(b, "    double %s = luaL_optnumber(L, arg++, %s);\n", nm,
-                      has_def ? def : "NAN");
-        else sb_printf(b, "    double %s = luaL_checknumber(L, arg++);\n", nm);
+            sb_printf(b, "    double %s = ltcL_optnum(L, arg++, %s, \"%s\");\n", nm,
+                      has_def ? def : "NAN", fname);
+        else sb_printf(b, "    double %s = ltcL_checknum(L, arg++, \"%s\");\n", nm, fname);
         break;
     case ARG_BOOL:
         if (a->def == DEF_ABSENT) sb_printf(b, "    bool %s = lua_toboolean(L, arg++);\n", nm);
@@ -92,6 +96,8 @@ static void emit_binding(strbuf *b, const gen_op *op, bool overloaded) {
         emit_check_arg(b, op, i, fname);
         if (op->args[i].type == ARG_TENSOR_LIST) list = op->args[i].name;
     }
+    /* nothing but nils after the schema's arguments */
+    sb_printf(b, "    ltcL_checknoextra(L, %s, \"%s\");\n", op->n_args ? "arg" : "1", fname);
     if (list) {
         /* the first allocation, after every check that could raise */
         sb_printf(b, "    ltc_tensor *%s[%d];\n", list, MAX_LIST);

@@ -40,6 +40,19 @@ ltc_dtype ltcL_checkdtype(lua_State *L, int arg, bool opt, const char *fname);
  * For `opt`, nil gives LTC_NONE. Raises "<fname>: dim 0 is invalid (dims are 1-based)". */
 int64_t ltcL_checkdim(lua_State *L, int arg, bool opt, const char *fname);
 
+/* int, int? and float arguments (ltc_args.c): an integer / a number; the opt variants give
+ * `def` for nil or absent. Raise "<fname>: bad argument #N (integer expected, got T)". */
+int64_t ltcL_checkint(lua_State *L, int arg, const char *fname);
+int64_t ltcL_optint(lua_State *L, int arg, int64_t def, const char *fname);
+double ltcL_checknum(lua_State *L, int arg, const char *fname);
+double ltcL_optnum(lua_State *L, int arg, double def, const char *fname);
+/* A Tensor[] argument must be a table (its entries are checked by ltcL_checkoperands). */
+void ltcL_checklist(lua_State *L, int arg, const char *fname);
+/* Raises "<fname>: too many arguments (...)" if a non-nil value sits at `arg` or after it
+ * (`arg` is the first position past the function's arguments). A one-argument function
+ * called with its argument twice is accepted: that is how Lua calls __unm. */
+void ltcL_checknoextra(lua_State *L, int arg, const char *fname);
+
 /* Pushes a tensor userdata that takes over the reference `t`. */
 void ltcL_pushtensor(lua_State *L, ltc_tensor *t);
 /* Raises the core's last error as a Lua error. */

@@ -10,6 +10,16 @@ static ltc_status bad_index(const char *op, int64_t v, int64_t n) {
                       op, (long long)v, (long long)n);
 }
 
+/* Checks every index value against 1..n, whether or not the output has elements to fill
+ * (as the CPU kernels and PyTorch do: index_select of an empty self still checks). */
+static ltc_status check_all(const char *op, const void *index, const ltc_shape *is, int64_t n) {
+    for (int64_t j = 0; j < ltc_shape_numel(is); j++) {
+        int64_t v = ltc_ref_get_i64(index, is->dtype, j);
+        if (v < 1 || v > n) return bad_index(op, v, n);
+    }
+    return LTC_OK;
+}
+
 /* Copies in[0] to out[0] (same shape and dtype). */
 static void copy_self(const ltc_kernel_args *a) {
     memcpy(a->out[0], a->in[0], ltc_shape_nbytes(&a->in_shapes[0]));
@@ -20,6 +30,8 @@ ltc_status ltc_ref_kernel_index_select(const ltc_kernel_args *a) {
     const ltc_shape *s = &a->in_shapes[0], *is = &a->in_shapes[1], *os = &a->out_shapes[0];
     int dim = (int)a->attrs[0].i;
     int64_t idx[LTC_MAX_DIMS];
+    ltc_status st = check_all("index_select", a->in[1], is, s->dims[dim]);
+    if (st) return st;
     for (int64_t i = 0; i < ltc_shape_numel(os); i++) {
         ltc_ref_unravel(os, i, idx);
         int64_t v = ltc_ref_get_i64(a->in[1], is->dtype, idx[dim]);
@@ -35,6 +47,8 @@ ltc_status ltc_ref_kernel_index_add(const ltc_kernel_args *a) {
     const ltc_shape *s = &a->in_shapes[0], *is = &a->in_shapes[1], *rs = &a->in_shapes[2];
     int dim = (int)a->attrs[0].i;
     int64_t idx[LTC_MAX_DIMS];
+    ltc_status st = check_all("index_add", a->in[1], is, s->dims[dim]);
+    if (st) return st;
     copy_self(a);
     for (int64_t i = 0; i < ltc_shape_numel(rs); i++) {
         ltc_ref_unravel(rs, i, idx);

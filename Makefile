@@ -175,3 +175,4 @@ install: all
 
 clean:
 	rm -rf $(BUILD) $(GEN)
+include fuzz/fuzz.mk

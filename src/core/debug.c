@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -617,8 +618,11 @@ void ltc_debug_reset(void) {
 
 /* ---- source locations (LTC_IR_DEBUG) ------------------------------------------------------- */
 
-static ltc_source_fn source_fn;
-static void *source_ud;
+/* The hook is per thread: each thread runs its own Lua state (tensors belong to the thread
+ * that made them). Interned strings are shared, under a mutex. */
+static _Thread_local ltc_source_fn source_fn;
+static _Thread_local void *source_ud;
+static pthread_mutex_t intern_lock = PTHREAD_MUTEX_INITIALIZER;
 static char **interned; /* open addressing; strings live until the process ends */
 static size_t interned_cap, interned_n;
 
@@ -638,7 +642,16 @@ static size_t str_hash(const char *s) {
     return h;
 }
 
+static const char *intern_locked(const char *s);
+
 const char *ltc_debug_intern(const char *s) {
+    pthread_mutex_lock(&intern_lock);
+    const char *r = intern_locked(s);
+    pthread_mutex_unlock(&intern_lock);
+    return r;
+}
+
+static const char *intern_locked(const char *s) {
     if (interned_n * 2 >= interned_cap) {
         size_t nc = interned_cap ? interned_cap * 2 : 256;
         char **nt = calloc(nc, sizeof *nt);

@@ -57,8 +57,9 @@ static int l_debug_explain(lua_State *L) {
 
 /* The state whose main thread the hook reads, and the source prefix of ltc's own Lua files
  * (frames there are skipped, so a node points at the user's line, not at init.lua). The hook
- * reads the main thread's stack: inside a coroutine the line is where it was resumed. */
-static struct {
+ * reads the main thread's stack: inside a coroutine the line is where it was resumed. One
+ * per OS thread, as the core's hook (each thread runs its own Lua state). */
+static _Thread_local struct {
     lua_State *L;
     char skip[512];
 } hook;

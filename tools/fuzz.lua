@@ -133,6 +133,11 @@ local FLOATS = { "float32", "float64" }
 -- helpers have no user meaning are still fuzzed.
 local SKIP = { zeros = true, ones = true, full = true, arange = true, rand = true, randn = true }
 
+-- op names that are Lua keywords (repeat) are called as ltc["repeat"](...)
+local KEYWORDS = {}
+for w in ([[and break do else elseif end false for function goto if in local nil not or
+  repeat return then true until while]]):gmatch("%a+") do KEYWORDS[w] = true end
+
 -- ops with a binding in the module that is loaded (gen/ops_meta.lua may be newer)
 local probe = ltc.zeros(1)
 local OPS = {}
@@ -146,7 +151,7 @@ end
 -- in-place methods (lua/ltc/init.lua): name_ for elementwise ops
 local INPLACE = {}
 for _, op in ipairs(OPS) do
-  if op.method and op.elementwise and probe[op.name .. "_"] then
+  if op.method and op.elementwise and probe[op.name .. "_"] and not KEYWORDS[op.name] then
     INPLACE[#INPLACE + 1] = op
   end
 end
@@ -569,7 +574,9 @@ function Gen:op_stmt1()
     lhs[r] = "V[" .. id .. "]"
   end
   local call
-  if op.method and self_var and chance(0.5) then
+  if KEYWORDS[op.name] then
+    call = string.format("ltc[%q](%s)", op.name, table.concat(texts, ", "))
+  elseif op.method and self_var and chance(0.5) then
     call = string.format("V[%d]:%s(%s)", self_var.id, op.name,
       table.concat(texts, ", ", 2))
   else
@@ -626,7 +633,7 @@ end
 -- A view of a variable (transpose, narrow, select, t, view, ...), to write through later.
 function Gen:view_stmt()
   local views = {}
-  for _, op in ipairs(OPS) do if op.view then views[#views + 1] = op end end
+  for _, op in ipairs(OPS) do if op.view and not KEYWORDS[op.name] then views[#views + 1] = op end end
   if #views == 0 then return self:op_stmt() end
   local op = pick(views)
   local self_var = self:rand_var(function(x) return #x.shape > 0 end) or self:rand_var()

@@ -11,9 +11,9 @@ BLAS_INC ?= /usr/include/$(shell gcc -print-multiarch 2>/dev/null || echo x86_64
 # CFLAGS may come from the command line (luarocks passes its own); ours are kept apart.
 CFLAGS  ?= -O2 -g
 SAN     ?=
-LTC_CFLAGS := -std=c11 -fPIC -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L $(SAN)
+LTC_CFLAGS := -std=c11 -fPIC -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L -fopenmp-simd $(SAN)
 CPPFLAGS += -Isrc/core -Isrc/backend -Isrc/cpu -Isrc/ref -Isrc/lua -Igen -I$(LUA_INC) -I$(BLAS_INC)
-LDLIBS  += -lopenblas -lxxhash -lz -lm
+LDLIBS  += -lopenblas -lxxhash -lz -lmvec -lm -lpthread
 
 # install locations (luarocks passes INST_LIBDIR and INST_LUADIR)
 INST_LIBDIR ?= $(PREFIX)/lib/lua/5.4
@@ -93,7 +93,7 @@ test-codegen: $(BUILD)/ltcgen
 
 $(BUILD)/kernels_test: spec/c/kernels_test.c spec/c/kernel_stubs.c $(wildcard src/cpu/*.c) src/core/rng.c $(HDRS)
 	$(CC) $(CPPFLAGS) $(LTC_CFLAGS) $(CFLAGS) -o $@ spec/c/kernels_test.c spec/c/kernel_stubs.c \
-	  $(filter-out src/cpu/cpu_backend.c src/cpu/plan.c src/cpu/capture.c,$(wildcard src/cpu/*.c)) src/core/rng.c $(LDLIBS)
+	  $(filter-out src/cpu/cpu_backend.c src/cpu/plan.c src/cpu/fuse.c src/cpu/threads.c src/cpu/capture.c,$(wildcard src/cpu/*.c)) src/core/rng.c $(LDLIBS)
 
 test-c: $(BUILD)/kernels_test
 	$(BUILD)/kernels_test

@@ -81,6 +81,7 @@ static bool uses_var(const char *expr, char v) {
 static void emit_body(strbuf *b, const gen_op *op, const char *expr, const char *ctype,
                       const char *otype, bool strided) {
     int n = op_n_operands(op);
+    if (!strided) sb_puts(b, "        LTC_SIMD\n");
     sb_puts(b, "        for (int64_t i = 0; i < n; i++) {\n");
     for (int k = 0; k < n; k++) {
         char v = (char)('x' + k);
@@ -101,7 +102,7 @@ static void emit_loop(strbuf *b, const gen_op *op, int dt) {
     int n = op_n_operands(op);
     strbuf head = {0};
     sb_printf(&head, "static void ew_%s_%s(", op->cname, loop_dtypes[dt].suffix);
-    sb_puts(b, "\n");
+    sb_puts(b, "\nLTC_EW_CLONES\n");
     sb_call(b, "", head.s, "int64_t n, void *out, const void *const *in, const int64_t *stride",
             ") {");
     sb_free(&head);
@@ -172,6 +173,39 @@ static void emit_kernel(strbuf *b, const gen_op *op, const char *be) {
               n_attrs);
 }
 
+/* The table of elementwise loops and how to call them (ltc_ew_info, elementwise.h), for the
+ * fused steps of the plan: every full_codegen op with at most 4 attributes. */
+static void emit_ew_info(strbuf *b, const gen_model *m, const char *be) {
+    sb_printf(b, "\nconst ltc_ew_info ltc_%s_ew_info[LTC_OP_COUNT] = {\n", be);
+    for (int i = 0; i < m->n_ops; i++) {
+        const gen_op *op = &m->ops[i];
+        if (op->lower != LOWER_FULL || op->non_native) continue;
+        int n_attrs = 0;
+        for (int a = 0; a < op->n_args; a++) n_attrs += ew_is_attr(&op->args[a]);
+        if (n_attrs > 4) continue;
+        sb_printf(b, "    [%s] = {\n        .loops = {\n", op->enum_name);
+        for (int dt = 0; dt < ew_n_dtypes(op); dt++)
+            sb_printf(b, "            [%s] = ew_%s_%s,\n", loop_dtypes[dt].dtype, op->cname,
+                      loop_dtypes[dt].suffix);
+        sb_printf(b, "        },\n        .dispatch = %d, .n_attrs = %d", ew_dispatch_operand(op),
+                  n_attrs);
+        if (n_attrs) {
+            strbuf idx = {0}, flt = {0};
+            for (int a = 0, j = 0; a < op->n_args; a++) {
+                if (!ew_is_attr(&op->args[a])) continue;
+                bool f = op->args[a].type == ARG_FLOAT || op->args[a].type == ARG_FLOAT_OPT;
+                sb_printf(&idx, "%s%d", j ? ", " : "", ew_attr_index(op, a));
+                sb_printf(&flt, "%s%s", j++ ? ", " : "", f ? "true" : "false");
+            }
+            sb_printf(b, ",\n        .attr = {%s}, .attr_float = {%s}", idx.s, flt.s);
+            sb_free(&idx);
+            sb_free(&flt);
+        }
+        sb_puts(b, ",\n    },\n");
+    }
+    sb_puts(b, "};\n");
+}
+
 void emit_backend_c(const gen_model *m, const gen_options *o, strbuf *b) {
     const char *be = o->backend_name;
     strbuf file = {0}, what = {0};
@@ -185,7 +219,8 @@ void emit_backend_c(const gen_model *m, const gen_options *o, strbuf *b) {
     sb_free(&what);
     sb_puts(b, "#include <stdbool.h>\n#include <stdint.h>\n#include <tgmath.h>\n\n"
                "#include \"elementwise.h\"\n"
-               "#include \"ltc_kernel.h\"\n");
+               "#include \"ltc_kernel.h\"\n"
+               "#include \"vmath.h\"\n");
     for (int i = 0; i < m->n_ops; i++)
         if (m->ops[i].lower == LOWER_FULL && !m->ops[i].non_native) emit_kernel(b, &m->ops[i], be);
     sb_puts(b, "\n/* ---- hand-written kernels (supported ops) ---------------------------"
@@ -202,4 +237,5 @@ void emit_backend_c(const gen_model *m, const gen_options *o, strbuf *b) {
             sb_printf(b, "    [%s] = ltc_%s_kernel_%s,\n", op->enum_name, be, op->cname);
     }
     sb_puts(b, "};\n");
+    emit_ew_info(b, m, be);
 }

@@ -22,6 +22,7 @@ typedef struct ltc_kernel_args {
     int n_out;
     const ltc_shape *out_shapes;  /* n_out */
     void *const *out;             /* n_out buffers, written by the kernel */
+    const void *ctx;              /* the step's own data (a fused step's group), or NULL */
 } ltc_kernel_args;
 
 typedef ltc_status (*ltc_kernel_fn)(const ltc_kernel_args *a);

@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "ltc_graph.h"
+#include "hostmem.h"
+#include "threads.h"
 #include "plan.h"
 
 #define ALIGN 64
@@ -13,7 +15,7 @@ ltc_data *ltc_cpu_data_new(ltc_backend *b, const ltc_shape *shape) {
     ltc_data *d = malloc(sizeof *d);
     size_t nbytes = ltc_shape_nbytes(shape);
     if (!d) return NULL;
-    d->ptr = aligned_alloc(ALIGN, (nbytes + ALIGN - 1) / ALIGN * ALIGN + ALIGN * !nbytes);
+    d->ptr = ltc_cpu_mem_alloc(nbytes);
     if (!d->ptr) {
         free(d);
         return NULL;
@@ -52,7 +54,7 @@ static ltc_status data_to_host(ltc_backend *b, const ltc_data *d, void *host) {
 
 static void data_free(ltc_backend *b, ltc_data *d) {
     (void)b;
-    free(d->ptr);
+    ltc_cpu_mem_free(d->ptr, d->nbytes);
     free(d);
 }
 
@@ -81,6 +83,7 @@ static void computation_free(ltc_backend *b, ltc_computation *c) {
 
 static ltc_status execute(ltc_backend *b, ltc_computation *c, ltc_data *const *args,
                           ltc_data **outs) {
+    ltc_cpu_blas_threads(); /* OpenBLAS follows LTC_NUM_THREADS */
     void *capture = ltc_capture_exec_ctx(b); /* a graph capture: outputs from its pool */
     if (capture) return ltc_cpu_capture_execute(capture, c->impl, args, outs);
     return ltc_cpu_plan_run(b, c->impl, args, outs);

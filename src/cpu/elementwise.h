@@ -8,6 +8,8 @@
 #ifndef LTC_CPU_ELEMENTWISE_H
 #define LTC_CPU_ELEMENTWISE_H
 
+#include <stdbool.h>
+
 #include "ltc_kernel.h"
 
 /* Most operands an elementwise kernel may have. */
@@ -17,6 +19,29 @@
  * ...). Strides count elements of each input's dtype (0 for a broadcast operand); `out` is
  * contiguous. The pointers are already offset to the run's first element. */
 typedef void (*ltc_ew_loop)(int64_t n, void *out, const void *const *in, const int64_t *stride);
+
+/* Generated loops are compiled for several x86-64 levels (the best runs, chosen at load
+ * time) and their unit-stride paths are vectorized (LTC_SIMD: OpenMP's simd directive, with
+ * -fopenmp-simd). Both fall back to nothing on other compilers and targets. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(LTC_NO_CLONES)
+#define LTC_EW_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define LTC_EW_CLONES
+#endif
+#define LTC_SIMD _Pragma("omp simd")
+
+/* How the plan's fused steps call an op's generated loop (gen/cpu_ops.c, ltc_cpu_ew_info):
+ * the loop for the dtype of operand `dispatch`, with the operands first and then n_attrs
+ * attribute values as 0-d float64 inputs (node attribute attr[j], its .f when
+ * attr_float[j], else its .i). Ops that are not generated elementwise ops have no loops. */
+typedef struct ltc_ew_info {
+    ltc_ew_loop loops[LTC_DTYPE_COUNT];
+    int8_t dispatch;
+    int8_t n_attrs;
+    int8_t attr[4];
+    bool attr_float[4];
+} ltc_ew_info;
+extern const ltc_ew_info ltc_cpu_ew_info[]; /* indexed by ltc_op */
 
 /* Runs `loop` over out[0] = f(in...) with PyTorch broadcasting of the inputs (trailing
  * dims aligned) onto out_shapes[0]. Each input keeps its own dtype's element size; the

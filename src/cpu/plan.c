@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuse.h"
 #include "plan.h"
 
 #define ALIGN 64
@@ -18,6 +19,7 @@ void ltc_cpu_plan_free(cpu_plan *p) {
         free(s->out_shapes);
         free(s->attrs);
         free(s->fallback);
+        ltc_cpu_fused_free(s->fused);
     }
     free(p->steps);
     free(p->bufs);
@@ -191,7 +193,9 @@ cpu_plan *ltc_cpu_plan_build(const ltc_lowering_ctx *ctx, const ltc_kernel_fn *k
         p->bufs[b].kind = BUF_OUTPUT;
         p->bufs[b].index = r;
     }
-    if (!plan_memory(p)) goto nomem;
+    if ((kernels == ltc_cpu_kernels && ltc_config_get_int("LTC_FUSION") && !ltc_cpu_plan_fuse(p)) ||
+        !plan_memory(p))
+        goto nomem;
     free(first_buf);
     return p;
 nomem:
@@ -239,7 +243,7 @@ ltc_status ltc_cpu_plan_run_with(cpu_plan *p, ltc_data *const *args, ltc_data **
         ltc_kernel_args a = {
             .op = sp->op, .attrs = sp->attrs, .n_attrs = sp->n_attrs,
             .n_in = sp->n_in, .in_shapes = sp->in_shapes, .in = in,
-            .n_out = sp->n_out, .out_shapes = sp->out_shapes, .out = out,
+            .n_out = sp->n_out, .out_shapes = sp->out_shapes, .out = out, .ctx = sp->fused,
         };
         if (sp->fallback) ltc_counter_add(sp->fallback, 1);
         if ((st = sp->fn(&a))) {
@@ -298,7 +302,10 @@ char *ltc_cpu_plan_text(const cpu_plan *p) {
                             p->n_steps, p->n_bufs, p->arena_size);
     for (int s = 0; s < p->n_steps; s++) {
         const plan_step *sp = &p->steps[s];
-        len += (size_t)snprintf(out + len, cap - len, "  step %d: %s(", s, ltc_op_name(sp->op));
+        char fname[64];
+        len += (size_t)snprintf(out + len, cap - len, "  step %d: %s(", s,
+                                sp->fused ? ltc_cpu_fused_text(sp->fused, fname, sizeof fname)
+                                          : ltc_op_name(sp->op));
         for (int k = 0; k < sp->n_in; k++)
             len += (size_t)snprintf(out + len, cap - len, k ? ", b%d" : "b%d", sp->in[k]);
         len += (size_t)snprintf(out + len, cap - len, ")%s ->", sp->fallback ? " [ref]" : "");

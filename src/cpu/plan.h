@@ -35,6 +35,8 @@ typedef struct {
     int *out;
     ltc_shape *in_shapes, *out_shapes;
     ltc_attr *attrs;
+    struct ltc_fused *fused; /* a fused step's group (fuse.h), passed as the kernel's ctx;
+                              * owned. NULL for a one-kernel step */
 } plan_step;
 
 typedef struct {

@@ -1,0 +1,172 @@
+-- Elementwise fusion and the vectorized loops of the CPU backend, checked against the
+-- reference backend (obvious per-element loops, no fusion): random programs of elementwise
+-- ops over same-shape, broadcast and scalar operands, at sizes of one block, many blocks and
+-- enough blocks to be split over the worker threads.
+local ltc = require "ltc"
+
+-- A small deterministic generator (the programs must not depend on ltc's RNG).
+local function lcg(seed)
+  local s = seed
+  return function(n)
+    s = (s * 1103515245 + 12345) % 2147483648
+    return s % n + 1
+  end
+end
+
+-- Values in [-3, 3), a few exact zeros, as a flat table.
+local function values(n, rnd)
+  local t = {}
+  for i = 1, n do t[i] = rnd(13) == 1 and 0 or (rnd(6000) - 3000) / 1000 end
+  return t
+end
+
+local function numel(size)
+  local n = 1
+  for _, d in ipairs(size) do n = n * d end
+  return n
+end
+
+-- The largest difference between two flat tables relative to (floor + |b|): floor 1 for
+-- programs (cancellation near 0 magnifies an ulp of exp), 1e-30 for single functions.
+-- NaN must match NaN, inf inf.
+local function max_rel_diff(a, b, floor)
+  floor = floor or 1
+  local worst = 0
+  for i = 1, #a do
+    local x, y = a[i], b[i]
+    if x ~= x or y ~= y then
+      if (x ~= x) ~= (y ~= y) then return math.huge end
+    elseif x == math.huge or x == -math.huge or y == math.huge or y == -math.huge then
+      if x ~= y then return math.huge end
+    else
+      local d = math.abs(x - y) / (floor + math.abs(y))
+      if d > worst then worst = d end
+    end
+  end
+  return worst
+end
+
+local unary = {
+  function(x) return x:relu() end,
+  function(x) return -x end,
+  function(x) return (x * 0.25):exp() end,
+  function(x) return x:abs():log1p() end,
+  function(x) return x:tanh() end,
+  function(x) return x:sigmoid() end,
+  function(x) return x:abs():sqrt() end,
+  function(x) return x * x end,
+  function(x) return x:sin() end,
+  function(x) return x:clamp(-1, 1.5) end,
+  function(x) return (x:abs() + 1):log() end,
+  function(x) return x:gelu() end,
+  function(x) return x:leaky_relu(0.1) end,
+}
+local binary = {
+  function(x, y) return x + y end,
+  function(x, y) return x - y end,
+  function(x, y) return x * y end,
+  function(x, y) return x / (y:abs() + 0.5) end,
+  function(x, y) return ltc.maximum(x, y) end,
+  function(x, y) return ltc.where(x:gt(y), x, y * 2) end,
+}
+
+-- A random program: `steps` ops over the inputs (tensors of `size` and broadcastable
+-- shapes, Lua numbers), returning the last value and one intermediate (a second output).
+local function program(rnd, steps)
+  local ops = {}
+  for i = 1, steps do
+    local kind = rnd(3)
+    if kind == 1 then ops[i] = { "u", rnd(#unary), rnd(i + 2) }
+    else ops[i] = { "b", rnd(#binary), rnd(i + 2), rnd(i + 2), rnd(4) == 1 and rnd(5) } end
+  end
+  return function(ins)
+    local vals = { ins[1], ins[2], ins[3] }
+    for i, op in ipairs(ops) do
+      local a = vals[math.min(op[3], #vals)]
+      if op[1] == "u" then
+        vals[#vals + 1] = unary[op[2]](a)
+      else
+        -- a Lua number operand: only with + - * (the others call methods on it)
+        local b = op[5] and (op[5] - 3) * 0.5 or vals[math.min(op[4], #vals)]
+        vals[#vals + 1] = binary[op[5] and (op[2] - 1) % 3 + 1 or op[2]](a, b)
+      end
+    end
+    return vals[#vals], vals[4 + (steps // 2)]
+  end
+end
+
+local function run(backend, fn, datas, sizes)
+  ltc.set_backend(backend)
+  local ins = {}
+  for i, d in ipairs(datas) do ins[i] = ltc.tensor(d):view(sizes[i]) end
+  local y1, y2 = fn(ins)
+  return y1:view(-1):totable(), y2:view(-1):totable()
+end
+
+describe("elementwise fusion", function()
+  after_each(function() ltc.set_backend("cpu") end)
+
+  local shapes = {
+    { { 7, 5 }, { 7, 5 }, { 5 } },
+    { { 3, 1, 4 }, { 3, 2, 4 }, { 2, 1 } },
+    { { 2500 }, { 2500 }, { 1 } },              -- two blocks
+    { { 300, 257 }, { 300, 1 }, { 257 } },      -- many blocks, threads, broadcasts
+    { { 9000 }, {}, { 9000 } },                 -- a 0-d operand
+  }
+  for si, sh in ipairs(shapes) do
+    for seed = 1, 6 do
+      it(string.format("matches the reference backend: shapes %d, program %d", si, seed), function()
+        local rnd = lcg(seed * 7919 + si)
+        local fn = program(rnd, 4 + rnd(8))
+        local datas = {}
+        for i, s in ipairs(sh) do datas[i] = values(numel(s), rnd) end
+        local c1, c2 = run("cpu", fn, datas, sh)
+        local r1, r2 = run("ref", fn, datas, sh)
+        assert.are.equal(#r1, #c1)
+        assert.is_true(max_rel_diff(c1, r1) < 1e-5, "first output differs")
+        assert.is_true(max_rel_diff(c2, r2) < 1e-5, "second output differs")
+      end)
+    end
+  end
+
+  it("runs a chain as one step with no full-size temporaries", function()
+    local a, b, c = ltc.randn(4096), ltc.randn(4096), ltc.randn(4096)
+    ltc.sync()
+    local y = (a * b + c):relu() * 0.5 + (-a):exp()
+    local text = ltc.debug.backend_text(y)
+    assert.truthy(text:find("fused%(mul, add, relu, mul, neg, exp, add%)"), text)
+    assert.truthy(text:find("1 steps"), text)
+    assert.truthy(text:find("arena 0 bytes"), text)
+  end)
+
+  it("stores an intermediate that is also a result, and reads it in later steps", function()
+    local a = ltc.tensor({ 1, -2, 3, -4 })
+    local h = (a * 2):relu()
+    local y = h + 1
+    local s = h:sum()
+    assert.are.same({ 2, 0, 6, 0 }, h:totable())
+    assert.are.same({ 3, 1, 7, 1 }, y:totable())
+    assert.are.equal(8, s:item())
+  end)
+
+  it("keeps the bits of exp, log, tanh and sigmoid within a few ulp of the reference", function()
+    local n = 20000
+    local xs = {}
+    for i = 1, n do xs[i] = (i - n / 2) / n * 40 end
+    local pos = {}
+    for i = 1, n do pos[i] = i / n * 100 end
+    for _, case in ipairs {
+      { "exp", xs }, { "log", pos }, { "tanh", xs }, { "sigmoid", xs }, { "log1p", pos },
+      { "expm1", xs }, { "sin", xs }, { "cos", xs },
+    } do
+      local got, want = {}, {}
+      for _, backend in ipairs { "cpu", "ref" } do
+        ltc.set_backend(backend)
+        local r = ltc.tensor(case[2])[case[1]](ltc.tensor(case[2])):totable()
+        if backend == "cpu" then got = r else want = r end
+      end
+      -- 4 ulp of float32 is about 4.8e-7 relative
+      assert.is_true(max_rel_diff(got, want, 1e-30) < 5e-7, case[1])
+    end
+  end)
+end)

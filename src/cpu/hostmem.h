@@ -1,0 +1,23 @@
+/*
+ * hostmem.h - host memory of the CPU backend's data. Large blocks (LTC_HOSTMEM_BIG and up)
+ * are 2 MB aligned and advised to use transparent huge pages; when freed they are kept in a
+ * small cache for the next allocation of the same size, so that a steady-state step reuses
+ * the memory of the outputs it replaced instead of mapping and faulting in fresh pages.
+ * Every pointer comes from aligned_alloc: free() is a valid way to release one too (it then
+ * bypasses the cache). Thread-safe.
+ */
+#ifndef LTC_CPU_HOSTMEM_H
+#define LTC_CPU_HOSTMEM_H
+
+#include <stddef.h>
+
+#define LTC_HOSTMEM_BIG ((size_t)1 << 20)
+
+/* At least nbytes (0 allowed) of 64-byte aligned memory; NULL when out of memory. */
+void *ltc_cpu_mem_alloc(size_t nbytes);
+/* Releases memory from ltc_cpu_mem_alloc(nbytes) (same nbytes); NULL is ignored. */
+void ltc_cpu_mem_free(void *p, size_t nbytes);
+/* Frees the cached blocks. */
+void ltc_cpu_mem_trim(void);
+
+#endif

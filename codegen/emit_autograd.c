@@ -170,6 +170,59 @@ static bool uses_name(const gen_op *op, const char *name) {
     return false;
 }
 
+/* Lua's reserved words: an argument so named (lerp's `end`) is the local `<name>_` in the
+ * generated function, and formulas that name it are rewritten to match. */
+static const char *const lua_keywords[] = {
+    "and", "break", "do", "else", "elseif", "end", "false", "for", "function", "goto", "if",
+    "in", "local", "nil", "not", "or", "repeat", "return", "then", "true", "until", "while", NULL,
+};
+
+static bool is_keyword(const char *s, size_t n) {
+    for (int i = 0; lua_keywords[i]; i++)
+        if (strlen(lua_keywords[i]) == n && !strncmp(lua_keywords[i], s, n)) return true;
+    return false;
+}
+
+/* The local variable name of argument `name` in the generated function. */
+static void sb_local(strbuf *b, const char *name) {
+    sb_puts(b, name);
+    if (is_keyword(name, strlen(name))) sb_puts(b, "_");
+}
+
+/* Appends formula e with the arguments named by Lua keywords renamed (as sb_local); string
+ * literals, numbers and member names (after `.` or `:`) are copied as they are. */
+static void sb_formula(strbuf *b, const gen_op *op, const char *e) {
+    const char *p = e;
+    char prev = 0;
+    while (*p) {
+        unsigned char c = (unsigned char)*p;
+        if (c == '"' || c == '\'') {
+            const char *s = p;
+            char q = *p++;
+            while (*p && *p != q) p += (*p == '\\' && p[1]) ? 2 : 1;
+            if (*p) p++;
+            char *lit = cg_strndup(s, (size_t)(p - s));
+            sb_puts(b, lit);
+            free(lit);
+            prev = q;
+        } else if (isalpha(c) || c == '_') {
+            const char *s = p;
+            while (isalnum((unsigned char)*p) || *p == '_') p++;
+            char *name = cg_strndup(s, (size_t)(p - s));
+            sb_puts(b, name);
+            if (prev != '.' && prev != ':' && is_keyword(s, (size_t)(p - s)) && is_arg(op, name, false))
+                sb_puts(b, "_");
+            free(name);
+            prev = 'a';
+        } else {
+            if (!isspace(c)) prev = (char)c;
+            char ch[2] = {(char)c, 0};
+            sb_puts(b, ch);
+            p++;
+        }
+    }
+}
+
 /* Emits one op's entry of the table D. */
 static void emit_entry(strbuf *b, const gen_op *op) {
     sb_printf(b, "\n-- %s\nD[\"%s\"] = {\n  name = \"%s\",\n", op->schema, op->full_name,
@@ -206,8 +259,11 @@ static void emit_entry(strbuf *b, const gen_op *op) {
         if (op->ret_names[r] && uses_name(op, op->ret_names[r]))
             sb_printf(b, "    local %s = a.result[%d]\n", op->ret_names[r], r + 1);
     for (int i = 0; i < op->n_args; i++)
-        if (uses_name(op, op->args[i].name))
-            sb_printf(b, "    local %s = a[%d]\n", op->args[i].name, i + 1);
+        if (uses_name(op, op->args[i].name)) {
+            sb_puts(b, "    local ");
+            sb_local(b, op->args[i].name);
+            sb_printf(b, " = a[%d]\n", i + 1);
+        }
     sb_puts(b, "    local g = {}\n");
     int k = 0;
     for (int i = 0; i < op->n_args; i++) {
@@ -215,7 +271,11 @@ static void emit_entry(strbuf *b, const gen_op *op) {
         if (!arg_is_operand(a->type) && a->type != ARG_TENSOR_LIST) continue;
         k++;
         const char *f = formula(op, a->name);
-        if (f) sb_printf(b, "    if needs[%d] then g[%d] = %s end\n", k, k, f);
+        if (f) {
+            sb_printf(b, "    if needs[%d] then g[%d] = ", k, k);
+            sb_formula(b, op, f);
+            sb_puts(b, " end\n");
+        }
     }
     sb_puts(b, "    return g\n  end,\n}\n");
 }

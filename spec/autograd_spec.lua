@@ -179,6 +179,140 @@ local cases = {
       { { 1, 2, 3, 4 }, A, M34 })
     gradcheck(function(s, m1, m2) return ltc.addmm(s, m1, m2) end, { C, A, M34 })
   end,
+  abs = function() gradcheck(function(a) return a:abs() end, { A }) end,
+  sign = function() gradcheck(function(a) return a:sign() + a end, { A }) end,
+  sqrt = function() gradcheck(function(p) return p:sqrt() end, { P }) end,
+  rsqrt = function() gradcheck(function(p) return p:rsqrt() end, { P }) end,
+  log1p = function() gradcheck(function(p) return p:log1p() end, { P }) end,
+  expm1 = function() gradcheck(function(a) return a:expm1() end, { A }) end,
+  sin = function() gradcheck(function(a) return a:sin() end, { A }) end,
+  cos = function() gradcheck(function(a) return a:cos() end, { A }) end,
+  gelu = function() gradcheck(function(a) return a:gelu() end, { A }) end,
+  gelu_backward = function()
+    gradcheck(function(g, a) return ltc.gelu_backward(g, a) end, { B, A })
+  end,
+  silu = function() gradcheck(function(a) return a:silu() end, { A }) end,
+  leaky_relu = function()
+    gradcheck(function(a) return a:leaky_relu() end, { A })
+    gradcheck(function(a) return a:leaky_relu(0.2) end, { A })
+  end,
+  clamp = function()
+    gradcheck(function(a) return a:clamp(-1, 1) end, { A })
+    gradcheck(function(a) return a:clamp(0.4) end, { A })
+    gradcheck(function(a) return a:clamp(nil, 0.4) end, { A })
+  end,
+  minimum = function()
+    gradcheck(function(a, b) return ltc.minimum(a, b) end, { A, B })
+    gradcheck(function(a, r) return ltc.minimum(a, r) end, { A, R })
+  end,
+  maximum = function()
+    gradcheck(function(a, b) return ltc.maximum(a, b) end, { A, B })
+    gradcheck(function(a, c) return ltc.maximum(a, c) end, { A, C })
+  end,
+  floor = function() gradcheck(function(a) return a:floor() + a * 2 end, { B }) end,
+  ceil = function() gradcheck(function(a) return a:ceil() + a * 2 end, { B }) end,
+  round = function() gradcheck(function(a) return a:round() + a * 2 end, { B }) end,
+  fmod = function()
+    gradcheck(function(a, b) return ltc.fmod(a, b) end, { { 5.3, -7.1, 2.2 }, { 2.0, 3.0, -1.5 } })
+  end,
+  where = function()
+    local cond = ltc.tensor({ { true, false, true }, { false, true, false } })
+    gradcheck(function(a, b) return ltc.where(cond, a, b) end, { A, B })
+    gradcheck(function(a, r) return ltc.where(cond, a, r) end, { A, R })
+  end,
+  lerp = function()
+    gradcheck(function(a, b, w) return ltc.lerp(a, b, w) end, { A, B, { 0.2, 0.7, 0.5 } })
+    gradcheck(function(a, b) return ltc.lerp(a, b, 0.3) end, { A, B })
+  end,
+  addcmul = function()
+    gradcheck(function(s, a, b) return ltc.addcmul(s, a, b, 0.5) end, { R, A, B })
+  end,
+  addcdiv = function()
+    gradcheck(function(s, a, b) return ltc.addcdiv(s, a, b, 2) end, { C, A, P })
+  end,
+  prod = function()
+    gradcheck(function(a) return a:prod() end, { A })
+    gradcheck(function(a) return a:prod(2) end, { A })
+    gradcheck(function(a) return a:prod(1, true) end, { A })
+    gradcheck(function(a) return a:prod(2) end, { { { 0, 2, 3 }, { 0, 0, 3 } } })
+    gradcheck(function(a) return a:prod() end, { { 0.5, 0, 4 } })
+  end,
+  min = function() gradcheck(function(a) return a:min() end, { A }) end,
+  ["min.dim"] = function()
+    gradcheck(function(a) local v = a:min(2); return v end, { A })
+    gradcheck(function(a) local v = a:min(-2, true); return v end, { A })
+  end,
+  var = function()
+    gradcheck(function(a) return a:var() end, { A })
+    gradcheck(function(a) return a:var(2) end, { A })
+    gradcheck(function(a) return a:var(1, false, true) end, { A })
+  end,
+  std = function()
+    gradcheck(function(a) return a:std() end, { A })
+    gradcheck(function(a) return a:std(2, false) end, { A })
+  end,
+  logsumexp = function()
+    gradcheck(function(a) return a:logsumexp() end, { A })
+    gradcheck(function(a) return a:logsumexp(2) end, { A })
+    gradcheck(function(a) return a:logsumexp(1, true) end, { A })
+  end,
+  norm = function()
+    gradcheck(function(a) return a:norm() end, { A })
+    gradcheck(function(a) return a:norm(2, 2) end, { A })
+    gradcheck(function(a) return a:norm(1, 1, true) end, { A })
+    gradcheck(function(a) return a:norm(3, 2) end, { A })
+    gradcheck(function(a) return a:norm(math.huge, 2) end, { A })
+    gradcheck(function(a) return a:norm(-math.huge) end, { A })
+  end,
+  cumsum = function()
+    gradcheck(function(a) return a:cumsum(2) end, { A })
+    gradcheck(function(a) return a:cumsum(1) end, { A })
+  end,
+  conv2d = function()
+    local x = { { { { 0.1, -0.2, 0.3, 0.4 }, { 0.5, 0.6, -0.7, 0.8 }, { -0.9, 1.0, 1.1, 1.2 },
+      { 1.3, -1.4, 1.5, 1.6 } } } }                                   -- 1x1x4x4
+    local w = { { { { 0.2, -0.1 }, { 0.4, 0.3 } } }, { { { -0.5, 0.6 }, { 0.7, 0.1 } } } } -- 2x1x2x2
+    gradcheck(function(xx, ww, bb) return ltc.conv2d(xx, ww, bb) end, { x, w, { 0.5, -0.25 } })
+    gradcheck(function(xx, ww, bb) return ltc.conv2d(xx, ww, bb, 2, 1) end, { x, w, { 0.5, -0.25 } })
+    gradcheck(function(xx, ww, bb) return ltc.conv2d(xx, ww, bb, 1, 1, 2) end, { x[1], w, { 0.5, -0.25 } })
+  end,
+  ["conv2d.nobias"] = function()
+    local x = { { { { 0.1, -0.2, 0.3 }, { 0.5, 0.6, -0.7 }, { -0.9, 1.0, 1.1 } },
+      { { 0.2, 0.4, -0.6 }, { 0.8, -1.0, 1.2 }, { 1.4, 1.6, -1.8 } } } }  -- 1x2x3x3
+    local w = { { { { 0.2, -0.1 }, { 0.4, 0.3 } } }, { { { -0.5, 0.6 }, { 0.7, 0.1 } } } } -- 2x1x2x2
+    gradcheck(function(xx, ww) return ltc.conv2d(xx, ww, nil, 1, 0, 1, 2) end, { x, w })
+  end,
+  conv2d_backward_input = function()
+    local w = { { { { 0.2, -0.1 }, { 0.4, 0.3 } } }, { { { -0.5, 0.6 }, { 0.7, 0.1 } } } } -- 2x1x2x2
+    local g = { { { { 0.3, -0.6 }, { 0.9, 0.2 } }, { { -0.4, 0.5 }, { 0.1, 0.8 } } } }   -- 1x2x2x2
+    gradcheck(function(gg, ww)
+      return ltc.conv2d_backward_input(gg, ww, { 1, 1, 4, 4 }, { 2, 2 }, { 0, 0 }, { 1, 1 }, 1)
+    end, { g, w })
+  end,
+  conv2d_backward_weight = function()
+    local x = { { { { 0.1, -0.2, 0.3 }, { 0.5, 0.6, -0.7 }, { -0.9, 1.0, 1.1 } } } } -- 1x1x3x3
+    local g = { { { { 0.3, -0.6 }, { 0.9, 0.2 } }, { { -0.4, 0.5 }, { 0.1, 0.8 } } } } -- 1x2x2x2
+    gradcheck(function(gg, xx)
+      return ltc.conv2d_backward_weight(gg, xx, { 2, 1, 2, 2 }, { 1, 1 }, { 0, 0 }, { 1, 1 }, 1)
+    end, { g, x })
+  end,
+  max_pool2d = function()
+    local x = { { { { 0.1, -0.2, 0.3, 0.4 }, { 0.5, 0.6, -0.7, 0.8 }, { -0.9, 1.0, 1.1, 1.2 },
+      { 1.3, -1.4, 1.5, 1.65 } } } }
+    gradcheck(function(xx) return ltc.max_pool2d(xx, 2) end, { x })
+    gradcheck(function(xx) return ltc.max_pool2d(xx, 3, 1, 1) end, { x })
+  end,
+  avg_pool2d = function()
+    local x = { { { 0.1, -0.2, 0.3, 0.4 }, { 0.5, 0.6, -0.7, 0.8 }, { -0.9, 1.0, 1.1, 1.2 } } }
+    gradcheck(function(xx) return ltc.avg_pool2d(xx, 2) end, { x })
+    gradcheck(function(xx) return ltc.avg_pool2d(xx, 3, 2, 1, true, false) end, { x })
+  end,
+  avg_pool2d_backward = function()
+    local x = ltc.zeros({ 1, 4, 4 }, "float64")
+    gradcheck(function(g)
+      return ltc.avg_pool2d_backward(g, x, { 2, 2 }, { 2, 2 }, { 0, 0 }, false, true)
+    end, { { { { 0.3, -0.6 }, { 0.9, 0.2 } } } })
+  end,
 }
 
 describe("derivatives", function()

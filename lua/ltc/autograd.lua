@@ -150,6 +150,108 @@ function F.linear_weight_backward(grad, self)
   return grad:reshape({ -1, out }):t():matmul(self:reshape({ -1, inp }))
 end
 
+--- F.trunc(t): t rounded toward zero (for fmod's gradient).
+function F.trunc(t) return core.where(t:ge(0), t:floor(), t:ceil()) end
+
+--- Gradient of silu: grad * s * (1 + self * (1 - s)), s = sigmoid(self).
+function F.silu_backward(grad, self)
+  local s = self:sigmoid()
+  return grad * s * (self * (1 - s) + 1)
+end
+
+--- Gradient of clamp: grad where min <= self <= max (bounds nil when absent), else 0.
+function F.clamp_backward(grad, self, min, max)
+  local keep
+  if min ~= nil then keep = self:ge(min) end
+  if max ~= nil then
+    local le = self:le(max)
+    keep = keep and keep:logical_and(le) or le
+  end
+  if keep == nil then return grad end
+  return core.where(keep, grad, 0)
+end
+
+--- Gradient of minimum (is_min) or maximum with respect to self: grad where self wins,
+-- half of it on ties (PyTorch), 0 where other wins.
+function F.minmax_backward(grad, self, other, is_min)
+  local win = is_min and self:lt(other) or self:gt(other)
+  return core.where(win, grad, core.where(self:eq(other), grad * 0.5, 0))
+end
+
+-- t with a size-1 dim inserted at dim when a reduction along dim dropped it (keepdim false).
+local function keep(t, self, dim, keepdim)
+  if dim ~= nil and not keepdim and self:dim() > 0 then return F.unsqueeze(t, dim) end
+  return t
+end
+
+--- Gradient of prod: the product of the other elements, exact when self holds zeros (one
+-- zero: only it gets a gradient; several: none).
+function F.prod_backward(grad, self, dim, keepdim, result)
+  grad, result = keep(grad, self, dim, keepdim), keep(result, self, dim, keepdim)
+  if self:numel() == 0 then return F.zeros_like(self) end
+  local zero = self:eq(0)
+  local nz_self = core.where(zero, 1, self)
+  local nz_prod, zeros
+  if dim ~= nil and self:dim() > 0 then
+    nz_prod, zeros = nz_self:prod(dim, true), zero:sum(dim, true)
+  else
+    nz_prod, zeros = nz_self:prod(), zero:sum()
+  end
+  local others = core.where(zeros:eq(0), nz_prod / nz_self,
+    core.where(zeros:eq(1):logical_and(zero), nz_prod, 0))
+  return grad * others
+end
+
+--- Gradient of var: grad * 2 (self - mean) / (n - 1 when unbiased, else n).
+function F.var_backward(grad, self, dim, unbiased, keepdim)
+  grad = keep(grad, self, dim, keepdim)
+  local all = dim == nil or self:dim() == 0
+  local n = all and self:numel() or self:size(dim)
+  local mean = all and self:mean() or self:mean(dim, true)
+  return grad * (self - mean) * (2 / (n - (unbiased and 1 or 0)))
+end
+
+--- Gradient of logsumexp: grad * exp(self - result).
+function F.logsumexp_backward(grad, self, dim, keepdim, result)
+  grad, result = keep(grad, self, dim, keepdim), keep(result, self, dim, keepdim)
+  return grad * (self - result):exp()
+end
+
+--- Gradient of the p-norm (PyTorch's norm_backward): p = 2 self / norm, p = 1 sign(self),
+-- p = +-inf the sign at the elements that reach the norm (shared evenly), p = 0 none,
+-- otherwise self |self|^(p-2) / norm^(p-1); 0 where the norm is 0.
+function F.norm_backward(grad, self, p, dim, keepdim, result)
+  grad, result = keep(grad, self, dim, keepdim), keep(result, self, dim, keepdim)
+  if p == 0 then return F.zeros_like(self) end
+  if p == 1 then return grad * self:sign() end
+  if p == math.huge or p == -math.huge then
+    local hit = self:abs():eq(result)
+    local count = (dim ~= nil and self:dim() > 0) and hit:sum(dim, true) or hit:sum()
+    return core.where(hit, grad * self:sign() / count, 0)
+  end
+  local g
+  if p == 2 then g = self / result
+  else g = self * self:abs() ^ (p - 2) / result ^ (p - 1) end
+  return core.where(result:eq(0), 0, grad * g)
+end
+
+--- Gradient of cumsum along dim: the reversed running sums of grad.
+function F.cumsum_backward(grad, dim)
+  if grad:dim() == 0 then return grad end
+  return grad:sum(dim, true) - grad:cumsum(dim) + grad
+end
+
+--- Gradient of conv2d's bias: grad summed over all dims but the channel dim.
+function F.conv2d_bias_backward(grad)
+  local g, nd = grad, grad:dim()
+  for d = nd, 1, -1 do
+    if d ~= nd - 2 then g = g:sum(d) end
+  end
+  return g
+end
+
+---------------------------------------------------------------------------------------------
+-- recording
 ---------------------------------------------------------------------------------------------
 -- recording
 

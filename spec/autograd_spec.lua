@@ -313,6 +313,46 @@ local cases = {
       return ltc.avg_pool2d_backward(g, x, { 2, 2 }, { 2, 2 }, { 0, 0 }, false, true)
     end, { { { { 0.3, -0.6 }, { 0.9, 0.2 } } } })
   end,
+  permute = function()
+    gradcheck(function(a) return a:permute(2, 1) end, { A })
+    gradcheck(function(a) return a:reshape({ 1, 2, 3 }):permute(3, -3, 2) * 2 end, { A })
+  end,
+  unsqueeze = function()
+    gradcheck(function(a) return a:unsqueeze(2) end, { A })
+    gradcheck(function(a) return a:unsqueeze(-1) end, { A })
+  end,
+  squeeze = function() gradcheck(function(c) return c:squeeze() end, { C }) end,
+  ["squeeze.dim"] = function() gradcheck(function(c) return c:squeeze(2) end, { C }) end,
+  flatten = function()
+    gradcheck(function(a) return a:flatten() end, { A })
+    gradcheck(function(a) return a:reshape({ 1, 2, 3 }):flatten(2, 3) end, { A })
+  end,
+  expand = function()
+    gradcheck(function(c) return c:expand(2, 3) end, { C })
+    gradcheck(function(r) return r:expand(2, -1) end, { R })
+  end,
+  cat = function()
+    gradcheck(function(a, c, b) return ltc.cat({ a, c, b }, 2) end, { A, C, B })
+    gradcheck(function(a, b) return ltc.cat({ a, b }) end, { A, B })
+  end,
+  stack = function()
+    gradcheck(function(a, b) return ltc.stack({ a, b }) end, { A, B })
+    gradcheck(function(a, b) return ltc.stack({ a, b }, -1) end, { A, B })
+  end,
+  ["repeat"] = function()
+    gradcheck(function(a) return a:repeatTensor(2, 1) end, { A })
+    gradcheck(function(r) return r:repeatTensor(2, 1, 2) end, { R })
+  end,
+  flip = function()
+    gradcheck(function(a) return a:flip({ 2 }) end, { A })
+    gradcheck(function(a) return a:flip({ 1, 2 }) * 3 end, { A })
+  end,
+  mm = function() gradcheck(function(a, m) return a:mm(m) end, { A, M34 }) end,
+  bmm = function()
+    gradcheck(function(a, b) return a:reshape({ 2, 1, 3 }):bmm(b:reshape({ 2, 3, 1 })) end, { A, B })
+  end,
+  dot = function() gradcheck(function(r, s) return r:dot(s) end, { R, { 0.3, -0.2, 0.5 } }) end,
+  outer = function() gradcheck(function(r, s) return r:outer(s) end, { R, { 0.3, -0.2 } }) end,
 }
 
 describe("derivatives", function()

@@ -250,6 +250,55 @@ function F.conv2d_bias_backward(grad)
   return g
 end
 
+--- The permutation that undoes permute(dims) of an n-d tensor (dims 1-based or negative).
+function F.inverse_permutation(dims, n)
+  local inv = {}
+  for i, d in ipairs(dims) do
+    if d < 0 then d = d + n + 1 end
+    inv[d] = i
+  end
+  return inv
+end
+
+--- Gradients of cat(tensors, dim): the slices of grad along dim, in order (1-d empty tensors,
+-- which cat skips, get empty gradients).
+function F.cat_backward(grad, tensors, dim)
+  local out, at = {}, 1
+  for j, t in ipairs(tensors) do
+    if t:dim() == 1 and t:size(1) == 0 and grad:dim() ~= 1 then
+      out[j] = F.zeros_like(t)
+    else
+      local n = t:size(dim)
+      out[j] = grad:narrow(dim, at, n)
+      at = at + n
+    end
+  end
+  return out
+end
+
+--- Gradients of stack(tensors, dim): grad selected at each position of the new dim.
+function F.stack_backward(grad, tensors, dim)
+  if dim < 0 then dim = dim + grad:dim() + 1 end
+  local out = {}
+  for j = 1, #tensors do out[j] = grad:select(dim, j) end
+  return out
+end
+
+--- Gradient of repeat(self, repeats): grad [r1 s1, r2 s2, ...] viewed as [r1, s1, r2, s2,
+-- ...] and summed over the repeat dims (leading repeats beyond self's dims summed away).
+function F.repeat_backward(grad, self, repeats)
+  local n, sd = #repeats, self:dim()
+  local shape = {}
+  for i = 1, n do
+    local s = i > n - sd and self:size(i - (n - sd)) or 1
+    shape[#shape + 1] = repeats[i]
+    shape[#shape + 1] = s
+  end
+  local g = grad:reshape(shape)
+  for i = n, 1, -1 do g = g:sum(2 * i - 1) end
+  return g:reshape(self:size())
+end
+
 ---------------------------------------------------------------------------------------------
 -- recording
 ---------------------------------------------------------------------------------------------

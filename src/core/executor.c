@@ -293,9 +293,26 @@ done:
     return st;
 }
 
-/* Nodes traced since the last sync (graph trimming will read it). */
+/* Graph trimming (PyTorch LTC's trim_graph_size): nodes traced since the last sync; past
+ * LTC_TRIM_GRAPH_SIZE (0: never) the trace is cut by a sync, counted as TrimIrGraph, so a
+ * loop that never syncs does not grow its graph (and memory) without bound. A node is
+ * complete when it is ticked, so the sync computes every live pending tensor, this node's
+ * outputs too. Not while this thread captures a graph (the capture records its own syncs).
+ * A failing trim leaves the graph pending: the next sync reports the error. */
 static _Thread_local int64_t traced_since_sync;
-void ltc_trace_tick(void) { traced_since_sync++; }
+static _Thread_local bool trimming;
+static int64_t *trim_limit;
+void ltc_trace_tick(void) {
+    static int64_t *c_trim;
+    if (!trim_limit) trim_limit = ltc_config_slot("LTC_TRIM_GRAPH_SIZE");
+    if (++traced_since_sync <= *trim_limit || *trim_limit == 0 || trimming ||
+        ltc_capture_active())
+        return;
+    trimming = true;
+    LTC_COUNT(c_trim, "TrimIrGraph", 1);
+    (void)ltc_sync();
+    trimming = false;
+}
 void ltc_trace_sync_reset(void) { traced_since_sync = 0; }
 
 int64_t ltc_pending_node_count(void) {

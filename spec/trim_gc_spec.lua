@@ -1,0 +1,134 @@
+-- Long traces and the garbage collector: a loop that never syncs is cut by graph trimming
+-- (LTC_TRIM_GRAPH_SIZE, counted as TrimIrGraph) instead of growing without bound, and
+-- dropping every reference to tensors in the middle of a graph (Lua's GC running at any
+-- point) never frees data that pending IR still needs.
+local ltc = require "ltc"
+
+describe("graph trimming", function()
+  local saved
+  before_each(function() saved = ltc.config.LTC_TRIM_GRAPH_SIZE end)
+  after_each(function() ltc.config.LTC_TRIM_GRAPH_SIZE = saved end)
+
+  it("is on by default and configurable", function()
+    assert.is_true(ltc.config.LTC_TRIM_GRAPH_SIZE > 0)
+    ltc.config.LTC_TRIM_GRAPH_SIZE = 0
+    assert.are.equal(0, ltc.config.LTC_TRIM_GRAPH_SIZE)
+    assert.has_error(function() ltc.config.LTC_TRIM_GRAPH_SIZE = -1 end)
+  end)
+
+  it("cuts a loop with no sync and keeps the values right", function()
+    ltc.config.LTC_TRIM_GRAPH_SIZE = 500
+    ltc.sync()
+    local trims = ltc.metrics.counter("TrimIrGraph")
+    local x, y = ltc.zeros(3), ltc.ones(2, 2, "int64")
+    for i = 1, 5000 do
+      x = x + 0.5
+      if i % 10 == 0 then y = y * 1 + 1 end
+    end
+    local grew = ltc.metrics.counter("TrimIrGraph") - trims
+    assert.is_true(grew >= 5, "trimmed " .. grew .. " times")
+    assert.is_true(ltc.debug.pending().pending_nodes < 2000,
+      "pending nodes " .. ltc.debug.pending().pending_nodes)
+    assert.are.same({ 2500, 2500, 2500 }, x:totable())
+    assert.are.same({ { 501, 501 }, { 501, 501 } }, y:totable())
+  end)
+
+  it("keeps views and in-place writes right across trims", function()
+    ltc.config.LTC_TRIM_GRAPH_SIZE = 64
+    local base = ltc.zeros(4, 3)
+    local row = base[2]
+    local col = base:narrow(2, 3, 1)
+    for i = 1, 300 do
+      row:add_(1)
+      col:add_(2)
+    end
+    assert.are.same({ { 0, 0, 600 }, { 300, 300, 900 }, { 0, 0, 600 }, { 0, 0, 600 } },
+      base:totable())
+  end)
+
+  it("does nothing when off", function()
+    ltc.config.LTC_TRIM_GRAPH_SIZE = 0
+    ltc.sync()
+    local trims = ltc.metrics.counter("TrimIrGraph")
+    local x = ltc.zeros(2)
+    for _ = 1, 1000 do x = x + 1 end
+    assert.are.equal(trims, ltc.metrics.counter("TrimIrGraph"))
+    assert.are.same({ 1000, 1000 }, x:totable())
+  end)
+end)
+
+describe("the garbage collector mid-graph", function()
+  it("never frees what pending IR needs", function()
+    local keep = {}
+    local a = ltc.tensor({ { 1, 2 }, { 3, 4 } })
+    local b = ltc.tensor({ 10, 20 })
+    for i = 1, 50 do
+      local t = a * i          -- pending; its inputs become unreachable below
+      local u = t + b
+      a, b = nil, nil
+      collectgarbage()
+      keep[i] = u:sum(1)
+      t, u = nil, nil
+      collectgarbage()
+      a = ltc.tensor({ { 1, 2 }, { 3, 4 } })
+      b = ltc.tensor({ 10, 20 })
+    end
+    collectgarbage()
+    for i = 1, 50, 7 do
+      assert.are.same({ 4 * i + 20, 6 * i + 40 }, keep[i]:totable())
+    end
+  end)
+
+  it("never frees the base of a view, or a view's pending write", function()
+    local v
+    do
+      local base = ltc.zeros(3, 3)
+      v = base:narrow(1, 2, 2):select(2, 1)
+      base:fill_(7)
+    end
+    collectgarbage()
+    collectgarbage()
+    v:add_(1)
+    collectgarbage()
+    assert.are.same({ 8, 8 }, v:totable())
+  end)
+
+  it("runs between every op of a training-like loop and gives the same numbers", function()
+    local function run(gc)
+      ltc.manual_seed(3)
+      local w = ltc.randn(4, 3)
+      local x = ltc.randn(8, 4)
+      for _ = 1, 20 do
+        local h = x:matmul(w)
+        if gc then collectgarbage() end
+        local g = x:t():matmul(h:tanh())
+        if gc then collectgarbage() end
+        w = w - g * 0.01
+        h, g = nil, nil
+        if gc then collectgarbage() end
+      end
+      return w:totable()
+    end
+    local plain, collected = run(false), run(true)
+    for i = 1, 4 do
+      for j = 1, 3 do
+        assert.is_true(math.abs(plain[i][j] - collected[i][j]) < 1e-6)
+      end
+    end
+  end)
+
+  it("leaves no tensor behind once everything is dropped", function()
+    collectgarbage()
+    ltc.sync()
+    local before = ltc.debug.pending().live_tensors
+    do
+      local t = ltc.ones(5)
+      for _ = 1, 20 do t = (t + 1):relu() end
+      local _ = t:narrow(1, 1, 2)
+    end
+    collectgarbage()
+    collectgarbage()
+    ltc.sync()
+    assert.are.equal(before, ltc.debug.pending().live_tensors)
+  end)
+end)

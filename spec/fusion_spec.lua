@@ -170,3 +170,51 @@ describe("elementwise fusion", function()
     end
   end)
 end)
+
+describe("plan folds", function()
+  after_each(function() ltc.set_backend("cpu") end)
+
+  local function both(f)
+    local r = {}
+    for _, backend in ipairs { "cpu", "ref" } do
+      ltc.set_backend(backend)
+      ltc.manual_seed(3)
+      r[backend] = f():view(-1):totable()
+    end
+    ltc.set_backend("cpu")
+    return r.cpu, r.ref
+  end
+
+  it("folds transposes into the matmul (no transposed copy) with the reference's values", function()
+    for _, case in ipairs {
+      function(a, b) return a:matmul(b:t()) end,
+      function(a, b) return a:t():matmul(b) end,
+      function(a, b) return a:t():matmul(b:t()) end,
+      function(a, b) return a:transpose(1, 2):matmul(b:transpose(-1, -2)) end,
+    } do
+      local c, r = both(function()
+        local a, b = ltc.randn(6, 6), ltc.randn(6, 6, "float64")
+        return case(a, b:float()) + case(a:double(), b):float()
+      end)
+      assert.is_true(max_rel_diff(c, r) < 1e-5)
+    end
+    local a, b = ltc.randn(5, 3), ltc.randn(4, 3)
+    ltc.sync()
+    local text = ltc.debug.backend_text(a:matmul(b:t()))
+    assert.falsy(text:find("step 1"), text)
+  end)
+
+  it("reads through views instead of copying, and keeps a view that is a result", function()
+    local x = ltc.randn(4, 6)
+    ltc.sync()
+    local y = x:view(24):exp() + 1
+    local text = ltc.debug.backend_text(y)
+    assert.falsy(text:find("view"), text)
+    local v = x:view(6, 4)
+    local z = (v * 2):sum()
+    assert.are.same({ 6, 4 }, v:size())
+    assert.is_true(math.abs(z:item() - 2 * x:sum():item()) < 1e-4)
+    local c, r = both(function() local t = ltc.randn(3, 4); return t:view(4, 3):t():matmul(t:view(4, 3)) end)
+    assert.is_true(max_rel_diff(c, r) < 1e-5)
+  end)
+end)

@@ -271,6 +271,7 @@ static int build_sub(builder *bd, const int *m, int n, plan_step *out) {
     const ltc_shape *os = &p->steps[m[0]].out_shapes[0];
     int n_ext = 0, n_store = 0, rc = -1;
     int ext_buf[MAX_EXT], store_buf[MAX_STORE];
+    ltc_shape ext_shape[MAX_EXT]; /* as the members read it (a view's shape, say) */
     ltc_fused *f = calloc(1, sizeof *f);
     int *last = malloc(sizeof(int) * (size_t)(MAX_EXT + n));
     int *free_slots = malloc(sizeof(int) * (size_t)(MAX_EXT + n + 1)), n_free = 0, n_slots = 0;
@@ -286,9 +287,13 @@ static int build_sub(builder *bd, const int *m, int n, plan_step *out) {
         const plan_step *st = &p->steps[m[i]];
         for (int k = 0; k < st->n_in; k++) {
             int b = st->in[k];
-            if (bd->val_of[b] >= 0 || bd->ext_of[b] >= 0) continue;
+            if (bd->val_of[b] >= 0) continue;
+            if (bd->ext_of[b] >= 0 && same_dims(&ext_shape[bd->ext_of[b]], &st->in_shapes[k]))
+                continue;
+            if (bd->ext_of[b] >= 0) { rc = 0; goto done; } /* one buffer read as two shapes */
             if (n_ext == MAX_EXT) { rc = 0; goto done; }
             bd->ext_of[b] = n_ext;
+            ext_shape[n_ext] = st->in_shapes[k];
             ext_buf[n_ext++] = b;
         }
         if (leaves(bd, st->out[0])) {
@@ -306,7 +311,7 @@ static int build_sub(builder *bd, const int *m, int n, plan_step *out) {
     f->slot_bytes = ((size_t)f->block * 8 + 63) & ~(size_t)63;
     /* slots: externals that need one keep it; members by liveness */
     for (int e = 0; e < n_ext; e++) {
-        const ltc_shape *is = &p->bufs[ext_buf[e]].shape;
+        const ltc_shape *is = &ext_shape[e];
         fused_ext *x = &f->ext[e];
         int64_t nk = ltc_shape_numel(is);
         x->esz = ltc_dtype_size(is->dtype);
@@ -373,7 +378,7 @@ static int build_sub(builder *bd, const int *m, int n, plan_step *out) {
         memset(out, 0, sizeof *out);
         goto done;
     }
-    for (int e = 0; e < n_ext; e++) out->in[e] = ext_buf[e], out->in_shapes[e] = p->bufs[ext_buf[e]].shape;
+    for (int e = 0; e < n_ext; e++) out->in[e] = ext_buf[e], out->in_shapes[e] = ext_shape[e];
     for (int k = 0; k < n_store; k++)
         out->out[k] = store_buf[k], out->out_shapes[k] = p->bufs[store_buf[k]].shape;
     out->fused = f;
@@ -403,7 +408,10 @@ static bool build_group(builder *bd, const int *m, int n) {
     }
     free(st);
     if (rc < 0) return false;
-    if (n == 1) return true; /* cannot happen (a step has at most 64 inputs); left unfused */
+    if (n == 1) { /* a step reading one buffer under two shapes: it keeps its kernel */
+        bd->group[m[0]] = -1;
+        return true;
+    }
     return build_group(bd, m, n / 2) && build_group(bd, m + n / 2, n - n / 2);
 }
 

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fold.h"
 #include "fuse.h"
 #include "plan.h"
 
@@ -193,7 +194,8 @@ cpu_plan *ltc_cpu_plan_build(const ltc_lowering_ctx *ctx, const ltc_kernel_fn *k
         p->bufs[b].kind = BUF_OUTPUT;
         p->bufs[b].index = r;
     }
-    if ((kernels == ltc_cpu_kernels && ltc_config_get_int("LTC_FUSION") && !ltc_cpu_plan_fuse(p)) ||
+    if ((kernels == ltc_cpu_kernels && !ltc_cpu_plan_fold(p)) ||
+        (kernels == ltc_cpu_kernels && ltc_config_get_int("LTC_FUSION") && !ltc_cpu_plan_fuse(p)) ||
         !plan_memory(p))
         goto nomem;
     free(first_buf);

@@ -1,0 +1,127 @@
+/* fold.c - plan rewrites before fusion: copies that views would make are elided, and
+ * transposes feeding a matmul fold into the cblas_*gemm call (see fold.h). */
+#include "fold.h"
+
+#include <cblas.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool is_cpu(const plan_step *s, int op) {
+    return s->op == op && !s->fallback && !s->fused && s->fn == ltc_cpu_kernels[op];
+}
+
+/* A step whose output is its input's bytes under another shape. */
+static bool is_copy_view(const plan_step *s) {
+    return s->n_in == 1 && s->n_out == 1 &&
+           (is_cpu(s, LTC_OP_VIEW) || is_cpu(s, LTC_OP_RESHAPE)) &&
+           s->in_shapes[0].dtype == s->out_shapes[0].dtype;
+}
+
+/* A step that swaps the two dims of a 2-d tensor. */
+static bool is_transpose2d(const plan_step *s) {
+    if (s->n_in != 1 || s->in_shapes[0].ndim != 2) return false;
+    if (is_cpu(s, LTC_OP_T)) return true;
+    return is_cpu(s, LTC_OP_TRANSPOSE) && s->n_attrs >= 2 && s->attrs[0].i != s->attrs[1].i;
+}
+
+/* matmul of two 2-d float operands, each read transposed when attrs[0].ints[k] is 1 (the
+ * in_shapes are the stored, untransposed shapes). */
+ltc_status ltc_cpu_kernel_matmul_folded(const ltc_kernel_args *a) {
+    const ltc_shape *so = &a->out_shapes[0];
+    bool ta = a->attrs[0].ints[0], tb = a->attrs[0].ints[1];
+    int64_t m = so->dims[0], n = so->dims[1];
+    int64_t k = ta ? a->in_shapes[0].dims[0] : a->in_shapes[0].dims[1];
+    int64_t lda = a->in_shapes[0].dims[1], ldb = a->in_shapes[1].dims[1];
+    if (m * n == 0) return LTC_OK;
+    if (k == 0) {
+        memset(a->out[0], 0, ltc_shape_nbytes(so));
+        return LTC_OK;
+    }
+    if (so->dtype == LTC_F32)
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                    (blasint)m, (blasint)n, (blasint)k, 1.0f, a->in[0], (blasint)lda, a->in[1],
+                    (blasint)ldb, 0.0f, a->out[0], (blasint)n);
+    else
+        cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                    (blasint)m, (blasint)n, (blasint)k, 1.0, a->in[0], (blasint)lda, a->in[1],
+                    (blasint)ldb, 0.0, a->out[0], (blasint)n);
+    return LTC_OK;
+}
+
+bool ltc_cpu_plan_fold(cpu_plan *p) {
+    int ns = p->n_steps, nb = p->n_bufs;
+    int *producer = malloc(sizeof(int) * (size_t)(nb + 1));
+    int *readers = calloc((size_t)nb + 1, sizeof(int));
+    if (!producer || !readers) {
+        free(producer);
+        free(readers);
+        return false;
+    }
+    for (int b = 0; b < nb; b++) producer[b] = -1;
+    for (int s = 0; s < ns; s++)
+        for (int k = 0; k < p->steps[s].n_out; k++) producer[p->steps[s].out[k]] = s;
+    bool changed = false;
+    for (int s = 0; s < ns; s++) {
+        plan_step *st = &p->steps[s];
+        /* read through views: the consumer gets the viewed bytes under the view's shape */
+        for (int k = 0; k < st->n_in; k++) {
+            int ps = producer[st->in[k]];
+            while (ps >= 0 && is_copy_view(&p->steps[ps])) {
+                st->in[k] = p->steps[ps].in[0];
+                ps = producer[st->in[k]];
+                changed = true;
+            }
+        }
+        /* transposed matmul operands */
+        if (is_cpu(st, LTC_OP_MATMUL) && st->n_in == 2 && st->in_shapes[0].ndim == 2 &&
+            st->in_shapes[1].ndim == 2 && st->n_attrs == 0 &&
+            (st->out_shapes[0].dtype == LTC_F32 || st->out_shapes[0].dtype == LTC_F64)) {
+            int64_t tr[2] = {0, 0};
+            for (int k = 0; k < 2; k++) {
+                int ps = producer[st->in[k]];
+                if (ps < 0 || !is_transpose2d(&p->steps[ps])) continue;
+                tr[k] = 1;
+                st->in[k] = p->steps[ps].in[0];
+                st->in_shapes[k] = p->steps[ps].in_shapes[0];
+            }
+            if (tr[0] || tr[1]) {
+                ltc_attr *at = malloc(sizeof *at);
+                if (!at) {
+                    free(producer);
+                    free(readers);
+                    return false;
+                }
+                *at = ltc_attr_ints(tr, 2);
+                free(st->attrs);
+                st->attrs = at;
+                st->n_attrs = 1;
+                st->fn = ltc_cpu_kernel_matmul_folded;
+                changed = true;
+            }
+        }
+    }
+    if (changed) { /* drop the view and transpose steps nobody reads any more */
+        for (int s = 0; s < ns; s++)
+            for (int k = 0; k < p->steps[s].n_in; k++) readers[p->steps[s].in[k]]++;
+        int n = 0;
+        for (int s = 0; s < ns; s++) {
+            plan_step *st = &p->steps[s];
+            bool dead = (is_copy_view(st) || is_transpose2d(st)) && !readers[st->out[0]] &&
+                        p->bufs[st->out[0]].kind != BUF_OUTPUT;
+            if (dead) {
+                for (int k = 0; k < st->n_in; k++) readers[st->in[k]]--;
+                free(st->in), free(st->out), free(st->in_shapes), free(st->out_shapes);
+                free(st->attrs), free(st->fallback);
+                continue;
+            }
+            p->steps[n++] = *st;
+        }
+        p->n_steps = n;
+        for (int b = 0; b < nb; b++) p->bufs[b].last_use = -1;
+        for (int s = 0; s < n; s++)
+            for (int k = 0; k < p->steps[s].n_in; k++) p->bufs[p->steps[s].in[k]].last_use = s;
+    }
+    free(producer);
+    free(readers);
+    return true;
+}

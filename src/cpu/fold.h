@@ -1,0 +1,23 @@
+/*
+ * fold.h - plan rewrites that run before fusion on the CPU backend's plans:
+ *  - a view or reshape is a copy of its input's bytes: every step that reads its output
+ *    reads the input buffer instead (under the view's shape), and the copy is dropped
+ *    unless its result is a plan output;
+ *  - a matmul of 2-d float operands produced by t() or transpose() reads the transposes'
+ *    inputs and tells cblas_*gemm to transpose them (CblasTrans), so no transposed copy is
+ *    made; the transpose step is dropped when nothing else reads it.
+ */
+#ifndef LTC_CPU_FOLD_H
+#define LTC_CPU_FOLD_H
+
+#include "plan.h"
+
+/* Rewrites p's steps as above and recomputes buffers' last_use. False when out of memory
+ * (p stays runnable). */
+bool ltc_cpu_plan_fold(cpu_plan *p);
+
+/* The kernel of a folded matmul: 2-d operands as stored, attrs[0].ints = {A transposed,
+ * B transposed}. */
+ltc_status ltc_cpu_kernel_matmul_folded(const ltc_kernel_args *a);
+
+#endif

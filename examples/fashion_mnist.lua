@@ -4,7 +4,9 @@
 --                                      [--lr 0.1] [--data DIR] [--plot FILE.svg] [--seed 0]
 --
 -- The default is an MLP 784-256-10 trained with SGD (lr 0.1, batch 128) for one epoch;
--- expect a test accuracy above 0.80. Each training step (forward, backward through the
+-- expect a test accuracy above 0.80. `--model cnn` trains Conv2d(1, 16, 3, pad 1)-ReLU-
+-- MaxPool2d(2)-Conv2d(16, 32, 3, pad 1)-ReLU-MaxPool2d(2)-Flatten-Linear(32*7*7, 10) the same
+-- way (about 0.84 after one epoch; slower per step). Each training step (forward, backward through the
 -- autograd graph, SGD update) is one lazy graph: after the first steps every step is a
 -- compile-cache hit, which the compile counters printed at the end show. The data come from
 -- Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist), read from the IDX
@@ -58,8 +60,8 @@ elseif opts.model == "cnn" then
     os.exit(2)
   end
   model = nn.Sequential(
-    nn.Conv2d(1, 16, 5, { padding = 2 }), nn.ReLU(), nn.MaxPool2d(2),
-    nn.Conv2d(16, 32, 5, { padding = 2 }), nn.ReLU(), nn.MaxPool2d(2),
+    nn.Conv2d(1, 16, 3, { padding = 1 }), nn.ReLU(), nn.MaxPool2d(2),
+    nn.Conv2d(16, 32, 3, { padding = 1 }), nn.ReLU(), nn.MaxPool2d(2),
     nn.Flatten(), nn.Linear(32 * 7 * 7, 10))
 else
   io.stderr:write("fashion_mnist: --model must be mlp or cnn\n")

@@ -232,4 +232,38 @@ describe("a training loop", function()
     assert.are.equal(compiles[3], compiles[16])
     assert.is_true(losses[16] < losses[1])
   end)
+
+  it("trains a small CNN (conv, pool, flatten, linear) with no new compiles after its first steps", function()
+    ltc.manual_seed(5)
+    local model = nn.Sequential(nn.Conv2d(1, 4, 3, { padding = 1 }), nn.ReLU(), nn.MaxPool2d(2),
+      nn.Conv2d(4, 8, 3, { padding = 1 }), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(8 * 2 * 2, 3))
+    local opt = ltc.optim.SGD(model:parameters(), { lr = 0.1, momentum = 0.9 })
+    local x = ltc.randn(64, 1, 8, 8)
+    local y = x:reshape({ 64, 64 }):narrow(2, 1, 3):argmax(2)
+    local loader = ltc.data.DataLoader({ x, y }, { batch_size = 16, shuffle = true, drop_last = true })
+    ltc.sync()
+    ltc.metrics.reset()
+    local compiles, losses, step = {}, {}, 0
+    while step < 24 do
+      for _, xb, yb in loader:batches() do
+        step = step + 1
+        opt:zero_grad()
+        local loss = nn.functional.cross_entropy(model(xb), yb)
+        loss:backward()
+        opt:step()
+        ltc.sync()
+        losses[step] = loss:item()
+        compiles[step] = ltc.metrics.counter("UncachedCompile")
+        if step == 24 then break end
+      end
+    end
+    assert.are.equal(compiles[3], compiles[24])
+    assert.is_true(compiles[3] <= 3, tostring(compiles[3]))
+    local first, last = 0, 0
+    for i = 1, 4 do first, last = first + losses[i], last + losses[20 + i] end
+    assert.is_true(last < first, string.format("loss %.4f -> %.4f", first / 4, last / 4))
+    for _, p in ipairs(model:parameters()) do
+      assert.is_true(p.is_leaf and p.requires_grad)
+    end
+  end)
 end)

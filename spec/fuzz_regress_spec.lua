@@ -44,3 +44,21 @@ describe("the reference backend agrees with the CPU backend", function()
     assert.is_false(r.ref.ok)
   end)
 end)
+
+describe("integer division by -1", function()
+  -- seed 7, program 22282: int32 remainder of the most negative int32 by -1 killed the
+  -- process with SIGFPE (x86 idiv overflow), on both backends
+  it("of the most negative integer does not trap, and wraps as two's complement", function()
+    for _, b in ipairs({ "cpu", "ref" }) do
+      ltc.set_backend(b)
+      for _, dt in ipairs({ "int32", "int64" }) do
+        local m = dt == "int32" and -2147483648 or math.mininteger
+        local x = ltc.tensor({ m, 7, -7 }, dt)
+        assert.are.same({ m, -7, 7 }, (x // -1):totable())
+        assert.are.same({ 0, 0, 0 }, (x % -1):totable())
+        assert.are.same({ 0, 0, 0 }, x:fmod(-1):totable())
+      end
+    end
+    ltc.set_backend("cpu")
+  end)
+end)

@@ -52,7 +52,8 @@ static ltc_status loss_forward(const ltc_kernel_args *a, bool ce, const char *op
                 if (v > mx || v != v) mx = v;
             }
             for (int64_t j = 0; j < c; j++) sum += exp(get(a->in[0], dt, i * c + j) - mx);
-            l += mx + log(sum);
+            /* (max - x[t]) first: max + log(sum) would round log(sum) away for large x */
+            l = (l + mx) + log(sum);
         }
         if (red == 0) put(a->out[0], dt, i, l);
         else total += l;

@@ -181,6 +181,9 @@ M.debug = require "ltc.debug"
 
 M.is_tensor = core.is_tensor
 M.io = require "ltc.io"
+--- ltc.save(path, tensor) writes .npy; ltc.save(path, state_dict) writes .npz (one file,
+-- a member "<name>.npy" per tensor; np.load reads it). ltc.load(path) reads either back.
+M.save, M.load = M.io.save, M.io.load
 autograd.export(M)
 -- ltc.nn and ltc.optim require "ltc" themselves: the module is registered first
 package.loaded["ltc"] = M

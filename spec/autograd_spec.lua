@@ -353,6 +353,26 @@ local cases = {
   end,
   dot = function() gradcheck(function(r, s) return r:dot(s) end, { R, { 0.3, -0.2, 0.5 } }) end,
   outer = function() gradcheck(function(r, s) return r:outer(s) end, { R, { 0.3, -0.2 } }) end,
+  masked_fill = function()
+    local mask = ltc.tensor({ { true, false, true }, { false, false, true } })
+    gradcheck(function(a) return a:masked_fill(mask, 0.5) end, { A })
+    gradcheck(function(r) return r:masked_fill(mask, -1) end, { R })
+  end,
+  scatter = function()
+    local idx = ltc.tensor({ { 1, 3 }, { 3, 2 } }, "int64")
+    gradcheck(function(a, s) return a:scatter(2, idx, s) end, { A, { { 1, 2 }, { 3, 4 } } })
+    gradcheck(function(a) return a:scatter(2, idx, 0.5) end, { A })
+  end,
+  mse_loss = function()
+    gradcheck(function(a, b) return a:mse_loss(b) end, { A, B })
+    gradcheck(function(a, b) return a:mse_loss(b, 0) end, { A, B })
+    gradcheck(function(a, r) return a:mse_loss(r, 2) end, { A, R })
+  end,
+  embedding = function()
+    gradcheck(function(w) return ltc.embedding(w, ltc.tensor({ { 2, 1 }, { 2, 2 } }, "int64")) end, { A })
+  end,
+  clone = function() gradcheck(function(a) return a:clone() * 2 end, { A }) end,
+  contiguous = function() gradcheck(function(a) return a:t():contiguous() end, { A }) end,
 }
 
 describe("derivatives", function()

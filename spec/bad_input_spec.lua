@@ -109,9 +109,13 @@ local function valid_tensor(op, a, first)
     if n == "grad_output" then return ltc.ones(1, op.name:find("conv") and 2 or 1, 3, 3) end
     return ltc.ones(1, 1, 4, 4)
   end
-  if op.name == "gather" or op.name == "scatter_add" then
+  if op.name == "gather" or op.name == "scatter_add" or op.name == "scatter" then
     if n == "index" then return ltc.tensor({ { 1, 2, 1 }, { 2, 1, 2 } }, "int64") end
   end
+  if n == "mask" then return ltc.tensor({ { true, false, true }, { false, true, false } }) end
+  if n == "indices" then return ltc.tensor({ 1, 2 }, "int64") end
+  if op.name == "mse_loss" then return ltc.ones(2, 3) end
+  if op.name == "batch_norm" and not first then return ltc.ones(3) end
   if a.type == "Scalar" then return 2.5 end
   if n == "index" then return ltc.tensor({ 1, 2 }, "int64") end
   if n == "target" then return ltc.tensor({ 1, 3 }, "int64") end
@@ -150,6 +154,7 @@ local function valid_arg(op, a, k)
   if ty == "int" or ty == "int?" then
     if a.name == "num_classes" then return 4 end
     if a.name == "reduction" then return 1 end
+    if a.name == "high" then return 5 end
     return 1
   end
   if ty == "float" or ty == "float?" then return 0.5 end
@@ -222,7 +227,9 @@ describe("every op", function()
 
   -- ltc.arange has a Lua signature of its own (arange(n) is arange(0, n); lua/ltc/init.lua)
   -- ltc.conv2d, max_pool2d and avg_pool2d take PyTorch's order and defaults (lua/ltc/ops.lua)
-  local LUA_SIGNATURE = { arange = true, conv2d = true, max_pool2d = true, avg_pool2d = true }
+  -- ltc.layer_norm and batch_norm take nil weight and bias, batch_norm also momentum (ops.lua)
+  local LUA_SIGNATURE = { arange = true, conv2d = true, max_pool2d = true, avg_pool2d = true,
+    layer_norm = true, batch_norm = true }
 
   it("rejects a missing required argument", function()
     for _, op in ipairs(OPS) do

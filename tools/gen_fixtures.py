@@ -361,6 +361,83 @@ case("dot_f64", [f64(5), f64(5)], torch.dot, "ltc.dot(x, y)", 1e-12)
 case("outer", [f32(3), f32(4)], torch.outer, "x:outer(y)", 1e-6)
 case("outer_f64_narrow", [f64(6), f64(2)], lambda x, y: torch.outer(x[1:4], y), "x:narrow(1, 2, 3):outer(y)", 1e-12)
 
+# ---- masking, scattering, more nn functions and creation ops -----------------------------------
+
+case("masked_fill", [f32(2, 3), bools(2, 3)], lambda x, m: x.masked_fill(m, -1.5),
+     "x:masked_fill(y, -1.5)", 0)
+case("masked_fill_bcast", [f32(2, 3), bools(3)], lambda x, m: x.masked_fill(m, 2), "x:masked_fill(y, 2)", 0)
+case("masked_fill_i64_float", [i64(5), bools(5)], lambda x, m: x.masked_fill(m, 2.5),
+     "x:masked_fill(y, 2.5)", 0)
+case("masked_fill_0d_tensor", [f64(4), bools(4), np.array(3.25, dtype=np.float32)],
+     lambda x, m, v: x.masked_fill(m, v), "ltc.masked_fill(x, y, z)", 0)
+case("masked_fill_bool", [bools(6), bools(6)], lambda x, m: x.masked_fill(m, True), "x:masked_fill(y, 1)", 0)
+case("masked_fill_empty", [np.zeros((0, 3), dtype=np.float32), bools(3)],
+     lambda x, m: x.masked_fill(m, 1.0), "x:masked_fill(y, 1)", 0)
+SCATTER_IDX = np.array([[1, 2, 3, 1], [3, 1, 2, 2]], dtype=np.int64)  # 1-based, no repeats per column
+case("scatter_dim1", [f32(3, 4), SCATTER_IDX, f32(2, 5)],
+     lambda x, i, s: torch.scatter(x, 0, i - 1, s), "x:scatter(1, y, z)", 0)
+case("scatter_dim2_i32", [i32(2, 4), np.array([[4, 1], [2, 3]], dtype=np.int32), i32(2, 2)],
+     lambda x, i, s: torch.scatter(x, 1, i.long() - 1, s), "x:scatter(-1, y, z)", 0)
+case("scatter_value", [f64(2, 3), np.array([[3], [1]], dtype=np.int64)],
+     lambda x, i: torch.scatter(x, 1, i - 1, 4.0), "x:scatter(2, y, 4)", 0)
+case("masked_select", [f32(3, 4), bools(3, 4)], torch.masked_select, "x:masked_select(y)", 0)
+case("masked_select_bcast", [i64(2, 3), bools(3)], torch.masked_select, "ltc.masked_select(x, y)", 0)
+case("masked_select_none", [f32(4), np.zeros(4, dtype=np.bool_)], torch.masked_select, "x:masked_select(y)", 0)
+case("nonzero", [rng.integers(-1, 2, size=(3, 4)).astype(np.int64)], lambda x: torch.nonzero(x) + 1,
+     "x:nonzero()", 0)
+case("nonzero_bool_3d", [bools(2, 2, 3)], lambda x: torch.nonzero(x) + 1, "x:nonzero()", 0)
+case("nonzero_f32_1d", [np.array([0, 1.5, -0.0, np.nan, 0], dtype=np.float32)],
+     lambda x: torch.nonzero(x) + 1, "x:nonzero()", 0)
+case("nonzero_0d", [np.array(3.0, dtype=np.float32)], lambda x: torch.nonzero(x) + 1, "x:nonzero()", 0)
+case("nonzero_empty", [np.zeros((0, 3), dtype=np.float32)], lambda x: torch.nonzero(x) + 1, "x:nonzero()", 0)
+case("mse_loss_mean", [f32(3, 4), f32(3, 4)], F.mse_loss, "x:mse_loss(y)", 1e-6)
+case("mse_loss_sum_bcast", [f64(2, 3), f64(3)], lambda x, y: F.mse_loss(x, y.expand(2, 3), reduction="sum"),
+     "ltc.mse_loss(x, y, 2)", 1e-12)
+case("mse_loss_none", [f32(2, 3), f32(2, 3)], lambda x, y: F.mse_loss(x, y, reduction="none"),
+     "x:mse_loss(y, 0)", 1e-6)
+case("mse_loss_empty", [np.zeros((0,), dtype=np.float32), np.zeros((0,), dtype=np.float32)],
+     F.mse_loss, "x:mse_loss(y)", 0)
+case("embedding", [f32(5, 3), np.array([[5, 1], [2, 5]], dtype=np.int64)],
+     lambda w, i: F.embedding(i - 1, w), "ltc.embedding(x, y)", 0)
+case("embedding_i32_1d", [f64(4, 2), np.array([3, 3, 1], dtype=np.int32)],
+     lambda w, i: F.embedding(i.long() - 1, w), "ltc.embedding(x, y)", 0)
+case("layer_norm", [f32(2, 3, 4), f32(4), f32(4)], lambda x, w, b: F.layer_norm(x, (4,), w, b),
+     "ltc.layer_norm(x, 4, y, z)", 1e-5)
+case("layer_norm_2d_noaffine", [f64(2, 3, 4)], lambda x: F.layer_norm(x, (3, 4), eps=1e-3),
+     "ltc.layer_norm(x, {3, 4}, nil, nil, 1e-3)", 1e-12)
+case("batch_norm_eval", [f32(4, 3, 2, 2), f32(3), f32(3, lo=0.5, hi=2), f32(3)],
+     lambda x, m, v, w: F.batch_norm(x, m, v, w), "ltc.batch_norm(x, y, z, w)", 1e-5)
+
+
+def batch_norm_train(x, m, v):
+    y = F.batch_norm(x, m, v, training=True, momentum=0.2)
+    return y, m, v
+
+
+case("batch_norm_train", [f64(4, 3, 5), f64(3), f64(3, lo=0.5, hi=2)], batch_norm_train,
+     "ltc.batch_norm(x, y, z, nil, nil, true, 0.2), y, z", 1e-12)
+case("batch_norm_train_2d", [f32(6, 2), f32(2), f32(2, lo=0.5, hi=2)], batch_norm_train,
+     "ltc.batch_norm(x, y, z, nil, nil, true, 0.2), y, z", 1e-5)
+case("linspace", [], lambda: torch.linspace(-1, 2, 7), "ltc.linspace(-1, 2, 7)", 1e-6)
+case("linspace_one", [], lambda: torch.linspace(3, 5, 1), "ltc.linspace(3, 5, 1)", 0)
+case("linspace_empty", [], lambda: torch.linspace(3, 5, 0), "ltc.linspace(3, 5, 0)", 0)
+case("linspace_f64_down", [], lambda: torch.linspace(3, -2, 9, dtype=torch.float64),
+     "ltc.linspace(3, -2, 9, 'float64')", 1e-15)
+case("linspace_i64", [], lambda: torch.linspace(0, 10, 4, dtype=torch.int64),
+     "ltc.linspace(0, 10, 4, 'int64')", 0)
+case("eye", [], lambda: torch.eye(3), "ltc.eye(3)", 0)
+case("eye_rect_i64", [], lambda: torch.eye(2, 4, dtype=torch.int64), "ltc.eye(2, 4, 'int64')", 0)
+case("eye_bool_tall", [], lambda: torch.eye(4, 2, dtype=torch.bool), "ltc.eye(4, 2, 'bool')", 0)
+case("eye_empty", [], lambda: torch.eye(0), "ltc.eye(0)", 0)
+case("empty_is_zeros", [], lambda: torch.zeros(2, 3, dtype=torch.int32), "ltc.empty(2, 3, 'int32')", 0)
+case("clone", [i32(2, 3)], torch.clone, "x:clone()", 0)
+case("contiguous_of_transpose", [f32(3, 4)], lambda x: x.t().contiguous(), "x:t():contiguous()", 0)
+case("zeros_like", [i32(2, 3)], torch.zeros_like, "ltc.zeros_like(x)", 0)
+case("ones_like_dtype", [f32(3)], lambda x: torch.ones_like(x, dtype=torch.float64),
+     "ltc.ones_like(x, 'float64')", 0)
+case("full_like", [i64(2, 2)], lambda x: torch.full_like(x, 7), "ltc.full_like(x, 7)", 0)
+case("empty_like", [f64(2, 0)], torch.zeros_like, "ltc.empty_like(x)", 0)
+
 
 def write():
     os.makedirs(OUT, exist_ok=True)

@@ -136,6 +136,154 @@ function M.install(core)
     return avg_pool2d(x, k, stride and pair(stride, "stride", "avg_pool2d") or k,
       pair(padding or 0, "padding", "avg_pool2d"), ceil_mode or false, count_include_pad)
   end, true)
+
+  ---------------------------------------------------------------------------------------
+  -- masking: masked_fill keeps self's dtype; masked_select and nonzero have data-dependent
+  -- sizes, so they sync (once, to count) and build the rest lazily from scatter
+
+  local is_tensor, masked_fill = core.is_tensor, core.masked_fill
+  local FLOAT = { float32 = true, float64 = true }
+  --- t:masked_fill(mask, value): the op masked_fill with value (a number or 0-d tensor)
+  -- first converted to t's dtype, as PyTorch does (an int tensor filled with 2.5 gets 2).
+  def("masked_fill", function(t, mask, value, ...)
+    if select("#", ...) > 0 then error("masked_fill: expected 3 arguments", 2) end
+    if is_tensor(t) then
+      local dt = t:dtype()
+      if is_tensor(value) then
+        if value:dtype() ~= dt then value = value:to(dt) end
+      elseif type(value) == "number" and not FLOAT[dt] then
+        value = core.full({}, value, dt)
+      end
+    end
+    return masked_fill(t, mask, value)
+  end, true)
+
+  -- The broadcast size of two size tables (PyTorch's rule); an error naming fname otherwise.
+  local function broadcast_size(a, b, fname)
+    local n, out = math.max(#a, #b), {}
+    for i = 1, n do
+      local x, y = a[i - n + #a] or 1, b[i - n + #b] or 1
+      if x ~= y and x ~= 1 and y ~= 1 then
+        error(string.format("%s: sizes {%s} and {%s} are not broadcastable", fname,
+          table.concat(a, ","), table.concat(b, ",")), 3)
+      end
+      out[i] = x == 1 and y or x
+    end
+    return out
+  end
+
+  -- The flat 1-based positions where flat bool tensor m is true, as an int64 tensor [n]: one
+  -- sync for n = m:sum(), then out[rank] = position by scatter (the false positions go to a
+  -- spare slot n + 1 that is cut off).
+  local where = core.where
+  local function true_positions(m, values)
+    local n = m:sum():item()
+    local rank = where(m, m:cumsum(1), n + 1)
+    return core.zeros({ n + 1 }, values:dtype()):scatter(1, rank, values):narrow(1, 1, n)
+  end
+
+  --- t:masked_select(mask): a 1-d tensor of t's elements where mask (a bool tensor that
+  -- broadcasts with t) is true, in row-major order. The result's size depends on the data:
+  -- this SYNCS (it computes mask's count of true elements) and is not one graph with its
+  -- inputs. PyTorch torch.masked_select.
+  def("masked_select", function(t, mask, ...)
+    if select("#", ...) > 0 then error("masked_select: expected 2 arguments", 2) end
+    if not is_tensor(t) or not is_tensor(mask) then
+      error("masked_select: expected two tensors (self, mask)", 2)
+    end
+    if mask:dtype() ~= "bool" then
+      error("masked_select: mask must be a bool tensor, got " .. mask:dtype(), 2)
+    end
+    local size = broadcast_size(t:size(), mask:size(), "masked_select")
+    local m = mask:broadcast_to(size):reshape({ -1 })
+    return true_positions(m, t:broadcast_to(size):reshape({ -1 }))
+  end, true)
+
+  --- t:nonzero(): the 1-based int64 coordinates [n, t:dim()] of t's nonzero elements (true,
+  -- for bool), in row-major order. The result's size depends on the data: this SYNCS (it
+  -- computes the count of nonzero elements). PyTorch torch.nonzero, plus 1.
+  def("nonzero", function(t, ...)
+    if select("#", ...) > 0 then error("nonzero: expected 1 argument", 2) end
+    if not is_tensor(t) then error("nonzero: expected a tensor", 2) end
+    local size, numel = t:size(), t:numel()
+    local m = t:ne(0):reshape({ -1 })
+    local pos = true_positions(m, core.arange(1, numel + 1, 1, "int64"))
+    if #size == 0 then return core.zeros({ pos:size(1), 0 }, "int64") end
+    local cols, stride = {}, numel
+    for d = 1, #size do
+      stride = size[d] == 0 and 1 or stride // size[d]
+      cols[d] = (pos - 1) // stride % math.max(size[d], 1) + 1
+    end
+    return core.stack(cols, 2)
+  end, true)
+
+  ---------------------------------------------------------------------------------------
+  -- normalisation: PyTorch's argument order and defaults over the ops
+
+  local layer_norm, batch_norm = core.layer_norm, core.batch_norm
+  --- ltc.layer_norm(x, normalized_shape [, weight [, bias [, eps]]]): normalized_shape a
+  -- number or a table of the last dims of x; a nil weight is ones, a nil bias zeros; eps
+  -- defaults to 1e-5. PyTorch nn.functional.layer_norm.
+  def("layer_norm", function(x, normalized_shape, weight, bias, eps, ...)
+    if select("#", ...) > 0 then error("layer_norm: expected at most 5 arguments", 2) end
+    if type(normalized_shape) == "number" then normalized_shape = { normalized_shape } end
+    if is_tensor(x) and type(normalized_shape) == "table" then
+      if weight == nil then weight = core.ones(normalized_shape, x:dtype()) end
+      if bias == nil then bias = core.zeros(normalized_shape, x:dtype()) end
+    end
+    if eps == nil then return layer_norm(x, normalized_shape, weight, bias) end
+    return layer_norm(x, normalized_shape, weight, bias, eps)
+  end, true)
+
+  --- ltc.batch_norm(x, running_mean, running_var [, weight [, bias [, training [, momentum
+  -- [, eps]]]]]): x [N, C, ...]; running statistics [C]; a nil weight is ones, a nil bias
+  -- zeros; training false, momentum 0.1, eps 1e-5 by default. When training, x is normalised
+  -- with the batch's statistics and running_mean and running_var are updated in place:
+  -- (1 - momentum) * running + momentum * batch (the batch variance unbiased). PyTorch
+  -- nn.functional.batch_norm.
+  def("batch_norm", function(x, running_mean, running_var, weight, bias, training, momentum, eps, ...)
+    if select("#", ...) > 0 then error("batch_norm: expected at most 8 arguments", 2) end
+    training = training or false
+    if momentum ~= nil and type(momentum) ~= "number" then
+      error("batch_norm: momentum must be a number, got " .. type(momentum), 2)
+    end
+    if is_tensor(x) and x:dim() >= 2 then
+      local c = x:size(2)
+      if weight == nil then weight = core.ones({ c }, x:dtype()) end
+      if bias == nil then bias = core.zeros({ c }, x:dtype()) end
+    end
+    local y = batch_norm(x, running_mean, running_var, weight, bias, training, eps or 1e-5)
+    if training then
+      momentum = momentum or 0.1
+      local c = x:size(2)
+      local xc = x:transpose(1, 2):reshape({ c, -1 })
+      require("ltc.autograd").no_grad(function()
+        running_mean:copy_(running_mean * (1 - momentum) + xc:mean(2) * momentum)
+        running_var:copy_(running_var * (1 - momentum) + xc:var(2, true) * momentum)
+      end)
+    end
+    return y
+  end, true)
+
+  ---------------------------------------------------------------------------------------
+  -- creation from another tensor's size (and dtype, unless given)
+
+  local function like(name, make)
+    def(name, function(t, ...)
+      if not is_tensor(t) then error(name .. ": expected a tensor", 2) end
+      return make(t, ...)
+    end)
+  end
+  --- ltc.zeros_like(t [, dtype]), ones_like, empty_like, rand_like, randn_like: the creation
+  -- op with t's size and dtype (or dtype). ltc.full_like(t, value [, dtype]).
+  like("zeros_like", function(t, dtype) return core.zeros(t:size(), dtype or t:dtype()) end)
+  like("ones_like", function(t, dtype) return core.ones(t:size(), dtype or t:dtype()) end)
+  like("empty_like", function(t, dtype) return core.empty(t:size(), dtype or t:dtype()) end)
+  like("rand_like", function(t, dtype) return core.rand(t:size(), dtype or t:dtype()) end)
+  like("randn_like", function(t, dtype) return core.randn(t:size(), dtype or t:dtype()) end)
+  like("full_like", function(t, value, dtype)
+    return core.full(t:size(), value, dtype or t:dtype())
+  end)
 end
 
 return M

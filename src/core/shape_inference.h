@@ -172,6 +172,33 @@ ltc_status ltc_shape_bmm(const ltc_shape *self, const ltc_shape *mat2, ltc_shape
 ltc_status ltc_shape_dot(const ltc_shape *self, const ltc_shape *other, ltc_shape *out);
 ltc_status ltc_shape_outer(const ltc_shape *self, const ltc_shape *vec2, ltc_shape *out);
 
+/* masking, scattering, more nn and creation ops (shape_more.c) */
+/* mask bool, value 0-d; the result broadcasts self and mask, in self's dtype. */
+ltc_status ltc_shape_masked_fill(const ltc_shape *self, const ltc_shape *mask,
+                                 const ltc_shape *value, ltc_shape *out);
+ltc_status ltc_shape_scatter(const ltc_shape *self, int64_t dim, const ltc_shape *index,
+                             const ltc_shape *src, ltc_shape *out);
+ltc_status ltc_shape_mse_loss(const ltc_shape *self, const ltc_shape *target, int64_t reduction,
+                              ltc_shape *out);
+ltc_status ltc_shape_dropout(const ltc_shape *self, double p, bool train, ltc_shape *out);
+ltc_status ltc_shape_embedding(const ltc_shape *weight, const ltc_shape *indices, ltc_shape *out);
+ltc_status ltc_shape_layer_norm(const ltc_shape *self, const int64_t *normalized_shape,
+                                int n_normalized_shape, const ltc_shape *weight,
+                                const ltc_shape *bias, double eps, ltc_shape *out);
+ltc_status ltc_shape_batch_norm(const ltc_shape *self, const ltc_shape *running_mean,
+                                const ltc_shape *running_var, const ltc_shape *weight,
+                                const ltc_shape *bias, bool training, double eps,
+                                ltc_shape *out);
+ltc_status ltc_shape_linspace(double start, double end, int64_t steps, ltc_dtype dtype,
+                              ltc_shape *out);
+ltc_status ltc_shape_eye(int64_t rows, int64_t cols, ltc_dtype dtype, ltc_shape *out);
+ltc_status ltc_shape_randint(int64_t low, int64_t high, const int64_t *size, int n_size,
+                             ltc_dtype dtype, ltc_shape *out);
+ltc_status ltc_shape_bernoulli(const ltc_shape *self, ltc_shape *out);
+ltc_status ltc_shape_bernoulli_p(const ltc_shape *self, double p, ltc_shape *out);
+/* self's shape and dtype, any dtype (clone, contiguous). */
+ltc_status ltc_shape_copy(const ltc_shape *self, ltc_shape *out);
+
 /* Maps a 1-based or negative index onto 0..size-1 without checking (kernels; the shape
  * function has checked it). */
 static inline int64_t ltc_index_wrap(int64_t index, int64_t size) {

@@ -1,4 +1,6 @@
-/* creation.c - CPU kernels of the creation ops: zeros, ones, full, arange, rand, randn. */
+/* creation.c - CPU kernels of the creation ops: zeros, ones, full, arange, rand, randn, empty,
+ * linspace, eye, randint, bernoulli. */
+#include <math.h>
 #include <string.h>
 
 #include "elementwise.h"
@@ -134,6 +136,97 @@ ltc_status ltc_cpu_kernel_randn(const ltc_kernel_args *a) {
     } else {
         return ltc_errorf(LTC_ERR_ARG, "randn: dtype %s is not a floating dtype",
                           ltc_dtype_name(os->dtype));
+    }
+    return LTC_OK;
+}
+
+/* empty(int[] size, ScalarType? dtype): filled with 0, as zeros (deterministic). */
+ltc_status ltc_cpu_kernel_empty(const ltc_kernel_args *a) {
+    return ltc_cpu_kernel_zeros(a);
+}
+
+/* linspace(float start, float end, int steps, ScalarType? dtype): PyTorch's formula in
+ * double (from start in the first half, from end in the second), converted per element. */
+ltc_status ltc_cpu_kernel_linspace(const ltc_kernel_args *a) {
+    const ltc_shape *os = &a->out_shapes[0];
+    double start = a->attrs[0].f, end = a->attrs[1].f;
+    int64_t steps = a->attrs[2].i;
+    double step = steps > 1 ? (end - start) / (double)(steps - 1) : 0;
+    size_t es = ltc_dtype_size(os->dtype);
+    for (int64_t i = 0; i < steps; i++) {
+        double v = i < steps / 2 || steps == 1 ? start + step * (double)i
+                                               : end - step * (double)(steps - 1 - i);
+        ltc_cpu_convert((char *)a->out[0] + (size_t)i * es, os->dtype, &v, LTC_F64, 1);
+    }
+    return LTC_OK;
+}
+
+/* eye(int rows, int? cols, ScalarType? dtype): zeros, then 1 on the diagonal. */
+ltc_status ltc_cpu_kernel_eye(const ltc_kernel_args *a) {
+    const ltc_shape *os = &a->out_shapes[0];
+    size_t es = ltc_dtype_size(os->dtype);
+    unsigned char one[8];
+    double v = 1;
+    ltc_cpu_convert(one, os->dtype, &v, LTC_F64, 1);
+    memset(a->out[0], 0, ltc_shape_nbytes(os));
+    int64_t n = os->dims[0] < os->dims[1] ? os->dims[0] : os->dims[1];
+    for (int64_t i = 0; i < n; i++)
+        memcpy((char *)a->out[0] + (size_t)(i * os->dims[1] + i) * es, one, es);
+    return LTC_OK;
+}
+
+/* randint(int low, int high, int[] size, ScalarType? dtype): low + floor(u * (high - low))
+ * for the float64 uniform draw u of element i (at most high - 1), in int64, converted. */
+ltc_status ltc_cpu_kernel_randint(const ltc_kernel_args *a) {
+    uint64_t seed, offset;
+    rng_state(a, &seed, &offset);
+    const ltc_shape *os = &a->out_shapes[0];
+    int64_t low = a->attrs[0].i, high = a->attrs[1].i, n = ltc_shape_numel(os);
+    size_t es = ltc_dtype_size(os->dtype);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t v = low + (int64_t)floor(ltc_rng_uniform_f64(seed, offset, i) * (double)(high - low));
+        if (v >= high) v = high - 1;
+        if (os->dtype == LTC_I64) ((int64_t *)a->out[0])[i] = v;
+        else ltc_cpu_convert((char *)a->out[0] + (size_t)i * es, os->dtype, &v, LTC_I64, 1);
+    }
+    return LTC_OK;
+}
+
+/* bernoulli(Tensor self): 1 where the uniform draw i (in self's dtype) is below self[i],
+ * else 0 (a probability above 1 gives 1, below 0 or NaN 0). */
+ltc_status ltc_cpu_kernel_bernoulli(const ltc_kernel_args *a) {
+    uint64_t seed, offset;
+    rng_state(a, &seed, &offset);
+    const ltc_shape *s = &a->in_shapes[0];
+    int64_t n = ltc_shape_numel(s);
+    if (s->dtype == LTC_F32) {
+        const float *p = a->in[0];
+        float *y = a->out[0];
+        for (int64_t i = 0; i < n; i++)
+            y[i] = ltc_rng_uniform_f32(seed, offset, i) < p[i];
+    } else {
+        const double *p = a->in[0];
+        double *y = a->out[0];
+        for (int64_t i = 0; i < n; i++)
+            y[i] = ltc_rng_uniform_f64(seed, offset, i) < p[i];
+    }
+    return LTC_OK;
+}
+
+/* bernoulli.p(Tensor self, float p): 1 where the uniform draw i is below p, in self's dtype
+ * (draws in float32 precision for float32, float64 otherwise). */
+ltc_status ltc_cpu_kernel_bernoulli_p(const ltc_kernel_args *a) {
+    uint64_t seed, offset;
+    rng_state(a, &seed, &offset);
+    const ltc_shape *os = &a->out_shapes[0];
+    int64_t n = ltc_shape_numel(os);
+    size_t es = ltc_dtype_size(os->dtype);
+    double p = a->attrs[0].f;
+    for (int64_t i = 0; i < n; i++) {
+        double v = os->dtype == LTC_F32 ? ltc_rng_uniform_f32(seed, offset, i) < (float)p
+                                        : ltc_rng_uniform_f64(seed, offset, i) < p;
+        if (os->dtype == LTC_F32) ((float *)a->out[0])[i] = (float)v;
+        else ltc_cpu_convert((char *)a->out[0] + (size_t)i * es, os->dtype, &v, LTC_F64, 1);
     }
     return LTC_OK;
 }

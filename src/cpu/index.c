@@ -1,6 +1,6 @@
 /* index.c - CPU kernels of the indexing ops: index_select, index_add, gather, scatter_add,
- * one_hot. Index data is 1-based (int64 or int32); an index out of range is a run-time
- * error naming the value and the valid range. */
+ * one_hot, scatter, embedding. Index data is 1-based (int64 or int32); an index out of range
+ * is a run-time error naming the value and the valid range. */
 #include <string.h>
 
 #include "elementwise.h"
@@ -153,5 +153,46 @@ ltc_status ltc_cpu_kernel_one_hot(const ltc_kernel_args *a) {
         if (r < 0) return out_of_range("one_hot", a->in[0], s->dtype, i, c);
         y[i * c + r] = 1;
     }
+    return LTC_OK;
+}
+
+/* scatter(self, dim, index, src): a copy of self, then out[p with coordinate dim =
+ * index[p]] = src[p] for every element p of index (the last write wins); a 0-d src while
+ * self is not is a value (converted to self's dtype) written at every indexed position. */
+ltc_status ltc_cpu_kernel_scatter(const ltc_kernel_args *a) {
+    const ltc_shape *s = &a->in_shapes[0], *is = &a->in_shapes[1], *rs = &a->in_shapes[2];
+    int dim = (int)a->attrs[0].i;
+    int64_t ss[LTC_MAX_DIMS], rst[LTC_MAX_DIMS], bad = -1, n = s->ndim ? s->dims[dim] : 1;
+    strides_of(s, ss);
+    strides_of(rs, rst);
+    size_t es = ltc_dtype_size(s->dtype);
+    char *y = a->out[0];
+    memcpy(y, a->in[0], ltc_shape_nbytes(s));
+    if (rs->ndim == 0) {
+        unsigned char v[8];
+        ltc_cpu_convert(v, s->dtype, a->in[2], rs->dtype, 1);
+        WALK(is, dim, n, ss, rst, a->in[1], is->dtype, memcpy(y + (size_t)oa * es, v, es); (void)ob);
+    } else {
+        const char *src = a->in[2];
+        WALK(is, dim, n, ss, rst, a->in[1], is->dtype,
+             memcpy(y + (size_t)oa * es, src + (size_t)ob * es, es));
+    }
+    if (bad >= 0) return out_of_range("scatter", a->in[1], is->dtype, bad, n);
+    return LTC_OK;
+}
+
+/* embedding(weight [num, dim], indices): row indices[i] of weight copied to row i of out;
+ * every index is checked before anything is copied. */
+ltc_status ltc_cpu_kernel_embedding(const ltc_kernel_args *a) {
+    const ltc_shape *w = &a->in_shapes[0], *is = &a->in_shapes[1];
+    int64_t num = w->dims[0], k = ltc_shape_numel(is);
+    size_t row = (size_t)w->dims[1] * ltc_dtype_size(w->dtype);
+    for (int64_t j = 0; j < k; j++)
+        if (idx_at(a->in[1], is->dtype, j, num) < 0)
+            return out_of_range("embedding", a->in[1], is->dtype, j, num);
+    const char *x = a->in[0];
+    char *y = a->out[0];
+    for (int64_t j = 0; j < k; j++)
+        memcpy(y + (size_t)j * row, x + (size_t)idx_at(a->in[1], is->dtype, j, num) * row, row);
     return LTC_OK;
 }

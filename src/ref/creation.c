@@ -1,4 +1,6 @@
 /* creation.c - reference kernels of the creation ops. */
+#include <math.h>
+
 #include "ltc_rng.h"
 #include "ref.h"
 
@@ -59,3 +61,73 @@ ltc_status ltc_ref_kernel_rand(const ltc_kernel_args *a) { return draw(a, false,
 
 /* randn(int[] size, ScalarType? dtype): standard normal. */
 ltc_status ltc_ref_kernel_randn(const ltc_kernel_args *a) { return draw(a, true, "randn"); }
+
+/* empty(int[] size, ScalarType? dtype): filled with 0 (deterministic, unlike PyTorch). */
+ltc_status ltc_ref_kernel_empty(const ltc_kernel_args *a) { return ltc_ref_kernel_zeros(a); }
+
+/* linspace(float start, float end, int steps, ScalarType? dtype): PyTorch's formula, step
+ * (end - start) / (steps - 1), from start for i < steps / 2 and from end after. */
+ltc_status ltc_ref_kernel_linspace(const ltc_kernel_args *a) {
+    const ltc_shape *os = &a->out_shapes[0];
+    double start = a->attrs[0].f, end = a->attrs[1].f;
+    int64_t steps = a->attrs[2].i;
+    double step = steps > 1 ? (end - start) / (double)(steps - 1) : 0;
+    for (int64_t i = 0; i < steps; i++)
+        ltc_ref_set(a->out[0], os->dtype, i,
+                    i < steps / 2 || steps == 1 ? start + step * (double)i
+                                                : end - step * (double)(steps - 1 - i));
+    return LTC_OK;
+}
+
+/* eye(int rows, int? cols, ScalarType? dtype): 1 where row == column. */
+ltc_status ltc_ref_kernel_eye(const ltc_kernel_args *a) {
+    const ltc_shape *os = &a->out_shapes[0];
+    for (int64_t r = 0; r < os->dims[0]; r++)
+        for (int64_t c = 0; c < os->dims[1]; c++)
+            ltc_ref_set_i64(a->out[0], os->dtype, r * os->dims[1] + c, r == c);
+    return LTC_OK;
+}
+
+/* randint(int low, int high, int[] size, ScalarType? dtype): low + floor(u * (high - low))
+ * for the float64 uniform draw u of element i (at most high - 1). */
+ltc_status ltc_ref_kernel_randint(const ltc_kernel_args *a) {
+    const int64_t *st = a->in[a->n_in - 1];
+    const ltc_shape *os = &a->out_shapes[0];
+    int64_t low = a->attrs[0].i, high = a->attrs[1].i;
+    for (int64_t i = 0; i < ltc_shape_numel(os); i++) {
+        double u = ltc_rng_uniform_f64((uint64_t)st[0], (uint64_t)st[1], i);
+        int64_t v = low + (int64_t)floor(u * (double)(high - low));
+        ltc_ref_set_i64(a->out[0], os->dtype, i, v < high ? v : high - 1);
+    }
+    return LTC_OK;
+}
+
+/* The uniform draw i in dtype dt's precision (float32 or float64, as ltc.rand). */
+static double uniform_as(ltc_dtype dt, const int64_t *st, int64_t i) {
+    return dt == LTC_F32 ? ltc_rng_uniform_f32((uint64_t)st[0], (uint64_t)st[1], i)
+                         : ltc_rng_uniform_f64((uint64_t)st[0], (uint64_t)st[1], i);
+}
+
+/* bernoulli(Tensor self): 1 where the uniform draw i is below self[i], else 0 (so a
+ * probability above 1 gives 1, below 0 or NaN 0). */
+ltc_status ltc_ref_kernel_bernoulli(const ltc_kernel_args *a) {
+    const ltc_shape *s = &a->in_shapes[0];
+    const int64_t *st = a->in[a->n_in - 1];
+    for (int64_t i = 0; i < ltc_shape_numel(s); i++) {
+        double p = ltc_ref_get(a->in[0], s->dtype, i);
+        ltc_ref_set(a->out[0], s->dtype, i, uniform_as(s->dtype, st, i) < p);
+    }
+    return LTC_OK;
+}
+
+/* bernoulli.p(Tensor self, float p): 1 where the uniform draw i is below p, in self's dtype
+ * (draws in float32 precision for float32, float64 otherwise). */
+ltc_status ltc_ref_kernel_bernoulli_p(const ltc_kernel_args *a) {
+    const ltc_shape *os = &a->out_shapes[0];
+    const int64_t *st = a->in[a->n_in - 1];
+    ltc_dtype udt = os->dtype == LTC_F32 ? LTC_F32 : LTC_F64;
+    double p = udt == LTC_F32 ? (float)a->attrs[0].f : a->attrs[0].f;
+    for (int64_t i = 0; i < ltc_shape_numel(os); i++)
+        ltc_ref_set_i64(a->out[0], os->dtype, i, uniform_as(udt, st, i) < p);
+    return LTC_OK;
+}

@@ -115,3 +115,39 @@ ltc_status ltc_ref_kernel_one_hot(const ltc_kernel_args *a) {
     }
     return LTC_OK;
 }
+
+/* scatter: out = self; out[p with coordinate dim replaced by index[p]] = src[p] (src 0-d
+ * while self is not: that value everywhere), converted to self's dtype; the last write
+ * wins. */
+ltc_status ltc_ref_kernel_scatter(const ltc_kernel_args *a) {
+    const ltc_shape *s = &a->in_shapes[0], *is = &a->in_shapes[1], *rs = &a->in_shapes[2];
+    int dim = (int)a->attrs[0].i;
+    int64_t idx[LTC_MAX_DIMS], n = s->ndim ? s->dims[dim] : 1;
+    bool value = rs->ndim == 0;
+    ltc_status st = check_all("scatter", a->in[1], is, n);
+    if (st) return st;
+    copy_self(a);
+    for (int64_t i = 0; i < ltc_shape_numel(is); i++) {
+        ltc_ref_unravel(is, i, idx);
+        int64_t v = ltc_ref_get_i64(a->in[1], is->dtype, i);
+        int64_t si = value ? 0 : ltc_ref_ravel(rs, idx);
+        if (s->ndim) idx[dim] = v - 1;
+        int64_t o = s->ndim ? ltc_ref_ravel(s, idx) : 0;
+        ltc_ref_copy(a->out[0], s->dtype, o, a->in[2], rs->dtype, si);
+    }
+    return LTC_OK;
+}
+
+/* embedding(weight [num, dim], indices): out[..., k] = weight[indices[...] - 1][k]. */
+ltc_status ltc_ref_kernel_embedding(const ltc_kernel_args *a) {
+    const ltc_shape *w = &a->in_shapes[0], *is = &a->in_shapes[1];
+    int64_t num = w->dims[0], dim = w->dims[1];
+    ltc_status st = check_all("embedding", a->in[1], is, num);
+    if (st) return st;
+    for (int64_t i = 0; i < ltc_shape_numel(is); i++) {
+        int64_t row = ltc_ref_get_i64(a->in[1], is->dtype, i) - 1;
+        for (int64_t k = 0; k < dim; k++)
+            ltc_ref_copy(a->out[0], w->dtype, i * dim + k, a->in[0], w->dtype, row * dim + k);
+    }
+    return LTC_OK;
+}

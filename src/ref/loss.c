@@ -109,3 +109,26 @@ ltc_status ltc_ref_kernel_addmm(const ltc_kernel_args *a) {
     }
     return LTC_OK;
 }
+
+/* mse_loss(self, target, reduction): (x - t)^2 over the broadcast of the two (in[0], in[1]),
+ * kept (0), averaged (1) or summed (2) in double. */
+ltc_status ltc_ref_kernel_mse_loss(const ltc_kernel_args *a) {
+    const ltc_shape *xs = &a->in_shapes[0], *ts = &a->in_shapes[1];
+    int64_t red = a->attrs[0].i;
+    ltc_shape b = {.dtype = xs->dtype, .ndim = xs->ndim > ts->ndim ? xs->ndim : ts->ndim};
+    for (int d = 0; d < b.ndim; d++) {
+        int dx = d - (b.ndim - xs->ndim), dt = d - (b.ndim - ts->ndim);
+        int64_t nx = dx >= 0 ? xs->dims[dx] : 1, nt = dt >= 0 ? ts->dims[dt] : 1;
+        b.dims[d] = nx == 1 ? nt : nx;
+    }
+    double total = 0;
+    int64_t n = ltc_shape_numel(&b);
+    for (int64_t i = 0; i < n; i++) {
+        double d = ltc_ref_get(a->in[0], xs->dtype, ltc_ref_offset(&b, xs, i)) -
+                   ltc_ref_get(a->in[1], ts->dtype, ltc_ref_offset(&b, ts, i));
+        if (red == 0) ltc_ref_set(a->out[0], xs->dtype, i, d * d);
+        total += d * d;
+    }
+    if (red) ltc_ref_set(a->out[0], xs->dtype, 0, red == 1 ? total / (double)n : total);
+    return LTC_OK;
+}

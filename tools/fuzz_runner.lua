@@ -7,8 +7,10 @@
 -- inputs (its `uses`) are missing is skipped; an error is caught and recorded.
 local M = {}
 
+-- An error's message without its "file:line: "; an error that is not a string (never right:
+-- every misuse must be a Lua error with a message) is marked, without calling __tostring.
 local function msg_of(e)
-  e = tostring(e)
+  if type(e) ~= "string" then return "NON-STRING ERROR OBJECT (" .. type(e) .. ")" end
   return (e:gsub("^[^\n:]*:%d+: ", ""))
 end
 
@@ -106,6 +108,11 @@ local function kind_of(s) return s:sub(1, 3) end
 -- (one run failed where the other did not), "values", "leak".
 function M.compare(a, b, names, values_only)
   names = names or { "cpu", "ref" }
+  for k, st in pairs(a.status) do
+    if st:find("NON-STRING ERROR", 1, true) then
+      return "errors", string.format("statement %d: %s raised %s", k, names[1], st)
+    end
+  end
   for k = 1, values_only and 0 or math.max(#a.status, #b.status) do
     local sa, sb = a.status[k] or "?", b.status[k] or "?"
     if kind_of(sa) ~= kind_of(sb) then

@@ -120,7 +120,7 @@ test-asan: deps
 	$(ASAN_ENV) ASAN_OPTIONS=detect_leaks=1 $(LUA) examples/digits.lua 50
 
 # The main job and the specs under valgrind memcheck: no leaks, no invalid accesses.
-VALGRIND := valgrind --trace-children=yes --error-exitcode=99 --leak-check=full --show-possibly-lost=no --errors-for-leak-kinds=definite,indirect -q
+VALGRIND := valgrind --trace-children=yes --trace-children-skip='*/dot,*/sh' --error-exitcode=99 --leak-check=full --show-possibly-lost=no --errors-for-leak-kinds=definite,indirect -q
 test-valgrind: deps all
 	$(VALGRIND) $(LUA) examples/digits.lua
 	$(VALGRIND) $(LUA) /usr/bin/busted spec

@@ -438,6 +438,25 @@ case("ones_like_dtype", [f32(3)], lambda x: torch.ones_like(x, dtype=torch.float
 case("full_like", [i64(2, 2)], lambda x: torch.full_like(x, 7), "ltc.full_like(x, 7)", 0)
 case("empty_like", [f64(2, 0)], torch.zeros_like, "ltc.empty_like(x)", 0)
 
+# ---- ops that only had specs on one backend, or gradient checks ----------------------------------
+
+case("arange_int", [], lambda: torch.arange(-3, 7, 2), "ltc.arange(-3, 7, 2)", 0)
+case("arange_float", [], lambda: torch.arange(0, 1, 0.25), "ltc.arange(0, 1, 0.25)", 0)
+case("arange_f64_down", [], lambda: torch.arange(5, 2, -0.5, dtype=torch.float64),
+     "ltc.arange(5, 2, -0.5, 'float64')", 0)
+case("view", [f32(2, 6)], lambda x: x.view(3, 4), "x:view(3, 4)", 0)
+case("reshape_infer", [i64(2, 3, 2)], lambda x: x.reshape(-1, 4), "x:reshape({-1, 4})", 0)
+case("reshape_of_transpose", [f32(3, 4)], lambda x: x.t().reshape(12), "x:t():reshape({12})", 0)
+case("broadcast_to", [f32(3, 1)], lambda x: x.broadcast_to(2, 3, 4), "x:broadcast_to({2, 3, 4})", 0)
+case("narrow_scatter", [f32(3, 5), f32(3, 2)],
+     lambda x, s: torch.slice_scatter(x, s, dim=1, start=2, end=4, step=1), "x:narrow_scatter(y, 2, 3)", 0)
+case("select_scatter", [i64(3, 4), i64(3)],
+     lambda x, s: torch.select_scatter(x, s, 1, 3), "x:select_scatter(y, 2, -1)", 0)
+case("gelu_backward", [f32(2, 5), f32(2, 5)], lambda g, x: torch.ops.aten.gelu_backward(g, x),
+     "ltc.gelu_backward(x, y)", 1e-5)
+case("gelu_backward_f64", [f64(6), f64(6)], lambda g, x: torch.ops.aten.gelu_backward(g, x),
+     "ltc.gelu_backward(x, y)", 1e-12)
+
 
 def write():
     os.makedirs(OUT, exist_ok=True)

@@ -38,7 +38,7 @@ ltc_status ltc_shape_make(ltc_shape *out, ltc_dtype dt, int ndim, const int64_t 
     if (ndim < 0 || ndim > LTC_MAX_DIMS)
         return ltc_errorf(LTC_ERR_ARG, "%d dims given, at most %d supported", ndim, LTC_MAX_DIMS);
     int64_t src[LTC_MAX_DIMS]; /* dims may point into *out */
-    memcpy(src, dims, sizeof(int64_t) * (size_t)ndim);
+    if (ndim) memcpy(src, dims, sizeof(int64_t) * (size_t)ndim);
     dims = src;
     memset(out, 0, sizeof *out);
     out->dtype = dt;

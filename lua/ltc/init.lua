@@ -23,7 +23,8 @@ local floor, type = math.floor, type
 --- ltc.arange([start,] end [, step] [, dtype]): start, start+step, ... excluding end.
 -- arange(n) is arange(0, n). All-integer arguments give int64, others float32 (PyTorch,
 -- NumPy), unless dtype is given.
-function M.arange(a, b, c, d)
+function M.arange(a, b, c, d, ...)
+  if select("#", ...) > 0 then error("arange: too many arguments (at most start, end, step, dtype)", 2) end
   local start, stop, step, dtype
   if type(b) ~= "number" then start, stop, step, dtype = 0, a, 1, b
   elseif type(c) ~= "number" then start, stop, step, dtype = a, b, 1, c

@@ -232,6 +232,7 @@ static void emit_entry(strbuf *b, const gen_op *op) {
         sb_printf(b, "%s{\"%s\", \"%s\", %s}", i ? ", " : "", op->args[i].name, arg_kind(op, i),
                   lua_default(&op->args[i]));
     sb_printf(b, "},\n  n_outputs = %d,\n", op->n_rets);
+    if (op->view) sb_puts(b, "  view = true,\n");
     if (!op->has_derivs) {
         sb_puts(b, "  -- no `derivatives:` in ops.yaml: differentiating it is an error\n}\n");
         return;
@@ -308,7 +309,8 @@ void emit_autograd_lua(const gen_model *m, const gen_options *o, strbuf *b) {
                "-- lua/ltc/autograd.lua loads it with the module and its helper table F; it returns\n"
                "-- D (full op name -> entry) and O (Lua function name -> its overloads, tried in\n"
                "-- order: {full name, count of required arguments}). An entry: args ({name, kind,\n"
-               "-- default} in schema order), n_outputs, and either not_differentiable, or formulas\n"
+               "-- default} in schema order), n_outputs, view (the result is a view of the first\n"
+               "-- argument), and either not_differentiable, or formulas\n"
                "-- (per Tensor/Scalar/Tensor[] argument: has one), save_result and\n"
                "-- backward(a, grads, needs) -> {gradient per such argument}, where a holds the\n"
                "-- normalised arguments (a.result the outputs) and needs says which are wanted.\n");

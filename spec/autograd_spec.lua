@@ -505,3 +505,106 @@ describe("autograd engine", function()
     assert.are.same({ 12 }, x.grad:totable())
   end)
 end)
+
+describe("autograd and in-place writes", function()
+  local C23 = { { 1, 2, 3 }, { 4, 5, 6 } }
+  local function t(v) return ltc.tensor(v, "float64") end
+
+  it("a write through a view gives the base the new value's history inside the view", function()
+    local w = t({ { 1, 1, 1 }, { 1, 1, 1 } }):requires_grad_()
+    local x = t({ { 7, 8 }, { 9, 10 } }):requires_grad_()
+    local b = w * 1
+    b:narrow(2, 2, 2):copy_(x)
+    assert.are.equal("copy_slices", b.grad_fn.name)
+    ;(b * t(C23)):sum():backward()
+    assert.are.same({ { 1, 0, 0 }, { 4, 0, 0 } }, w.grad:totable())
+    assert.are.same({ { 2, 3 }, { 5, 6 } }, x.grad:totable())
+    assert.are.same({ { 1, 7, 8 }, { 1, 9, 10 } }, b:totable())
+  end)
+
+  it("records an in-place op through t[i] (a select view)", function()
+    local w = t({ { 1, 1, 1 }, { 1, 1, 1 } }):requires_grad_()
+    local b = w * 2
+    b[1]:mul_(3)
+    ;(b * t(C23)):sum():backward()
+    assert.are.same({ { 6, 12, 18 }, { 8, 10, 12 } }, w.grad:totable())
+  end)
+
+  it("t[i] = v records v's history into a base that did not require grad", function()
+    local x = t({ 1, 2, 3 }):requires_grad_()
+    local b = ltc.zeros({ 2, 3 }, "float64")
+    b[2] = x * 2
+    assert.is_true(b.requires_grad)
+    ;(b * t(C23)):sum():backward()
+    assert.are.same({ 8, 10, 12 }, x.grad:totable())
+    local y = t({ 5 }):requires_grad_()
+    local c = ltc.zeros({ 2, 2 }, "float64")
+    c[1] = y                                   -- broadcast, and v a leaf
+    ;(c * t({ { 1, 2 }, { 3, 4 } })):sum():backward()
+    assert.are.same({ 3 }, y.grad:totable())
+  end)
+
+  it("gives views taken before the write their history from the base again", function()
+    local w = t({ { 1, 2, 3 }, { 4, 5, 6 } }):requires_grad_()
+    local x = t({ { 10 }, { 20 } }):requires_grad_()
+    local b = w * 1
+    local u = b:t()                             -- taken before the write
+    b:narrow(2, 1, 1):copy_(x)
+    assert.are.same({ { 10, 20 }, { 2, 5 }, { 3, 6 } }, u:totable())
+    ;(u * t({ { 1, 2 }, { 3, 4 }, { 5, 6 } })):sum():backward()
+    assert.are.same({ { 0, 3, 5 }, { 0, 4, 6 } }, w.grad:totable())
+    assert.are.same({ { 1 }, { 2 } }, x.grad:totable())
+  end)
+
+  it("matches central differences through an in-place op on a view", function()
+    gradcheck(function(a, s)
+      local b = a * 1
+      b:narrow(2, 2, 2):mul_(s)
+      b[1]:add_(s:sum())
+      return b:exp()
+    end, { A, { { 0.5, -1.5 }, { 2, 0.25 } } })
+  end)
+
+  it("refuses in-place writes into a leaf that requires grad or a view of one, naming the op", function()
+    local w = t({ { 1, 2 }, { 3, 4 } }):requires_grad_()
+    assert.has_error(function() w:add_(1) end,
+      "add_: a leaf tensor that requires grad is used in an in-place operation (use ltc.no_grad, or t.data)")
+    assert.has_error(function() w:narrow(1, 1, 1):mul_(2) end,
+      "mul_: a view of a leaf tensor that requires grad is used in an in-place operation (use ltc.no_grad, or t.data)")
+    assert.has_error(function() w[1] = 5 end,
+      "newindex: a view of a leaf tensor that requires grad is used in an in-place operation (use ltc.no_grad, or t.data)")
+    assert.has_error(function() w[2]:fill_(0) end,
+      "copy_: a view of a leaf tensor that requires grad is used in an in-place operation (use ltc.no_grad, or t.data)")
+    ltc.no_grad(function() w[1] = 5 end)
+    assert.are.same({ { 5, 5 }, { 3, 4 } }, w:totable())
+    assert.is_true(w.is_leaf and w.requires_grad)
+    local d = w:detach()
+    d:add_(1)                                   -- shares storage, not history
+    assert.are.same({ { 6, 6 }, { 4, 5 } }, w:totable())
+    assert.is_true(w.is_leaf)
+    assert.is_false(d.requires_grad)
+  end)
+
+  it("differentiates with the values a tensor had before it was written in place", function()
+    local x = t({ 0.5, -1 }):requires_grad_()
+    local y = x:exp()
+    y:add_(1)                                   -- exp saved y (its result)
+    y:sum():backward()
+    assert.are.same(ltc.tensor({ 0.5, -1 }, "float64"):exp():totable(), x.grad:totable())
+    local s = t({ 2, 3 }):requires_grad_()
+    local z = x * 1
+    z:mul_(s)                                   -- mul saved z (its self)
+    z[1] = 0                                    -- and a write through t[i] after that
+    z:sum():backward()
+    assert.are.same({ 0, -1 }, s.grad:totable())
+  end)
+
+  it("records t[i] of a matrix as select", function()
+    local w = t({ { 1, 2 }, { 3, 4 } }):requires_grad_()
+    local r = w[2]
+    assert.are.equal("select", r.grad_fn.name)
+    ;(r * r):sum():backward()
+    assert.are.same({ { 0, 0 }, { 6, 8 } }, w.grad:totable())
+    assert.are.equal(4, w:detach()[2][2])
+  end)
+end)

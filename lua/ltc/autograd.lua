@@ -17,12 +17,18 @@
 -- Functions: ltc.no_grad(fn, ...), ltc.enable_grad(fn, ...), ltc.is_grad_enabled(),
 --   ltc.set_grad_enabled(flag), ltc.autograd.grad_fn_name(t).
 --
--- What is not covered: in-place writes through a view of a tensor that requires grad do
--- not change the base's history; t[i] (the C fast path) is not recorded (use t:select(1, i)).
+-- In-place writes (t:add_(x), t:copy_(x), t:fill_(v), t[i] = v) give the written tensor the
+-- history of its new value. A write through a view gives the view's base a CopySlices node
+-- (PyTorch's): the base's old history outside the view, the written value's inside; the base's
+-- other views take their history from the base's again when next used (PyTorch's version
+-- counter). Writing into a leaf that requires grad, or a view of one, is an error naming the
+-- op (use ltc.no_grad or t.data). t[i] of a tensor with 2 or more dims is select(1, i),
+-- recorded as such. detach() shares storage but not history.
 local A = {}
 
 local type, select, pairs, ipairs, error = type, select, pairs, ipairs, error
 local setmetatable, pcall, unpack, pack = setmetatable, pcall, table.unpack, table.pack
+local math_type = math.type
 
 local core          -- the ltc.core table (wrapped by install)
 local module        -- the user-facing ltc module (set by export)
@@ -33,6 +39,29 @@ local grad_enabled = true
 local REQ = setmetatable({}, { __mode = "k" })   -- t -> true: requires grad
 local GRAD = setmetatable({}, { __mode = "k" })  -- t -> accumulated gradient
 local FN = setmetatable({}, { __mode = "k" })    -- t -> edge {node, output index}
+-- Views and in-place writes (PyTorch's version counters and CopySlices): a view's lineage,
+-- {base = root tensor, chain = {{entry, args}, ...}, version = the base's version when the
+-- view's history was last set} (detach() aliases: {base =, detached = true}); and each root's
+-- count of in-place writes. A view whose base was written since gets its history again, as
+-- the view ops of its chain applied to the base's new history.
+local VIEW = setmetatable({}, { __mode = "k" })
+local VERSION = setmetatable({}, { __mode = "k" })
+-- root tensor -> the set of nodes whose saved arguments or results are it or its views: an
+-- in-place write to the root first replaces them there by copies of their values (so
+-- y:mul_(s) differentiates with y's old value, where PyTorch saves original_self).
+local SAVERS = setmetatable({}, { __mode = "k" })
+
+local function root_of(x)
+  local w = VIEW[x]
+  return w and w.base or x
+end
+
+local function save_in(node, x)
+  local r = root_of(x)
+  local set = SAVERS[r]
+  if not set then set = setmetatable({}, { __mode = "k" }); SAVERS[r] = set end
+  set[node] = true
+end
 
 ---------------------------------------------------------------------------------------------
 -- helpers for the formulas (F in ops.yaml)
@@ -345,7 +374,40 @@ local function normalize(entry, ...)
   return a
 end
 
+-- True when t is a view whose base was written in place since t's history was set.
+local function stale(t)
+  local w = VIEW[t]
+  return w ~= nil and not w.detached and w.version ~= (VERSION[w.base] or 0)
+end
+
+-- The Lua function of a generated op entry (the wrapped one: it records).
+local function op_function(entry) return core[entry.name:match("^[^.]+")] end
+
+-- x with the view ops of chain (from position i) applied, recorded when grad mode is on.
+local function apply_chain(x, chain, i)
+  for k = i or 1, #chain do
+    local step = chain[k]
+    local a = step.a
+    x = op_function(step.entry)(x, unpack(a, 2, #step.entry.args))
+  end
+  return x
+end
+
+-- Gives a stale view the history of its chain applied to its base's current history.
+local function refresh(t)
+  if not grad_enabled then return end
+  local w = VIEW[t]
+  w.version = VERSION[w.base] or 0
+  if REQ[w.base] or stale(w.base) then
+    local x = apply_chain(w.base, w.chain)
+    REQ[t], FN[t] = REQ[x], FN[x]
+  else
+    REQ[t], FN[t] = nil, nil
+  end
+end
+
 local function edge_of(t)
+  if stale(t) then refresh(t) end
   if not REQ[t] then return false end
   return FN[t] or { leaf = t }
 end
@@ -390,6 +452,12 @@ local function record(raw, ov, ...)
     end
   end
   if entry.save_result then a.result = { unpack(outs, 1, outs.n) } end
+  for _, v in pairs(a) do
+    if core.is_tensor(v) then save_in(node, v)
+    elseif type(v) == "table" then
+      for _, x in ipairs(v) do if core.is_tensor(x) then save_in(node, x) end end
+    end
+  end
   return unpack(outs, 1, outs.n)
 end
 
@@ -405,16 +473,56 @@ local function finish(ok, ...)
   error(msg, 2)
 end
 
+-- Remembers that out is a view of src made by the op of ov with these arguments.
+local function track_view(out, ov, src, ...)
+  if not (core.is_tensor(out) and core.is_tensor(src)) then return end
+  local entry = pick(ov, src, ...)
+  local parent = VIEW[src]
+  local base, chain = src, {}
+  if parent and not parent.detached then
+    base = parent.base
+    for k, step in ipairs(parent.chain) do chain[k] = step end
+  end
+  chain[#chain + 1] = { entry = entry, a = normalize(entry, src, ...) }
+  VIEW[out] = { base = base, chain = chain, version = VERSION[base] or 0 }
+end
+
+-- Calls the op, recording it when grad mode is on and an argument requires grad (or is a
+-- view whose history must be brought up to date).
+local function call(raw, ov, ...)
+  if grad_enabled then
+    for i = 1, select("#", ...) do
+      local v = (select(i, ...))
+      if REQ[v] or stale(v) then return record(raw, ov, ...) end
+      if type(v) == "table" then
+        for _, t in ipairs(v) do
+          if REQ[t] or stale(t) then return record(raw, ov, ...) end
+        end
+      end
+    end
+  end
+  return raw(...)
+end
+
 -- A wrapper of one generated op function: cheap when no argument requires grad.
 local function wrap(raw, ov)
+  local is_view = false
+  for _, o in ipairs(ov) do is_view = is_view or (D[o[1]] and D[o[1]].view) or false end
+  if is_view then
+    return function(...)
+      local ok, out = pcall(call, raw, ov, ...)
+      if ok then track_view(out, ov, ...); return out end
+      return finish(false, out)
+    end
+  end
   return function(...)
     if grad_enabled then
       for i = 1, select("#", ...) do
         local v = (select(i, ...))
-        if REQ[v] then return finish(pcall(record, raw, ov, ...)) end
+        if REQ[v] or stale(v) then return finish(pcall(record, raw, ov, ...)) end
         if type(v) == "table" then
           for _, t in ipairs(v) do
-            if REQ[t] then return finish(pcall(record, raw, ov, ...)) end
+            if REQ[t] or stale(t) then return finish(pcall(record, raw, ov, ...)) end
           end
         end
       end
@@ -422,6 +530,155 @@ local function wrap(raw, ov)
     return finish(pcall(raw, ...))
   end
 end
+
+---------------------------------------------------------------------------------------------
+-- in-place writes
+
+-- The inverse of one view step: src written into whole (the step's input), as a new tensor.
+local SCATTER = {
+  narrow = function(whole, src, a) return whole:narrow_scatter(src, a[2], a[3]) end,
+  select = function(whole, src, a) return whole:select_scatter(src, a[2], a[3]) end,
+  transpose = function(_, src, a) return src:transpose(a[2], a[3]) end,
+  t = function(_, src) return src:t() end,
+  permute = function(whole, src, a) return src:permute(F.inverse_permutation(a[2], whole:dim())) end,
+}
+for _, name in ipairs { "view", "reshape", "flatten", "squeeze", "squeeze.dim", "unsqueeze" } do
+  SCATTER[name] = function(whole, src) return src:reshape(whole:size()) end
+end
+A.SCATTER = SCATTER
+
+-- whole with src written through the view chain (from position i).
+local function scatter_chain(whole, chain, i, src)
+  if i > #chain then return src end
+  local step = chain[i]
+  local inner = apply_chain(whole, { step })
+  return SCATTER[step.entry.name](whole, scatter_chain(inner, chain, i + 1, src), step.a)
+end
+
+-- The backward of a write through a view (PyTorch's CopySlices): the base's new value is its
+-- old value with the view's elements replaced by src.
+local function copy_slices_entry(chain, view_size, view_dtype)
+  return {
+    name = "copy_slices",
+    args = { { "self", "tensor" }, { "src", "tensor" } },
+    n_outputs = 1,
+    formulas = { true, true },
+    backward = function(_, grads, needs)
+      local g, out = grads[1], {}
+      if needs[1] then out[1] = scatter_chain(g, chain, 1, core.zeros(view_size, view_dtype)) end
+      if needs[2] then out[2] = apply_chain(g, chain) end
+      return out
+    end,
+  }
+end
+
+-- Size and dtype of a tensor as it is now (a tensor written in place keeps neither value).
+local function shape_of(t)
+  local size, dtype = t:size(), t:dtype()
+  return { size = function() return size end, dtype = function() return dtype end }
+end
+
+-- Before an in-place write to root: the tensors that live nodes saved and that the write
+-- changes (root and its views) are replaced in those nodes by copies of their values.
+local function preserve(root)
+  local set = SAVERS[root]
+  if not set then return end
+  SAVERS[root] = nil
+  local prev = grad_enabled
+  grad_enabled = false
+  local function copy(x)
+    if core.is_tensor(x) and root_of(x) == root then return core.to(x, x:dtype()), true end
+    return x, false
+  end
+  local ok, err = pcall(function()
+    for node in pairs(set) do
+      local a = node.a
+      if a then
+        for i, x in pairs(a) do
+          if core.is_tensor(x) then a[i] = copy(x)
+          elseif type(x) == "table" then
+            local list, changed = {}, false
+            for j, y in pairs(x) do
+              local c, did = copy(y)
+              list[j], changed = c, changed or did
+            end
+            if changed then a[i] = list end
+          end
+        end
+      end
+    end
+  end)
+  grad_enabled = prev
+  if not ok then error(err, 0) end
+end
+
+local LEAF_MSG = "%s: a %s that requires grad is used in an in-place operation (use ltc.no_grad, "
+  .. "or t.data)"
+
+-- An in-place write of v (a tensor or number, already of t's size unless broadcast) into t
+-- by raw(t, v); name is the op for messages. Gives t, or t's base if t is a view, the new
+-- history; views of the base written since are given theirs when next used.
+local function inplace(name, raw, t, v)
+  local w = VIEW[t]
+  local detached = w and w.detached
+  local base = (w and w.base) or t
+  if not grad_enabled or detached then
+    preserve(base)
+    raw(t, v)
+    VERSION[base] = (VERSION[base] or 0) + 1
+    return t
+  end
+  if stale(t) then refresh(t) end
+  local vreq = core.is_tensor(v) and (REQ[v] or stale(v)) and edge_of(v) and true
+  if not w then
+    if REQ[t] and not FN[t] then error(string.format(LEAF_MSG, name, "leaf tensor"), 3) end
+    local nv = v
+    if vreq then  -- the written value with t's size and dtype, recorded
+      local ts, vs = t:size(), v:size()
+      local same = #ts == #vs
+      for i = 1, #ts do same = same and ts[i] == vs[i] end
+      if not same then nv = nv:broadcast_to(ts) end
+      if nv:dtype() ~= t:dtype() then nv = nv:to(t:dtype()) end
+    end
+    if vreq and not FN[nv] then nv = nv:to(t:dtype()) end -- a leaf v: t = a copy of it
+    preserve(t)
+    raw(t, v)
+    VERSION[t] = (VERSION[t] or 0) + 1
+    if vreq then REQ[t], FN[t] = true, FN[nv] else REQ[t], FN[t] = nil, nil end
+    return t
+  end
+  if not (vreq or REQ[base] or stale(base)) then
+    preserve(base)
+    raw(t, v)
+    VERSION[base] = (VERSION[base] or 0) + 1
+    return t
+  end
+  if REQ[base] and not FN[base] then
+    error(string.format(LEAF_MSG, name, "view of a leaf tensor"), 3)
+  end
+  for _, step in ipairs(w.chain) do
+    if not SCATTER[step.entry.name] then
+      error(string.format("%s: writing through a view made by '%s' is not differentiable",
+        name, step.entry.name), 3)
+    end
+  end
+  local old_edge = edge_of(base)
+  local src_edge = vreq and edge_of(v) or false
+  local before = shape_of(base)
+  preserve(base)
+  raw(t, v)
+  local node = {
+    entry = copy_slices_entry(w.chain, t:size(), t:dtype()),
+    a = { before, vreq and v or shape_of(t) },
+    needs = { old_edge and true or false, src_edge and true or false },
+    edges = { old_edge, src_edge },
+    outs = { { before.size(), before.dtype() } },
+  }
+  REQ[base], FN[base] = true, { node = node, nr = 1 }
+  VERSION[base] = (VERSION[base] or 0) + 1
+  return t
+end
+A.inplace = inplace
 
 ---------------------------------------------------------------------------------------------
 -- the engine
@@ -555,6 +812,7 @@ end
 function A.backward(t, grad, opts)
   if type(grad) == "table" and not core.is_tensor(grad) then grad, opts = nil, grad end
   opts = opts or {}
+  if stale(t) then refresh(t) end
   if not REQ[t] then
     error("backward: the tensor does not require grad and has no grad_fn", 2)
   end
@@ -653,31 +911,57 @@ function A.install(c)
     if wrapped[v] then mt[k] = wrapped[v] end
   end
 
-  -- in-place assignment (the base of add_, mul_, ...): the tensor takes the new history
+  -- in-place writes (assign_ is the base of add_, mul_, ...; copy_ of fill_ and zero_; t[i] =
+  -- v): the tensor, or the base it is a view of, takes the new history (inplace above)
   local raw_assign = c.assign_
   if raw_assign then
-    c.assign_ = function(t, v)
-      if not grad_enabled then return raw_assign(t, v) end
-      if REQ[t] and not FN[t] then
-        error("assign_: a leaf tensor that requires grad is used in an in-place operation "
-          .. "(use ltc.no_grad, or t.data)", 2)
-      end
-      raw_assign(t, v)
-      if REQ[v] then REQ[t], FN[t] = true, FN[v] else REQ[t], FN[t] = nil, nil end
-      return t
+    c.assign_ = function(t, v, name)
+      return inplace(name or "assign_", raw_assign, t, v)
     end
+  end
+  local raw_copy = methods.copy_ or c.copy_
+  if raw_copy then
+    local function copy_(t, v) return inplace("copy_", raw_copy, t, v) end
+    methods.copy_ = copy_
+    if c.copy_ then c.copy_ = copy_ end
+  end
+  -- t[i] on a tensor of 2 or more dims is the view select(1, i), recorded like select; t[i] = v
+  -- writes through it. The C fast paths serve 1-d tensors and tensors with no grad involved.
+  local raw_newindex = mt.__newindex
+  local function grad_involved(t)
+    if not grad_enabled then return false end
+    if REQ[t] or stale(t) then return true end
+    local w = VIEW[t]
+    return w ~= nil and not w.detached and (REQ[w.base] or stale(w.base)) and true or false
+  end
+  mt.__select = function(t, i) return core.select(t, 1, i) end -- t[i], dim > 1 (ltc_lua.c)
+  mt.__newindex = function(t, k, v)
+    if math_type(k) == "integer" and (grad_involved(t) or (core.is_tensor(v) and REQ[v])
+        or SAVERS[root_of(t)]) then
+      local slot = core.select(t, 1, k)
+      inplace("newindex", raw_copy, slot, v)
+      return
+    end
+    return raw_newindex(t, k, v)
   end
 
   local getters = mt.__getters or {}
   local setters = mt.__setters or {}
   mt.__getters, mt.__setters = getters, setters
-  getters.requires_grad = function(t) return REQ[t] == true end
+  getters.requires_grad = function(t)
+    if stale(t) then refresh(t) end
+    return REQ[t] == true
+  end
   getters.grad = function(t) return GRAD[t] end
   getters.grad_fn = function(t)
+    if stale(t) then refresh(t) end
     local e = FN[t]
     return e and { name = e.node.entry.name, output = e.nr } or nil
   end
-  getters.is_leaf = function(t) return FN[t] == nil end
+  getters.is_leaf = function(t)
+    if stale(t) then refresh(t) end
+    return FN[t] == nil
+  end
   getters.data = function(t) return methods.detach(t) end
   setters.requires_grad = function(t, flag)
     if FN[t] then error("requires_grad: only leaf tensors can be changed (use detach())", 2) end
@@ -693,7 +977,7 @@ function A.install(c)
   setters.data = function(t, v)
     local prev = grad_enabled
     grad_enabled = false
-    local ok, err = pcall(raw_assign or error, t, v)
+    local ok, err = pcall(c.assign_, t, v, "data")
     grad_enabled = prev
     if not ok then error(err, 2) end
   end
@@ -711,6 +995,9 @@ function A.install(c)
     local ok, r = pcall(t.view, t, t:size())
     grad_enabled = prev
     if not ok then error(r, 2) end
+    -- shares t's storage (writes reach t) but not its history
+    local w = VIEW[t]
+    VIEW[r] = { base = w and w.base or t, detached = true }
     return r
   end
   methods.backward = A.backward

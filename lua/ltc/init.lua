@@ -61,7 +61,7 @@ local inplace = { "add", "sub", "mul", "div", "pow", "neg", "exp", "log", "relu"
 for _, name in ipairs(inplace) do
   local op = core[name]
   if op and methods[name .. "_"] == nil then
-    methods[name .. "_"] = function(t, ...) return core.assign_(t, op(t, ...)) end
+    methods[name .. "_"] = function(t, ...) return core.assign_(t, op(t, ...), name .. "_") end
   end
 end
 

@@ -337,7 +337,8 @@ static int t_len(lua_State *L) {
     return 1;
 }
 
-/* t[i]: a number for a 1-d tensor (syncs), else the view select(1, i). t.key: a method,
+/* t[i]: a number for a 1-d tensor (syncs), else the view select(1, i) (through the
+ * metatable's __select(t, i) when set: lua/ltc/autograd.lua records it). t.key: a method,
  * else a computed field from the metatable's __getters table (t.grad, ...). */
 static int t_index(lua_State *L) {
     if (lua_type(L, 2) == LUA_TNUMBER) {
@@ -352,6 +353,12 @@ static int t_index(lua_State *L) {
         if (s->ndim == 1) {
             sync_if_pending(L, t);
             push_elem(L, t, i0);
+            return 1;
+        }
+        if (lua_getfield(L, lua_upvalueindex(2), "__select") == LUA_TFUNCTION) {
+            lua_pushvalue(L, 1);
+            lua_pushinteger(L, (lua_Integer)i);
+            lua_call(L, 2, 1);
             return 1;
         }
         ltc_tensor *out;

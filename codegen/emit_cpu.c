@@ -77,24 +77,13 @@ static bool uses_var(const char *expr, char v) {
     return expr_uses(expr, id);
 }
 
-/* Emits the operand bindings and the store of one loop body; `idx` is "i" or "i * s". */
-static void emit_body(strbuf *b, const gen_op *op, const char *expr, const char *ctype,
-                      const char *otype, bool strided) {
-    int n = op_n_operands(op);
-    if (!strided) sb_puts(b, "        LTC_SIMD\n");
-    sb_puts(b, "        for (int64_t i = 0; i < n; i++) {\n");
-    for (int k = 0; k < n; k++) {
-        char v = (char)('x' + k);
-        const char *t = ew_operand_promoted(op, k) ? ctype : "uint8_t";
-        if (!uses_var(expr, v)) continue;
-        if (strided) sb_printf(b, "            const %s %c = %c[i * s%c];\n", t, v, v - 32, v);
-        else sb_printf(b, "            const %s %c = %c[i];\n", t, v, v - 32);
-    }
-    ew_store(b, "            ", otype, expr);
-    sb_puts(b, "        }\n");
-}
-
-/* Emits the inner loop of one op for one dtype. */
+/* Emits the inner loop of one op for one dtype.
+ *
+ * Every element goes through the same vectorized code: the loop walks chunks of
+ * LTC_EW_CHUNK elements and evaluates the expression over a whole chunk with LTC_SIMD; a
+ * strided, broadcast or partial chunk is first gathered into a small buffer (padded with
+ * its first element). So a vector math function (libmvec's expf, say) is never mixed with
+ * its scalar twin for the tail, and equal inputs give equal outputs wherever they sit. */
 static void emit_loop(strbuf *b, const gen_op *op, int dt) {
     const char *ctype = loop_dtypes[dt].ctype;
     const char *otype = op->out_bool ? "bool" : ctype;
@@ -106,7 +95,7 @@ static void emit_loop(strbuf *b, const gen_op *op, int dt) {
     sb_call(b, "", head.s, "int64_t n, void *out, const void *const *in, const int64_t *stride",
             ") {");
     sb_free(&head);
-    sb_printf(b, "    %s *O = out;\n", otype);
+    sb_printf(b, "    %s *O_ = out;\n", otype);
     for (int i = 0, j = 0; i < op->n_args; i++) {
         if (!ew_is_attr(&op->args[i])) continue;
         if (expr_uses(expr, op->args[i].name))
@@ -114,26 +103,41 @@ static void emit_loop(strbuf *b, const gen_op *op, int dt) {
                       n + j);
         j++;
     }
-    strbuf unit = {0};
+    bool any = false;
     for (int k = 0; k < n; k++) {
         char v = (char)('x' + k);
         if (!uses_var(expr, v)) continue;
-        sb_printf(b, "    const %s *%c = in[%d];\n    const int64_t s%c = stride[%d];\n",
+        any = true;
+        sb_printf(b, "    const %s *%c_ = in[%d];\n    const int64_t s%c = stride[%d];\n",
                   ew_operand_promoted(op, k) ? ctype : "uint8_t", v - 32, k, v, k);
-        sb_printf(&unit, "%ss%c == 1", unit.s ? " && " : "", v);
     }
-    if (unit.s) {
-        sb_printf(b, "    if (%s) {\n", unit.s);
-        emit_body(b, op, expr, ctype, otype, false);
-        sb_puts(b, "    } else {\n");
-        emit_body(b, op, expr, ctype, otype, true);
-        sb_puts(b, "    }\n}\n");
-    } else {
-        sb_puts(b, "    (void)in;\n    (void)stride;\n    {\n");
-        emit_body(b, op, expr, ctype, otype, false);
-        sb_puts(b, "    }\n}\n");
+    if (!any) sb_puts(b, "    (void)in;\n    (void)stride;\n");
+    sb_puts(b, "    for (int64_t i0 = 0; i0 < n; i0 += LTC_EW_CHUNK) {\n"
+               "        const int64_t m = n - i0 < LTC_EW_CHUNK ? n - i0 : LTC_EW_CHUNK;\n");
+    sb_printf(b, "        %s Ob[LTC_EW_CHUNK], *O = m == LTC_EW_CHUNK ? O_ + i0 : Ob;\n", otype);
+    for (int k = 0; k < n; k++) {
+        char v = (char)('x' + k), V = (char)(v - 32);
+        const char *t = ew_operand_promoted(op, k) ? ctype : "uint8_t";
+        if (!uses_var(expr, v)) continue;
+        sb_printf(b, "        %s %cb[LTC_EW_CHUNK];\n", t, V);
+        sb_printf(b, "        const %s *%c = %cb;\n", t, V, V);
+        sb_printf(b, "        if (m == LTC_EW_CHUNK && s%c == 1)\n            %c = %c_ + i0;\n", v,
+                  V, V);
+        sb_printf(b, "        else\n            for (int64_t j = 0; j < LTC_EW_CHUNK; j++)\n"
+                     "                %cb[j] = %c_[(i0 + (j < m ? j : 0)) * s%c];\n", V, V, v);
     }
-    sb_free(&unit);
+    sb_puts(b, "        LTC_SIMD\n        for (int64_t i = 0; i < LTC_EW_CHUNK; i++) {\n");
+    for (int k = 0; k < n; k++) {
+        char v = (char)('x' + k);
+        const char *t = ew_operand_promoted(op, k) ? ctype : "uint8_t";
+        if (!uses_var(expr, v)) continue;
+        sb_printf(b, "            const %s %c = %c[i];\n", t, v, v - 32);
+    }
+    ew_store(b, "            ", otype, expr);
+    sb_puts(b, "        }\n"
+               "        if (m < LTC_EW_CHUNK)\n"
+               "            for (int64_t j = 0; j < m; j++) O_[i0 + j] = Ob[j];\n"
+               "    }\n}\n");
 }
 
 /* Emits the loops and the kernel of one full_codegen op. */

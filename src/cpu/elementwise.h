@@ -29,6 +29,8 @@ typedef void (*ltc_ew_loop)(int64_t n, void *out, const void *const *in, const i
 #define LTC_EW_CLONES
 #endif
 #define LTC_SIMD _Pragma("omp simd")
+/* Elements per chunk of a generated loop (a multiple of every vector width). */
+#define LTC_EW_CHUNK 32
 
 /* How the plan's fused steps call an op's generated loop (gen/cpu_ops.c, ltc_cpu_ew_info):
  * the loop for the dtype of operand `dispatch`, with the operands first and then n_attrs

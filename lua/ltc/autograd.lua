@@ -328,6 +328,62 @@ function F.repeat_backward(grad, self, repeats)
   return g:reshape(self:size())
 end
 
+--- Gradient of dropout: grad / (1 - p) at the kept elements, 0 elsewhere; the kept ones are
+-- read from the result, so an element of self that is exactly 0 passes no gradient (after a
+-- ReLU its gradient is 0 anyway). nn.Dropout draws its mask with rand and multiplies instead.
+function F.dropout_backward(grad, result, p, train)
+  if not train then return grad end
+  if p >= 1 then return grad * 0 end
+  return core.where(result:ne(0), grad / (1 - p), 0)
+end
+
+--- Gradients of layer_norm (which = "self" or "weight"; the bias's is grad, summed by the
+-- engine): x^ = (x - mean) / sqrt(var + eps) over the normalized dims, and
+-- dx = (dx^ - mean(dx^) - x^ mean(dx^ x^)) / sqrt(var + eps) with dx^ = grad * weight.
+function F.layer_norm_backward(grad, self, normalized_shape, weight, eps, which)
+  local s = self:size()
+  local k, n, lead = #normalized_shape, 1, {}
+  for i = 1, k do n = n * normalized_shape[i] end
+  for i = 1, #s - k do lead[i] = s[i] end
+  lead[#lead + 1] = n
+  local xf = self:reshape(lead)
+  local d = xf - xf:mean(-1, true)
+  local rstd = ((d * d):mean(-1, true) + eps) ^ -0.5
+  local xhat = d * rstd
+  if which == "weight" then return grad * xhat:reshape(s) end
+  local dxhat = (grad * weight):reshape(lead)
+  return (rstd * (dxhat - dxhat:mean(-1, true) - xhat * (dxhat * xhat):mean(-1, true))):reshape(s)
+end
+
+--- Gradients of batch_norm (which = "self", "weight" or "bias") for self [N, C, ...]: with
+-- the batch's statistics when training (as layer_norm's, over every dim but C), else with the
+-- running ones (a per-channel affine map).
+function F.batch_norm_backward(grad, self, running_mean, running_var, weight, training, eps, which)
+  local nd, c = self:dim(), self:size(2)
+  local shape = {}
+  for i = 1, nd do shape[i] = i == 2 and c or 1 end
+  local function red(t)   -- summed over every dim but 2, kept
+    for d = nd, 1, -1 do if d ~= 2 then t = t:sum(d, true) end end
+    return t
+  end
+  if which == "bias" then return red(grad):reshape({ c }) end
+  local n = self:numel() // c
+  local mean, var
+  if training then
+    mean = red(self) / n
+    local d = self - mean
+    var = red(d * d) / n
+  else
+    mean, var = running_mean:reshape(shape), running_var:reshape(shape)
+  end
+  local rstd = (var + eps) ^ -0.5
+  local xhat = (self - mean) * rstd
+  if which == "weight" then return red(grad * xhat):reshape({ c }) end
+  local dxhat = grad * weight:reshape(shape)
+  if not training then return dxhat * rstd end
+  return rstd * (dxhat - red(dxhat) / n - xhat * red(dxhat * xhat) / n)
+end
+
 ---------------------------------------------------------------------------------------------
 -- recording
 ---------------------------------------------------------------------------------------------
@@ -504,6 +560,18 @@ local function call(raw, ov, ...)
   return raw(...)
 end
 
+-- A copy of function f without line information, sharing f's upvalues. luaL_error puts its
+-- caller's "file:line: " before a message: for an op called through a stripped wrapper there
+-- is none, rather than a line of this file (the wrapper calls the op without a pcall).
+local function without_lines(f)
+  local g = load(string.dump(f, true), "=ltc", "b")
+  for i = 1, math.huge do
+    if not debug.getupvalue(f, i) then break end
+    debug.upvaluejoin(g, i, f, i)
+  end
+  return g
+end
+
 -- A wrapper of one generated op function: cheap when no argument requires grad.
 local function wrap(raw, ov)
   local is_view = false
@@ -515,7 +583,9 @@ local function wrap(raw, ov)
       return finish(false, out)
     end
   end
-  return function(...)
+  -- the path of calls with an argument that requires grad, is a view (stale needs a VIEW
+  -- entry) or is a table; core._wrap_op calls raw directly for the others
+  local slow = without_lines(function(...)
     if grad_enabled then
       for i = 1, select("#", ...) do
         local v = (select(i, ...))
@@ -527,8 +597,9 @@ local function wrap(raw, ov)
         end
       end
     end
-    return finish(pcall(raw, ...))
-  end
+    return raw(...)
+  end)
+  return core._wrap_op(raw, slow, REQ, VIEW)
 end
 
 ---------------------------------------------------------------------------------------------

@@ -52,6 +52,14 @@ static inline bool ltc_view_stale(const ltc_tensor *t) {
 extern _Thread_local ltc_tensor *ltc_live_head;
 extern _Thread_local int64_t ltc_live_count;
 
+/* A weak 0-d tensor of dtype dt holding the ltc_dtype_size(dt) bytes at v (a wrapped Lua
+ * number after promotion); its data may be shared with other weak scalars of the same value
+ * (a per-thread cache, tensor.c). ltc_scalar_cache_clear empties this thread's cache. */
+ltc_status ltc_tensor_weak_scalar(ltc_dtype dt, const void *v, ltc_tensor **out);
+void ltc_scalar_cache_clear(void);
+/* Adds this thread's pending CreateLtcTensor/DestroyLtcTensor counts to the counters. */
+void ltc_tensor_counts_flush(void);
+
 /* Installs computed data as a tensor's value, dropping its pending IR. Retains d. */
 void ltc_tensor_set_data(ltc_tensor *t, ltc_data *d);
 
@@ -86,6 +94,15 @@ void ltc_debug_note_compile(const ltc_lowering_ctx *ctx, ltc_hash h);
 const char *ltc_debug_source(int op);
 /* config.c: the value slot of an integer option, for hot paths (NULL if unknown). */
 int64_t *ltc_config_slot(const char *name);
+
+/* Small blocks from per-thread free lists (slab.c): tensors and IR nodes. ltc_slab_alloc
+ * returns n bytes (uninitialised; NULL when out of memory), ltc_slab_free takes them back
+ * with the same n (any thread). Blocks over LTC_SLAB_MAX bytes are plain malloc/free.
+ * ltc_slab_trim frees the calling thread's kept blocks. */
+#define LTC_SLAB_MAX 512
+void *ltc_slab_alloc(size_t n);
+void ltc_slab_free(void *p, size_t n);
+void ltc_slab_trim(void);
 
 /* The compile cache (cache.c). */
 ltc_computation *ltc_cache_get(ltc_hash h);               /* borrowed, NULL on a miss */

@@ -227,6 +227,7 @@ ltc_status ltc_sync(void) {
     ltc_status st;
     if ((st = ltc_capture_check_sync())) return st;
     LTC_COUNT(c_markstep, "MarkStep", 1);
+    ltc_tensor_counts_flush();
     ltc_trace_sync_reset();
     if ((st = collect(&g))) goto done;
     if (g.n_roots == 0) goto done;
@@ -326,4 +327,6 @@ int64_t ltc_pending_node_count(void) {
 void ltc_shutdown(void) {
     ltc_cache_clear();
     ltc_debug_reset();
+    ltc_scalar_cache_clear();
+    ltc_slab_trim();
 }

@@ -48,6 +48,12 @@ static ltc_hash node_local_hash(const ltc_node *n) {
     return h;
 }
 
+/* A node's bytes: the struct, then its shapes, attributes and operands. */
+static size_t node_size(int n_operands, int n_attrs, int n_outputs) {
+    return sizeof(ltc_node) + sizeof(ltc_value) * (size_t)n_operands +
+           sizeof(ltc_shape) * (size_t)n_outputs + sizeof(ltc_attr) * (size_t)n_attrs;
+}
+
 ltc_node *ltc_node_new(int op, const ltc_value *operands, int n_operands, const ltc_attr *attrs,
                        int n_attrs, const ltc_shape *shapes, int n_outputs) {
     if (n_operands < 0 || n_operands > UINT16_MAX || n_attrs < 0 || n_attrs > UINT8_MAX ||
@@ -61,13 +67,13 @@ ltc_node *ltc_node_new(int op, const ltc_value *operands, int n_operands, const 
                        LTC_MAX_DIMS);
             return NULL;
         }
-    size_t sz = sizeof(ltc_node) + sizeof(ltc_value) * (size_t)n_operands +
-                sizeof(ltc_shape) * (size_t)n_outputs + sizeof(ltc_attr) * (size_t)n_attrs;
-    ltc_node *n = calloc(1, sz);
+    size_t sz = node_size(n_operands, n_attrs, n_outputs);
+    ltc_node *n = ltc_slab_alloc(sz);
     if (!n) {
         ltc_errorf(LTC_ERR_NOMEM, "%s: out of memory for an IR node", ltc_op_name(op));
         return NULL;
     }
+    memset(n, 0, sizeof *n);
     n->refcount = 1;
     n->op = (uint16_t)op;
     n->n_operands = (uint16_t)n_operands;
@@ -114,7 +120,7 @@ void ltc_node_release(ltc_node *n) {
             stack[len++] = o;
         }
         if (n->data) ltc_data_release(n->data);
-        free(n);
+        ltc_slab_free(n, node_size(n->n_operands, n->n_attrs, n->n_outputs));
         if (!len) break;
         n = stack[--len];
     }

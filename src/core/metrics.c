@@ -58,6 +58,7 @@ int64_t *ltc_counter_slot(const char *name) {
 }
 
 int64_t ltc_counter_value(const char *name) {
+    ltc_tensor_counts_flush();
     for (int i = 0; i < n_counters; i++)
         if (strcmp(counters[i].name, name) == 0) return counters[i].value;
     return 0;
@@ -73,6 +74,7 @@ static int by_name(const void *a, const void *b) {
 }
 
 void ltc_counter_foreach(void (*fn)(const char *name, int64_t value, void *ud), void *ud) {
+    ltc_tensor_counts_flush();
     counter sorted[MAX_COUNTERS];
     pthread_mutex_lock(&lock);
     int n = n_counters;
@@ -107,6 +109,7 @@ void ltc_metric_add_sample(const char *name, double ns) {
 
 /* Slots stay allocated (hot paths cache pointers to them); values go to zero. */
 void ltc_metrics_reset(void) {
+    ltc_tensor_counts_flush();
     pthread_mutex_lock(&lock);
     for (int i = 0; i < n_counters; i++) __atomic_store_n(&counters[i].value, 0, __ATOMIC_RELAXED);
     for (int i = 0; i < n_metrics; i++) metrics[i].count = 0, metrics[i].total = 0;
@@ -156,6 +159,7 @@ static void report_counter(const char *name, int64_t value, void *ud) {
 }
 
 char *ltc_metrics_report(void) {
+    ltc_tensor_counts_flush();
     strbuf sb = {malloc(1024), 0, 1024, false};
     if (!sb.buf) return NULL;
     sb.buf[0] = 0;

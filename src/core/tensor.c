@@ -1,4 +1,5 @@
 /* tensor.c - lazy tensors: lifetime, the live-tensor list, values, host transfer. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,14 +10,26 @@ _Thread_local ltc_tensor *ltc_live_head;
 static _Thread_local ltc_tensor *live_tail;
 _Thread_local int64_t ltc_live_count;
 static int64_t *c_create, *c_destroy;
+/* Tensors made and freed on this thread and not yet added to the counters: an atomic add
+ * per tensor cost more than the rest of making one. Flushed before counters are read
+ * (metrics.c), at each sync, and every COUNT_BATCH. */
+static _Thread_local int64_t n_created, n_destroyed;
+#define COUNT_BATCH 1024
+
+void ltc_tensor_counts_flush(void) {
+    if (n_created) LTC_COUNT(c_create, "CreateLtcTensor", n_created);
+    if (n_destroyed) LTC_COUNT(c_destroy, "DestroyLtcTensor", n_destroyed);
+    n_created = n_destroyed = 0;
+}
 
 /* A new tensor of `shape` with one reference, linked at the end of the live list. */
 static ltc_tensor *tensor_alloc(const ltc_shape *shape) {
-    ltc_tensor *t = calloc(1, sizeof *t);
+    ltc_tensor *t = ltc_slab_alloc(sizeof *t);
     if (!t) {
         ltc_errorf(LTC_ERR_NOMEM, "out of memory for a tensor");
         return NULL;
     }
+    memset(t, 0, sizeof *t);
     t->refcount = 1;
     t->shape = *shape;
     t->prev = live_tail;
@@ -24,7 +37,7 @@ static ltc_tensor *tensor_alloc(const ltc_shape *shape) {
     else ltc_live_head = t;
     live_tail = t;
     ltc_live_count++;
-    LTC_COUNT(c_create, "CreateLtcTensor", 1);
+    if (++n_created == COUNT_BATCH) ltc_tensor_counts_flush();
     return t;
 }
 
@@ -40,12 +53,12 @@ void ltc_tensor_release(ltc_tensor *t) {
     if (t->next) t->next->prev = t->prev;
     else live_tail = t->prev;
     ltc_live_count--;
-    LTC_COUNT(c_destroy, "DestroyLtcTensor", 1);
+    if (++n_destroyed == COUNT_BATCH) ltc_tensor_counts_flush();
     ltc_node_release(t->ir.node);
     ltc_data_release(t->data);
     ltc_tensor_release(t->base);
     free(t->steps);
-    free(t);
+    ltc_slab_free(t, sizeof *t);
 }
 
 /* Wraps new backend data (reference taken over) in a tensor. */
@@ -68,12 +81,71 @@ ltc_status ltc_tensor_from_host(const ltc_shape *shape, const void *host, ltc_te
     return tensor_from_data(d, false, out);
 }
 
+/* The data of weak scalars, by backend, dtype and value: one per thread, direct-mapped. A
+ * loop that multiplies by the same Lua numbers makes their data once (PyTorch LTC keeps
+ * such a cache of scalar device data too). Every use still gets its own tensor and
+ * DEVICE_DATA node, so graphs and their hashes are as without the cache. Backend data of
+ * parameters is never written, so sharing it is safe; not while the thread captures a graph
+ * (a capture tells its inputs apart by their data). Data refcounts are not atomic: the
+ * cache is per thread like the tensors that hold its data. */
+#define SCALAR_SLOTS 64
+typedef struct {
+    ltc_data *data;
+    ltc_backend *backend;
+    ltc_dtype dtype;
+    uint64_t bits;
+} scalar_slot;
+static _Thread_local scalar_slot scalar_cache[SCALAR_SLOTS];
+static _Thread_local bool scalar_cache_used;
+static pthread_key_t scalar_key;
+static pthread_once_t scalar_once = PTHREAD_ONCE_INIT;
+
+static void scalar_cache_clear_at(scalar_slot *c) {
+    for (int i = 0; i < SCALAR_SLOTS; i++) {
+        ltc_data_release(c[i].data);
+        c[i].data = NULL;
+    }
+}
+static void scalar_cache_exit(void *p) { scalar_cache_clear_at(p); }
+static void scalar_make_key(void) { (void)pthread_key_create(&scalar_key, scalar_cache_exit); }
+
+void ltc_scalar_cache_clear(void) { scalar_cache_clear_at(scalar_cache); }
+
+/* New data (one reference) of a 0-d `dt` holding the bytes at v (ltc_dtype_size(dt)). */
+static ltc_data *scalar_data(ltc_backend *b, ltc_dtype dt, const void *v) {
+    ltc_shape s = {.dtype = dt, .ndim = 0};
+    uint64_t bits = 0;
+    memcpy(&bits, v, ltc_dtype_size(dt));
+    if (ltc_capture_active()) return b->iface->data_from_scalar(b, &s, v);
+    uint64_t h = (bits ^ (bits >> 29) ^ (uint64_t)dt * 0x9E3779B97F4A7C15ull) * 0xBF58476D1CE4E5B9ull;
+    scalar_slot *e = &scalar_cache[h >> 58];
+    if (e->data && e->bits == bits && e->dtype == dt && e->backend == b)
+        return ltc_data_retain(e->data);
+    ltc_data *d = b->iface->data_from_scalar(b, &s, v);
+    if (!d) return NULL;
+    if (!scalar_cache_used) {
+        pthread_once(&scalar_once, scalar_make_key);
+        if (pthread_setspecific(scalar_key, scalar_cache)) return d;
+        scalar_cache_used = true;
+    }
+    ltc_data_release(e->data);
+    *e = (scalar_slot){ltc_data_retain(d), b, dt, bits};
+    return d;
+}
+
 static ltc_status scalar(ltc_dtype dt, const void *v, bool weak, ltc_tensor **out) {
     ltc_backend *b = ltc_backend_default();
-    ltc_shape s = {.dtype = dt, .ndim = 0};
-    ltc_data *d = b->iface->data_from_scalar(b, &s, v);
+    ltc_data *d = weak ? scalar_data(b, dt, v) : NULL;
+    if (!weak) {
+        ltc_shape s = {.dtype = dt, .ndim = 0};
+        d = b->iface->data_from_scalar(b, &s, v);
+    }
     if (!d) return ltc_errorf(LTC_ERR_NOMEM, "out of memory for a scalar");
     return tensor_from_data(d, weak, out);
+}
+
+ltc_status ltc_tensor_weak_scalar(ltc_dtype dt, const void *v, ltc_tensor **out) {
+    return scalar(dt, v, true, out);
 }
 
 ltc_status ltc_tensor_from_int(int64_t v, bool weak, ltc_tensor **out) {

@@ -42,7 +42,6 @@ static ltc_dtype result_type(ltc_tensor *const *ts, int n) {
 static ltc_status convert_weak(ltc_tensor *t, ltc_dtype dt, ltc_tensor **out) {
     double f;
     int64_t i;
-    ltc_status st;
     /* read from the data directly: not a value read that a graph capture refuses (the
      * scalar is a constant of the capture, see ltc_trace_promote) */
     const void *p = t->data->ptr;
@@ -61,10 +60,7 @@ static ltc_status convert_weak(ltc_tensor *t, ltc_dtype dt, ltc_tensor **out) {
     case LTC_I64: v.i64 = i; break;
     default: v.b = f != 0; break;
     }
-    ltc_shape s = {.dtype = dt, .ndim = 0};
-    if ((st = ltc_tensor_from_host(&s, &v, out))) return st;
-    (*out)->weak = true;
-    return LTC_OK;
+    return ltc_tensor_weak_scalar(dt, &v, out);
 }
 
 ltc_status ltc_trace_promote(ltc_tensor **io, int n, ltc_promote_rule rule) {

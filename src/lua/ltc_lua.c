@@ -15,13 +15,26 @@
 
 /* ---- userdata --------------------------------------------------------------------------- */
 
+/* registry[&tensor_mt_key] is the tensor metatable too: a look-up by a light userdata key
+ * is cheaper than luaL_testudata's by name (which hashes the string on every call). */
+static const char tensor_mt_key;
+
+static ltc_tensor **test_ud(lua_State *L, int arg) {
+    void *p = lua_touserdata(L, arg);
+    if (!p || !lua_getmetatable(L, arg)) return NULL;
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &tensor_mt_key);
+    int same = lua_rawequal(L, -1, -2);
+    lua_pop(L, 2);
+    return same ? p : NULL;
+}
+
 ltc_tensor *ltcL_testtensor(lua_State *L, int arg) {
-    ltc_tensor **ud = luaL_testudata(L, arg, LTC_TENSOR_MT);
+    ltc_tensor **ud = test_ud(L, arg);
     return ud ? *ud : NULL;
 }
 
 ltc_tensor *ltcL_checktensor(lua_State *L, int arg, const char *fname) {
-    ltc_tensor **ud = luaL_testudata(L, arg, LTC_TENSOR_MT);
+    ltc_tensor **ud = test_ud(L, arg);
     if (!ud)
         luaL_error(L, "%s: bad argument #%d (ltc.Tensor expected, got %s)", fname, arg,
                    luaL_typename(L, arg));
@@ -32,14 +45,16 @@ ltc_tensor *ltcL_checktensor(lua_State *L, int arg, const char *fname) {
 void ltcL_pushtensor(lua_State *L, ltc_tensor *t) {
     ltc_tensor **ud = lua_newuserdatauv(L, sizeof *ud, 0);
     *ud = t;
-    luaL_setmetatable(L, LTC_TENSOR_MT);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &tensor_mt_key);
+    lua_setmetatable(L, -2);
 }
 
 int ltcL_error(lua_State *L) { return luaL_error(L, "%s", ltc_last_error()); }
 
 /* __gc and __close: safe to call twice. */
 static int t_close(lua_State *L) {
-    ltc_tensor **ud = luaL_checkudata(L, 1, LTC_TENSOR_MT);
+    ltc_tensor **ud = test_ud(L, 1);
+    if (!ud) ud = luaL_checkudata(L, 1, LTC_TENSOR_MT); /* raises */
     ltc_tensor_release(*ud);
     *ud = NULL;
     return 0;
@@ -433,6 +448,50 @@ static int l_assign_(lua_State *L) {
     return 1;
 }
 
+/* ---- autograd's op wrappers ---------------------------------------------------------------------- */
+
+/* An op function made by core._wrap_op: upvalues raw (a C function without upvalues), slow,
+ * then the tables. Calls raw itself, on this very stack (errors then name the caller's line),
+ * unless an argument is a table or a key of one of the tables: then slow(...). */
+static int wrapped_op(lua_State *L) {
+    int n = lua_gettop(L);
+    for (int i = 1; i <= n; i++) {
+        int t = lua_type(L, i);
+        if (t == LUA_TTABLE) goto slow;
+        if (t != LUA_TUSERDATA) continue;
+        for (int k = 3; lua_type(L, lua_upvalueindex(k)) == LUA_TTABLE; k++) {
+            lua_pushvalue(L, i);
+            bool hit = lua_rawget(L, lua_upvalueindex(k)) != LUA_TNIL;
+            lua_pop(L, 1);
+            if (hit) goto slow;
+        }
+    }
+    return lua_tocfunction(L, lua_upvalueindex(1))(L);
+slow:
+    lua_pushvalue(L, lua_upvalueindex(2));
+    lua_insert(L, 1);
+    lua_call(L, n, LUA_MULTRET);
+    return lua_gettop(L);
+}
+
+/* core._wrap_op(raw, slow, t1 [, t2, t3]): the function autograd installs for the op function
+ * raw. As fast as raw itself when no argument is a key of a table t1... (autograd's weak
+ * tables of tensors that require grad, of tracked views) nor a table (a list of tensors);
+ * otherwise slow(...), the recording path. Returns slow itself when raw is not a C function
+ * without upvalues. */
+static int l_wrap_op(lua_State *L) {
+    luaL_checktype(L, 2, LUA_TFUNCTION);
+    int n = lua_gettop(L);
+    if (n < 3 || n > 5) return luaL_error(L, "_wrap_op: 1 to 3 tables expected");
+    for (int i = 3; i <= n; i++) luaL_checktype(L, i, LUA_TTABLE);
+    if (!lua_iscfunction(L, 1) || lua_getupvalue(L, 1, 1)) {
+        lua_settop(L, 2);
+        return 1;
+    }
+    lua_pushcclosure(L, wrapped_op, n);
+    return 1;
+}
+
 /* ---- metrics, config, misc ----------------------------------------------------------------------- */
 
 static int l_manual_seed(lua_State *L) {
@@ -570,7 +629,7 @@ static const luaL_Reg core_functions[] = {
     {"counter", l_counter}, {"counter_names", l_counter_names}, {"metrics_report", l_report},
     {"metrics_reset", l_reset}, {"config_get", l_config_get}, {"config_set", l_config_set},
     {"live_info", l_live_info}, {"is_tensor", l_is_tensor}, {"assign_", l_assign_},
-    {"clock", l_clock},
+    {"clock", l_clock}, {"_wrap_op", l_wrap_op},
     {NULL, NULL},
 };
 
@@ -621,6 +680,8 @@ int luaopen_ltc_core(lua_State *L) {
     luaL_setfuncs(L, core_methods, 0);
 
     luaL_newmetatable(L, LTC_TENSOR_MT);
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &tensor_mt_key);
     lua_pushcfunction(L, t_close);
     lua_setfield(L, -2, "__gc");
     lua_pushcfunction(L, t_close);

@@ -373,6 +373,32 @@ local cases = {
   end,
   clone = function() gradcheck(function(a) return a:clone() * 2 end, { A }) end,
   contiguous = function() gradcheck(function(a) return a:t():contiguous() end, { A }) end,
+  dropout = function()
+    gradcheck(function(a) return ltc.dropout(a, 0.3, false) end, { A })
+    local x = ltc.tensor({ 0.5, -1, 2, 3, -4, 0.25, 1, 2 }, "float64"):requires_grad_()
+    local y = ltc.dropout(x, 0.5)
+    ;(y * 3):sum():backward()
+    local ys, gs = y:totable(), x.grad:totable()
+    for i = 1, #ys do assert.are.equal(ys[i] ~= 0 and 6 or 0, gs[i]) end
+  end,
+  layer_norm = function()
+    gradcheck(function(x, w, b) return ltc.layer_norm(x, 3, w, b) end, { A, { 0.5, -1, 2 }, R })
+    gradcheck(function(x, w, b) return ltc.layer_norm(x:reshape({ 1, 2, 3 }), { 2, 3 }, w, b, 0.1) end,
+      { A, B, P })
+    gradcheck(function(x) return ltc.layer_norm(x, 3) end, { A })
+  end,
+  batch_norm = function()
+    local x = { { { 0.5, -1.2 }, { 2.0, 1.5 } }, { { 0.3, -0.7 }, { 0.8, -0.4 } },
+      { { 1.1, -1.3 }, { 0.9, 0.6 } } }                              -- 3x2x2
+    local rm, rv = ltc.tensor({ 0.1, -0.2 }, "float64"), ltc.tensor({ 0.5, 2 }, "float64")
+    gradcheck(function(xx, w, b) return ltc.batch_norm(xx, rm, rv, w, b, false) end,
+      { x, { 0.5, -2 }, { 1, 0.25 } })
+    gradcheck(function(xx, w, b)
+      return ltc.batch_norm(xx, ltc.zeros({ 2 }, "float64"), ltc.ones({ 2 }, "float64"), w, b, true)
+    end, { x, { 0.5, -2 }, { 1, 0.25 } })
+    gradcheck(function(xx) return ltc.batch_norm(xx, ltc.zeros({ 3 }, "float64"),
+      ltc.ones({ 3 }, "float64"), nil, nil, true, 0.1, 0.01) end, { A })
+  end,
 }
 
 describe("derivatives", function()

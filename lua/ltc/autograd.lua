@@ -560,6 +560,18 @@ local function call(raw, ov, ...)
   return raw(...)
 end
 
+-- A copy of function f without line information, sharing f's upvalues. luaL_error puts its
+-- caller's "file:line: " before a message: for an op called through a stripped wrapper there
+-- is none, rather than a line of this file (the wrapper calls the op without a pcall).
+local function without_lines(f)
+  local g = load(string.dump(f, true), "=ltc", "b")
+  for i = 1, math.huge do
+    if not debug.getupvalue(f, i) then break end
+    debug.upvaluejoin(g, i, f, i)
+  end
+  return g
+end
+
 -- A wrapper of one generated op function: cheap when no argument requires grad.
 local function wrap(raw, ov)
   local is_view = false
@@ -571,7 +583,9 @@ local function wrap(raw, ov)
       return finish(false, out)
     end
   end
-  return function(...)
+  -- the path of calls with an argument that requires grad, is a view (stale needs a VIEW
+  -- entry) or is a table; core._wrap_op calls raw directly for the others
+  local slow = without_lines(function(...)
     if grad_enabled then
       for i = 1, select("#", ...) do
         local v = (select(i, ...))
@@ -583,8 +597,9 @@ local function wrap(raw, ov)
         end
       end
     end
-    return finish(pcall(raw, ...))
-  end
+    return raw(...)
+  end)
+  return core._wrap_op(raw, slow, REQ, VIEW)
 end
 
 ---------------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@
 #include "ltc_backend.h"
 #include "ltc_graph.h"
 #include "ltc_lua.h"
+#include "threads.h" /* ltc_cpu_blas_core */
 
 /* ---- userdata --------------------------------------------------------------------------- */
 
@@ -564,6 +565,13 @@ static int l_clock(lua_State *L) {
     return 1;
 }
 
+/* core._blas_core(): the kernels OpenBLAS uses ("SkylakeX", ...; see src/cpu/threads.h), for
+ * make bench, which gives the peers that use OpenBLAS the same (OPENBLAS_CORETYPE). */
+static int l_blas_core(lua_State *L) {
+    lua_pushstring(L, ltc_cpu_blas_core());
+    return 1;
+}
+
 static int l_is_tensor(lua_State *L) {
     lua_pushboolean(L, ltcL_testtensor(L, 1) != NULL);
     return 1;
@@ -629,7 +637,7 @@ static const luaL_Reg core_functions[] = {
     {"counter", l_counter}, {"counter_names", l_counter_names}, {"metrics_report", l_report},
     {"metrics_reset", l_reset}, {"config_get", l_config_get}, {"config_set", l_config_set},
     {"live_info", l_live_info}, {"is_tensor", l_is_tensor}, {"assign_", l_assign_},
-    {"clock", l_clock}, {"_wrap_op", l_wrap_op},
+    {"clock", l_clock}, {"_wrap_op", l_wrap_op}, {"_blas_core", l_blas_core},
     {NULL, NULL},
 };
 
@@ -661,6 +669,7 @@ static int state_close(lua_State *L) {
 
 int luaopen_ltc_core(lua_State *L) {
     ltc_backends_init();
+    ltcL_install_trim_gc(L);
     __atomic_add_fetch(&open_states, 1, __ATOMIC_ACQ_REL); /* states may live on several threads */
     lua_newuserdatauv(L, 1, 0); /* its __gc runs when the state closes */
     lua_newtable(L);

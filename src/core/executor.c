@@ -303,6 +303,14 @@ done:
 static _Thread_local int64_t traced_since_sync;
 static _Thread_local bool trimming;
 static int64_t *trim_limit;
+static _Thread_local void (*trim_hook)(void *ud);
+static _Thread_local void *trim_hook_ud;
+
+void ltc_set_trim_hook(void (*fn)(void *ud), void *ud) {
+    trim_hook = fn;
+    trim_hook_ud = ud;
+}
+
 void ltc_trace_tick(void) {
     static int64_t *c_trim;
     if (!trim_limit) trim_limit = ltc_config_slot("LTC_TRIM_GRAPH_SIZE");
@@ -311,6 +319,7 @@ void ltc_trace_tick(void) {
         return;
     trimming = true;
     LTC_COUNT(c_trim, "TrimIrGraph", 1);
+    if (trim_hook) trim_hook(trim_hook_ud); /* e.g. the binding collects dead tensors first */
     (void)ltc_sync();
     trimming = false;
 }

@@ -138,6 +138,12 @@ typedef struct ltc_live_info {
 } ltc_live_info;
 void ltc_live_info_get(ltc_live_info *out);
 
+/* Installs, for this thread, a function that runs just before a trim sync (the automatic
+ * sync past LTC_TRIM_GRAPH_SIZE traced nodes). The Lua binding uses it to collect garbage,
+ * so that unreachable tensors do not join the graph as roots. NULL removes it. It must not
+ * trace ops; it may release tensors. */
+void ltc_set_trim_hook(void (*fn)(void *ud), void *ud);
+
 /* Releases what the core keeps between syncs (the compile cache). Call when the last user
  * of the runtime goes away; the runtime stays usable (the next sync recompiles). */
 void ltc_shutdown(void);

@@ -53,6 +53,9 @@ void ltcL_checklist(lua_State *L, int arg, const char *fname);
  * called with its argument twice is accepted: that is how Lua calls __unm. */
 void ltcL_checknoextra(lua_State *L, int arg, const char *fname);
 
+/* Makes trim syncs of this thread collect this state's garbage first (ltc_trim.c). */
+void ltcL_install_trim_gc(lua_State *L);
+
 /* Pushes a tensor userdata that takes over the reference `t`. */
 void ltcL_pushtensor(lua_State *L, ltc_tensor *t);
 /* Raises the core's last error as a Lua error. */

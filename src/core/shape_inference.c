@@ -272,8 +272,8 @@ ltc_status ltc_shape_view(const ltc_shape *self, const int64_t *size, int n_size
             infer = i;
         } else if (size[i] < 0) {
             return ltc_errorf(LTC_ERR_ARG, "invalid size %lld", (long long)size[i]);
-        } else {
-            known *= size[i];
+        } else if (__builtin_mul_overflow(known, size[i], &known)) {
+            return ltc_errorf(LTC_ERR_ARG, "the sizes given have too many elements");
         }
     }
     if (infer >= 0) {

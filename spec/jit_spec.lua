@@ -133,3 +133,116 @@ describe("ltc.jit", function()
     assert.matches("function expected", err(function() ltc.jit(42) end))
   end)
 end)
+
+describe("ltc.jit over a training step", function()
+  local nn = ltc.nn
+
+  -- A small synthetic MLP problem: the model, its optimizer and the batches of one
+  -- shuffled pass (index_select batches from ltc.data's DataLoader), synced, and the loader.
+  local function setup(make_opt)
+    ltc.manual_seed(11)
+    local model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3))
+    local opt = make_opt(model:parameters())
+    local x = ltc.randn(96, 8)
+    local y = x:narrow(2, 1, 3):argmax(2)
+    local loader = ltc.data.DataLoader({ x, y }, { batch_size = 16, shuffle = true, seed = 2,
+      drop_last = true })
+    local batches = {}
+    for _, xb, yb in loader:batches() do batches[#batches + 1] = { xb, yb } end
+    ltc.sync()
+    loader.epoch = 0 -- the next batches() is the same pass again, as lazy batches
+    local calls = 0
+    local function step(xb, yb)
+      calls = calls + 1
+      opt:zero_grad()
+      local loss = nn.functional.cross_entropy(model(xb), yb)
+      loss:backward()
+      opt:step()
+      return loss
+    end
+    return model, batches, step, function() return calls end, loader
+  end
+
+  local function params(model)
+    local out = {}
+    for _, p in ipairs(model:parameters()) do out[#out + 1] = p:reshape({ -1 }):totable() end
+    return out
+  end
+
+  local function assert_close(want, got, tol)
+    for i = 1, #want do
+      for k = 1, #want[i] do
+        assert.near(want[i][k], got[i][k], tol * (1 + math.abs(want[i][k])))
+      end
+    end
+  end
+
+  local function traced(make_opt)
+    local model, batches, step = setup(make_opt)
+    local losses = {}
+    for i, b in ipairs(batches) do
+      local loss = step(b[1], b[2])
+      ltc.sync()
+      losses[i] = loss:item()
+    end
+    return params(model), losses
+  end
+
+  local sgd = function(ps) return ltc.optim.SGD(ps, { lr = 0.2 }) end
+
+  it("trains an MLP to the traced run's parameters, with no compile or trace after the capture", function()
+    local want, want_losses = traced(sgd)
+    local model, batches, step, calls = setup(sgd)
+    local f = ltc.jit(step)
+    local counters = { "UncachedCompile", "CachedCompile", "MarkStep", "GraphReplay" }
+    local at = {}
+    for i, b in ipairs(batches) do
+      local loss = f(b[1], b[2])
+      assert.near(want_losses[i], loss:item(), 1e-5)
+      if i == 2 then -- captured: from here on, replays only
+        for _, c in ipairs(counters) do at[c] = ltc.metrics.counter(c) end
+      end
+    end
+    assert.equal(2, calls()) -- warm-up and capture: fn never ran again
+    assert.equal(0, ltc.metrics.counter("UncachedCompile") - at.UncachedCompile)
+    assert.equal(0, ltc.metrics.counter("CachedCompile") - at.CachedCompile)
+    assert.equal(0, ltc.metrics.counter("MarkStep") - at.MarkStep) -- nothing traced to sync
+    assert.equal(#batches - 2, ltc.metrics.counter("GraphReplay") - at.GraphReplay)
+    assert_close(want, params(model), 1e-5)
+  end)
+
+  it("takes lazy DataLoader batches: each replay syncs only the batch's gather", function()
+    local want = traced(sgd)
+    local model, batches, step, _, loader = setup(sgd)
+    local f = ltc.jit(step)
+    local uncached, cached
+    for i, xb, yb in loader:batches() do
+      assert.is_true(ltc.debug.pending().pending_tensors >= 2) -- xb and yb: lazy gathers
+      f(xb, yb)
+      if i == 2 then
+        uncached, cached = ltc.metrics.counter("UncachedCompile"), ltc.metrics.counter("CachedCompile")
+      end
+    end
+    assert.equal(0, ltc.metrics.counter("UncachedCompile") - uncached)
+    assert.equal(#batches - 2, ltc.metrics.counter("CachedCompile") - cached)
+    assert_close(want, params(model), 1e-5)
+  end)
+
+  -- The optimizers' state used to be replaced at each step (buf = buf * m + g): a replay
+  -- then read the capture-time buffer forever, and momentum and Adam trained differently.
+  for name, make_opt in pairs {
+    ["SGD with momentum"] = function(ps)
+      return ltc.optim.SGD(ps, { lr = 0.1, momentum = 0.9, nesterov = true, weight_decay = 1e-3 })
+    end,
+    Adam = function(ps) return ltc.optim.Adam(ps, { lr = 0.01 }) end,
+    AdamW = function(ps) return ltc.optim.AdamW(ps, { lr = 0.01 }) end,
+  } do
+    it("replays " .. name .. " as the traced steps update", function()
+      local want = traced(make_opt)
+      local model, batches, step = setup(make_opt)
+      local f = ltc.jit(step)
+      for _, b in ipairs(batches) do f(b[1], b[2]) end
+      assert_close(want, params(model), 1e-5)
+    end)
+  end
+end)

@@ -1,8 +1,10 @@
 --- ltc.jit: warm up, capture, then replay a Lua function (like tinygrad's TinyJit, on
 -- ltc.Graph). `local f = ltc.jit(fn [, {mode = "thread_local"}])`:
 --
---  * call 1 runs fn (warm-up); call 2 runs fn inside a graph capture; later calls replay
---    the captured graph: no tracing, hashing or cache look-up.
+--  * call 1 runs fn (warm-up) and syncs; call 2 runs fn inside a graph capture; later
+--    calls replay the captured graph: no tracing, hashing or cache look-up. An argument
+--    still pending (a lazy DataLoader batch) is synced by the replay: that graph (the
+--    batch's gather) is traced and hashed as usual, and compiled at the capture.
 --  * Tensor arguments are copied into static input tensors the graph reads (copy_ shares
 --    the data when dtype and shape match, so no copy is made). Their shapes and dtypes are
 --    checked on every call: a change recaptures (counter "JitRecapture").
@@ -126,7 +128,11 @@ function M.jit(fn, opts)
     if self.calls == 1 then -- warm-up: fn as is, numbers as weak scalars like later calls
       sig = s
       local call = fill_statics(make_statics(args), args)
-      return fn(unpack(call, 1, call.n))
+      local res = pack(fn(unpack(call, 1, call.n)))
+      -- synced here, not by the capture's begin: fused with the next call's input copies,
+      -- the warm-up's graph would leave those copies' own graph to compile at the first replay
+      core.sync()
+      return unpack(res, 1, res.n)
     end
     if self.graph and s ~= sig then
       self.reset()

@@ -6,13 +6,15 @@
 --
 -- step() builds the update as lazy IR and assigns it to each parameter in place (the
 -- parameter tensors keep their identity, so modules and the optimizer keep seeing them).
+-- The state (momentum buffers, Adam's moments and step count) is made at the first step
+-- and updated in place after it, so a step captured by ltc.jit replays correctly (a
+-- replay only refreshes tensors that existed before the capture).
 -- Hyperparameters are Lua numbers, which enter graphs as parameters: changing opt.lr (or a
 -- group's lr) between steps never recompiles. After the first steps (which create the
 -- optimizer state), every step is the same graph.
 local ltc = require "ltc"
 
 local optim = {}
-local sqrt = math.sqrt
 
 local Optimizer = {}
 Optimizer.__index = Optimizer
@@ -105,35 +107,41 @@ optim.SGD = class("SGD", { lr = 0.001, momentum = 0, dampening = 0, weight_decay
   if o.weight_decay ~= 0 then g = g + o.weight_decay * p end
   if o.momentum ~= 0 then
     local buf = st.momentum_buffer
-    if buf == nil then buf = g else buf = buf * o.momentum + (1 - o.dampening) * g end
-    st.momentum_buffer = buf
+    if buf == nil then -- a copy of its own: later steps update it in place
+      buf = g:clone()
+      st.momentum_buffer = buf
+    else
+      buf:mul_(o.momentum):add_((1 - o.dampening) * g)
+    end
     if o.nesterov then g = g + o.momentum * buf else g = buf end
   end
   return p - o.lr * g
 end)
 
 -- Adam's moment update and step, shared by Adam and AdamW.
+-- The state (moments and the step count, a float64 0-d tensor as PyTorch's capturable
+-- Adam keeps it) is made at the first step and updated in place after it.
 local function adam_step(p, g, st, o)
   local b1, b2 = o.betas[1], o.betas[2]
-  local t = (st.step or 0) + 1
-  st.step = t
-  local m, v = st.exp_avg, st.exp_avg_sq
+  local m, v, t = st.exp_avg, st.exp_avg_sq, st.step
   if m == nil then
     m = g * (1 - b1)
     v = g * g * (1 - b2)
+    t = ltc.tensor(1, "float64")
+    st.exp_avg, st.exp_avg_sq, st.step = m, v, t
   else
-    m = m * b1 + g * (1 - b1)
-    v = v * b2 + g * g * (1 - b2)
+    m:mul_(b1):add_(g * (1 - b1))
+    v:mul_(b2):add_(g * g * (1 - b2))
+    t:add_(1)
   end
-  st.exp_avg, st.exp_avg_sq = m, v
   local bc1, bc2 = 1 - b1 ^ t, 1 - b2 ^ t
-  local denom = v:sqrt() * (1 / sqrt(bc2)) + o.eps
+  local denom = v:sqrt() * (1 / bc2:sqrt()) + o.eps
   return p - m / denom * (o.lr / bc1)
 end
 
 --- optim.Adam(params, {lr=1e-3, betas={0.9, 0.999}, eps=1e-8, weight_decay=0}): PyTorch's
--- Adam (L2 weight decay added to the gradient). The bias corrections are Lua numbers: a
--- new step count never recompiles.
+-- Adam (L2 weight decay added to the gradient). The step count is a tensor and the bias
+-- corrections are computed in the graph: a new step count never recompiles.
 optim.Adam = class("Adam", { lr = 0.001, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 0 },
   function(p, g, st, o)
     if o.weight_decay ~= 0 then g = g + o.weight_decay * p end

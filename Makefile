@@ -116,7 +116,7 @@ test-asan: deps
 	$(MAKE) BUILD=build/asan SAN="$(ASAN_FLAGS)" all build/asan/kernels_test build/asan/ltcgen
 	build/asan/kernels_test
 	sh codegen/tests/run.sh build/asan/ltcgen
-	$(ASAN_ENV) ASAN_OPTIONS=detect_leaks=0 busted --lua=$(LUA) --cpath="$(CURDIR)/build/asan/?.so" spec
+	$(ASAN_ENV) ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 busted --lua=$(LUA) --cpath="$(CURDIR)/build/asan/?.so" spec
 	$(ASAN_ENV) ASAN_OPTIONS=detect_leaks=1 $(LUA) examples/digits.lua 50
 
 # The main job and the specs under valgrind memcheck: no leaks, no invalid accesses.

@@ -16,4 +16,11 @@ done
 export BENCH_PEERS="$BUILD/bench_peers"
 export LUA_PATH="$(pwd)/?.lua;$(pwd)/lua/?.lua;$(pwd)/lua/?/init.lua;;"
 export LUA_CPATH="$(pwd)/$BUILD/?.so;;"
+# ltc replaces OpenBLAS's "Prescott" fallback on a CPU model OpenBLAS does not know by the
+# kernels the CPU's features allow (src/cpu/threads.c); the peers that use OpenBLAS (the C
+# driver, NumPy, PyTorch's matmul) get the same kernels through OPENBLAS_CORETYPE.
+if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
+  core=$(lua5.4 -e 'io.write(require("ltc.core")._blas_core())' 2>/dev/null || true)
+  [ -n "$core" ] && export OPENBLAS_CORETYPE="$core" && echo "bench: OpenBLAS kernels $core"
+fi
 exec lua5.4 bench/run.lua "$@"

@@ -50,3 +50,10 @@ int64_t ltc_shape_numel(const ltc_shape *s) {
 size_t ltc_shape_nbytes(const ltc_shape *s) {
     return (size_t)ltc_shape_numel(s) * ltc_dtype_size(s->dtype);
 }
+
+/* The worker pool (src/cpu/threads.c needs the core's configuration): the caller does it all. */
+#include "threads.h"
+void ltc_cpu_parallel_for(int64_t n, int64_t grain, ltc_cpu_range_fn fn, void *ctx) {
+    (void)grain;
+    if (n > 0) fn(ctx, 0, n, 0);
+}

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "elementwise.h"
+#include "threads.h"
 
 /* The geometry of one convolution, from the kernel's shapes and attributes. */
 typedef struct {
@@ -38,8 +39,8 @@ static void geom_of(const ltc_shape *in, const ltc_shape *w, const ltc_shape *ou
 /* Row r = (c, i, j) of the column matrix holds image[c][oy * sh - ph + i * dh][ox * sw - pw +
  * j * dw] at column oy * ow + ox, 0 outside the image. */
 #define DEF_IM2COL(NAME, T)                                                                   \
-    static void NAME(const geom *g, const T *img, T *col) {                                   \
-        for (int64_t c = 0; c < g->cg; c++)                                                   \
+    static void NAME(const geom *g, const T *img, T *col, int64_t c0, int64_t c1) {           \
+        for (int64_t c = c0; c < c1; c++)                                                     \
             for (int64_t i = 0; i < g->kh; i++)                                               \
                 for (int64_t j = 0; j < g->kw; j++) {                                         \
                     T *row = col + ((c * g->kh + i) * g->kw + j) * g->cols;                   \
@@ -88,9 +89,25 @@ DEF_IM2COL(im2col_f64, double)
 DEF_COL2IM(col2im_f32, float)
 DEF_COL2IM(col2im_f64, double)
 
+typedef struct {
+    ltc_dtype dt;
+    const geom *g;
+    const void *img;
+    void *col;
+} im2col_ctx;
+
+static void im2col_range(void *p, int64_t lo, int64_t hi, int tid) {
+    (void)tid;
+    const im2col_ctx *c = p;
+    if (c->dt == LTC_F32) im2col_f32(c->g, c->img, c->col, lo, hi);
+    else im2col_f64(c->g, c->img, c->col, lo, hi);
+}
+
+/* The column matrix of one image and group, its channels shared among the worker threads. */
 static void im2col(ltc_dtype dt, const geom *g, const void *img, void *col) {
-    if (dt == LTC_F32) im2col_f32(g, img, col);
-    else im2col_f64(g, img, col);
+    im2col_ctx c = {dt, g, img, col};
+    int64_t per_channel = g->kh * g->kw * g->cols;
+    ltc_cpu_parallel_for(g->cg, 65536 / (per_channel + 1) + 1, im2col_range, &c);
 }
 
 static void col2im(ltc_dtype dt, const geom *g, const void *col, void *img) {
@@ -128,7 +145,9 @@ static ltc_status col_alloc(const geom *g, size_t es, void **col) {
 }
 
 /* conv2d: in[0] input, in[1] weight, in[2] bias (when `bias`); attrs stride, padding,
- * dilation, groups. Per image and group: out_g [kg, L] = W_g [kg, rows] . col [rows, L]. */
+ * dilation, groups. Per image and group: out_g [kg, L] = W_g [kg, rows] . col [rows, L].
+ * With a column matrix, the bias rides in the GEMM: W_g gets the bias as an extra column and
+ * col an extra row of ones, so no pass over the output adds it. */
 static ltc_status conv_forward(const ltc_kernel_args *a, bool bias) {
     geom g;
     ltc_dtype dt = a->out_shapes[0].dtype;
@@ -139,12 +158,35 @@ static ltc_status conv_forward(const ltc_kernel_args *a, bool bias) {
     const char *in = a->in[0], *w = a->in[1];
     int64_t plane = g.oh * g.ow;
     if (ltc_shape_numel(&a->out_shapes[0]) == 0) return LTC_OK;
+    bool folded = false;
     if (g.rows == 0) {
         memset(out, 0, ltc_shape_nbytes(&a->out_shapes[0]));
     } else {
-        void *col;
-        ltc_status st = col_alloc(&g, es, &col);
-        if (st) return st;
+        void *col = NULL;
+        char *wb = NULL;
+        folded = bias && !pointwise(&g);
+        int64_t rows = g.rows + folded; /* of the GEMM's inner dim */
+        if (!pointwise(&g) && !(col = malloc((size_t)(rows * g.cols) * es)))
+            return ltc_errorf(LTC_ERR_NOMEM, "out of memory for a %lldx%lld column matrix",
+                              (long long)rows, (long long)g.cols);
+        if (folded) {
+            if (!(wb = malloc((size_t)(g.k * rows) * es))) {
+                free(col);
+                return ltc_errorf(LTC_ERR_NOMEM, "out of memory for conv2d's weights");
+            }
+            for (int64_t k = 0; k < g.k; k++) { /* [K, rows] weights, then bias[k] */
+                memcpy(wb + k * rows * (int64_t)es, w + k * g.rows * (int64_t)es,
+                       (size_t)g.rows * es);
+                memcpy(wb + (k * rows + g.rows) * (int64_t)es, (const char *)a->in[2] + k * (int64_t)es,
+                       es);
+            }
+            char *ones = (char *)col + g.rows * g.cols * (int64_t)es;
+            for (int64_t i = 0; i < g.cols; i++) {
+                if (dt == LTC_F32) ((float *)ones)[i] = 1;
+                else ((double *)ones)[i] = 1;
+            }
+            w = wb;
+        }
         for (int64_t n = 0; n < g.n; n++)
             for (int64_t gr = 0; gr < g.groups; gr++) {
                 const char *img = in + ((n * g.c + gr * g.cg) * g.h * g.w) * (int64_t)es;
@@ -153,12 +195,13 @@ static ltc_status conv_forward(const ltc_kernel_args *a, bool bias) {
                     im2col(dt, &g, img, col);
                     cm = col;
                 }
-                gemm(dt, false, false, g.kg, plane, g.rows, w + gr * g.kg * g.rows * (int64_t)es,
+                gemm(dt, false, false, g.kg, plane, rows, w + gr * g.kg * rows * (int64_t)es,
                      cm, 0.0, out + ((n * g.k + gr * g.kg) * plane) * (int64_t)es);
             }
         free(col);
+        free(wb);
     }
-    if (bias)
+    if (bias && !folded)
         for (int64_t n = 0; n < g.n; n++)
             for (int64_t k = 0; k < g.k; k++) {
                 int64_t o = (n * g.k + k) * plane;

@@ -5,32 +5,53 @@
 
 #include "elementwise.h"
 #include "ltc_rng.h"
+#include "threads.h"
 
-/* layer_norm over rows of n elements: mean and biased variance of each row (two passes),
- * then (x - mean) * rstd * w + b. */
-#define LAYER_NORM(T)                                                                          \
-    do {                                                                                       \
-        const T *x = a->in[0], *w = a->in[1], *b = a->in[2];                                         \
-        T *y = a->out[0];                                                                      \
-        for (int64_t r = 0; r < rows; r++) {                                                   \
-            const T *xr = x + r * n;                                                           \
-            T *yr = y + r * n;                                                                 \
-            double mean = 0, var = 0;                                                          \
-            for (int64_t j = 0; j < n; j++) mean += xr[j];                                     \
-            mean /= (double)n;                                                                 \
-            for (int64_t j = 0; j < n; j++) var += (xr[j] - mean) * (xr[j] - mean);            \
-            double rstd = 1 / sqrt(var / (double)n + eps);                                     \
-            for (int64_t j = 0; j < n; j++) yr[j] = (T)((xr[j] - mean) * rstd * w[j] + b[j]);  \
-        }                                                                                      \
-    } while (0)
+/* layer_norm of one row of n elements: mean and biased variance (two vectorized passes in
+ * double), then (x - mean) * rstd * w + b in the element type. */
+#define DEF_LN_ROW(NAME, T)                                                                    \
+    LTC_EW_CLONES static void NAME(const T *x, const T *w, const T *b, T *y, int64_t n,        \
+                                   double eps) {                                               \
+        double mean = 0, var = 0;                                                              \
+        _Pragma("omp simd reduction(+:mean)")                                                  \
+        for (int64_t j = 0; j < n; j++) mean += x[j];                                          \
+        mean /= (double)n;                                                                     \
+        _Pragma("omp simd reduction(+:var)")                                                   \
+        for (int64_t j = 0; j < n; j++) var += (x[j] - mean) * (x[j] - mean);                  \
+        T m = (T)mean, r = (T)(1 / sqrt(var / (double)n + eps));                               \
+        LTC_SIMD                                                                               \
+        for (int64_t j = 0; j < n; j++) y[j] = (x[j] - m) * r * w[j] + b[j];                   \
+    }
+DEF_LN_ROW(ln_row_f32, float)
+DEF_LN_ROW(ln_row_f64, double)
 
-/* layer_norm(self, normalized_shape, weight, bias, eps): attrs normalized_shape, eps. */
+typedef struct {
+    const ltc_kernel_args *a;
+    int64_t n;
+    double eps;
+} ln_ctx;
+
+static void ln_range(void *p, int64_t lo, int64_t hi, int tid) {
+    (void)tid;
+    const ln_ctx *c = p;
+    const ltc_kernel_args *a = c->a;
+    for (int64_t r = lo; r < hi; r++) {
+        if (a->in_shapes[0].dtype == LTC_F32)
+            ln_row_f32((const float *)a->in[0] + r * c->n, a->in[1], a->in[2],
+                       (float *)a->out[0] + r * c->n, c->n, c->eps);
+        else
+            ln_row_f64((const double *)a->in[0] + r * c->n, a->in[1], a->in[2],
+                       (double *)a->out[0] + r * c->n, c->n, c->eps);
+    }
+}
+
+/* layer_norm(self, normalized_shape, weight, bias, eps): attrs normalized_shape, eps. Rows
+ * are shared among the worker threads. */
 ltc_status ltc_cpu_kernel_layer_norm(const ltc_kernel_args *a) {
     int64_t n = ltc_shape_numel(&a->in_shapes[1]);
     int64_t rows = n ? ltc_shape_numel(&a->in_shapes[0]) / n : 0;
-    double eps = a->attrs[1].f;
-    if (a->in_shapes[0].dtype == LTC_F32) LAYER_NORM(float);
-    else LAYER_NORM(double);
+    ln_ctx c = {a, n, a->attrs[1].f};
+    if (rows) ltc_cpu_parallel_for(rows, 32768 / n + 1, ln_range, &c);
     return LTC_OK;
 }
 

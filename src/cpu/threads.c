@@ -5,6 +5,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdlib.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "ltc.h"
@@ -22,8 +24,42 @@ int ltc_cpu_threads(void) {
     return cores;
 }
 
+/* OpenBLAS's DYNAMIC_ARCH builds choose their kernels by CPU model; a model they do not know
+ * (a newer CPU, or a virtual machine's generic one) falls back to "Prescott" (SSE3): a GEMM
+ * four times slower than the AVX-512 kernels on a machine that has them. Then the kernels
+ * are chosen again by the CPU's features, as OPENBLAS_CORETYPE would (which, when set,
+ * is left alone). Runs once, before ltc's first BLAS call. */
+char *openblas_get_corename(void);
+void gotoblas_dynamic_init(void);
+void gotoblas_dynamic_quit(void);
+
+static void blas_pick_core(void) {
+    const char *name = openblas_get_corename();
+    if (getenv("OPENBLAS_CORETYPE") || !name || strcasecmp(name, "prescott") != 0) return;
+    __builtin_cpu_init();
+    const char *want = NULL;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+        want = "SkylakeX";
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        want = "Haswell";
+    else if (__builtin_cpu_supports("avx"))
+        want = "Sandybridge";
+    if (!want || setenv("OPENBLAS_CORETYPE", want, 0)) return;
+    gotoblas_dynamic_quit();
+    gotoblas_dynamic_init(); /* reads OPENBLAS_CORETYPE */
+    unsetenv("OPENBLAS_CORETYPE");
+}
+
+const char *ltc_cpu_blas_core(void) {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, blas_pick_core);
+    return openblas_get_corename();
+}
+
 void ltc_cpu_blas_threads(void) {
     static _Atomic int set;
+    ltc_cpu_blas_core();
     int n = ltc_cpu_threads();
     if (atomic_load_explicit(&set, memory_order_relaxed) == n) return;
     atomic_store(&set, n);

@@ -11,6 +11,12 @@
 /* The number of threads large kernels use (LTC_NUM_THREADS, or the cores when it is 0). */
 int ltc_cpu_threads(void);
 
+/* The name of the kernels OpenBLAS uses ("SkylakeX", "Haswell", ...). The first call (or
+ * the first of ltc_cpu_blas_threads) replaces the "Prescott" fallback that OpenBLAS takes
+ * on a CPU model it does not know by the kernels the CPU's features allow, unless
+ * OPENBLAS_CORETYPE is set. */
+const char *ltc_cpu_blas_core(void);
+
 /* Sets OpenBLAS's thread count to ltc_cpu_threads() if it changed since the last call
  * (cheap: call it before each BLAS call). */
 void ltc_cpu_blas_threads(void);

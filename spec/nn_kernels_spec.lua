@@ -1,0 +1,95 @@
+-- The multi-threaded, vectorized CPU kernels of softmax, log_softmax, layer_norm and conv2d
+-- against the reference backend, at shapes that split across threads and column blocks.
+local ltc = require "ltc"
+
+-- Runs fn on a backend with the same random inputs (made there from one seed).
+local function run(backend, fn)
+  ltc.set_backend(backend)
+  ltc.manual_seed(11)
+  local y = fn()
+  return y:view(-1):totable()
+end
+
+local function close(cpu, ref, tol)
+  assert.are.equal(#ref, #cpu)
+  for i = 1, #ref do
+    local a, b = cpu[i], ref[i]
+    if a ~= b then -- equal infinities, or both NaN
+      assert.is_true(a ~= a and b ~= b or math.abs(a - b) <= tol * (1 + math.abs(b)),
+        string.format("element %d: cpu %s, ref %s", i, tostring(a), tostring(b)))
+    end
+  end
+end
+
+local function check(fn, tol)
+  close(run("cpu", fn), run("ref", fn), tol or 1e-5)
+end
+
+describe("CPU nn kernels", function()
+  after_each(function() ltc.set_backend("cpu") end)
+
+  for _, case in ipairs {
+    { { 64, 1024 }, -1 }, { { 3, 5, 7 }, 1 }, { { 3, 5, 7 }, 2 }, { { 3, 5, 7 }, 3 },
+    { { 40, 700 }, 1 },      -- inner 700: several column blocks, the last one partial
+    { { 2, 300, 33 }, 2 },   -- outer slices times column blocks
+    { { 1, 1 }, 2 },
+  } do
+    local size, dim = case[1], case[2]
+    local name = table.concat(size, "x") .. " along " .. dim
+    it("softmax matches the reference backend: " .. name, function()
+      check(function() return (ltc.randn(size) * 4):softmax(dim) end)
+    end)
+    it("log_softmax matches the reference backend: " .. name, function()
+      check(function() return (ltc.randn(size) * 4):log_softmax(dim) end)
+    end)
+    it("softmax in float64 matches the reference backend: " .. name, function()
+      check(function() return (ltc.randn(size, "float64") * 4):softmax(dim) end, 1e-12)
+    end)
+  end
+
+  it("softmax keeps -inf, inf and NaN rows as the reference backend does", function()
+    check(function()
+      local x = ltc.randn(6, 40)
+      local inf = 1 / 0
+      x[1][3] = -inf
+      x[2]:fill_(-inf)
+      x[3][5] = inf
+      x[4][7] = 0 / 0
+      return ltc.cat({ x:softmax(2), x:log_softmax(2) })
+    end)
+  end)
+
+  for _, size in ipairs { { 70, 1000 }, { 2, 3, 4 }, { 5, 1 } } do
+    it("layer_norm matches the reference backend: " .. table.concat(size, "x"), function()
+      check(function()
+        local n = size[#size]
+        local x = ltc.randn(size) * 3 + 1
+        return ltc.layer_norm(x, { n }, ltc.randn(n), ltc.randn(n))
+      end, 1e-4)
+    end)
+  end
+
+  for _, c in ipairs {
+    { "batched, bias, padding 1", { 4, 6, 13, 11 }, { 5, 6, 3, 3 }, true, 1, 1, 1, 1 },
+    { "stride 2, dilation 2", { 2, 4, 17, 15 }, { 3, 4, 3, 3 }, true, 2, 2, 2, 1 },
+    { "groups 2", { 2, 4, 9, 9 }, { 6, 2, 3, 3 }, true, 1, 1, 1, 2 },
+    { "1x1, bias", { 3, 8, 7, 7 }, { 4, 8, 1, 1 }, true, 1, 0, 1, 1 },
+    { "no bias", { 2, 3, 8, 8 }, { 4, 3, 3, 3 }, false, 1, 1, 1, 1 },
+    { "unbatched", { 64, 20, 20 }, { 8, 64, 3, 3 }, true, 1, 1, 1, 1 },
+  } do
+    it("conv2d matches the reference backend: " .. c[1], function()
+      check(function()
+        local x, w = ltc.randn(c[2]), ltc.randn(c[3])
+        local b = c[4] and ltc.randn(c[3][1]) or nil
+        return ltc.conv2d(x, w, b, c[5], c[6], c[7], c[8])
+      end, 1e-4)
+    end)
+  end
+
+  it("conv2d in float64 matches the reference backend", function()
+    check(function()
+      local x, w = ltc.randn({ 2, 3, 9, 9 }, "float64"), ltc.randn({ 4, 3, 3, 3 }, "float64")
+      return ltc.conv2d(x, w, ltc.randn({ 4 }, "float64"), 1, 1)
+    end, 1e-12)
+  end)
+end)

@@ -670,7 +670,6 @@ static int state_close(lua_State *L) {
 int luaopen_ltc_core(lua_State *L) {
     ltc_backends_init();
     ltcL_install_trim_gc(L);
-    ltcL_install_trim_gc(L);
     __atomic_add_fetch(&open_states, 1, __ATOMIC_ACQ_REL); /* states may live on several threads */
     lua_newuserdatauv(L, 1, 0); /* its __gc runs when the state closes */
     lua_newtable(L);

@@ -190,7 +190,8 @@ describe("ltc.jit over a training step", function()
 
   local sgd = function(ps) return ltc.optim.SGD(ps, { lr = 0.2 }) end
 
-  it("trains an MLP to the traced run's parameters, with no compile or trace after the capture", function()
+  it("trains an MLP to the traced run's parameters, with no compile or trace after the capture",
+  function()
     local want, want_losses = traced(sgd)
     local model, batches, step, calls = setup(sgd)
     local f = ltc.jit(step)
@@ -220,7 +221,8 @@ describe("ltc.jit over a training step", function()
       assert.is_true(ltc.debug.pending().pending_tensors >= 2) -- xb and yb: lazy gathers
       f(xb, yb)
       if i == 2 then
-        uncached, cached = ltc.metrics.counter("UncachedCompile"), ltc.metrics.counter("CachedCompile")
+        uncached = ltc.metrics.counter("UncachedCompile")
+        cached = ltc.metrics.counter("CachedCompile")
       end
     end
     assert.equal(0, ltc.metrics.counter("UncachedCompile") - uncached)

@@ -1,10 +1,13 @@
 /* pool.c - CPU kernels of max_pool2d, avg_pool2d and their backward ops: one pass per
- * (image, channel) plane, float32 and float64. Inputs [N, C, H, W] or [C, H, W]. Windows
- * follow PyTorch (aten/src/ATen/native/cpu/MaxPoolKernel.cpp, AvgPoolKernel.cpp). */
+ * (image, channel) plane, float32 and float64, the planes shared among the worker threads
+ * (each plane written by one thread, so results do not depend on the thread count). Inputs
+ * [N, C, H, W] or [C, H, W]. Windows follow PyTorch (aten/src/ATen/native/cpu/
+ * MaxPoolKernel.cpp, AvgPoolKernel.cpp). */
 #include <math.h>
 #include <string.h>
 
 #include "elementwise.h"
+#include "threads.h"
 
 /* The geometry of a pooling: planes (N * C), input and output sizes, window. */
 typedef struct {
@@ -48,8 +51,8 @@ DEF_ARGMAX(argmax_f32, float)
 DEF_ARGMAX(argmax_f64, double)
 
 #define DEF_MAXPOOL(NAME, ARGMAX, T)                                                          \
-    static void NAME(const pgeom *g, const T *in, T *out) {                                   \
-        for (int64_t p = 0; p < g->planes; p++) {                                             \
+    static void NAME(const pgeom *g, int64_t lo, int64_t hi, const T *in, T *out) {           \
+        for (int64_t p = lo; p < hi; p++) {                                                   \
             const T *src = in + p * g->h * g->w;                                              \
             T *dst = out + p * g->oh * g->ow;                                                 \
             for (int64_t oy = 0; oy < g->oh; oy++)                                            \
@@ -63,9 +66,10 @@ DEF_MAXPOOL(maxpool_f32, argmax_f32, float)
 DEF_MAXPOOL(maxpool_f64, argmax_f64, double)
 
 #define DEF_MAXPOOL_BACK(NAME, ARGMAX, T)                                                     \
-    static void NAME(const pgeom *g, const T *gout, const T *in, T *gin) {                    \
-        memset(gin, 0, sizeof(T) * (size_t)(g->planes * g->h * g->w));                        \
-        for (int64_t p = 0; p < g->planes; p++) {                                             \
+    static void NAME(const pgeom *g, int64_t lo, int64_t hi, const T *gout, const T *in,      \
+                     T *gin) {                                                                 \
+        memset(gin + lo * g->h * g->w, 0, sizeof(T) * (size_t)((hi - lo) * g->h * g->w));     \
+        for (int64_t p = lo; p < hi; p++) {                                                   \
             const T *src = in + p * g->h * g->w, *go = gout + p * g->oh * g->ow;              \
             T *gi = gin + p * g->h * g->w;                                                    \
             for (int64_t oy = 0; oy < g->oh; oy++)                                            \
@@ -77,26 +81,6 @@ DEF_MAXPOOL(maxpool_f64, argmax_f64, double)
     }
 DEF_MAXPOOL_BACK(maxpool_back_f32, argmax_f32, float)
 DEF_MAXPOOL_BACK(maxpool_back_f64, argmax_f64, double)
-
-/* max_pool2d(Tensor self, int[] kernel_size, int[] stride, int[] padding, int[] dilation,
- * bool ceil_mode) */
-ltc_status ltc_cpu_kernel_max_pool2d(const ltc_kernel_args *a) {
-    pgeom g;
-    pgeom_of(&a->in_shapes[0], &a->out_shapes[0], a->attrs, true, &g);
-    if (a->in_shapes[0].dtype == LTC_F32) maxpool_f32(&g, a->in[0], a->out[0]);
-    else maxpool_f64(&g, a->in[0], a->out[0]);
-    return LTC_OK;
-}
-
-/* max_pool2d_backward(Tensor grad_output, Tensor self, ...): each output's gradient goes
- * to the element its window picked (recomputed from self). */
-ltc_status ltc_cpu_kernel_max_pool2d_backward(const ltc_kernel_args *a) {
-    pgeom g;
-    pgeom_of(&a->in_shapes[1], &a->in_shapes[0], a->attrs, true, &g);
-    if (a->in_shapes[1].dtype == LTC_F32) maxpool_back_f32(&g, a->in[0], a->in[1], a->out[0]);
-    else maxpool_back_f64(&g, a->in[0], a->in[1], a->out[0]);
-    return LTC_OK;
-}
 
 /* The window of output (oy, ox) clipped to the input: [y0, y1) x [x0, x1), and the divisor:
  * the window clipped to the padded input when count_include_pad, else the clipped count. */
@@ -112,8 +96,9 @@ static int64_t avg_window(const pgeom *g, int64_t oy, int64_t ox, bool count_pad
 }
 
 #define DEF_AVGPOOL(NAME, T)                                                                  \
-    static void NAME(const pgeom *g, bool count_pad, const T *in, T *out) {                   \
-        for (int64_t p = 0; p < g->planes; p++) {                                             \
+    static void NAME(const pgeom *g, int64_t lo, int64_t hi, bool count_pad, const T *in,     \
+                     T *out) {                                                                 \
+        for (int64_t p = lo; p < hi; p++) {                                                   \
             const T *src = in + p * g->h * g->w;                                              \
             T *dst = out + p * g->oh * g->ow;                                                 \
             for (int64_t oy = 0; oy < g->oh; oy++)                                            \
@@ -131,9 +116,10 @@ DEF_AVGPOOL(avgpool_f32, float)
 DEF_AVGPOOL(avgpool_f64, double)
 
 #define DEF_AVGPOOL_BACK(NAME, T)                                                             \
-    static void NAME(const pgeom *g, bool count_pad, const T *gout, T *gin) {                 \
-        memset(gin, 0, sizeof(T) * (size_t)(g->planes * g->h * g->w));                        \
-        for (int64_t p = 0; p < g->planes; p++) {                                             \
+    static void NAME(const pgeom *g, int64_t lo, int64_t hi, bool count_pad, const T *gout,   \
+                     T *gin) {                                                                 \
+        memset(gin + lo * g->h * g->w, 0, sizeof(T) * (size_t)((hi - lo) * g->h * g->w));     \
+        for (int64_t p = lo; p < hi; p++) {                                                   \
             const T *go = gout + p * g->oh * g->ow;                                           \
             T *gi = gin + p * g->h * g->w;                                                    \
             for (int64_t oy = 0; oy < g->oh; oy++)                                            \
@@ -150,24 +136,76 @@ DEF_AVGPOOL(avgpool_f64, double)
 DEF_AVGPOOL_BACK(avgpool_back_f32, float)
 DEF_AVGPOOL_BACK(avgpool_back_f64, double)
 
+/* A pooling kernel's call, for the worker threads: which one, its geometry and arguments. */
+typedef enum { MAXPOOL, MAXPOOL_BACK, AVGPOOL, AVGPOOL_BACK } pool_kind;
+typedef struct {
+    pool_kind kind;
+    pgeom g;
+    bool f32, count_pad;
+    const ltc_kernel_args *a;
+} pool_ctx;
+
+static void pool_range(void *p, int64_t lo, int64_t hi, int tid) {
+    (void)tid;
+    const pool_ctx *c = p;
+    const pgeom *g = &c->g;
+    void *const *in = (void *const *)c->a->in, *out = c->a->out[0];
+    switch (c->kind) {
+    case MAXPOOL:
+        if (c->f32) maxpool_f32(g, lo, hi, in[0], out);
+        else maxpool_f64(g, lo, hi, in[0], out);
+        break;
+    case MAXPOOL_BACK:
+        if (c->f32) maxpool_back_f32(g, lo, hi, in[0], in[1], out);
+        else maxpool_back_f64(g, lo, hi, in[0], in[1], out);
+        break;
+    case AVGPOOL:
+        if (c->f32) avgpool_f32(g, lo, hi, c->count_pad, in[0], out);
+        else avgpool_f64(g, lo, hi, c->count_pad, in[0], out);
+        break;
+    case AVGPOOL_BACK:
+        if (c->f32) avgpool_back_f32(g, lo, hi, c->count_pad, in[0], out);
+        else avgpool_back_f64(g, lo, hi, c->count_pad, in[0], out);
+        break;
+    }
+}
+
+/* Runs c over its planes on the worker threads, in chunks of about 64K window reads. */
+static ltc_status pool_run(pool_ctx *c) {
+    const pgeom *g = &c->g;
+    int64_t cost = g->oh * g->ow * g->kh * g->kw + g->h * g->w;
+    ltc_cpu_parallel_for(g->planes, 65536 / (cost ? cost : 1) + 1, pool_range, c);
+    return LTC_OK;
+}
+
+/* max_pool2d(Tensor self, int[] kernel_size, int[] stride, int[] padding, int[] dilation,
+ * bool ceil_mode) */
+ltc_status ltc_cpu_kernel_max_pool2d(const ltc_kernel_args *a) {
+    pool_ctx c = {MAXPOOL, {0}, a->in_shapes[0].dtype == LTC_F32, false, a};
+    pgeom_of(&a->in_shapes[0], &a->out_shapes[0], a->attrs, true, &c.g);
+    return pool_run(&c);
+}
+
+/* max_pool2d_backward(Tensor grad_output, Tensor self, ...): each output's gradient goes
+ * to the element its window picked (recomputed from self). */
+ltc_status ltc_cpu_kernel_max_pool2d_backward(const ltc_kernel_args *a) {
+    pool_ctx c = {MAXPOOL_BACK, {0}, a->in_shapes[1].dtype == LTC_F32, false, a};
+    pgeom_of(&a->in_shapes[1], &a->in_shapes[0], a->attrs, true, &c.g);
+    return pool_run(&c);
+}
+
 /* avg_pool2d(Tensor self, int[] kernel_size, int[] stride, int[] padding, bool ceil_mode,
  * bool count_include_pad) */
 ltc_status ltc_cpu_kernel_avg_pool2d(const ltc_kernel_args *a) {
-    pgeom g;
-    pgeom_of(&a->in_shapes[0], &a->out_shapes[0], a->attrs, false, &g);
-    bool count_pad = a->attrs[4].i != 0;
-    if (a->in_shapes[0].dtype == LTC_F32) avgpool_f32(&g, count_pad, a->in[0], a->out[0]);
-    else avgpool_f64(&g, count_pad, a->in[0], a->out[0]);
-    return LTC_OK;
+    pool_ctx c = {AVGPOOL, {0}, a->in_shapes[0].dtype == LTC_F32, a->attrs[4].i != 0, a};
+    pgeom_of(&a->in_shapes[0], &a->out_shapes[0], a->attrs, false, &c.g);
+    return pool_run(&c);
 }
 
 /* avg_pool2d_backward(Tensor grad_output, Tensor self, ...): each output's gradient spread
  * evenly (by the same divisor) over its window. */
 ltc_status ltc_cpu_kernel_avg_pool2d_backward(const ltc_kernel_args *a) {
-    pgeom g;
-    pgeom_of(&a->in_shapes[1], &a->in_shapes[0], a->attrs, false, &g);
-    bool count_pad = a->attrs[4].i != 0;
-    if (a->in_shapes[1].dtype == LTC_F32) avgpool_back_f32(&g, count_pad, a->in[0], a->out[0]);
-    else avgpool_back_f64(&g, count_pad, a->in[0], a->out[0]);
-    return LTC_OK;
+    pool_ctx c = {AVGPOOL_BACK, {0}, a->in_shapes[1].dtype == LTC_F32, a->attrs[4].i != 0, a};
+    pgeom_of(&a->in_shapes[1], &a->in_shapes[0], a->attrs, false, &c.g);
+    return pool_run(&c);
 }

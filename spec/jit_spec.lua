@@ -129,6 +129,37 @@ describe("ltc.jit", function()
     assert.same({ 6, 6 }, f(ltc.tensor { 2, 2 }):totable()) -- the read is not repeated
   end)
 
+  it("counts and reports state that fn replaces instead of updating in place", function()
+    local st = { buf = ltc.zeros(2) }
+    local f = ltc.jit(function(g)
+      st.buf = st.buf * 0.5 + g -- replaced: the graph keeps reading the old buffer
+      return st.buf
+    end)
+    local stderr, said = io.stderr, {}
+    io.stderr = { write = function(_, m) said[#said + 1] = m end } -- luacheck: ignore
+    local before = ltc.metrics.counter("GraphFrozenInput")
+    local ok, e = pcall(function()
+      f(ltc.ones(2))
+      f(ltc.ones(2))
+    end)
+    io.stderr = stderr -- luacheck: ignore
+    assert(ok, e)
+    assert.equal(before + 1, ltc.metrics.counter("GraphFrozenInput"))
+    assert.equal(1, #said)
+    assert.matches("reads 1 tensor%(s%) that nothing else holds", said[1])
+    -- updated in place, the same state is not frozen and trains as traced
+    local buf = ltc.zeros(2)
+    local h = ltc.jit(function(g)
+      buf:mul_(0.5):add_(g)
+      return buf * 1
+    end)
+    before = ltc.metrics.counter("GraphFrozenInput")
+    local outs = {}
+    for i = 1, 4 do outs[i] = h(ltc.ones(2)):totable()[1] end
+    assert.same({ 1, 1.5, 1.75, 1.875 }, outs)
+    assert.equal(before, ltc.metrics.counter("GraphFrozenInput"))
+  end)
+
   it("refuses a non-function", function()
     assert.matches("function expected", err(function() ltc.jit(42) end))
   end)

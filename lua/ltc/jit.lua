@@ -20,7 +20,11 @@
 --    holding f(x1)). Non-tensor results are the capture's values.
 --  * Tensors fn reaches through upvalues (parameters) are static inputs; in-place updates
 --    (`w:sub_(lr * g)`) are replayed, so a training step trains. In-place writes to the
---    arguments land in the static copies, not in the caller's tensors.
+--    arguments land in the static copies, not in the caller's tensors. State must be
+--    updated in place too (ltc.optim does): state that fn replaces (`st.buf = st.buf * m
+--    + g`) leaves the graph reading the old tensor, frozen at its capture-time value, on
+--    every replay. The capture counts such tensors (counter "GraphFrozenInput": read by
+--    the graph, held by nothing else) and ltc.jit warns about them on stderr.
 --  * An error inside fn during the capture ends and drops the capture, then is re-raised.
 --
 -- f:reset() drops the captured graph (the next call captures again); f.graph is the
@@ -108,6 +112,7 @@ function M.jit(fn, opts)
     statics = make_statics(args)
     local call = fill_statics(statics, args)
     local g = core.Graph { keep_graph = false }
+    local frozen = core.counter("GraphFrozenInput")
     g:capture_begin { mode = opts.mode, pool = opts.pool }
     local ok, res = pcall(function() return pack(fn(unpack(call, 1, call.n))) end)
     if ok then ok, res = pcall(function() g:capture_end(); return res end) end
@@ -118,6 +123,13 @@ function M.jit(fn, opts)
     end
     self.graph, results = g, res
     core._counter_add("JitCapture", 1)
+    frozen = core.counter("GraphFrozenInput") - frozen
+    if frozen > 0 then
+      io.stderr:write(string.format("ltc.jit: the captured graph reads %d tensor(s) that "
+        .. "nothing else holds any more: every replay reads their capture-time values (state "
+        .. "replaced in fn instead of updated in place? use x:copy_(new) or mul_/add_)\n",
+        frozen))
+    end
     return share_results(results)
   end
 

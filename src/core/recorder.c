@@ -312,6 +312,38 @@ void ltc_capture_note_rng(ltc_tensor *state, uint64_t offset) {
     ltc_data_retain(state->data);
 }
 
+/* One more holder of t in m, if m has t (pentry.step counts them). */
+static void count_holder(pmap *m, const ltc_tensor *t) {
+    pentry *e = pmap_find(m, t);
+    if (e) e->step++;
+}
+
+/* Static inputs the record reads that nothing but the session and the record holds any
+ * more: no later copy_ can reach them, so every replay reads their capture-time values.
+ * Usually state that the captured code replaced instead of updating it in place
+ * (`st.buf = st.buf * m + g` rather than `st.buf:mul_(m):add_(g)`); counted as
+ * GraphFrozenInput. */
+static int64_t count_frozen(session *s, const ltc_capture_record *r) {
+    pmap m = {0};
+    int64_t n = 0;
+    for (int i = 0; i < r->n_steps; i++)
+        for (int k = 0; k < r->steps[i].n_args; k++) {
+            const ltc_binding *b = &r->steps[i].args[k];
+            if (b->kind != LTC_BIND_TENSOR) continue;
+            pentry *e = pmap_find(&m, b->tensor);
+            if (!e && !(e = pmap_add(&m, b->tensor))) goto done; /* out of memory: no count */
+            e->step++;
+        }
+    for (size_t i = 0; i < s->data.cap; i++) /* the session's references */
+        if (s->data.e[i].key && s->data.e[i].kind == M_STATIC) count_holder(&m, s->data.e[i].tensor);
+    for (int k = 0; k < r->n_installs; k++) count_holder(&m, r->installs[k].tensor);
+    for (size_t i = 0; i < m.cap; i++)
+        if (m.e[i].key && ((const ltc_tensor *)m.e[i].key)->refcount <= m.e[i].step) n++;
+done:
+    free(m.e);
+    return n;
+}
+
 ltc_status ltc_capture_finish(ltc_capture_record **out) {
     session *s = cur;
     if (!s) return ltc_errorf(LTC_ERR_STATE, "capture_end: no capture in progress on this thread");
@@ -340,6 +372,8 @@ ltc_status ltc_capture_finish(ltc_capture_record **out) {
         r->installs[r->n_installs++] =
             (ltc_capture_install){ltc_tensor_retain(t), classify(s, t->data)};
     }
+    int64_t frozen = count_frozen(s, r);
+    if (frozen) ltc_counter_add("GraphFrozenInput", frozen);
     uint64_t seed, now;
     ltc_rng_state_get(&seed, &now);
     r->rng_advance = now - s->rng_begin;

@@ -21,6 +21,8 @@ static option options[] = {
     {"LTC_TRIM_GRAPH_SIZE", 100000, 0, (int64_t)1 << 40,
      "sync automatically after this many nodes traced without a sync (0: never)"},
     {"LTC_NUM_THREADS", 0, 0, 256, "threads of large CPU kernels and of OpenBLAS (0: one per core)"},
+    {"LTC_SPECIAL_SCALARS", 0, 0, 1,
+     "Lua numbers 0, 1 and -1 in ops become graph constants, not parameters"},
     {"LTC_FUSION", 1, 0, 1, "CPU backend: fuse elementwise ops into blockwise passes (at compile)"},
 };
 

@@ -30,6 +30,11 @@ ltc_status ltc_shape_creation(const int64_t *size, int n_size, ltc_dtype dtype, 
     return ltc_shape_make(out, dtype == LTC_DTYPE_NONE ? LTC_F32 : dtype, n_size, size);
 }
 
+ltc_status ltc_shape_scalar_tensor(double value, ltc_dtype dtype, ltc_shape *out) {
+    (void)value;
+    return ltc_shape_creation(NULL, 0, dtype, out);
+}
+
 ltc_status ltc_shape_full(const int64_t *size, int n_size, const ltc_shape *fill_value,
                           ltc_dtype dtype, ltc_shape *out) {
     if (fill_value->ndim != 0)

@@ -63,6 +63,29 @@ static ltc_status convert_weak(ltc_tensor *t, ltc_dtype dt, ltc_tensor **out) {
     return ltc_tensor_weak_scalar(dt, &v, out);
 }
 
+/* LTC_SPECIAL_SCALARS: a weak scalar 0, 1 or -1 becomes a scalar_tensor constant of dtype
+ * dt (new reference in *out); false when it does not apply. */
+static bool special_scalar(ltc_tensor *t, ltc_dtype dt, ltc_tensor **out, ltc_status *st) {
+    static int64_t *flag;
+    if (!flag) flag = ltc_config_slot("LTC_SPECIAL_SCALARS");
+    if (!flag || !*flag || !t->weak || !t->data || ltc_tensor_is_pending(t) ||
+        ltc_capture_is_static(t))
+        return false;
+    double f;
+    const void *p = t->data->ptr;
+    switch (t->shape.dtype) {
+    case LTC_F32: f = *(const float *)p; break;
+    case LTC_F64: f = *(const double *)p; break;
+    case LTC_I32: f = *(const int32_t *)p; break;
+    case LTC_I64: f = (double)*(const int64_t *)p; break;
+    default: f = *(const uint8_t *)p; break;
+    }
+    if (f != 0 && f != 1 && f != -1) return false;
+    *st = ltc_scalar_tensor(f, dt, out);
+    if (!*st) (*out)->weak = true;
+    return true;
+}
+
 ltc_status ltc_trace_promote(ltc_tensor **io, int n, ltc_promote_rule rule) {
     ltc_dtype dt = result_type(io, n);
     if (rule == LTC_PROMOTE_FLOAT && !ltc_dtype_is_float(dt)) dt = LTC_F32;
@@ -70,6 +93,10 @@ ltc_status ltc_trace_promote(ltc_tensor **io, int n, ltc_promote_rule rule) {
     ltc_status st = LTC_OK;
     for (; done < n; done++) {
         ltc_tensor *t = io[done];
+        if (special_scalar(t, dt, &io[done], &st)) {
+            if (st) break;
+            continue;
+        }
         if (t->shape.dtype == dt) {
             ltc_tensor_retain(t);
             continue;

@@ -112,7 +112,28 @@ static void emit_loop(strbuf *b, const gen_op *op, int dt) {
                   ew_operand_promoted(op, k) ? ctype : "uint8_t", v - 32, k, v, k);
     }
     if (!any) sb_puts(b, "    (void)in;\n    (void)stride;\n");
-    sb_puts(b, "    for (int64_t i0 = 0; i0 < n; i0 += LTC_EW_CHUNK) {\n"
+    /* unit strides: one vectorized loop over the whole chunks (a multiple of every vector
+     * width, so the compiler's scalar epilogue never runs), then the padded last chunk */
+    sb_puts(b, "    int64_t i0 = 0;\n");
+    if (any) {
+        strbuf unit = {0};
+        for (int k = 0; k < n; k++) {
+            char v = (char)('x' + k);
+            if (uses_var(expr, v)) sb_printf(&unit, "%ss%c == 1", unit.s ? " && " : "", v);
+        }
+        sb_printf(b, "    if (%s) {\n        %s *const O = O_;\n        i0 = n - n %% LTC_EW_CHUNK;\n",
+                  unit.s, otype);
+        sb_puts(b, "        LTC_SIMD\n        for (int64_t i = 0; i < i0; i++) {\n");
+        for (int k = 0; k < n; k++) {
+            char v = (char)('x' + k);
+            const char *t = ew_operand_promoted(op, k) ? ctype : "uint8_t";
+            if (uses_var(expr, v)) sb_printf(b, "            const %s %c = %c_[i];\n", t, v, v - 32);
+        }
+        ew_store(b, "            ", otype, expr);
+        sb_puts(b, "        }\n    }\n");
+        sb_free(&unit);
+    }
+    sb_puts(b, "    for (; i0 < n; i0 += LTC_EW_CHUNK) {\n"
                "        const int64_t m = n - i0 < LTC_EW_CHUNK ? n - i0 : LTC_EW_CHUNK;\n");
     sb_printf(b, "        %s Ob[LTC_EW_CHUNK], *O = m == LTC_EW_CHUNK ? O_ + i0 : Ob;\n", otype);
     for (int k = 0; k < n; k++) {

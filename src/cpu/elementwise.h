@@ -30,7 +30,7 @@ typedef void (*ltc_ew_loop)(int64_t n, void *out, const void *const *in, const i
 #endif
 #define LTC_SIMD _Pragma("omp simd")
 /* Elements per chunk of a generated loop (a multiple of every vector width). */
-#define LTC_EW_CHUNK 32
+#define LTC_EW_CHUNK 16
 
 /* How the plan's fused steps call an op's generated loop (gen/cpu_ops.c, ltc_cpu_ew_info):
  * the loop for the dtype of operand `dispatch`, with the operands first and then n_attrs

@@ -133,6 +133,26 @@ def conv2d(n, c, h, w, k):
         print("torch_ms %.3f" % (1e3 * best(lambda: torch.nn.functional.conv2d(x, f, b, padding=1), 5)))
 
 
+def mlp_step(batch, d_in, hidden, d_out, steps):
+    """One SGD step of a d_in-hidden-d_out MLP (ReLU, cross-entropy) in PyTorch eager."""
+    torch = torch_or_none()
+    if not torch:
+        return
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(d_in, hidden), torch.nn.ReLU(),
+                                torch.nn.Linear(hidden, d_out))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(batch, d_in), torch.randint(0, d_out, (batch,))
+
+    def run():
+        for _ in range(steps):
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            opt.step()
+    run()
+    print("torch_us %.3f" % (1e6 * best(run, 5) / steps))
+
+
 def rss_mb():
     with open("/proc/self/status") as f:
         for line in f:
@@ -157,7 +177,8 @@ def memory(n):
 def main():
     cmd, args = sys.argv[1], [int(x) if x.isdigit() else x for x in sys.argv[2:]]
     {"chain": chain, "gemm": gemm, "trace": trace, "softmax": softmax,
-     "layernorm": layernorm, "conv2d": conv2d, "memory": memory}[cmd](*args)
+     "layernorm": layernorm, "conv2d": conv2d, "memory": memory,
+     "mlp_step": mlp_step}[cmd](*args)
 
 
 if __name__ == "__main__":

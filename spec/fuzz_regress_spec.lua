@@ -74,3 +74,21 @@ describe("cross_entropy on the CPU backend", function()
     assert.is_true(math.abs(r.ref.v - math.log(2)) < 1e-12, "ref gives " .. r.ref.v)
   end)
 end)
+
+describe("conv2d with zero padding", function()
+  -- seed 7, program 60921: the reference backend skipped padded positions, so a -inf weight
+  -- over padding gave 0 there; the CPU backend (and PyTorch) multiply the padded zero: NaN
+  it("multiplies padded zeros by the weight on both backends, as PyTorch", function()
+    local r = on_both(function()
+      local x = ltc.ones(1, 1, 1, 1, "float64")
+      local w = ltc.full({ 1, 1, 1, 1 }, -math.huge, "float64")
+      return ltc.conv2d(x, w, nil, 1, 1):totable()
+    end)
+    assert.is_true(r.cpu.ok and r.ref.ok)
+    for _, be in ipairs { "cpu", "ref" } do
+      local v = r[be].v[1][1]
+      assert.is_true(v[1][1] ~= v[1][1], be .. ": corner should be NaN")
+      assert.equal(-math.huge, v[2][2], be .. ": centre")
+    end
+  end)
+end)

@@ -44,9 +44,12 @@ static ltc_status forward(const ltc_kernel_args *a, bool bias) {
                             for (int64_t j = 0; j < c.kw; j++) {
                                 int64_t y = oy * c.sh - c.ph + i * c.dh;
                                 int64_t x = ox * c.sw - c.pw + j * c.dw;
-                                if (y < 0 || y >= c.h || x < 0 || x >= c.w) continue;
-                                s += ltc_ref_get(a->in[0], is->dtype, IN(n, first + ch, y, x)) *
-                                     ltc_ref_get(a->in[1], ws->dtype, WT(k, ch, i, j));
+                                /* zero padding is a real zero times the weight, as in
+                                 * PyTorch: 0 * inf is NaN */
+                                bool in = y >= 0 && y < c.h && x >= 0 && x < c.w;
+                                double v = in ? ltc_ref_get(a->in[0], is->dtype,
+                                                            IN(n, first + ch, y, x)) : 0.0;
+                                s += v * ltc_ref_get(a->in[1], ws->dtype, WT(k, ch, i, j));
                             }
                     ltc_ref_set(a->out[0], os->dtype, OUT(n, k, oy, ox), s);
                 }
@@ -105,9 +108,10 @@ ltc_status ltc_ref_kernel_conv2d_backward_weight(const ltc_kernel_args *a) {
                             for (int64_t ox = 0; ox < c.ow; ox++) {
                                 int64_t y = oy * c.sh - c.ph + i * c.dh;
                                 int64_t x = ox * c.sw - c.pw + j * c.dw;
-                                if (y < 0 || y >= c.h || x < 0 || x >= c.w) continue;
-                                s += ltc_ref_get(a->in[0], gs->dtype, OUT(n, k, oy, ox)) *
-                                     ltc_ref_get(a->in[1], is->dtype, IN(n, first + ch, y, x));
+                                bool in = y >= 0 && y < c.h && x >= 0 && x < c.w;
+                                double v = in ? ltc_ref_get(a->in[1], is->dtype,
+                                                            IN(n, first + ch, y, x)) : 0.0;
+                                s += ltc_ref_get(a->in[0], gs->dtype, OUT(n, k, oy, ox)) * v;
                             }
                     ltc_ref_set(a->out[0], os->dtype, WT(k, ch, i, j), s);
                 }

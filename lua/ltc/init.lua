@@ -57,7 +57,7 @@ local inplace = { "add", "sub", "mul", "div", "pow", "neg", "exp", "log", "relu"
   "tanh", "floor_divide", "remainder", "abs", "sqrt", "rsqrt", "log1p", "expm1", "sin", "cos",
   "clamp", "floor", "ceil", "round", "sign", "gelu", "silu", "leaky_relu", "lerp", "addcmul",
   "addcdiv", "fmod", "masked_fill", "minimum", "maximum", "logical_and", "logical_or",
-  "logical_not" }
+  "logical_not", "scatter", "index_add", "scatter_add" }
 for _, name in ipairs(inplace) do
   local op = core[name]
   if op and methods[name .. "_"] == nil then

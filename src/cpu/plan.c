@@ -324,3 +324,26 @@ char *ltc_cpu_plan_text(const cpu_plan *p) {
     }
     return out;
 }
+
+ltc_status ltc_cpu_plan_compile_all(const ltc_lowering_ctx *const *ctxs, int n,
+                                    ltc_computation **out, const ltc_kernel_fn *kernels,
+                                    const ltc_kernel_fn *fallback) {
+    for (int i = 0; i < n; i++) {
+        cpu_plan *p = ltc_cpu_plan_build(ctxs[i], kernels, fallback);
+        if (!p) {
+            for (int k = 0; k < i; k++) {
+                ltc_cpu_plan_free(out[k]->impl);
+                out[k]->impl = NULL;
+            }
+            return LTC_ERR_BACKEND;
+        }
+        out[i]->impl = p;
+    }
+    return LTC_OK;
+}
+
+void ltc_cpu_plan_computation_free(ltc_backend *b, ltc_computation *c) {
+    (void)b;
+    ltc_cpu_plan_free(c->impl);
+    c->impl = NULL;
+}

@@ -60,6 +60,13 @@ typedef struct {
 cpu_plan *ltc_cpu_plan_build(const ltc_lowering_ctx *ctx, const ltc_kernel_fn *kernels,
                              const ltc_kernel_fn *fallback);
 void ltc_cpu_plan_free(cpu_plan *p);
+/* The compile and computation_free slots shared by the plan-based backends (CPU and
+ * reference): lowers each context with ltc_cpu_plan_build(ctx, kernels, fallback) into
+ * out[i]->impl; on failure frees what it built and returns LTC_ERR_BACKEND. */
+ltc_status ltc_cpu_plan_compile_all(const ltc_lowering_ctx *const *ctxs, int n,
+                                    ltc_computation **out, const ltc_kernel_fn *kernels,
+                                    const ltc_kernel_fn *fallback);
+void ltc_cpu_plan_computation_free(ltc_backend *b, ltc_computation *c);
 /* Runs the plan: args are the parameters' data, outs receives new output data. */
 ltc_status ltc_cpu_plan_run(ltc_backend *b, cpu_plan *p, ltc_data *const *args, ltc_data **outs);
 

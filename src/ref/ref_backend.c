@@ -45,24 +45,7 @@ static void data_free(ltc_backend *b, ltc_data *d) {
 static ltc_status compile(ltc_backend *b, const ltc_lowering_ctx *const *ctxs, int n,
                           ltc_computation **out) {
     (void)b;
-    for (int i = 0; i < n; i++) {
-        cpu_plan *p = ltc_cpu_plan_build(ctxs[i], ltc_ref_kernels, NULL);
-        if (!p) {
-            for (int k = 0; k < i; k++) {
-                ltc_cpu_plan_free(out[k]->impl);
-                out[k]->impl = NULL;
-            }
-            return LTC_ERR_BACKEND;
-        }
-        out[i]->impl = p;
-    }
-    return LTC_OK;
-}
-
-static void computation_free(ltc_backend *b, ltc_computation *c) {
-    (void)b;
-    ltc_cpu_plan_free(c->impl);
-    c->impl = NULL;
+    return ltc_cpu_plan_compile_all(ctxs, n, out, ltc_ref_kernels, NULL);
 }
 
 static ltc_status execute(ltc_backend *b, ltc_computation *c, ltc_data *const *args,
@@ -96,7 +79,7 @@ static const struct ltc_backend_i ref_iface = {
     .data_to_host = data_to_host,
     .data_free = data_free,
     .compile = compile,
-    .computation_free = computation_free,
+    .computation_free = ltc_cpu_plan_computation_free,
     .execute = execute,
     .default_device = default_device,
     .devices = devices,

@@ -1,62 +1,10 @@
 /*
  * cpu_backend.c - the CPU backend's vtable: host data, compile (lower to a plan), execute.
  */
-#include <stdlib.h>
-#include <string.h>
 
 #include "ltc_graph.h"
-#include "hostmem.h"
 #include "threads.h"
 #include "plan.h"
-
-#define ALIGN 64
-
-ltc_data *ltc_cpu_data_new(ltc_backend *b, const ltc_shape *shape) {
-    ltc_data *d = malloc(sizeof *d);
-    size_t nbytes = ltc_shape_nbytes(shape);
-    if (!d) return NULL;
-    d->ptr = ltc_cpu_mem_alloc(nbytes);
-    if (!d->ptr) {
-        free(d);
-        return NULL;
-    }
-    d->refcount = 1;
-    d->shape = *shape;
-    d->nbytes = nbytes;
-    d->backend = b;
-    return d;
-}
-
-static ltc_data *data_from_host(ltc_backend *b, const ltc_shape *shape, const void *host) {
-    ltc_data *d = ltc_cpu_data_new(b, shape);
-    if (d && d->nbytes) memcpy(d->ptr, host, d->nbytes);
-    return d;
-}
-
-static ltc_data *data_from_scalar(ltc_backend *b, const ltc_shape *shape0d, const void *value) {
-    return data_from_host(b, shape0d, value);
-}
-
-static ltc_data *data_placeholder(ltc_backend *b, const ltc_shape *shape) {
-    return ltc_cpu_data_new(b, shape);
-}
-
-static ltc_data *data_of_node(ltc_backend *b, const ltc_node *n) {
-    (void)b;
-    return n->op == LTC_OP_DEVICE_DATA ? n->data : NULL;
-}
-
-static ltc_status data_to_host(ltc_backend *b, const ltc_data *d, void *host) {
-    (void)b;
-    if (d->nbytes) memcpy(host, d->ptr, d->nbytes);
-    return LTC_OK;
-}
-
-static void data_free(ltc_backend *b, ltc_data *d) {
-    (void)b;
-    ltc_cpu_mem_free(d->ptr, d->nbytes);
-    free(d);
-}
 
 static ltc_status compile(ltc_backend *b, const ltc_lowering_ctx *const *ctxs, int n,
                           ltc_computation **out) {
@@ -89,17 +37,17 @@ static int devices(ltc_backend *b, ltc_device *out, int max) {
 
 static char *computation_text(ltc_backend *b, const ltc_computation *c) {
     (void)b;
-    return ltc_cpu_plan_text(c->impl);
+    return ltc_cpu_plan_text(c->impl, "cpu");
 }
 
 static const struct ltc_backend_i cpu_iface = {
     .version = LTC_BACKEND_IFACE_VERSION,
-    .data_from_host = data_from_host,
-    .data_from_scalar = data_from_scalar,
-    .data_placeholder = data_placeholder,
-    .data_of_node = data_of_node,
-    .data_to_host = data_to_host,
-    .data_free = data_free,
+    .data_from_host = ltc_host_data_from_host,
+    .data_from_scalar = ltc_host_data_from_host,
+    .data_placeholder = ltc_host_data_placeholder,
+    .data_of_node = ltc_host_data_of_node,
+    .data_to_host = ltc_host_data_to_host,
+    .data_free = ltc_host_data_free,
     .compile = compile,
     .computation_free = ltc_cpu_plan_computation_free,
     .execute = execute,

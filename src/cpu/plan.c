@@ -293,15 +293,16 @@ ltc_status ltc_cpu_plan_run(ltc_backend *b, cpu_plan *p, ltc_data *const *args, 
     return st;
 }
 
-char *ltc_cpu_plan_text(const cpu_plan *p) {
+char *ltc_cpu_plan_text(const cpu_plan *p, const char *backend) {
     /* an upper bound of what the lines below print, so no snprintf is ever cut short */
     size_t cap = 256, len = 0;
     for (int s = 0; s < p->n_steps; s++)
         cap += 96 + 16 * (size_t)p->steps[s].n_in + 200 * (size_t)p->steps[s].n_out;
+    cap += strlen(backend);
     char *out = malloc(cap), sb[128];
     if (!out) return NULL;
-    len += (size_t)snprintf(out + len, cap - len, "cpu plan: %d steps, %d buffers, arena %zu bytes\n",
-                            p->n_steps, p->n_bufs, p->arena_size);
+    len += (size_t)snprintf(out + len, cap - len, "%s plan: %d steps, %d buffers, arena %zu bytes\n",
+                            backend, p->n_steps, p->n_bufs, p->arena_size);
     for (int s = 0; s < p->n_steps; s++) {
         const plan_step *sp = &p->steps[s];
         char fname[64];

@@ -77,11 +77,18 @@ typedef ltc_data *(*cpu_alloc_fn)(void *ud, const ltc_shape *shape);
  * alloc(ud, shape). Graph replay (capture.c) runs plans this way. */
 ltc_status ltc_cpu_plan_run_with(cpu_plan *p, ltc_data *const *args, ltc_data **outs, void **ptrs,
                                  void *arena, cpu_alloc_fn alloc, void *ud);
-/* The plan as text: steps, buffers and sizes. Caller frees. */
-char *ltc_cpu_plan_text(const cpu_plan *p);
+/* The plan as text ("<backend> plan: ..." then steps, buffers and sizes). Caller frees. */
+char *ltc_cpu_plan_text(const cpu_plan *p, const char *backend);
 
-/* Backend data on the host (cpu_backend.c). */
+/* Backend data on the host (hostdata.c): a new uninitialised buffer, and the vtable's data
+ * slots shared by the CPU and reference backends (data_from_host is also data_from_scalar:
+ * a 0-d value is host data of its dtype). */
 ltc_data *ltc_cpu_data_new(ltc_backend *b, const ltc_shape *shape);
+ltc_data *ltc_host_data_from_host(ltc_backend *b, const ltc_shape *shape, const void *host);
+ltc_data *ltc_host_data_placeholder(ltc_backend *b, const ltc_shape *shape);
+ltc_data *ltc_host_data_of_node(ltc_backend *b, const ltc_node *n);
+ltc_status ltc_host_data_to_host(ltc_backend *b, const ltc_data *d, void *host);
+void ltc_host_data_free(ltc_backend *b, ltc_data *d);
 
 /* capture.c: runs a plan for a sync of a graph capture, with outputs from the capture's
  * pool (`exec_ctx` as given to ltc_capture_start). */

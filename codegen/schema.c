@@ -254,41 +254,34 @@ bool op_has_list(const gen_op *op) {
     return false;
 }
 
+/* One argument as a C parameter: of the op's C entry (`entry`) or of its shape function
+ * (tensors are then their shapes). The table of src/core/shape_inference.h's comment. */
+static void arg_param(const gen_arg *a, bool entry, strbuf *b) {
+    const char *nm = a->name;
+    switch (a->type) {
+    case ARG_TENSOR:
+    case ARG_SCALAR: sb_printf(b, entry ? "ltc_tensor *%s, " : "const ltc_shape *%s, ", nm); break;
+    case ARG_TENSOR_LIST:
+        sb_printf(b, entry ? "ltc_tensor *const *%s, int n_%s, " : "const ltc_shape *%s, int n_%s, ",
+                  nm, nm);
+        break;
+    case ARG_INTS: sb_printf(b, "const int64_t *%s, int n_%s, ", nm, nm); break;
+    case ARG_FLOAT:
+    case ARG_FLOAT_OPT: sb_printf(b, "double %s, ", nm); break;
+    case ARG_BOOL: sb_printf(b, "bool %s, ", nm); break;
+    case ARG_DTYPE:
+    case ARG_DTYPE_OPT: sb_printf(b, "ltc_dtype %s, ", nm); break;
+    default: sb_printf(b, "int64_t %s, ", nm); break;
+    }
+}
+
 void op_shape_decl(const gen_op *op, strbuf *b) {
     sb_printf(b, "ltc_status %s(", op->shape);
-    for (int i = 0; i < op->n_args; i++) {
-        const char *nm = op->args[i].name;
-        switch (op->args[i].type) {
-        case ARG_TENSOR:
-        case ARG_SCALAR: sb_printf(b, "const ltc_shape *%s, ", nm); break;
-        case ARG_TENSOR_LIST: sb_printf(b, "const ltc_shape *%s, int n_%s, ", nm, nm); break;
-        case ARG_INTS: sb_printf(b, "const int64_t *%s, int n_%s, ", nm, nm); break;
-        case ARG_FLOAT:
-        case ARG_FLOAT_OPT: sb_printf(b, "double %s, ", nm); break;
-        case ARG_BOOL: sb_printf(b, "bool %s, ", nm); break;
-        case ARG_DTYPE:
-        case ARG_DTYPE_OPT: sb_printf(b, "ltc_dtype %s, ", nm); break;
-        default: sb_printf(b, "int64_t %s, ", nm); break;
-        }
-    }
+    for (int i = 0; i < op->n_args; i++) arg_param(&op->args[i], false, b);
     sb_puts(b, "ltc_shape *out);");
 }
 
 void emit_entry_params(const gen_op *op, strbuf *b) {
-    for (int i = 0; i < op->n_args; i++) {
-        const char *nm = op->args[i].name;
-        switch (op->args[i].type) {
-        case ARG_TENSOR:
-        case ARG_SCALAR: sb_printf(b, "ltc_tensor *%s, ", nm); break;
-        case ARG_TENSOR_LIST: sb_printf(b, "ltc_tensor *const *%s, int n_%s, ", nm, nm); break;
-        case ARG_INTS: sb_printf(b, "const int64_t *%s, int n_%s, ", nm, nm); break;
-        case ARG_FLOAT:
-        case ARG_FLOAT_OPT: sb_printf(b, "double %s, ", nm); break;
-        case ARG_BOOL: sb_printf(b, "bool %s, ", nm); break;
-        case ARG_DTYPE:
-        case ARG_DTYPE_OPT: sb_printf(b, "ltc_dtype %s, ", nm); break;
-        default: sb_printf(b, "int64_t %s, ", nm); break;
-        }
-    }
+    for (int i = 0; i < op->n_args; i++) arg_param(&op->args[i], true, b);
     sb_puts(b, "ltc_tensor **out");
 }

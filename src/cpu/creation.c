@@ -96,48 +96,36 @@ static void rng_state(const ltc_kernel_args *a, uint64_t *seed, uint64_t *offset
     *offset = (uint64_t)st[1];
 }
 
-/* rand(int[] size, ScalarType? dtype): uniform [0, 1) draws, element i from
- * ltc_rng_uniform_*(seed, offset, i). float32 and float64 outputs. */
-ltc_status ltc_cpu_kernel_rand(const ltc_kernel_args *a) {
+/* Fills out[0] with draw i = f32(seed, offset, i) or f64(...) (float32 or float64). */
+static ltc_status draw(const ltc_kernel_args *a, float (*f32)(uint64_t, uint64_t, int64_t),
+                       double (*f64)(uint64_t, uint64_t, int64_t), const char *op) {
     uint64_t seed, offset;
     rng_state(a, &seed, &offset);
     const ltc_shape *os = &a->out_shapes[0];
     int64_t n = ltc_shape_numel(os);
     if (os->dtype == LTC_F32) {
         float *o = a->out[0];
-        for (int64_t i = 0; i < n; i++)
-            o[i] = ltc_rng_uniform_f32(seed, offset, i);
+        for (int64_t i = 0; i < n; i++) o[i] = f32(seed, offset, i);
     } else if (os->dtype == LTC_F64) {
         double *o = a->out[0];
-        for (int64_t i = 0; i < n; i++)
-            o[i] = ltc_rng_uniform_f64(seed, offset, i);
+        for (int64_t i = 0; i < n; i++) o[i] = f64(seed, offset, i);
     } else {
-        return ltc_errorf(LTC_ERR_ARG, "rand: dtype %s is not a floating dtype",
+        return ltc_errorf(LTC_ERR_ARG, "%s: dtype %s is not a floating dtype", op,
                           ltc_dtype_name(os->dtype));
     }
     return LTC_OK;
 }
 
+/* rand(int[] size, ScalarType? dtype): uniform [0, 1) draws, element i from
+ * ltc_rng_uniform_*(seed, offset, i). float32 and float64 outputs. */
+ltc_status ltc_cpu_kernel_rand(const ltc_kernel_args *a) {
+    return draw(a, ltc_rng_uniform_f32, ltc_rng_uniform_f64, "rand");
+}
+
 /* randn(int[] size, ScalarType? dtype): standard normal draws, element i from
  * ltc_rng_normal_*(seed, offset, i). float32 and float64 outputs. */
 ltc_status ltc_cpu_kernel_randn(const ltc_kernel_args *a) {
-    uint64_t seed, offset;
-    rng_state(a, &seed, &offset);
-    const ltc_shape *os = &a->out_shapes[0];
-    int64_t n = ltc_shape_numel(os);
-    if (os->dtype == LTC_F32) {
-        float *o = a->out[0];
-        for (int64_t i = 0; i < n; i++)
-            o[i] = ltc_rng_normal_f32(seed, offset, i);
-    } else if (os->dtype == LTC_F64) {
-        double *o = a->out[0];
-        for (int64_t i = 0; i < n; i++)
-            o[i] = ltc_rng_normal_f64(seed, offset, i);
-    } else {
-        return ltc_errorf(LTC_ERR_ARG, "randn: dtype %s is not a floating dtype",
-                          ltc_dtype_name(os->dtype));
-    }
-    return LTC_OK;
+    return draw(a, ltc_rng_normal_f32, ltc_rng_normal_f64, "randn");
 }
 
 /* empty(int[] size, ScalarType? dtype): filled with 0, as zeros (deterministic). */

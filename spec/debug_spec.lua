@@ -164,6 +164,33 @@ describe("ltc.debug.backend_text", function()
     assert.are.same({-3, -6}, y:totable())
     assert.are.same({-15, -18}, z:totable())
   end)
+  it("shows each step's mean time with LTC_PROFILE, and none without", function()
+    ltc.sync()
+    local function run() local y = (ltc.tensor({1, 2, 3}) * 4):exp():sum(); return y:item() end
+    run()
+    assert.falsy(ltc.debug.backend_text((ltc.tensor({1, 2, 3}) * 4):exp():sum()):find(" us x ", 1, true))
+    ltc.sync()
+    ltc.config.LTC_PROFILE = 1
+    local ok, err = pcall(function()
+      for _ = 1, 3 do assert.is_true(math.abs(run() - (math.exp(4) + math.exp(8) + math.exp(12))) < 1e2) end
+      local s = ltc.debug.backend_text((ltc.tensor({1, 2, 3}) * 4):exp():sum())
+      assert.truthy(s:find("(from the compile cache)", 1, true), s)
+      -- every step ran 3 times (the first run before profiling is not counted)
+      local steps, timed = 0, 0
+      for line in s:gmatch("[^\n]+") do
+        if line:match("^  step %d+:") then
+          steps = steps + 1
+          local us, runs = line:match("%[([%d.]+) us x (%d+)%]$")
+          if us then timed = timed + 1; assert.are.equal("3", runs); assert.is_true(tonumber(us) >= 0) end
+        end
+      end
+      assert.is_true(steps >= 1)
+      assert.are.equal(steps, timed)
+    end)
+    ltc.config.LTC_PROFILE = 0
+    ltc.sync()
+    assert(ok, err)
+  end)
 end)
 
 describe("ltc.debug.explain_recompile", function()

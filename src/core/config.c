@@ -24,6 +24,8 @@ static option options[] = {
     {"LTC_SPECIAL_SCALARS", 0, 0, 1,
      "Lua numbers 0, 1 and -1 in ops become graph constants, not parameters"},
     {"LTC_FUSION", 1, 0, 1, "CPU backend: fuse elementwise ops into blockwise passes (at compile)"},
+    {"LTC_PROFILE", 0, 0, 1,
+     "CPU backend: time each plan step; ltc.debug.backend_text shows the mean time per step"},
 };
 
 typedef struct {

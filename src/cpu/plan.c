@@ -2,12 +2,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fold.h"
 #include "fuse.h"
 #include "plan.h"
 
 #define ALIGN 64
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static size_t align_up(size_t n) { return (n + ALIGN - 1) & ~(size_t)(ALIGN - 1); }
 
 void ltc_cpu_plan_free(cpu_plan *p) {
@@ -236,6 +243,7 @@ ltc_status ltc_cpu_plan_run_with(cpu_plan *p, ltc_data *const *args, ltc_data **
             break;
         }
     }
+    bool prof = ltc_config_get_int("LTC_PROFILE") != 0;
     for (int s = 0; s < p->n_steps; s++) {
         plan_step *sp = &p->steps[s];
         const void *in[64];
@@ -248,9 +256,14 @@ ltc_status ltc_cpu_plan_run_with(cpu_plan *p, ltc_data *const *args, ltc_data **
             .n_out = sp->n_out, .out_shapes = sp->out_shapes, .out = out, .ctx = sp->fused,
         };
         if (sp->fallback) ltc_counter_add(sp->fallback, 1);
+        uint64_t t0 = prof ? now_ns() : 0;
         if ((st = sp->fn(&a))) {
             ltc_error_prefix(st, ltc_op_name(sp->op));
             goto fail;
+        }
+        if (prof) {
+            __atomic_fetch_add(&sp->prof_ns, now_ns() - t0, __ATOMIC_RELAXED);
+            __atomic_fetch_add(&sp->prof_runs, 1, __ATOMIC_RELAXED);
         }
     }
     return LTC_OK;
@@ -297,7 +310,7 @@ char *ltc_cpu_plan_text(const cpu_plan *p, const char *backend) {
     /* an upper bound of what the lines below print, so no snprintf is ever cut short */
     size_t cap = 256, len = 0;
     for (int s = 0; s < p->n_steps; s++)
-        cap += 96 + 16 * (size_t)p->steps[s].n_in + 200 * (size_t)p->steps[s].n_out;
+        cap += 144 + 16 * (size_t)p->steps[s].n_in + 200 * (size_t)p->steps[s].n_out;
     cap += strlen(backend);
     char *out = malloc(cap), sb[128];
     if (!out) return NULL;
@@ -321,6 +334,10 @@ char *ltc_cpu_plan_text(const cpu_plan *p, const char *backend) {
             if (bf->kind == BUF_TEMP)
                 len += (size_t)snprintf(out + len, cap - len, "@%zu", bf->offset);
         }
+        if (sp->prof_runs)
+            len += (size_t)snprintf(out + len, cap - len, "  [%.1f us x %llu]",
+                                    (double)sp->prof_ns / (double)sp->prof_runs * 1e-3,
+                                    (unsigned long long)sp->prof_runs);
         len += (size_t)snprintf(out + len, cap - len, "\n");
     }
     return out;

@@ -37,6 +37,7 @@ typedef struct {
     ltc_attr *attrs;
     struct ltc_fused *fused; /* a fused step's group (fuse.h), passed as the kernel's ctx;
                               * owned. NULL for a one-kernel step */
+    uint64_t prof_ns, prof_runs; /* LTC_PROFILE: wall time spent in this step, and runs */
 } plan_step;
 
 typedef struct {

@@ -110,7 +110,7 @@ describe("elementwise fusion", function()
     { { 7, 5 }, { 7, 5 }, { 5 } },
     { { 3, 1, 4 }, { 3, 2, 4 }, { 2, 1 } },
     { { 2500 }, { 2500 }, { 1 } },              -- two blocks
-    { { 300, 257 }, { 300, 1 }, { 257 } },      -- many blocks, threads, broadcasts
+    { { 1100, 257 }, { 1100, 1 }, { 257 } },    -- many blocks, threads, broadcasts
     { { 9000 }, {}, { 9000 } },                 -- a 0-d operand
   }
   for si, sh in ipairs(shapes) do
@@ -128,6 +128,40 @@ describe("elementwise fusion", function()
       end)
     end
   end
+
+  -- Without fusion every op runs its own generated kernel; a 0-d or broadcast operand is
+  -- expanded into blocks of equal values so the loop takes its unit-stride path. Sizes
+  -- around and across the block (256 elements), odd lengths, attributes (clamp, leaky_relu).
+  it("unfused kernels with 0-d and broadcast operands match the reference backend", function()
+    local saved = ltc.config.LTC_FUSION
+    ltc.config.LTC_FUSION = 0
+    local ok, err = pcall(function()
+      for _, sh in ipairs {
+        { { 33 }, {}, { 33 } }, { { 257 }, {}, { 1 } }, { { 1000 }, { 1 }, {} },
+        { { 7, 300 }, { 7, 1 }, { 300 } }, { { 5, 1, 513 }, { 1, 3, 1 }, {} },
+      } do
+        for seed = 1, 4 do
+          local rnd = lcg(seed * 31 + #sh[1])
+          local fn = program(rnd, 3 + rnd(5))
+          local datas = {}
+          for i, s in ipairs(sh) do datas[i] = values(numel(s), rnd) end
+          local c1, c2 = run("cpu", fn, datas, sh)
+          local r1, r2 = run("ref", fn, datas, sh)
+          assert.are.equal(#r1, #c1)
+          assert.is_true(max_rel_diff(c1, r1) < 1e-5, "first output differs")
+          assert.is_true(max_rel_diff(c2, r2) < 1e-5, "second output differs")
+        end
+        ltc.set_backend("cpu")
+        local x = ltc.tensor(values(numel(sh[1]), lcg(5))):view(sh[1])
+        local want = {}
+        for i, v in ipairs(x:view(-1):totable()) do want[i] = v > 0.5 and 1 or 0 end
+        assert.are.same(want, x:gt(0.5):to("float32"):view(-1):totable())
+      end
+    end)
+    ltc.config.LTC_FUSION = saved
+    ltc.set_backend("cpu")
+    assert(ok, err)
+  end)
 
   it("runs a chain as one step with no full-size temporaries", function()
     local a, b, c = ltc.randn(4096), ltc.randn(4096), ltc.randn(4096)

@@ -53,8 +53,8 @@ describe("CPU reductions on threads", function()
   after_each(function() ltc.set_backend("cpu") end)
 
   for _, case in ipairs {
-    { { 70000 }, nil },         -- all elements: five blocks, the last one partial
-    { { 3, 41000 }, nil },
+    { { 300000 }, nil },        -- all elements: many blocks, the last one partial; threads
+    { { 3, 91000 }, nil },
     { { 300, 20000 }, 2 },      -- rows of two blocks
     { { 5000, 7 }, 2 },         -- many short rows
     { { 3, 5000, 70 }, 2 },     -- outer slices, inner 70

@@ -1,8 +1,8 @@
 /* fold.c - plan rewrites before fusion: copies that views would make are elided, and
  * transposes feeding a matmul fold into the cblas_*gemm call (see fold.h). */
 #include "fold.h"
+#include "threads.h"
 
-#include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,14 +37,7 @@ ltc_status ltc_cpu_kernel_matmul_folded(const ltc_kernel_args *a) {
         memset(a->out[0], 0, ltc_shape_nbytes(so));
         return LTC_OK;
     }
-    if (so->dtype == LTC_F32)
-        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                    (blasint)m, (blasint)n, (blasint)k, 1.0f, a->in[0], (blasint)lda, a->in[1],
-                    (blasint)ldb, 0.0f, a->out[0], (blasint)n);
-    else
-        cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                    (blasint)m, (blasint)n, (blasint)k, 1.0, a->in[0], (blasint)lda, a->in[1],
-                    (blasint)ldb, 0.0, a->out[0], (blasint)n);
+    ltc_cpu_gemm(so->dtype, ta, tb, m, n, k, 1.0, a->in[0], lda, a->in[1], ldb, 0.0, a->out[0], n);
     return LTC_OK;
 }
 

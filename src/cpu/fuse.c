@@ -11,8 +11,8 @@
 #include "threads.h"
 
 #define BLOCK 2048              /* elements per block */
-#define PAR_MIN_BLOCKS 16       /* fewer blocks run on the calling thread */
-#define PAR_GRAIN 8             /* blocks per chunk handed to a thread */
+#define PAR_GRAIN 32            /* blocks per chunk handed to a thread (64K elements) */
+#define PAR_MIN_BLOCKS (LTC_PAR_MIN_CHUNKS * PAR_GRAIN) /* fewer run on the calling thread */
 #define MAX_EXT 64              /* the plan runs steps of at most 64 inputs, 8 outputs */
 #define MAX_STORE 8
 

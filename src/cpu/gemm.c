@@ -3,16 +3,12 @@
 #include <string.h>
 
 #include "elementwise.h"
+#include "threads.h"
 
 /* One row-major C[m,n] = A[m,k] * B[k,n] with leading dims k, n, n. */
 static void gemm(ltc_dtype dt, int64_t m, int64_t n, int64_t k, const void *A, const void *B,
                  void *C) {
-    if (dt == LTC_F32)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)m, (blasint)n,
-                    (blasint)k, 1.0f, A, (blasint)k, B, (blasint)n, 0.0f, C, (blasint)n);
-    else
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)m, (blasint)n,
-                    (blasint)k, 1.0, A, (blasint)k, B, (blasint)n, 0.0, C, (blasint)n);
+    ltc_cpu_gemm(dt, false, false, m, n, k, 1.0, A, k, B, n, 0.0, C, n);
 }
 
 /* Element strides of an operand's batch dims aligned (on the right) to the nb batch dims

@@ -1,22 +1,15 @@
 /* linear.c - CPU kernels of the fully connected layer ops over OpenBLAS gemm: linear
  * (self . weight^T + bias, the weight read transposed in place, no copy) and addmm. */
-#include <cblas.h>
 #include <string.h>
 
 #include "elementwise.h"
+#include "threads.h"
 
 /* C[m,n] = alpha * A[m,k] . op(B) + beta * C, row-major; op(B) = B^T (B is [n,k]) when
  * `bt`, else B ([k,n]). */
 static void gemm(ltc_dtype dt, bool bt, int64_t m, int64_t n, int64_t k, double alpha,
                  const void *A, const void *B, double beta, void *C) {
-    CBLAS_TRANSPOSE tb = bt ? CblasTrans : CblasNoTrans;
-    blasint ldb = (blasint)(bt ? k : n);
-    if (dt == LTC_F32)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, (blasint)m, (blasint)n, (blasint)k,
-                    (float)alpha, A, (blasint)k, B, ldb, (float)beta, C, (blasint)n);
-    else
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, tb, (blasint)m, (blasint)n, (blasint)k, alpha, A,
-                    (blasint)k, B, ldb, beta, C, (blasint)n);
+    ltc_cpu_gemm(dt, false, bt, m, n, k, alpha, A, k, B, bt ? k : n, beta, C, n);
 }
 
 /* linear(self [..., in], weight [out, in], bias [out]) and linear.nobias. */

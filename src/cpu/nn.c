@@ -83,7 +83,7 @@ DEF_COLS(cols_f64, double, exp)
 /* Bytes of a column block (about half a core's L2 cache). */
 #define CACHE_BYTES (512 << 10)
 /* Elements a thread's share should have at least. */
-#define PAR_ELEMS 32768
+#define PAR_ELEMS 65536
 
 typedef struct {
     const ltc_kernel_args *a;

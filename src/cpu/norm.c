@@ -51,7 +51,7 @@ ltc_status ltc_cpu_kernel_layer_norm(const ltc_kernel_args *a) {
     int64_t n = ltc_shape_numel(&a->in_shapes[1]);
     int64_t rows = n ? ltc_shape_numel(&a->in_shapes[0]) / n : 0;
     ln_ctx c = {a, n, a->attrs[1].f};
-    if (rows) ltc_cpu_parallel_for(rows, 32768 / n + 1, ln_range, &c);
+    if (rows) ltc_cpu_parallel_for(rows, 65536 / n + 1, ln_range, &c);
     return LTC_OK;
 }
 

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ltc.h"
@@ -57,26 +58,53 @@ const char *ltc_cpu_blas_core(void) {
     return openblas_get_corename();
 }
 
-void ltc_cpu_blas_threads(void) {
-    static _Atomic int set;
-    ltc_cpu_blas_core();
-    int n = ltc_cpu_threads();
-    if (atomic_load_explicit(&set, memory_order_relaxed) == n) return;
-    atomic_store(&set, n);
+/* OpenBLAS's thread count as last set by ltc (0: not yet); setting it costs ~4 ns. */
+static _Atomic int blas_set;
+
+static void blas_use(int n) {
+    if (atomic_load_explicit(&blas_set, memory_order_relaxed) == n) return;
+    atomic_store(&blas_set, n);
     openblas_set_num_threads(n);
+}
+
+void ltc_cpu_blas_threads(void) {
+    ltc_cpu_blas_core();
+    blas_use(ltc_cpu_threads());
+}
+
+void ltc_cpu_gemm(int dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
+                  const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C,
+                  int64_t ldc) {
+    ltc_cpu_blas_core();
+    blas_use(m * n * k < LTC_GEMM_SMALL ? 1 : ltc_cpu_threads());
+    CBLAS_TRANSPOSE oa = ta ? CblasTrans : CblasNoTrans, ob = tb ? CblasTrans : CblasNoTrans;
+    if (dt == LTC_F32)
+        cblas_sgemm(CblasRowMajor, oa, ob, (blasint)m, (blasint)n, (blasint)k, (float)alpha, A,
+                    (blasint)lda, B, (blasint)ldb, (float)beta, C, (blasint)ldc);
+    else
+        cblas_dgemm(CblasRowMajor, oa, ob, (blasint)m, (blasint)n, (blasint)k, alpha, A,
+                    (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
 }
 
 /* ---- the pool ------------------------------------------------------------------------------ */
 
-/* One parallel_for at a time owns the pool (`busy`); its job is published under `mu` with a
- * new generation, workers take chunks from `next` and report on `done_cv` when finished. */
+/* One parallel_for at a time owns the pool (`busy`). The caller publishes the job's fields,
+ * then bumps `generation` under `mu`; workers take chunks from `next` and count themselves
+ * in `finished`. Waking a sleeping thread costs 10-25 us here (a futex round trip, more when
+ * the other core is busy), as much as a whole small kernel, so a worker that finished a job
+ * first spins for SPIN_NS watching `generation` (the next kernel of a plan usually follows
+ * within microseconds) and only then sleeps on `work_cv`; the caller likewise spins before
+ * sleeping on `done_cv`. */
+#define SPIN_NS 50000
+
 static struct {
     pthread_mutex_t mu;
     pthread_cond_t work_cv, done_cv;
-    int n_workers;           /* threads started (they never exit) */
-    uint64_t generation;
+    int n_workers;           /* threads started (they never exit); under mu */
+    int sleepers;            /* workers waiting on work_cv; under mu */
+    _Atomic uint64_t generation;
     int active;              /* workers taking part in the current job */
-    int finished;            /* of those, how many are done */
+    _Atomic int finished;    /* of those, how many are done */
     ltc_cpu_range_fn fn;
     void *ctx;
     int64_t n, grain;
@@ -84,6 +112,32 @@ static struct {
     _Atomic bool busy;
 } pool = {.mu = PTHREAD_MUTEX_INITIALIZER, .work_cv = PTHREAD_COND_INITIALIZER,
           .done_cv = PTHREAD_COND_INITIALIZER};
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* Spins up to SPIN_NS until done(arg) holds; false if it still does not. */
+static bool spin_until(bool (*done)(void *), void *arg) {
+    uint64_t t0 = 0;
+    for (unsigned i = 0;; i++) {
+        if (done(arg)) return true;
+        cpu_relax();
+        if ((i & 63) == 63) {
+            uint64_t t = now_ns();
+            if (!t0) t0 = t;
+            else if (t - t0 > SPIN_NS) return false;
+        }
+    }
+}
 
 static void run_chunks(int tid) {
     for (;;) {
@@ -94,23 +148,39 @@ static void run_chunks(int tid) {
     }
 }
 
+static bool new_generation(void *seen) {
+    return atomic_load_explicit(&pool.generation, memory_order_acquire) != *(uint64_t *)seen;
+}
+
+static bool all_finished(void *unused) {
+    (void)unused;
+    return atomic_load_explicit(&pool.finished, memory_order_acquire) >= pool.active;
+}
+
 static void *worker(void *arg) {
     int tid = (int)(intptr_t)arg;
     uint64_t seen = 0;
-    pthread_mutex_lock(&pool.mu);
     for (;;) {
-        while (pool.generation == seen) pthread_cond_wait(&pool.work_cv, &pool.mu);
-        seen = pool.generation;
+        if (!spin_until(new_generation, &seen)) {
+            pthread_mutex_lock(&pool.mu);
+            pool.sleepers++;
+            while (atomic_load(&pool.generation) == seen) pthread_cond_wait(&pool.work_cv, &pool.mu);
+            pool.sleepers--;
+            pthread_mutex_unlock(&pool.mu);
+        }
+        seen = atomic_load_explicit(&pool.generation, memory_order_acquire);
         if (tid > pool.active) continue; /* not needed for this job */
-        pthread_mutex_unlock(&pool.mu);
         run_chunks(tid);
-        pthread_mutex_lock(&pool.mu);
-        if (++pool.finished == pool.active) pthread_cond_signal(&pool.done_cv);
+        if (atomic_fetch_add_explicit(&pool.finished, 1, memory_order_acq_rel) + 1 == pool.active) {
+            pthread_mutex_lock(&pool.mu);
+            pthread_cond_signal(&pool.done_cv);
+            pthread_mutex_unlock(&pool.mu);
+        }
     }
     return NULL;
 }
 
-/* Starts workers up to `want` (1-based thread ids); returns how many exist. */
+/* Starts workers up to `want` (1-based thread ids); returns how many exist. Under mu. */
 static int grow(int want) {
     while (pool.n_workers < want) {
         pthread_t t;
@@ -128,7 +198,7 @@ static int grow(int want) {
 void ltc_cpu_parallel_for(int64_t n, int64_t grain, ltc_cpu_range_fn fn, void *ctx) {
     if (n <= 0) return;
     if (grain < 1) grain = 1;
-    int threads = n > grain ? ltc_cpu_threads() : 1;
+    int threads = n >= LTC_PAR_MIN_CHUNKS * grain ? ltc_cpu_threads() : 1;
     bool expected = false;
     if (threads <= 1 || !atomic_compare_exchange_strong(&pool.busy, &expected, true)) {
         fn(ctx, 0, n, 0);
@@ -144,15 +214,17 @@ void ltc_cpu_parallel_for(int64_t n, int64_t grain, ltc_cpu_range_fn fn, void *c
     pool.grain = grain;
     atomic_store(&pool.next, 0);
     pool.active = want;
-    pool.finished = 0;
+    atomic_store(&pool.finished, 0);
     if (want > 0) {
-        pool.generation++;
-        pthread_cond_broadcast(&pool.work_cv);
+        atomic_fetch_add_explicit(&pool.generation, 1, memory_order_release);
+        if (pool.sleepers) pthread_cond_broadcast(&pool.work_cv);
     }
     pthread_mutex_unlock(&pool.mu);
     run_chunks(0);
-    pthread_mutex_lock(&pool.mu);
-    while (pool.finished < pool.active) pthread_cond_wait(&pool.done_cv, &pool.mu);
-    pthread_mutex_unlock(&pool.mu);
+    if (!spin_until(all_finished, NULL)) {
+        pthread_mutex_lock(&pool.mu);
+        while (atomic_load(&pool.finished) < pool.active) pthread_cond_wait(&pool.done_cv, &pool.mu);
+        pthread_mutex_unlock(&pool.mu);
+    }
     atomic_store(&pool.busy, false);
 }

@@ -6,6 +6,7 @@
 #ifndef LTC_CPU_THREADS_H
 #define LTC_CPU_THREADS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* The number of threads large kernels use (LTC_NUM_THREADS, or the cores when it is 0). */
@@ -21,14 +22,30 @@ const char *ltc_cpu_blas_core(void);
  * (cheap: call it before each BLAS call). */
 void ltc_cpu_blas_threads(void);
 
+/* Row-major C[m,n] = alpha * op(A) . op(B) + beta * C over cblas_sgemm (dt LTC_F32) or
+ * cblas_dgemm (LTC_F64), op(X) = X^T when ta/tb; lda, ldb, ldc are the row strides in
+ * elements of A, B, C as stored. The one GEMM entry of the CPU kernels: a small product
+ * (m*n*k below LTC_GEMM_SMALL) runs on one OpenBLAS thread, a larger one on
+ * ltc_cpu_threads(). On this machine's small training shapes (256x128x64) OpenBLAS's
+ * threads cost more than they save: 32 us on one thread, 41-160 us on two. */
+#define LTC_GEMM_SMALL ((int64_t)1 << 23)
+void ltc_cpu_gemm(int dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
+                  const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C,
+                  int64_t ldc);
+
 /* fn(ctx, lo, hi, tid) computes items [lo, hi) on thread tid (0 <= tid < ltc_cpu_threads();
  * the caller is thread 0). */
 typedef void (*ltc_cpu_range_fn)(void *ctx, int64_t lo, int64_t hi, int tid);
 
 /* Runs fn over [0, n) in chunks of `grain` items (the last may be shorter), handed out
  * dynamically to the pool's threads and the caller; returns when all are done. Runs on the
- * caller alone, as one call fn(ctx, 0, n, 0), when n <= grain, when there is one thread,
- * or when the pool is busy (another thread's kernel, or a call from inside fn). */
+ * caller alone, as one call fn(ctx, 0, n, 0), when there are fewer than LTC_PAR_MIN_CHUNKS
+ * chunks, when there is one thread, or when the pool is busy (another thread's kernel, or a
+ * call from inside fn). Callers size a chunk at about 64K elements of work, so a kernel
+ * goes parallel from about 256K elements: below that, waking a worker (10-25 us on this
+ * 2-core machine, more when the other core is busy) costs as much as it saves (a
+ * 256x128 float32 relu: 6 us on one thread, 17-43 us on two). */
+#define LTC_PAR_MIN_CHUNKS 4
 void ltc_cpu_parallel_for(int64_t n, int64_t grain, ltc_cpu_range_fn fn, void *ctx);
 
 #endif

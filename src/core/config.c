@@ -16,7 +16,9 @@ typedef struct {
 
 static option options[] = {
     {"LTC_COMPILE_CACHE_SIZE", 1024, 1, 1 << 20, "compiled graphs kept in the LRU compile cache"},
-    {"LTC_SYNC_GC", 1, 0, 1, "Lua binding: run a full garbage collection before each sync"},
+    {"LTC_SYNC_GC", 1, 0, 2,
+     "Lua binding: collect garbage before each sync: 0 no, 1 a young (generational) "
+     "collection, 2 a full collection"},
     {"LTC_IR_DEBUG", 0, 0, 1, "record the Lua source line of each IR node (shown by ltc.debug.ir)"},
     {"LTC_TRIM_GRAPH_SIZE", 100000, 0, (int64_t)1 << 40,
      "sync automatically after this many nodes traced without a sync (0: never)"},

@@ -27,7 +27,7 @@ static int push_text(lua_State *L, text_fn fn, const char *fname) {
     int n;
     ltc_tensor **ts = check_tensors(L, 1, &n, fname);
     /* all pending tensors: collect garbage first, as a sync from Lua does (LTC_SYNC_GC) */
-    if (!ts && ltc_config_get_int("LTC_SYNC_GC")) lua_gc(L, LUA_GCCOLLECT);
+    if (!ts) ltcL_collect(L);
     char *s;
     if (fn(ts, n, &s)) return luaL_error(L, "%s: %s", fname, ltc_last_error());
     lua_pushstring(L, s);

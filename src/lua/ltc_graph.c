@@ -26,8 +26,10 @@ static ltc_graph *check_graph(lua_State *L) {
     return *ud;
 }
 
-/* Full collection first (LTC_SYNC_GC), as every sync from Lua: capture_begin and
- * capture_end sync, and capture_end records the tensors still alive. */
+/* A full collection first (unless LTC_SYNC_GC is 0): capture_begin and capture_end sync,
+ * and capture_end records the tensors still alive and counts the inputs nothing else holds
+ * (GraphFrozenInput), which needs every dead tensor finalized, old ones too; a young
+ * collection (ltcL_collect) would leave those. Captures are rare: the cost does not matter. */
 static void collect(lua_State *L) {
     if (ltc_config_get_int("LTC_SYNC_GC")) lua_gc(L, LUA_GCCOLLECT);
 }

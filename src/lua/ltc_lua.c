@@ -167,11 +167,11 @@ int64_t ltcL_checkdim(lua_State *L, int arg, bool opt, const char *fname) {
 
 /* ---- sync ------------------------------------------------------------------------------------ */
 
-/* Every sync from Lua first collects garbage (LTC_SYNC_GC, on by default): tensors that are
+/* Every sync from Lua first collects garbage (LTC_SYNC_GC, ltc_trim.c): tensors that are
  * unreachable but not yet finalized would otherwise join the graph as roots, making the
  * graph (and its hash) depend on the collector's timing. */
 static void sync_all(lua_State *L) {
-    if (ltc_config_get_int("LTC_SYNC_GC")) lua_gc(L, LUA_GCCOLLECT);
+    ltcL_collect(L);
     if (ltc_sync()) ltcL_error(L);
 }
 
@@ -670,6 +670,9 @@ static int state_close(lua_State *L) {
 int luaopen_ltc_core(lua_State *L) {
     ltc_backends_init();
     ltcL_install_trim_gc(L);
+    /* Lua's generational collector: a step's garbage is young, and the young collection
+     * before each sync (LTC_SYNC_GC=1) finds it without visiting the whole heap */
+    lua_gc(L, LUA_GCGEN, 0, 0);
     __atomic_add_fetch(&open_states, 1, __ATOMIC_ACQ_REL); /* states may live on several threads */
     lua_newuserdatauv(L, 1, 0); /* its __gc runs when the state closes */
     lua_newtable(L);

@@ -55,6 +55,11 @@ void ltcL_checknoextra(lua_State *L, int arg, const char *fname);
 
 /* Makes trim syncs of this thread collect this state's garbage first (ltc_trim.c). */
 void ltcL_install_trim_gc(lua_State *L);
+/* Collects garbage before a sync from Lua, as LTC_SYNC_GC says: 0 not at all; 1 (default)
+ * one step of the collector, a young (minor) collection in the generational mode that
+ * luaopen_ltc_core selects; 2 a full collection (also right under the incremental mode, where
+ * a step may not reach the dead tensors). */
+void ltcL_collect(lua_State *L);
 
 /* Pushes a tensor userdata that takes over the reference `t`. */
 void ltcL_pushtensor(lua_State *L, ltc_tensor *t);

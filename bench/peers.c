@@ -6,6 +6,11 @@
  *   peers gemm <n> <nn|nt> <threads>       gemm_gflops: 2 n^3 / best time of cblas_sgemm
  *   peers chain <n_floats> <threads>       chain_ms: relu(a*b + c)*0.5 + exp(-a), one pass
  *                                          of hand-written C (libm expf), per thread a slice
+ *   peers mlpgemm <B> <D> <H> <K> <threads>
+ *                                          mlp_gemm_us: the five sgemm calls of one training
+ *                                          step of a D-H-K MLP at batch B (forward X.W1^T,
+ *                                          H.W2^T; backward G.W2, dZ^T.X, G^T.H), best time of
+ *                                          the five on 1 or on <threads> OpenBLAS threads
  */
 #define _POSIX_C_SOURCE 200809L
 #include <cblas.h>
@@ -105,6 +110,31 @@ int main(int argc, char **argv) {
         }
         printf("gemm_gflops %.3f\n", 2.0 * n * (double)n * n / best * 1e-9);
         free(A), free(B), free(C);
+        return 0;
+    }
+    if (!strcmp(argv[1], "mlpgemm") && argc >= 7) {
+        int B = atoi(argv[2]), D = atoi(argv[3]), H = atoi(argv[4]), K = atoi(argv[5]);
+        int big = B * D > B * H ? B * D : B * H;
+        float *X = fresh(big), *W = fresh(big), *Y = fresh(big);
+        struct { int ta, tb, m, n, k; } g[5] = {
+            {0, 1, B, H, D}, {0, 1, B, K, H}, {0, 0, B, H, K}, {1, 0, H, D, B}, {1, 0, K, H, B}};
+        double best = 1e30;
+        int threads[2] = {1, atoi(argv[6])};
+        for (int c = 0; c < (threads[1] > 1 ? 2 : 1); c++) {
+            openblas_set_num_threads(threads[c]);
+            for (int r = 0; r < reps * 20 + 1; r++) {
+                double t0 = now();
+                for (int i = 0; i < 5; i++)
+                    cblas_sgemm(CblasRowMajor, g[i].ta ? CblasTrans : CblasNoTrans,
+                                g[i].tb ? CblasTrans : CblasNoTrans, g[i].m, g[i].n, g[i].k, 1.0f,
+                                X, g[i].ta ? g[i].m : g[i].k, W, g[i].tb ? g[i].k : g[i].n, 0.0f,
+                                Y, g[i].n);
+                double t = now() - t0;
+                if (r && t < best) best = t;
+            }
+        }
+        printf("mlp_gemm_us %.3f\n", best * 1e6);
+        free(X), free(W), free(Y);
         return 0;
     }
     fprintf(stderr, "peers: unknown mode %s\n", argv[1]);

@@ -1,31 +1,8 @@
 -- The REPL launcher bin/ltc, driven through a pipe: `ltc` is loaded and tensors print
 -- themselves.
 
--- The build folder this suite runs against (bin/ltc reads LTC_BUILD, relative to the checkout).
-local function build_dir()
-  local so = assert(package.searchpath("ltc.core", package.cpath), "ltc.core not on cpath")
-  local dir = so:gsub("/ltc/core%.so$", "")
-  local root = (os.getenv("PWD") or ".") .. "/"
-  if dir:sub(1, #root) == root then dir = dir:sub(#root + 1) end
-  return dir
-end
-
-local function shell_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
-
--- Runs `bin/ltc args` with `input` on its stdin; returns stdout+stderr and the exit status.
-local function run(args, input)
-  local tmp = os.tmpname()
-  local f = assert(io.open(tmp, "w"))
-  f:write(input or "")
-  f:close()
-  local cmd = string.format("LTC_BUILD=%s bin/ltc %s < %s 2>&1", shell_quote(build_dir()),
-    args, shell_quote(tmp))
-  local p = assert(io.popen(cmd))
-  local out = p:read("a")
-  local _, _, status = p:close()
-  os.remove(tmp)
-  return out, status
-end
+local bin_ltc = dofile("spec/support/bin_ltc.lua")
+local run, shell_quote = bin_ltc.run, bin_ltc.shell_quote
 
 describe("bin/ltc", function()
   it("with no arguments is a REPL where ltc is loaded and tensors print themselves", function()

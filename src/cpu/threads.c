@@ -72,20 +72,6 @@ void ltc_cpu_blas_threads(void) {
     blas_use(ltc_cpu_threads());
 }
 
-void ltc_cpu_gemm(int dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
-                  const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C,
-                  int64_t ldc) {
-    ltc_cpu_blas_core();
-    blas_use(m * n * k < LTC_GEMM_SMALL ? 1 : ltc_cpu_threads());
-    CBLAS_TRANSPOSE oa = ta ? CblasTrans : CblasNoTrans, ob = tb ? CblasTrans : CblasNoTrans;
-    if (dt == LTC_F32)
-        cblas_sgemm(CblasRowMajor, oa, ob, (blasint)m, (blasint)n, (blasint)k, (float)alpha, A,
-                    (blasint)lda, B, (blasint)ldb, (float)beta, C, (blasint)ldc);
-    else
-        cblas_dgemm(CblasRowMajor, oa, ob, (blasint)m, (blasint)n, (blasint)k, alpha, A,
-                    (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
-}
-
 /* ---- the pool ------------------------------------------------------------------------------ */
 
 /* One parallel_for at a time owns the pool (`busy`). The caller publishes the job's fields,
@@ -110,6 +96,8 @@ static struct {
     int64_t n, grain;
     _Atomic int64_t next;    /* the next chunk's first item */
     _Atomic bool busy;
+    _Atomic bool quiet;      /* spinning workers go to sleep now: OpenBLAS's threads need
+                              * the cores (a multi-threaded GEMM is about to run) */
 } pool = {.mu = PTHREAD_MUTEX_INITIALIZER, .work_cv = PTHREAD_COND_INITIALIZER,
           .done_cv = PTHREAD_COND_INITIALIZER};
 
@@ -125,11 +113,13 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-/* Spins up to SPIN_NS until done(arg) holds; false if it still does not. */
+/* Spins up to SPIN_NS until done(arg) holds; false if it still does not, or at once when
+ * the pool is told to be quiet. */
 static bool spin_until(bool (*done)(void *), void *arg) {
     uint64_t t0 = 0;
     for (unsigned i = 0;; i++) {
         if (done(arg)) return true;
+        if (atomic_load_explicit(&pool.quiet, memory_order_relaxed)) return false;
         cpu_relax();
         if ((i & 63) == 63) {
             uint64_t t = now_ns();
@@ -149,6 +139,7 @@ static void run_chunks(int tid) {
 }
 
 static bool new_generation(void *seen) {
+    if (atomic_load_explicit(&pool.quiet, memory_order_relaxed)) return false;
     return atomic_load_explicit(&pool.generation, memory_order_acquire) != *(uint64_t *)seen;
 }
 
@@ -215,6 +206,7 @@ void ltc_cpu_parallel_for(int64_t n, int64_t grain, ltc_cpu_range_fn fn, void *c
     atomic_store(&pool.next, 0);
     pool.active = want;
     atomic_store(&pool.finished, 0);
+    atomic_store(&pool.quiet, false);
     if (want > 0) {
         atomic_fetch_add_explicit(&pool.generation, 1, memory_order_release);
         if (pool.sleepers) pthread_cond_broadcast(&pool.work_cv);
@@ -227,4 +219,22 @@ void ltc_cpu_parallel_for(int64_t n, int64_t grain, ltc_cpu_range_fn fn, void *c
         pthread_mutex_unlock(&pool.mu);
     }
     atomic_store(&pool.busy, false);
+}
+
+/* ---- GEMM ---------------------------------------------------------------------------------- */
+
+void ltc_cpu_gemm(int dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
+                  const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C,
+                  int64_t ldc) {
+    ltc_cpu_blas_core();
+    int threads = m * n * k < LTC_GEMM_SMALL ? 1 : ltc_cpu_threads();
+    if (threads > 1) atomic_store(&pool.quiet, true); /* our spinning workers make way */
+    blas_use(threads);
+    CBLAS_TRANSPOSE oa = ta ? CblasTrans : CblasNoTrans, ob = tb ? CblasTrans : CblasNoTrans;
+    if (dt == LTC_F32)
+        cblas_sgemm(CblasRowMajor, oa, ob, (blasint)m, (blasint)n, (blasint)k, (float)alpha, A,
+                    (blasint)lda, B, (blasint)ldb, (float)beta, C, (blasint)ldc);
+    else
+        cblas_dgemm(CblasRowMajor, oa, ob, (blasint)m, (blasint)n, (blasint)k, alpha, A,
+                    (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
 }

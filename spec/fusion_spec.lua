@@ -205,6 +205,74 @@ describe("elementwise fusion", function()
   end)
 end)
 
+describe("reductions fused into their elementwise producers", function()
+  after_each(function()
+    ltc.set_backend("cpu")
+    ltc.config.LTC_NUM_THREADS = 0
+  end)
+
+  -- fn(a, b) on the CPU backend (plan text, values on 1 and 4 threads) and on the reference.
+  local function check(fn, size, dtype, want_fused)
+    local rnd = lcg(numel(size))
+    local da, db = values(numel(size), rnd), values(numel(size), rnd)
+    local function run_on(backend, threads)
+      ltc.set_backend(backend)
+      ltc.config.LTC_NUM_THREADS = threads or 0
+      local a = ltc.tensor(da, dtype):view(size)
+      local b = ltc.tensor(db, dtype):view(size)
+      local outs = { fn(a, b) }
+      local text = backend == "cpu" and ltc.debug.backend_text(table.unpack(outs)) or ""
+      local flat = {}
+      for i, o in ipairs(outs) do flat[i] = o:view(-1):totable() end
+      return flat, text
+    end
+    local cpu, text = run_on("cpu")
+    local one = run_on("cpu", 1)
+    local four = run_on("cpu", 4)
+    local ref = run_on("ref")
+    if want_fused then
+      assert.truthy(text:find(want_fused, 1, true), text)
+    else
+      assert.falsy(text:find(" -> sum)", 1, true) or text:find(" -> mean)", 1, true), text)
+    end
+    for i = 1, #ref do
+      assert.is_true(max_rel_diff(cpu[i], ref[i]) < 1e-5, "output " .. i .. " differs\n" .. text)
+      assert.are.same(cpu[i], one[i], "1 thread")
+      assert.are.same(cpu[i], four[i], "4 threads")
+    end
+  end
+
+  it("sums all elements in the pass that computes them (no temporary)", function()
+    check(function(a, b) return (a * b):exp():sum() end, { 37, 29 }, nil, "fused(mul, exp -> sum)")
+    check(function(a, b) return (a - b):abs():mean() end, { 700, 500 }, nil, "fused(sub, abs -> mean)")
+  end)
+
+  it("reduces the last dim, in blocks of whole rows, keepdim or not", function()
+    check(function(a, b) return (a + b):relu():sum(2) end, { 300, 7 }, nil, "fused(add, relu -> sum)")
+    check(function(a, b) return (a * b):mean(-1, true) end, { 5, 3000 }, nil, "fused(mul -> mean)")
+    check(function(a, b) return (a * b + 1):sum(3) end, { 4, 150, 1111 }, "float64", "fused(mul, add -> sum)")
+  end)
+
+  it("still stores a value that something else reads", function()
+    check(function(a, b)
+      local h = (a * b):tanh()
+      return h:sum(2), h + 1
+    end, { 64, 40 }, nil, "-> sum)")
+    -- the reduced value is not the last member's: its block buffer must outlive the others
+    check(function(a, b)
+      local h = a * b
+      local y = ((h + 1) * 0.5):exp()
+      return y, h:sum() -- y first: the plan's order is mul, add, mul, exp, sum
+    end, { 3000 }, nil, "fused(mul, add, mul, exp -> sum)")
+  end)
+
+  it("leaves other reductions to the reduction kernels", function()
+    check(function(a, b) return (a * b):sum(1) end, { 30, 20 }) -- not the last dim
+    check(function(a, b) return (a * b):sum(2) end, { 2, 20000 }) -- rows longer than 16384
+    check(function(a, b) return (a:gt(b)):sum() end, { 30, 20 }) -- an integer sum
+  end)
+end)
+
 describe("plan folds", function()
   after_each(function() ltc.set_backend("cpu") end)
 

@@ -14,9 +14,11 @@
 #define PAR_GRAIN 32            /* blocks per chunk handed to a thread (64K elements) */
 #define PAR_MIN_BLOCKS (LTC_PAR_MIN_CHUNKS * PAR_GRAIN) /* fewer run on the calling thread */
 #define MAX_EXT 64              /* the plan runs steps of at most 64 inputs, 8 outputs */
+#define RED_MAX_ROW 16384       /* longest row a fused last-dim reduction takes */
 #define MAX_STORE 8
 
 enum { EXT_FULL, EXT_SCALAR, EXT_BCAST };
+enum { RED_NONE, RED_ALL, RED_ROWS };
 
 /* An operand from outside the group. */
 typedef struct {
@@ -47,6 +49,16 @@ struct ltc_fused {
     int64_t numel;
     int64_t block;              /* elements per block (BLOCK, or numel when smaller) */
     size_t slot_bytes;
+    /* A sum or mean of member red_src's value, fused after the members (its producers then
+     * never write that value out unless someone else reads it): RED_ALL reduces every
+     * element (a partial per block, added in block order), RED_ROWS each row of red_n
+     * elements (the last dim; a block holds whole rows). Either way every sum is formed in
+     * one fixed order, whatever the threads. The result, of the value's float dtype, is
+     * step output red_store. */
+    int red_kind, red_src, red_store;
+    bool red_mean;
+    int64_t red_n;
+    ltc_dtype red_dt;
 };
 
 void ltc_cpu_fused_free(ltc_fused *f) {
@@ -60,6 +72,8 @@ char *ltc_cpu_fused_text(const ltc_fused *f, char *buf, size_t n) {
     size_t len = (size_t)snprintf(buf, n, "fused(");
     for (int k = 0; k < f->n_ops && len < n; k++)
         len += (size_t)snprintf(buf + len, n - len, "%s%s", k ? ", " : "", ltc_op_name(f->ops[k].op));
+    if (f->red_kind && len < n)
+        len += (size_t)snprintf(buf + len, n - len, " -> %s", f->red_mean ? "mean" : "sum");
     if (len < n) snprintf(buf + len, n - len, ")");
     return buf;
 }
@@ -140,8 +154,47 @@ typedef struct {
     const ltc_fused *f;
     const void *const *in;
     void *const *out;
+    double *part;               /* RED_ALL: each block's partial sum */
     atomic_bool failed;
 } run_ctx;
+
+/* The sum of n values (float or double) in double, as eight interleaved partial sums. */
+static double sum_run(const void *x, ltc_dtype dt, int64_t n) {
+    double s[8] = {0};
+    int64_t j = 0;
+    if (dt == LTC_F32) {
+        const float *v = x;
+        for (; j + 8 <= n; j += 8)
+            for (int u = 0; u < 8; u++) s[u] += v[j + u];
+        for (; j < n; j++) s[0] += v[j];
+    } else {
+        const double *v = x;
+        for (; j + 8 <= n; j += 8)
+            for (int u = 0; u < 8; u++) s[u] += v[j + u];
+        for (; j < n; j++) s[0] += v[j];
+    }
+    return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
+static void put_val(void *y, ltc_dtype dt, int64_t i, double v) {
+    if (dt == LTC_F32) ((float *)y)[i] = (float)v;
+    else ((double *)y)[i] = v;
+}
+
+/* The fused reduction's share of block b (elements [lo, lo + n)), whose value is at x. */
+static void reduce_block(const run_ctx *c, const void *x, int64_t b, int64_t lo, int64_t n) {
+    const ltc_fused *f = c->f;
+    if (f->red_kind == RED_ALL) {
+        c->part[b] = sum_run(x, f->red_dt, n);
+        return;
+    }
+    size_t es = ltc_dtype_size(f->red_dt);
+    for (int64_t r = 0; r < n / f->red_n; r++) {
+        double s = sum_run((const char *)x + r * f->red_n * (int64_t)es, f->red_dt, f->red_n);
+        put_val(c->out[f->red_store], f->red_dt, lo / f->red_n + r,
+                f->red_mean ? s / (double)f->red_n : s);
+    }
+}
 
 static const int64_t ones[LTC_EW_MAX_IN + 4] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
 
@@ -186,6 +239,7 @@ static void run_blocks(void *ctxp, int64_t blo, int64_t bhi, int tid) {
             o->loop(n, out, in, ones);
             vals[f->n_ext + k] = out;
         }
+        if (f->red_kind) reduce_block(c, vals[f->n_ext + f->red_src], b, lo, n);
     }
 }
 
@@ -193,10 +247,23 @@ ltc_status ltc_cpu_fused_kernel(const ltc_kernel_args *a) {
     const ltc_fused *f = a->ctx;
     run_ctx c = {.f = f, .in = a->in, .out = a->out};
     int64_t blocks = (f->numel + f->block - 1) / f->block;
-    if (blocks >= PAR_MIN_BLOCKS) ltc_cpu_parallel_for(blocks, PAR_GRAIN, run_blocks, &c);
+    if (f->red_kind == RED_ALL && !(c.part = malloc(sizeof(double) * (size_t)blocks)))
+        return ltc_errorf(LTC_ERR_NOMEM, "fused elementwise step: out of memory for partial sums");
+    /* blocks of whole rows are larger: keep a chunk at about as many elements */
+    int64_t grain = PAR_GRAIN * BLOCK / f->block;
+    if (grain < 1) grain = 1;
+    if (blocks >= LTC_PAR_MIN_CHUNKS * grain) ltc_cpu_parallel_for(blocks, grain, run_blocks, &c);
     else run_blocks(&c, 0, blocks, 0);
-    if (atomic_load(&c.failed))
+    if (atomic_load(&c.failed)) {
+        free(c.part);
         return ltc_errorf(LTC_ERR_NOMEM, "fused elementwise step: out of memory for block buffers");
+    }
+    if (f->red_kind == RED_ALL) {
+        double s = 0;
+        for (int64_t b = 0; b < blocks; b++) s += c.part[b];
+        put_val(a->out[f->red_store], f->red_dt, 0, f->red_mean ? s / (double)f->numel : s);
+        free(c.part);
+    }
     return LTC_OK;
 }
 
@@ -255,7 +322,26 @@ typedef struct {
     int *n_readers;   /* per buffer: reads by all steps (a step reading it twice: 2) */
     int *sub_reads;   /* per buffer: scratch, reads by the subset */
     plan_step **emit; /* per step: the fused step to run at its place, or NULL */
+    int red_step;     /* the reduction offered to the group being built, or -1 */
+    bool red_taken;   /* a fused step of that group took it */
 } builder;
+
+/* How step st reduces, if it is a sum or mean the fused step can take: RED_ALL, RED_ROWS
+ * (*n: the row) or RED_NONE. Float inputs only (integer sums are int64 and wrap). */
+static int red_kind_of(const plan_step *st, int64_t *n) {
+    if ((st->op != LTC_OP_SUM && st->op != LTC_OP_MEAN) || st->fallback || st->fused ||
+        st->fn != ltc_cpu_kernels[st->op] || st->n_in != 1 || st->n_out != 1 || st->n_attrs < 1)
+        return RED_NONE;
+    const ltc_shape *is = &st->in_shapes[0];
+    if ((is->dtype != LTC_F32 && is->dtype != LTC_F64) || st->out_shapes[0].dtype != is->dtype ||
+        ltc_shape_numel(is) == 0)
+        return RED_NONE;
+    int64_t dim = st->attrs[0].i;
+    if (dim == LTC_NONE) return RED_ALL;
+    if (is->ndim < 1 || dim != is->ndim - 1 || is->dims[dim] > RED_MAX_ROW) return RED_NONE;
+    *n = is->dims[dim];
+    return RED_ROWS;
+}
 
 /* True if buffer b is read by a step outside the subset (sub_reads counts the reads from
  * inside) or is a plan output. */
@@ -269,7 +355,9 @@ static bool leaves(const builder *bd, int b) {
 static int build_sub(builder *bd, const int *m, int n, plan_step *out) {
     cpu_plan *p = bd->p;
     const ltc_shape *os = &p->steps[m[0]].out_shapes[0];
-    int n_ext = 0, n_store = 0, rc = -1;
+    int n_ext = 0, n_store = 0, rc = -1, red_kind = RED_NONE;
+    const plan_step *red = NULL; /* the offered reduction (see below) */
+    int64_t red_n = 0;
     int ext_buf[MAX_EXT], store_buf[MAX_STORE];
     ltc_shape ext_shape[MAX_EXT]; /* as the members read it (a view's shape, say) */
     ltc_fused *f = calloc(1, sizeof *f);
@@ -282,6 +370,13 @@ static int build_sub(builder *bd, const int *m, int n, plan_step *out) {
         bd->val_of[st->out[0]] = i;
         for (int k = 0; k < st->n_in; k++) bd->sub_reads[st->in[k]]++;
     }
+    /* the offered reduction, when it reduces a value of these members: its read is ours */
+    red = bd->red_step >= 0 && !bd->red_taken ? &p->steps[bd->red_step] : NULL;
+    red_kind = red ? red_kind_of(red, &red_n) : RED_NONE;
+    if (red_kind && (bd->val_of[red->in[0]] < 0 ||
+                     !same_dims(&red->in_shapes[0], &p->steps[m[bd->val_of[red->in[0]]]].out_shapes[0])))
+        red_kind = RED_NONE;
+    if (red_kind) bd->sub_reads[red->in[0]]++;
     /* externals, stored values */
     for (int i = 0; i < n; i++) {
         const plan_step *st = &p->steps[m[i]];
@@ -304,10 +399,24 @@ static int build_sub(builder *bd, const int *m, int n, plan_step *out) {
             f->ops[i].store = -1;
         }
     }
+    if (red_kind) { /* its result is one more output */
+        if (n_store == MAX_STORE) { rc = 0; goto done; }
+        f->red_kind = red_kind;
+        f->red_src = bd->val_of[red->in[0]];
+        f->red_store = n_store;
+        f->red_mean = red->op == LTC_OP_MEAN;
+        f->red_n = red_n;
+        f->red_dt = red->in_shapes[0].dtype;
+        store_buf[n_store++] = red->out[0];
+    }
     if (!(f->ext = calloc((size_t)n_ext + 1, sizeof *f->ext))) goto done;
     f->n_ops = n, f->n_ext = n_ext, f->n_out = n_store;
     f->numel = ltc_shape_numel(os);
     f->block = f->numel < BLOCK ? f->numel : BLOCK;
+    if (red_kind == RED_ROWS) { /* whole rows per block */
+        f->block = red_n * (BLOCK / red_n > 1 ? BLOCK / red_n : 1);
+        if (f->block > f->numel) f->block = f->numel;
+    }
     f->slot_bytes = ((size_t)f->block * 8 + 63) & ~(size_t)63;
     /* slots: externals that need one keep it; members by liveness */
     for (int e = 0; e < n_ext; e++) {
@@ -328,6 +437,7 @@ static int build_sub(builder *bd, const int *m, int n, plan_step *out) {
             last[v] = i;
         }
     }
+    if (red_kind) last[n_ext + f->red_src] = n; /* read after the last member: never dies */
     for (int i = 0; i < n; i++) {
         const plan_step *st = &p->steps[m[i]];
         const ltc_ew_info *info = &ltc_cpu_ew_info[st->op];
@@ -384,7 +494,9 @@ static int build_sub(builder *bd, const int *m, int n, plan_step *out) {
     out->fused = f;
     f = NULL;
     rc = 1;
+    if (red_kind) bd->red_taken = true;
 done:
+    if (red_kind) bd->sub_reads[red->in[0]] = 0;
     for (int i = 0; i < n; i++) {
         const plan_step *st = &p->steps[m[i]];
         bd->in_sub[m[i]] = 0;
@@ -434,7 +546,7 @@ static int find(int *parent, int g) {
 bool ltc_cpu_plan_fuse(cpu_plan *p) {
     int ns = p->n_steps, nb = p->n_bufs;
     bool ok = false;
-    builder bd = {.p = p};
+    builder bd = {.p = p, .red_step = -1};
     int *buf_group = malloc(sizeof(int) * (size_t)(nb + 1));
     int *outside = malloc(sizeof(int) * (size_t)(ns + 1)); /* per group: first outside reader */
     int *members = malloc(sizeof(int) * (size_t)(ns + 1));
@@ -447,9 +559,11 @@ bool ltc_cpu_plan_fuse(cpu_plan *p) {
     bd.n_readers = calloc((size_t)nb + 1, sizeof(int));
     bd.sub_reads = calloc((size_t)nb + 1, sizeof(int));
     bd.emit = calloc((size_t)ns + 1, sizeof *bd.emit);
+    int *red_for = malloc(sizeof(int) * (size_t)(ns + 1)); /* per group: its reduction, -1 */
+    uint8_t *taken = calloc((size_t)ns + 1, 1); /* per step: a reduction a fused step took */
     plan_step *steps = NULL;
     if (!buf_group || !outside || !members || !gstart || !parent || !bd.group || !bd.ext_of || !bd.val_of ||
-        !bd.in_sub || !bd.emit || !bd.n_readers || !bd.sub_reads)
+        !bd.in_sub || !bd.emit || !bd.n_readers || !bd.sub_reads || !red_for || !taken)
         goto done;
     for (int b = 0; b < nb; b++) buf_group[b] = bd.ext_of[b] = bd.val_of[b] = -1;
     for (int s = 0; s < ns; s++)
@@ -498,16 +612,32 @@ bool ltc_cpu_plan_fuse(cpu_plan *p) {
     for (int g = 0; g < n_groups; g++) fill[g] = gstart[g];
     for (int s = 0; s < ns; s++)
         if (bd.group[s] >= 0) members[fill[bd.group[s]]++] = s;
+    /* reductions: a sum or mean of a group's value, after the group's last member, is
+     * offered to the group (one per group, the first) */
+    for (int g = 0; g < n_groups; g++) red_for[g] = -1;
+    for (int s = 0; s < ns; s++) {
+        int64_t rn;
+        if (bd.group[s] >= 0 || !red_kind_of(&p->steps[s], &rn)) continue;
+        int g = find(parent, buf_group[p->steps[s].in[0]]);
+        if (g < 0 || red_for[g] >= 0 || gstart[g + 1] == gstart[g] ||
+            members[gstart[g + 1] - 1] > s)
+            continue;
+        red_for[g] = s;
+    }
     for (int g = 0; g < n_groups; g++) {
         int n = gstart[g + 1] - gstart[g];
         const int *m = &members[gstart[g]];
         if (n == 0) continue; /* merged into another group */
-        /* a lone small step gains nothing: it keeps its kernel */
-        if (n == 1 && ltc_shape_numel(&p->steps[m[0]].out_shapes[0]) < BLOCK * PAR_MIN_BLOCKS) {
+        /* a lone small step gains nothing (unless a reduction joins it): it keeps its kernel */
+        if (n == 1 && red_for[g] < 0 &&
+            ltc_shape_numel(&p->steps[m[0]].out_shapes[0]) < BLOCK * PAR_MIN_BLOCKS) {
             bd.group[m[0]] = -1;
             continue;
         }
+        bd.red_step = red_for[g];
+        bd.red_taken = false;
         if (!build_group(&bd, m, n)) goto done;
+        if (bd.red_taken) taken[red_for[g]] = 1;
     }
 
     /* the new step list: fused steps at their last member's place */
@@ -515,10 +645,10 @@ bool ltc_cpu_plan_fuse(cpu_plan *p) {
     int n = 0;
     for (int s = 0; s < ns; s++) {
         if (bd.emit[s]) steps[n++] = *bd.emit[s];
-        else if (bd.group[s] < 0) steps[n++] = p->steps[s];
+        else if (bd.group[s] < 0 && !taken[s]) steps[n++] = p->steps[s];
     }
     for (int s = 0; s < ns; s++)
-        if (bd.group[s] >= 0) step_clear(&p->steps[s]);
+        if (bd.group[s] >= 0 || taken[s]) step_clear(&p->steps[s]);
     free(p->steps);
     p->steps = steps;
     p->n_steps = n;
@@ -546,5 +676,7 @@ done:
     free(bd.n_readers);
     free(bd.sub_reads);
     free(bd.emit);
+    free(red_for);
+    free(taken);
     return ok;
 }

@@ -10,6 +10,13 @@
  * are read in place: same-shape ones at the block's offset, 0-d/one-element ones from a
  * block filled once per run, broadcast ones gathered per block. Blocks are split over the
  * worker threads (threads.h) when there are enough of them.
+ *
+ * A float sum or mean of a group's value, over all elements or the last dim (rows of at
+ * most 16384), that comes after the group's last member joins the group: the fused step
+ * reduces each block as it computes it, so the reduced value is never written out unless
+ * something else reads it ("fused(mul, exp -> sum)" in the plan text). Each sum is formed in
+ * one fixed order (per-block partials added in block order; a row within one block), so
+ * results do not depend on the thread count.
  */
 #ifndef LTC_CPU_FUSE_H
 #define LTC_CPU_FUSE_H

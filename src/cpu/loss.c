@@ -20,10 +20,16 @@ static void rows_cols(const ltc_shape *s, int64_t *n, int64_t *c) {
     *c = s->dims[s->ndim - 1];
 }
 
-/* The 0-based class of row i, or a negative value (with the error set) if out of range. */
-static int64_t label(const ltc_kernel_args *a, int k, int64_t i, int64_t c, const char *op) {
+/* The 0-based class of row i from target in[k], unchecked. */
+static inline int64_t target_at(const ltc_kernel_args *a, int k, int64_t i) {
     ltc_dtype dt = a->in_shapes[k].dtype;
     int64_t v = dt == LTC_I64 ? ((const int64_t *)a->in[k])[i] : ((const int32_t *)a->in[k])[i];
+    return v - 1;
+}
+
+/* The 0-based class of row i, or a negative value (with the error set) if out of range. */
+static int64_t label(const ltc_kernel_args *a, int k, int64_t i, int64_t c, const char *op) {
+    int64_t v = target_at(a, k, i) + 1;
     if (v < 1 || v > c) {
         ltc_errorf(LTC_ERR_ARG, "%s: target %lld out of range for %lld classes (labels are "
                    "1-based)", op, (long long)v, (long long)c);
@@ -39,6 +45,22 @@ static int64_t label(const ltc_kernel_args *a, int k, int64_t i, int64_t c, cons
  * chain of dependent adds): a vectorized reduction's set-up and final combine of the lanes
  * cost more than such a row. */
 #define SIMD_ROW 64
+
+/* Rows per block for c classes (one when a row alone fills the block, or has no classes). */
+static int64_t block_rows(int64_t c) {
+    return c >= 1 && c <= EXP_BLOCK ? EXP_BLOCK / c : 1;
+}
+
+/* True if the labels of rows [i0, i0 + n) are in range; else false with the error set.
+ * Checked before a block's rows are read: an input of no classes ([0] with a 0-d target)
+ * has no elements to read, and fails here. */
+static bool labels_ok(const ltc_kernel_args *a, int k, int64_t i0, int64_t n, int64_t c,
+                      const char *op) {
+    for (int64_t i = i0; i < i0 + n; i++)
+        if (label(a, k, i, c, op) < 0)
+            return false;
+    return true;
+}
 
 /* s[i] = log(s[i]) for i < n: the log-sum-exps of a block of rows, in one vectorized pass. */
 LTC_EW_CLONES static void log_all(double *s, int64_t n) {
@@ -140,17 +162,17 @@ DEF_ROWS(f64, double, exp)
         T buf[EXP_BLOCK], mx[EXP_BLOCK];                                                       \
         double s[EXP_BLOCK], total = 0;                                                        \
         bool big = c > EXP_BLOCK;                                                              \
-        int64_t rows = big ? 1 : EXP_BLOCK / c;                                                \
+        int64_t rows = block_rows(c);                                                          \
         for (int64_t i0 = 0; i0 < n; i0 += rows) {                                             \
             int64_t nr = n - i0 < rows ? n - i0 : rows;                                        \
+            if (!labels_ok(a, 1, i0, nr, c, op))                                               \
+                return LTC_ERR_ARG;                                                            \
             if (ce && !big) {                                                                  \
                 exps_##SUF(x + i0 * c, nr, c, buf, s, mx);                                     \
                 log_all(s, nr);                                                                \
             }                                                                                  \
             for (int64_t i = i0; i < i0 + nr; i++) {                                           \
-                int64_t t = label(a, 1, i, c, op);                                             \
-                if (t < 0)                                                                     \
-                    return LTC_ERR_ARG;                                                        \
+                int64_t t = target_at(a, 1, i); /* checked by labels_ok */                     \
                 const T *r = x + i * c;                                                        \
                 double l = -(double)r[t];                                                      \
                 if (ce) {                                                                      \
@@ -176,17 +198,17 @@ DEF_ROWS(f64, double, exp)
         const T *go = a->in[0], *x = a->in[1];                                                 \
         T *y = a->out[0], mx[EXP_BLOCK];                                                       \
         double s[EXP_BLOCK];                                                                   \
-        int64_t rows = c > EXP_BLOCK ? 1 : EXP_BLOCK / c;                                      \
+        int64_t rows = block_rows(c);                                                          \
         if (!ce)                                                                               \
             memset(y, 0, ltc_shape_nbytes(&a->in_shapes[1]));                                  \
         for (int64_t i0 = 0; i0 < n; i0 += rows) {                                             \
             int64_t nr = n - i0 < rows ? n - i0 : rows;                                        \
+            if (!labels_ok(a, 2, i0, nr, c, op))                                               \
+                return LTC_ERR_ARG;                                                            \
             if (ce)                                                                            \
                 exps_##SUF(x + i0 * c, nr, c, y + i0 * c, s, mx);                              \
             for (int64_t i = i0; i < i0 + nr; i++) {                                           \
-                int64_t t = label(a, 2, i, c, op);                                             \
-                if (t < 0)                                                                     \
-                    return LTC_ERR_ARG;                                                        \
+                int64_t t = target_at(a, 2, i); /* checked by labels_ok */                     \
                 double g = (double)go[red == 0 ? i : 0];                                       \
                 if (red == 1)                                                                  \
                     g /= (double)n;                                                            \

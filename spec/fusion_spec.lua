@@ -183,6 +183,57 @@ describe("elementwise fusion", function()
     assert.are.equal(8, s:item())
   end)
 
+  it("fuses a dtype conversion: relu's backward mask (gt, to, mul) is one step", function()
+    local a, g = ltc.tensor({ 1, -2, 3, -4, 0 }), ltc.tensor({ 10, 20, 30, 40, 50 })
+    local y = a:gt(0):float() * g
+    local text = ltc.debug.backend_text(y)
+    assert.truthy(text:find("fused%(gt, to, mul%)"), text)
+    assert.truthy(text:find("1 steps"), text)
+    assert.are.same({ 10, 0, 30, 0, 0 }, y:totable())
+  end)
+
+  -- Tensor.to's rules, from the values (not from ltc): float to integer truncates toward
+  -- zero, anything to bool is x ~= 0, float32 rounds to nearest.
+  local function f32(v) return string.unpack("f", string.pack("f", v)) end
+  local function convert(v, src, dst)
+    if src == "bool" then v = v and 1 or 0 end
+    if dst == "bool" then return v ~= 0 end
+    if dst == "int32" or dst == "int64" then
+      return math.tointeger(v >= 0 and math.floor(v) or math.ceil(v))
+    end
+    return dst == "float32" and f32(v) or v
+  end
+  local sources = {
+    float32 = { -2.75, -0.5, 0, 0.5, 3.9, 7, -100000.25, 1e-3 },
+    float64 = { -2.75, -0.5, 0, 0.5, 3.9, 7, -100000.25, 1e-300 },
+    int32 = { -3, -1, 0, 1, 4, 7, -100000, 2147483647 },
+    int64 = { -3, -1, 0, 1, 4, 7, -100000, 16777217 },
+    bool = { true, false, false, true, true, true, false, true },
+  }
+  for _, src in ipairs { "float32", "float64", "int32", "int64", "bool" } do
+    for _, dst in ipairs { "float32", "float64", "int32", "int64", "bool" } do
+      it("converts " .. src .. " to " .. dst .. " alone and as a fused, threaded step", function()
+        local vals = sources[src]
+        local want = {}
+        for i, v in ipairs(vals) do
+          want[i] = convert(src == "float32" and f32(v) or v, src, dst)
+        end
+        assert.are.same(want, ltc.tensor(vals, src):to(dst):totable())
+        -- 40000 elements: a lone conversion that large becomes a fused step of 20 blocks
+        local many = {}
+        for i = 1, 40000 do many[i] = vals[(i - 1) % 8 + 1] end
+        local big = ltc.tensor(many, src)
+        local y = big:to(dst)
+        local text = ltc.debug.backend_text(y)
+        assert.truthy(text:find("fused%(to%)"), text)
+        local got = y:totable()
+        assert.are.equal(40000, #got)
+        for i = 1, 40000, 997 do assert.are.equal(want[(i - 1) % 8 + 1], got[i]) end
+        assert.are.same(want, y:narrow(1, 39993, 8):totable())
+      end)
+    end
+  end
+
   it("keeps the bits of exp, log, tanh and sigmoid within a few ulp of the reference", function()
     local n = 20000
     local xs = {}

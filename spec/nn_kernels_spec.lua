@@ -86,6 +86,104 @@ describe("CPU nn kernels", function()
     end)
   end
 
+  -- cross_entropy and its backward: rows in blocks of 1024 elements (several blocks at 300x7),
+  -- rows under 64 classes reduced in scalar loops, rows over 1024 classes one at a time.
+  for _, size in ipairs { { 256, 10 }, { 300, 7 }, { 3, 1 }, { 5, 63 }, { 7, 64 }, { 9, 65 },
+                          { 4, 1500 } } do
+    local n, c = size[1], size[2]
+    for _, dt in ipairs { "float32", "float64" } do
+      local name = table.concat(size, "x") .. " " .. dt
+      local tol = dt == "float32" and 1e-5 or 1e-12
+      local function inputs()
+        local x = ltc.randn(size, dt) * 4
+        local t = (ltc.arange(0, n) * 7 % c + 1):long()
+        return x, t
+      end
+      it("cross_entropy matches the reference backend: " .. name, function()
+        check(function()
+          local x, t = inputs()
+          return ltc.cat({ x:cross_entropy(t, 0), x:cross_entropy(t, 1):view(1),
+                           x:cross_entropy(t, 2):view(1) })
+        end, tol)
+      end)
+      it("cross_entropy_backward matches the reference backend: " .. name, function()
+        check(function()
+          local x, t = inputs()
+          local g = ltc.randn({ n }, dt)
+          return ltc.cat({ ltc.cross_entropy_backward(g, x, t, 0),
+                           ltc.cross_entropy_backward(ltc.tensor(3, dt), x, t, 1),
+                           ltc.cross_entropy_backward(ltc.tensor(-2, dt), x, t, 2) })
+        end, tol)
+      end)
+    end
+  end
+
+  it("cross_entropy in float64 gives the written-out values, with int32 labels", function()
+    local x = ltc.tensor({ { 1, 2, 3 }, { 4, 5, -1 } }, "float64")
+    local t = ltc.tensor({ 2, 1 }, "int32")
+    -- logsumexp(1, 2, 3) = 3.40760596444438, logsumexp(4, 5, -1) = 5.31507216066525
+    local l1, l2 = 3.40760596444438 - 2, 5.31507216066525 - 4
+    local l = x:cross_entropy(t, 0):totable()
+    assert.is_true(math.abs(l[1] - l1) < 1e-12 and math.abs(l[2] - l2) < 1e-12)
+    assert.is_true(math.abs(x:cross_entropy(t):item() - (l1 + l2) / 2) < 1e-12)
+    local g = ltc.cross_entropy_backward(ltc.tensor(1, "float64"), x, t, 2):totable()
+    -- softmax(1, 2, 3) = 0.0900305731703804, 0.244728471054798, 0.665240955774822
+    local want = { { 0.0900305731703804, 0.244728471054798 - 1, 0.665240955774822 },
+                   { math.exp(4 - 5.31507216066525) - 1, math.exp(5 - 5.31507216066525),
+                     math.exp(-1 - 5.31507216066525) } }
+    for i = 1, 2 do
+      for j = 1, 3 do
+        assert.is_true(math.abs(g[i][j] - want[i][j]) < 1e-12, i .. "," .. j .. ": " .. g[i][j])
+      end
+    end
+  end)
+
+  it("cross_entropy keeps -inf, inf and NaN rows as the reference backend does", function()
+    for _, dt in ipairs { "float32", "float64" } do
+      check(function()
+        local x = ltc.randn({ 6, 12 }, dt)
+        local inf = 1 / 0
+        x[1][3] = -inf
+        x[2]:fill_(-inf)
+        x[3][5] = inf
+        x[4][7] = 0 / 0
+        x[5][1] = 0 / 0
+        local t = ltc.tensor({ 1, 3, 5, 2, 4, 6 }, "int64")
+        return ltc.cat({ x:cross_entropy(t, 0),
+                         ltc.cross_entropy_backward(ltc.ones({ 6 }, dt), x, t, 0):view(-1) })
+      end)
+    end
+  end)
+
+  -- fuzz seeds 7 and 23: rows per block were 1024 / classes, a division by zero
+  it("an input of no classes with a 0-d target is a label error, not a crash", function()
+    local x, t = ltc.full({ 0 }, 0.0), ltc.tensor(1, "int64")
+    for _, f in ipairs {
+      function() return x:nll_loss(t, 2):item() end,
+      function() return x:cross_entropy(t, 0):item() end,
+      function() return ltc.cross_entropy_backward(ltc.tensor(1), x, t):totable() end,
+      function() return ltc.nll_loss_backward(ltc.tensor(1), x, t):totable() end,
+    } do
+      local ok, err = pcall(f)
+      assert.is_false(ok)
+      assert.matches("target 1 out of range for 0 classes", err, 1, true)
+    end
+    collectgarbage()
+  end)
+
+  it("cross_entropy reports a label out of range in a later block of rows", function()
+    local x = ltc.randn(300, 7)
+    local t = (ltc.arange(0, 300) % 7 + 1):long()
+    t[250] = 8
+    local ok, err = pcall(function() return x:cross_entropy(t):item() end)
+    assert.is_false(ok)
+    assert.matches("target 8 out of range for 7 classes", err, 1, true)
+    ok, err = pcall(function() return ltc.cross_entropy_backward(ltc.tensor(1), x, t):totable() end)
+    assert.is_false(ok)
+    assert.matches("target 8 out of range for 7 classes", err, 1, true)
+    collectgarbage()
+  end)
+
   it("conv2d in float64 matches the reference backend", function()
     check(function()
       local x, w = ltc.randn({ 2, 3, 9, 9 }, "float64"), ltc.randn({ 4, 3, 3, 3 }, "float64")

@@ -61,6 +61,10 @@ describe("CPU reductions on threads", function()
     { { 2, 7, 700 }, 2 },       -- column blocks, the last one partial
     { { 9000, 300 }, 1 },       -- one slice, two column blocks over 9000 rows
     { { 4, 1, 5 }, 2 },
+    { { 256, 128 }, 1 },        -- column sums: rows four at a time into the accumulators
+    { { 7, 3 }, 1 },            -- rows 5..7 after one group of four, 3 columns
+    { { 257, 33 }, 1 },         -- one row left over, an odd number of columns
+    { { 5, 3, 19 }, 2 },        -- fewer than four rows per outer slice
   } do
     local size, dim = case[1], case[2]
     local name = table.concat(size, "x") .. (dim and " along " .. dim or ", all elements")
@@ -78,11 +82,12 @@ describe("CPU reductions on threads", function()
         return x:sum(), x:mean()
       end, 1e-12)
     end)
-    it("sum of int32 and bool matches the reference backend: " .. name, function()
+    it("sum of int32, int64 and bool matches the reference backend: " .. name, function()
       check(function()
         local x = (ltc.randn(size) * 1000):to("int32")
-        if dim then return x:sum(dim), x:gt(0):sum(dim) end
-        return x:sum(), x:gt(0):sum()
+        local w = x:to("int64") * 4000000000
+        if dim then return x:sum(dim), x:gt(0):sum(dim), w:sum(dim) end
+        return x:sum(), x:gt(0):sum(), w:sum()
       end, 0)
     end)
     it("max and argmax match the reference backend: " .. name, function()
@@ -96,6 +101,19 @@ describe("CPU reductions on threads", function()
       end, 0)
     end)
   end
+
+  it("column sums give the written-out values in every dtype, int64 wrapping", function()
+    local rows = { { 1, -2, 3 }, { 4, 5, -6 }, { 7, 8, 9 }, { -10, 11, 12 }, { 13, 14, 15 } }
+    for _, dt in ipairs { "float32", "float64", "int32", "int64" } do
+      local s = ltc.tensor(rows, dt):sum(1)
+      assert.are.same({ 15, 36, 33 }, s:totable(), dt)
+      assert.are.equal(dt == "int32" and "int64" or dt, s:dtype())
+    end
+    local b = ltc.tensor(rows):gt(3):sum(1)
+    assert.are.same({ 3, 4, 3 }, b:totable())
+    local big = ltc.tensor({ { math.maxinteger, 1 }, { 1, 2 }, { 1, 3 }, { 1, 4 }, { 1, 5 } }, "int64")
+    assert.are.same({ math.mininteger + 3, 15 }, big:sum(1):totable())
+  end)
 
   it("argmax over blocks takes the first of equal maxima, and the first NaN", function()
     check(function()

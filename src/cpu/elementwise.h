@@ -65,6 +65,11 @@ ltc_status ltc_cpu_elementwise_attrs(const ltc_kernel_args *a, ltc_ew_loop loop,
  * dst and src must not overlap unless they are the same pointer with the same dtype. */
 void ltc_cpu_convert(void *dst, ltc_dtype dd, const void *src, ltc_dtype sd, int64_t n);
 
+/* The elementwise loop (ltc_ew_loop, one input) converting dtype sd to dd as
+ * ltc_cpu_convert does, for the kernel of `to` and for fused steps; a dd == sd loop copies
+ * (to bool: normalizes to 0/1). NULL for a dtype out of range. */
+ltc_ew_loop ltc_cpu_convert_loop(ltc_dtype dd, ltc_dtype sd);
+
 /* Splits a contiguous shape around dim (0-based) into outer x n x inner, so that element
  * (o, j, i) is at (o * n + j) * inner + i. dim == LTC_NONE, or a 0-d shape, gives
  * outer = inner = 1 and n = numel (the flattened tensor). */

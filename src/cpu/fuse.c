@@ -269,9 +269,16 @@ ltc_status ltc_cpu_fused_kernel(const ltc_kernel_args *a) {
 
 /* ---- building ------------------------------------------------------------------------------ */
 
-/* The loop a step would run if it is a generated elementwise op on the CPU kernels. */
+/* The loop a step would run if it is a generated elementwise op on the CPU kernels, or a
+ * dtype conversion (`to`: elementwise too, though hand-written, since its output dtype is
+ * an attribute that the generated loops, dispatched on an input's dtype, cannot follow).
+ * Fusing `to` keeps casts such as relu's backward mask (gt, to, mul) inside one step. */
 static ltc_ew_loop step_loop(const plan_step *st) {
     if (st->fallback || st->fused || st->n_out != 1 || st->fn != ltc_cpu_kernels[st->op]) return NULL;
+    if (st->op == LTC_OP_TO) {
+        if (st->n_in != 1 || ltc_shape_numel(&st->out_shapes[0]) == 0) return NULL;
+        return ltc_cpu_convert_loop(st->out_shapes[0].dtype, st->in_shapes[0].dtype);
+    }
     const ltc_ew_info *info = &ltc_cpu_ew_info[st->op];
     if (info->dispatch >= st->n_in || st->n_in + info->n_attrs > LTC_EW_MAX_IN) return NULL;
     for (int j = 0; j < info->n_attrs; j++)

@@ -1,11 +1,18 @@
 /* loss.c - CPU kernels of the classification losses: nll_loss, cross_entropy (log_softmax
  * and nll_loss in one pass) and their backward ops. Input [N, C] (or [C] with a 0-d
- * target), 1-based int64/int32 class labels; reduction 0 none, 1 mean, 2 sum (attrs[0]).
- * Sums accumulate in double. A label outside 1..C is a run-time error. */
+ * target), float32 or float64, 1-based int64/int32 class labels; reduction 0 none, 1 mean,
+ * 2 sum (attrs[0]). A label outside 1..C is a run-time error.
+ *
+ * Each dtype has its own loops (one macro instance per float type): a row's max, its exps
+ * and their sum are vectorized passes (libmvec's expf/exp through vmath.h, several x86-64
+ * levels through LTC_EW_CLONES), computing each exp once. The exp sums and the reduction
+ * over rows accumulate in double. A NaN in a row reaches its loss (and its gradient row)
+ * through the exp sum. */
 #include <math.h>
 #include <string.h>
 
 #include "elementwise.h"
+#include "vmath.h"
 
 /* Rows N and classes C of the input. */
 static void rows_cols(const ltc_shape *s, int64_t *n, int64_t *c) {
@@ -13,10 +20,16 @@ static void rows_cols(const ltc_shape *s, int64_t *n, int64_t *c) {
     *c = s->dims[s->ndim - 1];
 }
 
-/* The 0-based class of row i, or a negative value (with the error set) if out of range. */
-static int64_t label(const ltc_kernel_args *a, int k, int64_t i, int64_t c, const char *op) {
+/* The 0-based class of row i from target in[k], unchecked. */
+static inline int64_t target_at(const ltc_kernel_args *a, int k, int64_t i) {
     ltc_dtype dt = a->in_shapes[k].dtype;
     int64_t v = dt == LTC_I64 ? ((const int64_t *)a->in[k])[i] : ((const int32_t *)a->in[k])[i];
+    return v - 1;
+}
+
+/* The 0-based class of row i, or a negative value (with the error set) if out of range. */
+static int64_t label(const ltc_kernel_args *a, int k, int64_t i, int64_t c, const char *op) {
+    int64_t v = target_at(a, k, i) + 1;
     if (v < 1 || v > c) {
         ltc_errorf(LTC_ERR_ARG, "%s: target %lld out of range for %lld classes (labels are "
                    "1-based)", op, (long long)v, (long long)c);
@@ -25,71 +38,202 @@ static int64_t label(const ltc_kernel_args *a, int k, int64_t i, int64_t c, cons
     return v - 1;
 }
 
-static inline double get(const void *p, ltc_dtype dt, int64_t i) {
-    return dt == LTC_F32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
+/* Rows of a block whose exps one vectorized pass computes: a row of 10 classes is shorter
+ * than an AVX-512 vector, so exps row by row would all run in the loops' scalar tails. */
+#define EXP_BLOCK 1024
+/* Rows shorter than this take scalar max and sum loops (four partials each, to shorten the
+ * chain of dependent adds): a vectorized reduction's set-up and final combine of the lanes
+ * cost more than such a row. */
+#define SIMD_ROW 64
+
+/* Rows per block for c classes (one when a row alone fills the block, or has no classes). */
+static int64_t block_rows(int64_t c) {
+    return c >= 1 && c <= EXP_BLOCK ? EXP_BLOCK / c : 1;
 }
 
-static inline void put(void *p, ltc_dtype dt, int64_t i, double v) {
-    if (dt == LTC_F32) ((float *)p)[i] = (float)v;
-    else ((double *)p)[i] = v;
+/* True if the labels of rows [i0, i0 + n) are in range; else false with the error set.
+ * Checked before a block's rows are read: an input of no classes ([0] with a 0-d target)
+ * has no elements to read, and fails here. */
+static bool labels_ok(const ltc_kernel_args *a, int k, int64_t i0, int64_t n, int64_t c,
+                      const char *op) {
+    for (int64_t i = i0; i < i0 + n; i++)
+        if (label(a, k, i, c, op) < 0)
+            return false;
+    return true;
 }
 
-/* Forward: per-row loss -x[t] (nll) or logsumexp(x) - x[t] (cross entropy), reduced. */
+/* s[i] = log(s[i]) for i < n: the log-sum-exps of a block of rows, in one vectorized pass. */
+LTC_EW_CLONES static void log_all(double *s, int64_t n) {
+    LTC_SIMD
+    for (int64_t i = 0; i < n; i++)
+        s[i] = log(s[i]);
+}
+
+/* Per float type T (suffix SUF, EXP its exp), for rows of c >= 1 classes:
+ * - lse_SUF: one row's max in *mx and sum(exp(x - max)) in double (rows longer than
+ *   EXP_BLOCK, where the row itself fills the vectors);
+ * - max_SUF, sum_SUF: a row's max and its sum in double;
+ * - exps_SUF: for `rows` rows at x, y = exp(x - the row's max) (rows * c elements) and
+ *   s[i] = row i's sum of them in double, mx[i] its max: the shifts row by row, then one
+ *   exp pass over the whole block.
+ * The max ignores NaN (a NaN element makes the exp sum NaN, which is what propagates). */
+#define DEF_ROWS(SUF, T, EXP)                                                                  \
+    static inline T max_##SUF(const T *x, int64_t c) {                                         \
+        T mx = x[0];                                                                           \
+        if (c < SIMD_ROW) {                                                                    \
+            T m[4] = {mx, mx, mx, mx};                                                         \
+            int64_t j = 1;                                                                     \
+            for (; j + 4 <= c; j += 4)                                                         \
+                for (int u = 0; u < 4; u++)                                                    \
+                    m[u] = x[j + u] > m[u] ? x[j + u] : m[u];                                  \
+            for (; j < c; j++)                                                                 \
+                m[0] = x[j] > m[0] ? x[j] : m[0];                                              \
+            m[0] = m[1] > m[0] ? m[1] : m[0];                                                  \
+            m[2] = m[3] > m[2] ? m[3] : m[2];                                                  \
+            return m[2] > m[0] ? m[2] : m[0];                                                  \
+        }                                                                                      \
+        _Pragma("omp simd reduction(max:mx)")                                                  \
+        for (int64_t j = 1; j < c; j++)                                                        \
+            mx = x[j] > mx ? x[j] : mx;                                                        \
+        return mx;                                                                             \
+    }                                                                                          \
+    static inline double sum_##SUF(const T *x, int64_t c) {                                    \
+        double s = 0;                                                                          \
+        if (c < SIMD_ROW) {                                                                    \
+            double p[4] = {0, 0, 0, 0};                                                        \
+            int64_t j = 0;                                                                     \
+            for (; j + 4 <= c; j += 4)                                                         \
+                for (int u = 0; u < 4; u++)                                                    \
+                    p[u] += (double)x[j + u];                                                  \
+            for (; j < c; j++)                                                                 \
+                p[0] += (double)x[j];                                                          \
+            return (p[0] + p[1]) + (p[2] + p[3]);                                              \
+        }                                                                                      \
+        _Pragma("omp simd reduction(+:s)")                                                     \
+        for (int64_t j = 0; j < c; j++)                                                        \
+            s += (double)x[j];                                                                 \
+        return s;                                                                              \
+    }                                                                                          \
+    LTC_EW_CLONES static double lse_##SUF(const T *x, int64_t c, T *mxp) {                     \
+        T mx = max_##SUF(x, c);                                                                \
+        double s = 0;                                                                          \
+        _Pragma("omp simd reduction(+:s)")                                                     \
+        for (int64_t j = 0; j < c; j++)                                                        \
+            s += (double)EXP(x[j] - mx);                                                       \
+        *mxp = mx;                                                                             \
+        return s;                                                                              \
+    }                                                                                          \
+    LTC_EW_CLONES static void exps_##SUF(const T *x, int64_t rows, int64_t c, T *y, double *s, \
+                                         T *mx) {                                              \
+        for (int64_t i = 0; i < rows; i++) {                                                   \
+            const T *r = x + i * c, m = max_##SUF(r, c);                                       \
+            T *d = y + i * c;                                                                  \
+            mx[i] = m;                                                                         \
+            LTC_SIMD                                                                           \
+            for (int64_t j = 0; j < c; j++)                                                    \
+                d[j] = r[j] - m;                                                               \
+        }                                                                                      \
+        LTC_SIMD                                                                               \
+        for (int64_t k = 0; k < rows * c; k++)                                                 \
+            y[k] = EXP(y[k]);                                                                  \
+        for (int64_t i = 0; i < rows; i++)                                                     \
+            s[i] = sum_##SUF(y + i * c, c);                                                    \
+    }
+
+DEF_ROWS(f32, float, expf)
+DEF_ROWS(f64, double, exp)
+
+/* The forward and backward kernels of one float type T: per-row loss -x[t] (nll) or
+ * logsumexp(x) - x[t] (cross entropy), reduced; and d loss / d input scaled by grad_output
+ * (in[0], input in[1], target in[2]): g * softmax(x) with g taken off at the target, the
+ * exps computed straight into the output. Rows go in blocks of at most EXP_BLOCK elements
+ * (or one longer row). */
+#define DEF_LOSS(SUF, T)                                                                       \
+    LTC_EW_CLONES static void scale_##SUF(T *y, int64_t c, double inv) {                       \
+        LTC_SIMD                                                                               \
+        for (int64_t j = 0; j < c; j++)                                                        \
+            y[j] = (T)((double)y[j] * inv);                                                    \
+    }                                                                                          \
+    static ltc_status forward_##SUF(const ltc_kernel_args *a, bool ce, const char *op) {       \
+        int64_t n, c, red = a->attrs[0].i;                                                     \
+        rows_cols(&a->in_shapes[0], &n, &c);                                                   \
+        const T *x = a->in[0];                                                                 \
+        T *y = a->out[0];                                                                      \
+        T buf[EXP_BLOCK], mx[EXP_BLOCK];                                                       \
+        double s[EXP_BLOCK], total = 0;                                                        \
+        bool big = c > EXP_BLOCK;                                                              \
+        int64_t rows = block_rows(c);                                                          \
+        for (int64_t i0 = 0; i0 < n; i0 += rows) {                                             \
+            int64_t nr = n - i0 < rows ? n - i0 : rows;                                        \
+            if (!labels_ok(a, 1, i0, nr, c, op))                                               \
+                return LTC_ERR_ARG;                                                            \
+            if (ce && !big) {                                                                  \
+                exps_##SUF(x + i0 * c, nr, c, buf, s, mx);                                     \
+                log_all(s, nr);                                                                \
+            }                                                                                  \
+            for (int64_t i = i0; i < i0 + nr; i++) {                                           \
+                int64_t t = target_at(a, 1, i); /* checked by labels_ok */                     \
+                const T *r = x + i * c;                                                        \
+                double l = -(double)r[t];                                                      \
+                if (ce) {                                                                      \
+                    if (big)                                                                   \
+                        s[0] = log(lse_##SUF(r, c, &mx[0]));                                   \
+                    int64_t k = big ? 0 : i - i0;                                              \
+                    /* (max - x[t]) first: max + log(sum) rounds log(sum) away for large x */  \
+                    l = (l + (double)mx[k]) + s[k];                                            \
+                }                                                                              \
+                if (red == 0)                                                                  \
+                    y[i] = (T)l;                                                               \
+                else                                                                           \
+                    total += l;                                                                \
+            }                                                                                  \
+        }                                                                                      \
+        if (red != 0)                                                                          \
+            y[0] = (T)(red == 1 ? total / (double)n : total);                                  \
+        return LTC_OK;                                                                         \
+    }                                                                                          \
+    static ltc_status backward_##SUF(const ltc_kernel_args *a, bool ce, const char *op) {      \
+        int64_t n, c, red = a->attrs[0].i;                                                     \
+        rows_cols(&a->in_shapes[1], &n, &c);                                                   \
+        const T *go = a->in[0], *x = a->in[1];                                                 \
+        T *y = a->out[0], mx[EXP_BLOCK];                                                       \
+        double s[EXP_BLOCK];                                                                   \
+        int64_t rows = block_rows(c);                                                          \
+        if (!ce)                                                                               \
+            memset(y, 0, ltc_shape_nbytes(&a->in_shapes[1]));                                  \
+        for (int64_t i0 = 0; i0 < n; i0 += rows) {                                             \
+            int64_t nr = n - i0 < rows ? n - i0 : rows;                                        \
+            if (!labels_ok(a, 2, i0, nr, c, op))                                               \
+                return LTC_ERR_ARG;                                                            \
+            if (ce)                                                                            \
+                exps_##SUF(x + i0 * c, nr, c, y + i0 * c, s, mx);                              \
+            for (int64_t i = i0; i < i0 + nr; i++) {                                           \
+                int64_t t = target_at(a, 2, i); /* checked by labels_ok */                     \
+                double g = (double)go[red == 0 ? i : 0];                                       \
+                if (red == 1)                                                                  \
+                    g /= (double)n;                                                            \
+                T *d = y + i * c;                                                              \
+                if (ce) {                                                                      \
+                    scale_##SUF(d, c, g / s[i - i0]);                                          \
+                    d[t] = (T)((double)d[t] - g);                                              \
+                } else {                                                                       \
+                    d[t] = (T)-g;                                                              \
+                }                                                                              \
+            }                                                                                  \
+        }                                                                                      \
+        return LTC_OK;                                                                         \
+    }
+
+DEF_LOSS(f32, float)
+DEF_LOSS(f64, double)
+
+/* The dtype is float32 or float64 (checked at trace time). */
 static ltc_status loss_forward(const ltc_kernel_args *a, bool ce, const char *op) {
-    const ltc_shape *s = &a->in_shapes[0];
-    ltc_dtype dt = s->dtype;
-    int64_t n, c, red = a->attrs[0].i;
-    rows_cols(s, &n, &c);
-    double total = 0;
-    for (int64_t i = 0; i < n; i++) {
-        int64_t t = label(a, 1, i, c, op);
-        if (t < 0) return LTC_ERR_ARG;
-        double l = -get(a->in[0], dt, i * c + t);
-        if (ce) {
-            double mx = -INFINITY, sum = 0;
-            for (int64_t j = 0; j < c; j++) {
-                double v = get(a->in[0], dt, i * c + j);
-                if (v > mx || v != v) mx = v;
-            }
-            for (int64_t j = 0; j < c; j++) sum += exp(get(a->in[0], dt, i * c + j) - mx);
-            /* (max - x[t]) first: max + log(sum) would round log(sum) away for large x */
-            l = (l + mx) + log(sum);
-        }
-        if (red == 0) put(a->out[0], dt, i, l);
-        else total += l;
-    }
-    if (red != 0) put(a->out[0], dt, 0, red == 1 ? total / (double)n : total);
-    return LTC_OK;
+    return a->in_shapes[0].dtype == LTC_F32 ? forward_f32(a, ce, op) : forward_f64(a, ce, op);
 }
 
-/* Backward: d loss / d input, scaled by grad_output (in[0]); input in[1], target in[2]. */
 static ltc_status loss_backward(const ltc_kernel_args *a, bool ce, const char *op) {
-    const ltc_shape *s = &a->in_shapes[1];
-    ltc_dtype dt = s->dtype;
-    int64_t n, c, red = a->attrs[0].i;
-    rows_cols(s, &n, &c);
-    if (!ce) memset(a->out[0], 0, ltc_shape_nbytes(s));
-    for (int64_t i = 0; i < n; i++) {
-        int64_t t = label(a, 2, i, c, op);
-        if (t < 0) return LTC_ERR_ARG;
-        double g = get(a->in[0], dt, red == 0 ? i : 0);
-        if (red == 1) g /= (double)n;
-        if (ce) {
-            double mx = -INFINITY, sum = 0;
-            for (int64_t j = 0; j < c; j++) {
-                double v = get(a->in[1], dt, i * c + j);
-                if (v > mx || v != v) mx = v;
-            }
-            for (int64_t j = 0; j < c; j++) sum += exp(get(a->in[1], dt, i * c + j) - mx);
-            double inv = g / sum;
-            for (int64_t j = 0; j < c; j++)
-                put(a->out[0], dt, i * c + j, exp(get(a->in[1], dt, i * c + j) - mx) * inv);
-            put(a->out[0], dt, i * c + t, get(a->out[0], dt, i * c + t) - g);
-        } else {
-            put(a->out[0], dt, i * c + t, -g);
-        }
-    }
-    return LTC_OK;
+    return a->in_shapes[1].dtype == LTC_F32 ? backward_f32(a, ce, op) : backward_f64(a, ce, op);
 }
 
 ltc_status ltc_cpu_kernel_nll_loss(const ltc_kernel_args *a) {

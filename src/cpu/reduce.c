@@ -20,25 +20,39 @@
 #define RED_COLS 256       /* columns per item (inner > 1) */
 #define RED_GRAIN 65536    /* elements per chunk of work handed to a thread */
 
-/* acc[i] = sum over j < n of x[j * stride + i], for i < cnt (eight partial sums when
- * stride == 1 and so cnt == 1, which breaks the add latency chain and rounds more evenly). */
+/* *acc = the sum of x[0..n), in eight partial sums (which breaks the add latency chain and
+ * rounds more evenly). */
 #define DEF_ACC(NAME, T, A)                                                                    \
-    static void NAME(const T *x, int64_t n, int64_t stride, int64_t cnt, A *acc) {             \
-        if (stride == 1) {                                                                     \
-            A s[8] = {0};                                                                      \
-            int64_t j = 0;                                                                     \
-            for (; j + 8 <= n; j += 8)                                                         \
-                for (int u = 0; u < 8; u++)                                                    \
-                    s[u] += (A)x[j + u];                                                       \
-            for (; j < n; j++)                                                                 \
-                s[0] += (A)x[j];                                                               \
-            acc[0] = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));        \
-            return;                                                                            \
-        }                                                                                      \
+    static void NAME(const T *x, int64_t n, A *acc) {                                          \
+        A s[8] = {0};                                                                          \
+        int64_t j = 0;                                                                         \
+        for (; j + 8 <= n; j += 8)                                                             \
+            for (int u = 0; u < 8; u++)                                                        \
+                s[u] += (A)x[j + u];                                                           \
+        for (; j < n; j++)                                                                     \
+            s[0] += (A)x[j];                                                                   \
+        *acc = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));              \
+    }
+
+/* acc[i] = sum over j < n of x[j * stride + i], for i < cnt: whole rows added into the
+ * vector of accumulators, vectorized across the columns (and compiled per x86-64 level);
+ * each column is still summed in row order. A scalar loop here cost 0.7 ns per element. */
+#define DEF_COLS(NAME, T, A)                                                                   \
+    LTC_EW_CLONES static void NAME(const T *x, int64_t n, int64_t stride, int64_t cnt,         \
+                                   A *acc) {                                                   \
         for (int64_t i = 0; i < cnt; i++)                                                      \
             acc[i] = 0;                                                                        \
-        for (int64_t j = 0; j < n; j++) {                                                      \
+        int64_t j = 0;                                                                         \
+        for (; j + 4 <= n; j += 4) { /* four rows per load and store of acc, in order */       \
+            const T *r0 = x + j * stride, *r1 = r0 + stride, *r2 = r1 + stride;                \
+            const T *r3 = r2 + stride;                                                         \
+            LTC_SIMD                                                                           \
+            for (int64_t i = 0; i < cnt; i++)                                                  \
+                acc[i] = (((acc[i] + (A)r0[i]) + (A)r1[i]) + (A)r2[i]) + (A)r3[i];             \
+        }                                                                                      \
+        for (; j < n; j++) {                                                                   \
             const T *r = x + j * stride;                                                       \
+            LTC_SIMD                                                                           \
             for (int64_t i = 0; i < cnt; i++)                                                  \
                 acc[i] += (A)r[i];                                                             \
         }                                                                                      \
@@ -50,16 +64,32 @@ DEF_ACC(acc_f64, double, double)
 DEF_ACC(acc_i32, int32_t, uint64_t)
 DEF_ACC(acc_i64, int64_t, uint64_t)
 DEF_ACC(acc_bool, unsigned char, uint64_t)
+DEF_COLS(cols_f32, float, double)
+DEF_COLS(cols_f64, double, double)
+DEF_COLS(cols_i32, int32_t, uint64_t)
+DEF_COLS(cols_i64, int64_t, uint64_t)
+DEF_COLS(cols_bool, unsigned char, uint64_t)
 
-/* Sums x (dtype dt) as acc_<dt> does into 8-byte accumulators (double or uint64_t). */
+/* Sums x (dtype dt) into 8-byte accumulators (double or uint64_t): the n contiguous
+ * elements into acc[0] when cnt == 1 and stride == 1, else cnt columns of n rows. */
 static void acc_any(ltc_dtype dt, const void *x, int64_t n, int64_t stride, int64_t cnt,
                     void *acc) {
+    if (stride == 1 && cnt == 1) {
+        switch (dt) {
+        case LTC_F32: acc_f32(x, n, acc); break;
+        case LTC_F64: acc_f64(x, n, acc); break;
+        case LTC_I32: acc_i32(x, n, acc); break;
+        case LTC_I64: acc_i64(x, n, acc); break;
+        default: acc_bool(x, n, acc); break;
+        }
+        return;
+    }
     switch (dt) {
-    case LTC_F32: acc_f32(x, n, stride, cnt, acc); break;
-    case LTC_F64: acc_f64(x, n, stride, cnt, acc); break;
-    case LTC_I32: acc_i32(x, n, stride, cnt, acc); break;
-    case LTC_I64: acc_i64(x, n, stride, cnt, acc); break;
-    default: acc_bool(x, n, stride, cnt, acc); break;
+    case LTC_F32: cols_f32(x, n, stride, cnt, acc); break;
+    case LTC_F64: cols_f64(x, n, stride, cnt, acc); break;
+    case LTC_I32: cols_i32(x, n, stride, cnt, acc); break;
+    case LTC_I64: cols_i64(x, n, stride, cnt, acc); break;
+    default: cols_bool(x, n, stride, cnt, acc); break;
     }
 }
 

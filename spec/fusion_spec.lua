@@ -219,17 +219,19 @@ describe("elementwise fusion", function()
           want[i] = convert(src == "float32" and f32(v) or v, src, dst)
         end
         assert.are.same(want, ltc.tensor(vals, src):to(dst):totable())
-        -- 40000 elements: a lone conversion that large becomes a fused step of 20 blocks
+        -- 2^18 + 8 elements: a lone conversion that large becomes a fused step of 129 blocks,
+        -- split over the threads
+        local N = 262152
         local many = {}
-        for i = 1, 40000 do many[i] = vals[(i - 1) % 8 + 1] end
+        for i = 1, N do many[i] = vals[(i - 1) % 8 + 1] end
         local big = ltc.tensor(many, src)
         local y = big:to(dst)
         local text = ltc.debug.backend_text(y)
         assert.truthy(text:find("fused%(to%)"), text)
         local got = y:totable()
-        assert.are.equal(40000, #got)
-        for i = 1, 40000, 997 do assert.are.equal(want[(i - 1) % 8 + 1], got[i]) end
-        assert.are.same(want, y:narrow(1, 39993, 8):totable())
+        assert.are.equal(N, #got)
+        for i = 1, N, 997 do assert.are.equal(want[(i - 1) % 8 + 1], got[i]) end
+        assert.are.same(want, y:narrow(1, N - 7, 8):totable())
       end)
     end
   end

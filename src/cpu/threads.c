@@ -57,14 +57,18 @@ const char *ltc_cpu_blas_core(void) {
     return openblas_get_corename();
 }
 
-void ltc_cpu_blas_threads(void) {
-    static _Atomic int set;
+static _Atomic int blas_set; /* the thread count last given to OpenBLAS (0: none yet) */
+
+static void blas_set_threads(int n) {
     ltc_cpu_blas_core();
-    int n = ltc_cpu_threads();
-    if (atomic_load_explicit(&set, memory_order_relaxed) == n) return;
-    atomic_store(&set, n);
+    if (atomic_load_explicit(&blas_set, memory_order_relaxed) == n) return;
+    atomic_store(&blas_set, n);
     openblas_set_num_threads(n);
 }
+
+void ltc_cpu_blas_threads(void) { blas_set_threads(ltc_cpu_threads()); }
+
+void ltc_cpu_blas_single(bool single) { blas_set_threads(single ? 1 : ltc_cpu_threads()); }
 
 /* ---- the pool ------------------------------------------------------------------------------ */
 

@@ -6,6 +6,7 @@
 #ifndef LTC_CPU_THREADS_H
 #define LTC_CPU_THREADS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* The number of threads large kernels use (LTC_NUM_THREADS, or the cores when it is 0). */
@@ -20,6 +21,13 @@ const char *ltc_cpu_blas_core(void);
 /* Sets OpenBLAS's thread count to ltc_cpu_threads() if it changed since the last call
  * (cheap: call it before each BLAS call). */
 void ltc_cpu_blas_threads(void);
+
+/* With `single`, OpenBLAS runs each call on the calling thread alone; without, it goes back
+ * to ltc_cpu_threads(). For a kernel that splits its work among the pool's threads, each of
+ * which calls BLAS on its share: threaded calls from several threads at once would compete
+ * for the same cores. Call with true before the parallel_for and with false after it. Other
+ * threads' BLAS calls meanwhile run single-threaded too (a slowdown, not an error). */
+void ltc_cpu_blas_single(bool single);
 
 /* fn(ctx, lo, hi, tid) computes items [lo, hi) on thread tid (0 <= tid < ltc_cpu_threads();
  * the caller is thread 0). */

@@ -69,6 +69,8 @@ describe("CPU nn kernels", function()
     end)
   end
 
+  -- float32 conv2d at stride 1 takes the direct kernel on AVX-512 machines (LTC_CONV_DIRECT),
+  -- the rest im2col tiles and OpenBLAS: each case runs both ways.
   for _, c in ipairs {
     { "batched, bias, padding 1", { 4, 6, 13, 11 }, { 5, 6, 3, 3 }, true, 1, 1, 1, 1 },
     { "stride 2, dilation 2", { 2, 4, 17, 15 }, { 3, 4, 3, 3 }, true, 2, 2, 2, 1 },
@@ -76,14 +78,34 @@ describe("CPU nn kernels", function()
     { "1x1, bias", { 3, 8, 7, 7 }, { 4, 8, 1, 1 }, true, 1, 0, 1, 1 },
     { "no bias", { 2, 3, 8, 8 }, { 4, 3, 3, 3 }, false, 1, 1, 1, 1 },
     { "unbatched", { 64, 20, 20 }, { 8, 64, 3, 3 }, true, 1, 1, 1, 1 },
+    -- 576 rows: column tiles of 448 positions, the last one partial and tiles starting
+    -- mid-row; 900 positions are 19 direct tiles of 48, the last one partial
+    { "several column tiles", { 2, 64, 30, 30 }, { 5, 64, 3, 3 }, true, 1, 1, 1, 1 },
+    { "stride 2 over several column tiles", { 2, 64, 31, 29 }, { 3, 64, 3, 3 }, true, 2, 1, 1, 1 },
+    { "5x3 kernel, padding 2x1, dilation 2x1", { 2, 3, 20, 24 }, { 4, 3, 5, 3 }, true, 1,
+      { 2, 1 }, { 2, 1 }, 1 },
+    { "padding past the kernel's reach", { 1, 2, 6, 18 }, { 3, 2, 2, 2 }, true, 1, 3, 1, 1 },
+    -- column tiles of 448 positions that lie wholly in the padding rows
+    { "tiles inside the padding", { 1, 64, 4, 20 }, { 2, 64, 3, 3 }, true, 1, { 30, 1 }, 1, 1 },
+    { "groups 4, 3 output channels each", { 2, 8, 18, 18 }, { 12, 2, 3, 3 }, true, 1, 1, 1, 4 },
+    { "rows narrower than a vector", { 2, 3, 5, 6 }, { 4, 3, 3, 3 }, true, 1, 1, 1, 1 },
+    { "1x1 kernel at stride 2", { 2, 4, 9, 9 }, { 3, 4, 1, 1 }, true, 2, 0, 1, 1 },
+    { "output channels past a multiple of 8", { 3, 5, 17, 19 }, { 11, 5, 3, 3 }, false, 1, 1, 1, 1 },
   } do
-    it("conv2d matches the reference backend: " .. c[1], function()
-      check(function()
-        local x, w = ltc.randn(c[2]), ltc.randn(c[3])
-        local b = c[4] and ltc.randn(c[3][1]) or nil
-        return ltc.conv2d(x, w, b, c[5], c[6], c[7], c[8])
-      end, 1e-4)
-    end)
+    for _, direct in ipairs { 1, 0 } do
+      it(string.format("conv2d matches the reference backend: %s (LTC_CONV_DIRECT %d)", c[1],
+        direct), function()
+        local saved = ltc.config.LTC_CONV_DIRECT
+        ltc.config.LTC_CONV_DIRECT = direct
+        local ok, err = pcall(check, function()
+          local x, w = ltc.randn(c[2]), ltc.randn(c[3])
+          local b = c[4] and ltc.randn(c[3][1]) or nil
+          return ltc.conv2d(x, w, b, c[5], c[6], c[7], c[8])
+        end, 1e-4)
+        ltc.config.LTC_CONV_DIRECT = saved
+        assert(ok, err)
+      end)
+    end
   end
 
   -- cross_entropy and its backward: rows in blocks of 1024 elements (several blocks at 300x7),
@@ -182,6 +204,20 @@ describe("CPU nn kernels", function()
     assert.is_false(ok)
     assert.matches("target 8 out of range for 7 classes", err, 1, true)
     collectgarbage()
+  end)
+
+  it("conv2d's direct kernel pads a batch larger than its padded copy in several parts", function()
+    -- 3 images of 4100x1024: 16 MB each padded, over the copy's 32 MB; compared with the
+    -- im2col path (checked against the reference backend above) on the CPU backend
+    local x, w, b = ltc.randn(3, 1, 4100, 1024), ltc.randn(2, 1, 3, 3), ltc.randn(2)
+    local saved = ltc.config.LTC_CONV_DIRECT
+    ltc.config.LTC_CONV_DIRECT = 1
+    local direct = ltc.conv2d(x, w, b, 1, 1)
+    ltc.config.LTC_CONV_DIRECT = 0
+    local tiles = ltc.conv2d(x, w, b, 1, 1)
+    ltc.config.LTC_CONV_DIRECT = saved
+    assert.is_true((direct - tiles):abs():max():item() <= 1e-4)
+    assert.are.same({ 3, 2, 4100, 1024 }, direct:size())
   end)
 
   it("conv2d in float64 matches the reference backend", function()

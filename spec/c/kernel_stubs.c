@@ -2,6 +2,7 @@
  * that spec/c/kernels_test.c links without the rest of the core. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "ltc.h"
 
@@ -56,4 +57,14 @@ size_t ltc_shape_nbytes(const ltc_shape *s) {
 void ltc_cpu_parallel_for(int64_t n, int64_t grain, ltc_cpu_range_fn fn, void *ctx) {
     (void)grain;
     if (n > 0) fn(ctx, 0, n, 0);
+}
+
+/* One thread, so OpenBLAS's count is left alone. */
+int ltc_cpu_threads(void) { return 1; }
+void ltc_cpu_blas_single(bool single) { (void)single; }
+void ltc_cpu_blas_prepare(int64_t macs) { (void)macs; }
+
+/* The options the kernels read, at their defaults (src/core/config.c). */
+int64_t ltc_config_get_int(const char *name) {
+    return strcmp(name, "LTC_CONV_DIRECT") == 0;
 }

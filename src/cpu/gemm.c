@@ -1,9 +1,24 @@
-/* gemm.c - the CPU matmul kernel: PyTorch's torch.matmul rules over OpenBLAS gemm. */
+/* gemm.c - the CPU matmul kernel (PyTorch's torch.matmul rules) and ltc_cpu_gemm, the one entry
+ * to OpenBLAS gemm of all the CPU kernels (threads.h). */
 #include <cblas.h>
 #include <string.h>
 
 #include "elementwise.h"
 #include "threads.h"
+
+/* See threads.h. */
+void ltc_cpu_gemm(int dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
+                  const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C,
+                  int64_t ldc) {
+    ltc_cpu_blas_prepare(m * n * k);
+    CBLAS_TRANSPOSE oa = ta ? CblasTrans : CblasNoTrans, ob = tb ? CblasTrans : CblasNoTrans;
+    if (dt == LTC_F32)
+        cblas_sgemm(CblasRowMajor, oa, ob, (blasint)m, (blasint)n, (blasint)k, (float)alpha, A,
+                    (blasint)lda, B, (blasint)ldb, (float)beta, C, (blasint)ldc);
+    else
+        cblas_dgemm(CblasRowMajor, oa, ob, (blasint)m, (blasint)n, (blasint)k, alpha, A,
+                    (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
+}
 
 /* One row-major C[m,n] = A[m,k] * B[k,n] with leading dims k, n, n. */
 static void gemm(ltc_dtype dt, int64_t m, int64_t n, int64_t k, const void *A, const void *B,

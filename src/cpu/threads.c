@@ -72,6 +72,14 @@ void ltc_cpu_blas_threads(void) {
     blas_use(ltc_cpu_threads());
 }
 
+static _Atomic bool blas_single; /* inside ltc_cpu_blas_single(true) ... (false) */
+
+void ltc_cpu_blas_single(bool single) {
+    ltc_cpu_blas_core();
+    atomic_store(&blas_single, single);
+    blas_use(single ? 1 : ltc_cpu_threads());
+}
+
 /* ---- the pool ------------------------------------------------------------------------------ */
 
 /* One parallel_for at a time owns the pool (`busy`). The caller publishes the job's fields,
@@ -221,20 +229,11 @@ void ltc_cpu_parallel_for(int64_t n, int64_t grain, ltc_cpu_range_fn fn, void *c
     atomic_store(&pool.busy, false);
 }
 
-/* ---- GEMM ---------------------------------------------------------------------------------- */
+/* ---- BLAS calls ------------------------------------------------------------------------------ */
 
-void ltc_cpu_gemm(int dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
-                  const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C,
-                  int64_t ldc) {
+void ltc_cpu_blas_prepare(int64_t macs) {
     ltc_cpu_blas_core();
-    int threads = m * n * k < LTC_GEMM_SMALL ? 1 : ltc_cpu_threads();
+    int threads = macs < LTC_GEMM_SMALL || atomic_load(&blas_single) ? 1 : ltc_cpu_threads();
     if (threads > 1) atomic_store(&pool.quiet, true); /* our spinning workers make way */
     blas_use(threads);
-    CBLAS_TRANSPOSE oa = ta ? CblasTrans : CblasNoTrans, ob = tb ? CblasTrans : CblasNoTrans;
-    if (dt == LTC_F32)
-        cblas_sgemm(CblasRowMajor, oa, ob, (blasint)m, (blasint)n, (blasint)k, (float)alpha, A,
-                    (blasint)lda, B, (blasint)ldb, (float)beta, C, (blasint)ldc);
-    else
-        cblas_dgemm(CblasRowMajor, oa, ob, (blasint)m, (blasint)n, (blasint)k, alpha, A,
-                    (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
 }

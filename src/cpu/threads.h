@@ -26,12 +26,25 @@ void ltc_cpu_blas_threads(void);
  * cblas_dgemm (LTC_F64), op(X) = X^T when ta/tb; lda, ldb, ldc are the row strides in
  * elements of A, B, C as stored. The one GEMM entry of the CPU kernels: a small product
  * (m*n*k below LTC_GEMM_SMALL) runs on one OpenBLAS thread, a larger one on
- * ltc_cpu_threads(). On this machine's small training shapes (256x128x64) OpenBLAS's
- * threads cost more than they save: 32 us on one thread, 41-160 us on two. */
+ * ltc_cpu_threads() (on one inside ltc_cpu_blas_single(true)). On this machine's small
+ * training shapes (256x128x64) OpenBLAS's threads cost more than they save: 32 us on one
+ * thread, 41-160 us on two. */
 #define LTC_GEMM_SMALL ((int64_t)1 << 23)
 void ltc_cpu_gemm(int dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
                   const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C,
                   int64_t ldc);
+
+/* With `single`, OpenBLAS runs each call on the calling thread alone; without, it goes back
+ * to ltc_cpu_threads(). For a kernel that splits its work among the pool's threads, each of
+ * which calls BLAS on its share: threaded calls from several threads at once would compete
+ * for the same cores. Call with true before the parallel_for and with false after it. Other
+ * threads' BLAS calls meanwhile run single-threaded too (a slowdown, not an error). */
+void ltc_cpu_blas_single(bool single);
+
+/* Before a BLAS call of `macs` multiply-adds (m*n*k for a GEMM): sets OpenBLAS's thread
+ * count as ltc_cpu_gemm's comment says, and sends spinning pool workers to sleep when
+ * OpenBLAS will use several threads. ltc_cpu_gemm (gemm.c) calls it. */
+void ltc_cpu_blas_prepare(int64_t macs);
 
 /* fn(ctx, lo, hi, tid) computes items [lo, hi) on thread tid (0 <= tid < ltc_cpu_threads();
  * the caller is thread 0). */

@@ -26,10 +26,11 @@ void ltc_cpu_blas_threads(void);
  * cblas_dgemm (LTC_F64), op(X) = X^T when ta/tb; lda, ldb, ldc are the row strides in
  * elements of A, B, C as stored. The one GEMM entry of the CPU kernels: a small product
  * (m*n*k below LTC_GEMM_SMALL) runs on one OpenBLAS thread, a larger one on
- * ltc_cpu_threads() (on one inside ltc_cpu_blas_single(true)). On this machine's small
- * training shapes (256x128x64) OpenBLAS's threads cost more than they save: 32 us on one
- * thread, 41-160 us on two. */
-#define LTC_GEMM_SMALL ((int64_t)1 << 23)
+ * ltc_cpu_threads() (on one inside ltc_cpu_blas_single(true)). Measured on this 2-core
+ * machine, quiet: 256x128x64 (2.1M multiply-adds) takes 33 us on one OpenBLAS thread and
+ * 40 us on two; 256x256x64 (4.2M) 65 us and 56 us; 256x256x128 119 us and 88 us. Under load
+ * two threads lose more (41-160 us for the first). */
+#define LTC_GEMM_SMALL ((int64_t)1 << 22)
 void ltc_cpu_gemm(int dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
                   const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C,
                   int64_t ldc);

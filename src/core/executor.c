@@ -220,6 +220,10 @@ static ltc_status compile(graph *g, ltc_backend *b, ltc_hash h, ltc_computation 
     return st;
 }
 
+static int64_t computed_bytes;
+
+int64_t ltc_computed_bytes(void) { return __atomic_load_n(&computed_bytes, __ATOMIC_RELAXED); }
+
 ltc_status ltc_sync(void) {
     graph g = {0};
     ltc_computation *held = NULL;
@@ -258,6 +262,9 @@ ltc_status ltc_sync(void) {
     st = b->iface->execute(b, c, args, outs);
     ltc_metric_add_sample("ExecuteTime", ltc_now_ns() - t0);
     if (st) goto done;
+    int64_t made = 0;
+    for (int i = 0; i < g.n_roots; i++) made += outs[i] ? (int64_t)outs[i]->nbytes : 0;
+    __atomic_add_fetch(&computed_bytes, made, __ATOMIC_RELAXED);
     if (ltc_capture_active() && (st = ltc_capture_note_sync(c, args, outs))) {
         for (int i = 0; i < g.n_roots; i++) ltc_data_release(outs[i]);
         goto done;

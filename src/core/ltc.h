@@ -130,6 +130,12 @@ ltc_status ltc_tensor_read_i64(ltc_tensor *t, int64_t flat, int64_t *out);
  * PyTorch LTC: LazyGraphExecutor::SyncLiveTensorsGraph / torch._lazy.mark_step(). */
 ltc_status ltc_sync(void);
 
+/* Bytes of backend data that syncs have computed since the process started (every output
+ * of every executed computation, on any thread). A binding that frees tensors from a
+ * garbage collector can use it to collect fully once much new data has appeared (the Lua
+ * binding does, see LTC_SYNC_GC). */
+int64_t ltc_computed_bytes(void);
+
 /* Live-tensor and pending-graph sizes (for ltc.debug.pending and soak tests). */
 typedef struct ltc_live_info {
     int64_t live_tensors;   /* ltc_tensor objects alive */

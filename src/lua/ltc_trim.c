@@ -11,24 +11,36 @@
  * visits only what was made since the previous one, which is where a step's dead tensors
  * are: a tensor that survives two collections was computed at a sync (every sync computes
  * all live pending tensors), so if it dies later it holds data and is not a root. */
-/* Lua's own major collections do not come to the rescue here: an explicit step clears the
- * GC debt that its "time for a major?" test requires, and the young collection then pushes
- * the debt far below zero, so with a step per sync old garbage was never collected (the
- * heap grew 4 MB per 1000 mlp-step iterations and the step slowed from 0.6 to 1 ms). So this
- * does what a major's trigger would: a full collection once the heap has doubled since the
- * last full one (Lua's default major multiplier is 100%). */
-static _Thread_local int heap_base_kb; /* the Lua heap after the last full collection */
+/* A young collection is not always enough, for two reasons, and then a full one runs:
+ * - Lua's own major collections do not come to the rescue: an explicit step clears the GC
+ *   debt that its "time for a major?" test requires, and the young collection then pushes
+ *   the debt far below zero, so with a step per sync old garbage was never collected (the
+ *   heap grew 4 MB per 1000 mlp-step iterations and the step slowed from 0.6 to 1 ms). So a
+ *   full collection runs once the heap has doubled since the last full one (Lua's default
+ *   major multiplier is 100%).
+ * - Lua does not see the backend data a tensor holds: a dead tensor that has grown old
+ *   (`y = nil; y = f(a); ltc.sync()` in a loop: the old y survived two collections) keeps
+ *   its buffer until a full collection, which raised the chain's peak memory by a whole
+ *   output (1.00x to 1.25x). So a full collection also runs once syncs have computed
+ *   FULL_GC_BYTES of new data since the last one: at most that much waits for the collector,
+ *   and a full collection (~0.1 ms for a small heap) is cheap next to computing it. */
+#define FULL_GC_BYTES ((int64_t)64 << 20)
+static _Thread_local int heap_base_kb;     /* the Lua heap after the last full collection */
+static _Thread_local int64_t computed_base; /* ltc_computed_bytes() then */
 
 void ltcL_collect(lua_State *L) {
     int64_t mode = ltc_config_get_int("LTC_SYNC_GC");
     if (mode == 0) return;
-    if (mode == 1 && lua_gc(L, LUA_GCCOUNT) < 2 * heap_base_kb) {
+    int64_t computed = ltc_computed_bytes();
+    if (mode == 1 && lua_gc(L, LUA_GCCOUNT) < 2 * heap_base_kb &&
+        computed - computed_base < FULL_GC_BYTES) {
         lua_gc(L, LUA_GCSTEP, 0);
         return;
     }
     lua_gc(L, LUA_GCCOLLECT);
     heap_base_kb = lua_gc(L, LUA_GCCOUNT);
     if (heap_base_kb < 256) heap_base_kb = 256;
+    computed_base = computed;
 }
 
 /* The Lua state whose collector the hook runs (one per OS thread, as the core's hook). */

@@ -7,7 +7,8 @@
 #include <sys/mman.h>
 
 #define HUGE_PAGE ((size_t)2 << 20)
-#define CACHE_SLOTS 8
+#define PAGE ((size_t)4 << 10)
+#define CACHE_SLOTS 16
 #define CACHE_MAX_BYTES ((size_t)1 << 30) /* most bytes kept for reuse */
 
 static struct {
@@ -19,13 +20,14 @@ static struct {
 
 /* The size a block of nbytes really has. */
 static size_t block_size(size_t nbytes) {
-    if (nbytes < LTC_HOSTMEM_BIG) return (nbytes + 63) / 64 * 64 + 64 * !nbytes;
+    if (nbytes < LTC_HOSTMEM_CACHED) return (nbytes + 63) / 64 * 64 + 64 * !nbytes;
+    if (nbytes < LTC_HOSTMEM_BIG) return (nbytes + PAGE - 1) / PAGE * PAGE;
     return (nbytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
 }
 
 void *ltc_cpu_mem_alloc(size_t nbytes) {
     size_t n = block_size(nbytes);
-    if (nbytes < LTC_HOSTMEM_BIG) return aligned_alloc(64, n);
+    if (nbytes < LTC_HOSTMEM_CACHED) return aligned_alloc(64, n);
     pthread_mutex_lock(&cache.mu);
     for (int i = 0; i < CACHE_SLOTS; i++)
         if (cache.ptr[i] && cache.size[i] == n) {
@@ -36,6 +38,7 @@ void *ltc_cpu_mem_alloc(size_t nbytes) {
             return p;
         }
     pthread_mutex_unlock(&cache.mu);
+    if (nbytes < LTC_HOSTMEM_BIG) return aligned_alloc(PAGE, n);
     void *p = aligned_alloc(HUGE_PAGE, n);
 #ifdef MADV_HUGEPAGE
     if (p) madvise(p, n, MADV_HUGEPAGE);
@@ -46,7 +49,7 @@ void *ltc_cpu_mem_alloc(size_t nbytes) {
 void ltc_cpu_mem_free(void *p, size_t nbytes) {
     if (!p) return;
     size_t n = block_size(nbytes);
-    if (n < LTC_HOSTMEM_BIG) {
+    if (nbytes < LTC_HOSTMEM_CACHED) {
         free(p);
         return;
     }

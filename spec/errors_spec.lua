@@ -174,3 +174,57 @@ describe("item", function()
     names(err(function() return A():item() end), "item", "6")
   end)
 end)
+
+describe("a sync that fails at run time", function()
+  -- A label out of range is only found when the graph runs. The failed graph's tensors
+  -- leave the pending set: each is computed again on its own, and those that depend on the
+  -- failure go back to their values from before the step if they were written in place, or
+  -- raise the error when used if they are new results. Later syncs of other work succeed.
+  it("keeps a training loop usable: parameters keep their values from before the step", function()
+    local nn = ltc.nn
+    ltc.manual_seed(0)
+    local model = nn.Linear(4, 3)
+    local opt = ltc.optim.SGD(model:parameters(), { lr = 0.1 })
+    local x = ltc.randn(8, 4)
+    local w0, b0 = model.weight:totable(), model.bias:totable()
+    local grad
+    local function step(labels)
+      opt:zero_grad()
+      local loss = nn.functional.cross_entropy(model(x), ltc.tensor(labels, "int64"))
+      loss:backward()
+      grad = model.weight.grad
+      opt:step()
+      ltc.sync()
+      return loss:item()
+    end
+    local msg = err(step, { 1, 2, 3, 1, 2, 3, 1, 4 })
+    names(msg, "cross_entropy_backward", "target 4 out of range for 3 classes")
+    assert.are.same(w0, model.weight:totable())
+    assert.are.same(b0, model.bias:totable())
+    names(err(function() return grad:totable() end), "this tensor has no value",
+      "target 4 out of range")
+    -- the next step trains from the kept values, as if the bad step never ran
+    local l1 = step({ 1, 2, 3, 1, 2, 3, 1, 2 })
+    local w1 = model.weight:totable()
+    model.weight.data = ltc.tensor(w0)
+    model.bias.data = ltc.tensor(b0)
+    assert.are.equal(l1, step({ 1, 2, 3, 1, 2, 3, 1, 2 }))
+    assert.are.same(w1, model.weight:totable())
+  end)
+
+  it("does not come back on later syncs of other work", function()
+    local bad = ltc.ones(3):index_select(1, ltc.tensor({ 4 }, "int64"))
+    local other = ltc.ones(2) * 3
+    names(err(function() return bad:totable() end), "index_select", "index 4 out of range")
+    -- `other` was in the failed graph but does not depend on the failure: it was computed
+    assert.are.same({ 3, 3 }, other:totable())
+    assert.are.same({ 3, 3 }, (ltc.ones(2) * 3):totable())
+    names(err(function() return (bad + 1):totable() end), "add", "this tensor has no value")
+  end)
+
+  it("frees an out-of-memory graph and keeps going", function()
+    local msg = err(function() return ltc.ones(1):expand(1e12):sum():item() end)
+    assert.truthy(msg:find("out of memory", 1, true), msg)
+    assert.are.equal(6, (ltc.ones(2) * 3):sum():item())
+  end)
+end)

@@ -34,7 +34,17 @@ struct ltc_tensor {
     ltc_view_step *steps; /* views: the ops from base to this tensor (owned) */
     int n_steps;
     uint64_t generation; /* base: in-place writes so far; view: the base's, when computed */
+    ltc_data *committed; /* while pending after an in-place write: the data it had (retained),
+                          * restored if the sync computing the new value fails */
+    char *failed;        /* the error of the failed sync that was to compute it (owned; the
+                          * tensor then has no value: reading or using it is that error) */
 };
+
+/* t's value is about to become pending IR: its data, if any, is kept as t->committed (unless
+ * an older value is kept already) instead of released, for a failed sync to restore. */
+void ltc_tensor_keep_committed(ltc_tensor *t);
+/* The error for using a tensor whose sync failed (t->failed set). */
+ltc_status ltc_tensor_failed_error(const ltc_tensor *t);
 
 /* views.c */
 /* Records that `out` = op(src, attrs) is a view of src. */

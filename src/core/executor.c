@@ -92,10 +92,13 @@ nomem:
     return ltc_errorf(LTC_ERR_NOMEM, "sync: out of memory walking the graph");
 }
 
-/* Collects pending tensors and their distinct values, then the post order. */
-static ltc_status collect(graph *g) {
+/* Collects pending tensors and their distinct values, then the post order: every live
+ * tensor of this thread, or (only != NULL) just the `n_only` tensors of `only`. */
+static ltc_status collect_from(graph *g, ltc_tensor *const *only, int n_only) {
     epoch++;
-    for (ltc_tensor *t = ltc_live_head; t; t = t->next) {
+    int k = 0;
+    for (ltc_tensor *t = only ? (n_only ? only[0] : NULL) : ltc_live_head; t;
+         t = only ? (++k < n_only ? only[k] : NULL) : t->next) {
         if (ltc_view_stale(t)) {
             ltc_status st = ltc_view_refresh(t);
             if (st) return st;
@@ -129,6 +132,8 @@ static ltc_status collect(graph *g) {
 
 /* As collect, for the given tensors only: each one's value is a root (a tensor holding data
  * enters as its DEVICE_DATA node). No `tensors` entries: nothing will be installed. */
+static ltc_status collect(graph *g) { return collect_from(g, NULL, 0); }
+
 static ltc_status collect_given(graph *g, ltc_tensor *const *ts, int n) {
     epoch++;
     for (int i = 0; i < n; i++) {
@@ -221,22 +226,18 @@ static ltc_status compile(graph *g, ltc_backend *b, ltc_hash h, ltc_computation 
 }
 
 static int64_t computed_bytes;
+static _Thread_local bool trimming;
 
 int64_t ltc_computed_bytes(void) { return __atomic_load_n(&computed_bytes, __ATOMIC_RELAXED); }
 
-ltc_status ltc_sync(void) {
-    graph g = {0};
+/* Hashes, looks up or compiles, executes and installs a collected graph. */
+static ltc_status run_graph(graph *g) {
     ltc_computation *held = NULL;
     ltc_data **args = NULL, **outs = NULL;
-    ltc_status st;
-    if ((st = ltc_capture_check_sync())) return st;
-    LTC_COUNT(c_markstep, "MarkStep", 1);
-    ltc_tensor_counts_flush();
-    ltc_trace_sync_reset();
-    if ((st = collect(&g))) goto done;
-    if (g.n_roots == 0) goto done;
+    ltc_status st = LTC_OK;
+    if (g->n_roots == 0) return LTC_OK;
     ltc_backend *b = ltc_backend_default();
-    ltc_hash h = graph_hash(&g);
+    ltc_hash h = graph_hash(g);
     /* under the cache's lock from look-up to insert; the sync then holds a reference of its
      * own (`held`), so another thread's eviction cannot free c while it runs */
     ltc_cache_lock();
@@ -244,38 +245,87 @@ ltc_status ltc_sync(void) {
     if (c) {
         LTC_COUNT(c_cached, "CachedCompile", 1);
         held = ltc_computation_retain(c);
-    } else if (!(st = compile(&g, b, h, &c))) {
+    } else if (!(st = compile(g, b, h, &c))) {
         LTC_COUNT(c_uncached, "UncachedCompile", 1);
         held = c;
         if (ltc_cache_put(h, c)) ltc_computation_retain(c);
     }
     ltc_cache_unlock();
     if (st) goto done;
-    args = malloc(sizeof *args * (size_t)(g.n_params + 1));
-    outs = calloc((size_t)g.n_roots + 1, sizeof *outs);
+    args = malloc(sizeof *args * (size_t)(g->n_params + 1));
+    outs = calloc((size_t)g->n_roots + 1, sizeof *outs);
     if (!args || !outs) {
         st = ltc_errorf(LTC_ERR_NOMEM, "sync: out of memory");
         goto done;
     }
-    for (int i = 0; i < g.n_params; i++) args[i] = g.params[i]->data;
+    for (int i = 0; i < g->n_params; i++) args[i] = g->params[i]->data;
     double t0 = ltc_now_ns();
     st = b->iface->execute(b, c, args, outs);
     ltc_metric_add_sample("ExecuteTime", ltc_now_ns() - t0);
     if (st) goto done;
     int64_t made = 0;
-    for (int i = 0; i < g.n_roots; i++) made += outs[i] ? (int64_t)outs[i]->nbytes : 0;
+    for (int i = 0; i < g->n_roots; i++) made += outs[i] ? (int64_t)outs[i]->nbytes : 0;
     __atomic_add_fetch(&computed_bytes, made, __ATOMIC_RELAXED);
     if (ltc_capture_active() && (st = ltc_capture_note_sync(c, args, outs))) {
-        for (int i = 0; i < g.n_roots; i++) ltc_data_release(outs[i]);
+        for (int i = 0; i < g->n_roots; i++) ltc_data_release(outs[i]);
         goto done;
     }
-    for (int i = 0; i < g.n_tensors; i++)
-        ltc_tensor_set_data(g.tensors[i].t, outs[g.tensors[i].root]);
-    for (int i = 0; i < g.n_roots; i++) ltc_data_release(outs[i]);
+    for (int i = 0; i < g->n_tensors; i++)
+        ltc_tensor_set_data(g->tensors[i].t, outs[g->tensors[i].root]);
+    for (int i = 0; i < g->n_roots; i++) ltc_data_release(outs[i]);
 done:
     ltc_computation_free(held);
     free(args);
     free(outs);
+    return st;
+}
+
+/* A sync failed at compile or execute (a label out of range, out of memory, ...). Its
+ * tensors must leave the pending set, or the failure comes back on every later sync of
+ * unrelated work; and what does not depend on the failure must not be lost. So each of
+ * them is computed again on its own (a graph of its pending IR only): the ones that succeed
+ * keep their values; for the others, a tensor written in place since its last value goes
+ * back to that value (a training step's parameters and optimizer state keep their values
+ * from before the failed step), and a new result, with no value to go back to, is marked
+ * failed (using it raises the error). Not for a trim sync (its error is reported by the next
+ * sync, which does this) or inside a graph capture (the capture ends with the error). The
+ * original error stays the thread's last error. */
+static void isolate_failure(graph *g, ltc_status st) {
+    size_t len = strlen(ltc_last_error());
+    char *msg = malloc(len + 1);
+    if (msg) memcpy(msg, ltc_last_error(), len + 1);
+    for (int i = 0; i < g->n_tensors; i++) {
+        ltc_tensor *t = g->tensors[i].t;
+        if (!ltc_tensor_is_pending(t)) continue; /* computed with an earlier one */
+        graph one = {0};
+        ltc_status rst = collect_from(&one, &t, 1);
+        if (!rst) rst = run_graph(&one);
+        graph_free(&one);
+        if (!rst) continue;
+        ltc_node_release(t->ir.node);
+        t->ir = (ltc_value){NULL, 0};
+        if (t->committed) {
+            ltc_data_release(t->data);
+            t->data = t->committed;
+            t->committed = NULL;
+        } else if (!t->failed) {
+            t->failed = strdup(ltc_last_error());
+        }
+    }
+    if (msg) ltc_errorf(st, "%s", msg);
+    free(msg);
+}
+
+ltc_status ltc_sync(void) {
+    graph g = {0};
+    ltc_status st;
+    if ((st = ltc_capture_check_sync())) return st;
+    LTC_COUNT(c_markstep, "MarkStep", 1);
+    ltc_tensor_counts_flush();
+    ltc_trace_sync_reset();
+    if ((st = collect(&g))) goto done;
+    if ((st = run_graph(&g)) && !trimming && !ltc_capture_active()) isolate_failure(&g, st);
+done:
     graph_free(&g);
     return st;
 }
@@ -308,7 +358,6 @@ done:
  * outputs too. Not while this thread captures a graph (the capture records its own syncs).
  * A failing trim leaves the graph pending: the next sync reports the error. */
 static _Thread_local int64_t traced_since_sync;
-static _Thread_local bool trimming;
 static int64_t *trim_limit;
 static _Thread_local void (*trim_hook)(void *ud);
 static _Thread_local void *trim_hook_ud;

@@ -56,6 +56,8 @@ void ltc_tensor_release(ltc_tensor *t) {
     if (++n_destroyed == COUNT_BATCH) ltc_tensor_counts_flush();
     ltc_node_release(t->ir.node);
     ltc_data_release(t->data);
+    ltc_data_release(t->committed);
+    free(t->failed);
     ltc_tensor_release(t->base);
     free(t->steps);
     ltc_slab_free(t, sizeof *t);
@@ -163,7 +165,19 @@ bool ltc_tensor_is_pending(const ltc_tensor *t) {
     return ltc_view_stale(t) || (t->ir.node && t->ir.node->op != LTC_OP_DEVICE_DATA);
 }
 
+void ltc_tensor_keep_committed(ltc_tensor *t) {
+    if (t->data && !t->committed) t->committed = t->data;
+    else ltc_data_release(t->data);
+    t->data = NULL;
+}
+
+ltc_status ltc_tensor_failed_error(const ltc_tensor *t) {
+    return ltc_errorf(LTC_ERR_STATE, "this tensor has no value: the sync that was to compute it "
+                      "failed (%s)", t->failed);
+}
+
 ltc_status ltc_tensor_value(ltc_tensor *t, ltc_value *out) {
+    if (t->failed) return ltc_tensor_failed_error(t);
     ltc_status st = ltc_view_refresh(t);
     if (st) return st;
     if (!t->ir.node) { /* data only: make its DEVICE_DATA node once */
@@ -189,6 +203,10 @@ void ltc_tensor_set_data(ltc_tensor *t, ltc_data *d) {
     ltc_data_retain(d);
     ltc_data_release(t->data);
     t->data = d;
+    ltc_data_release(t->committed);
+    t->committed = NULL;
+    free(t->failed);
+    t->failed = NULL;
     ltc_node_release(t->ir.node);
     t->ir = (ltc_value){NULL, 0};
 }
@@ -196,6 +214,7 @@ void ltc_tensor_set_data(ltc_tensor *t, ltc_data *d) {
 ltc_status ltc_tensor_to_host(ltc_tensor *t, void *host) {
     ltc_status st = ltc_capture_check_read(); /* a capture cannot repeat a host read */
     if (st) return st;
+    if (t->failed) return ltc_tensor_failed_error(t);
     if (ltc_tensor_is_pending(t)) {
         st = ltc_sync();
         if (st) return st;
@@ -210,10 +229,12 @@ static ltc_status read_elem(ltc_tensor *t, int64_t flat, double *f, int64_t *i) 
         return ltc_errorf(LTC_ERR_ARG, "element %lld out of range", (long long)flat);
     ltc_status cst = ltc_capture_check_read();
     if (cst) return cst;
+    if (t->failed) return ltc_tensor_failed_error(t);
     if (ltc_tensor_is_pending(t)) {
         ltc_status st = ltc_sync();
         if (st) return st;
     }
+    if (!t->data) return ltc_errorf(LTC_ERR_STATE, "tensor has no data after sync");
     const char *p = (const char *)t->data->ptr + (size_t)flat * ltc_dtype_size(t->shape.dtype);
     switch (t->shape.dtype) {
     case LTC_F32: *f = *(const float *)p; *i = (int64_t)*f; break;

@@ -50,8 +50,7 @@ ltc_status ltc_view_refresh(ltc_tensor *t) {
         v = (ltc_value){n, 0};
     }
     ltc_node_release(t->ir.node);
-    ltc_data_release(t->data);
-    t->data = NULL;
+    ltc_tensor_keep_committed(t);
     t->ir = v; /* takes `held` */
     t->generation = t->base->generation;
     return LTC_OK;
@@ -140,7 +139,8 @@ done:
 static void set_value(ltc_tensor *t, ltc_node *n) {
     ltc_data *d = n->op == LTC_OP_DEVICE_DATA ? ltc_data_retain(n->data) : NULL;
     ltc_node_release(t->ir.node);
-    ltc_data_release(t->data);
+    if (d) ltc_data_release(t->data);
+    else ltc_tensor_keep_committed(t);
     t->data = d;
     t->ir = (ltc_value){n, 0};
 }

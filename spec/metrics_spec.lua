@@ -24,6 +24,28 @@ describe("ltc.metrics", function()
     assert.truthy(r:find("Counter: MarkStep\n  Value: 3\n", 1, true), r)
   end)
 
+  -- Nearest-rank percentiles: with two samples, 99% is the larger (it was the smaller: the
+  -- index (n - 1) * p / 100 rounded every percentile of two samples down to the first).
+  it("shows the largest of a few samples at the top percentiles", function()
+    local x = ltc.randn(1 << 22)
+    ltc.sync()
+    ltc.metrics.reset()
+    local _ = (ltc.ones(2) * 3):sum():item()   -- a tiny execution
+    _ = ((x * 3):exp() + x):sin():sum():item() -- a 4M-element one, far slower
+    local exec = ltc.metrics.report():match("Metric: ExecuteTime\n(.-)\nMetric")
+      or ltc.metrics.report():match("Metric: ExecuteTime\n(.-)\nCounter")
+    assert.truthy(exec:match("^  TotalSamples: 2\n"), exec)
+    local function us(p)
+      local v, unit = exec:match(" " .. p .. "%%=([%d.]+)(%a+)")
+      local scale = { us = 1, ms = 1e3, s = 1e6, ns = 1e-3 }
+      assert.truthy(v and scale[unit], exec)
+      return tonumber(v) * scale[unit]
+    end
+    assert.is_true(us(99) > 10 * us(1), exec)
+    assert.are.equal(us(1), us(50))
+    assert.are.equal(us(80), us(99))
+  end)
+
   it("names its counters and resets them", function()
     local _ = ltc.ones(2):sum():item()
     local names = {}

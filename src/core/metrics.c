@@ -190,7 +190,10 @@ char *ltc_metrics_report(void) {
         static const int pct[] = {1, 5, 10, 20, 50, 80, 90, 95, 99};
         for (size_t k = 0; k < sizeof pct / sizeof *pct; k++) {
             char v[64];
-            fmt_time(v, sizeof v, sorted[(n - 1) * pct[k] / 100]);
+            /* nearest rank: the smallest sample with at least pct% of them at or below it
+             * (so the top percentiles of a few samples show the largest) */
+            size_t rank = ((size_t)n * (size_t)pct[k] + 99) / 100;
+            fmt_time(v, sizeof v, sorted[rank ? rank - 1 : 0]);
             sb_printf(&sb, "%s%d%%=%s", k ? "; " : "", pct[k], v);
         }
         sb_printf(&sb, "\n");

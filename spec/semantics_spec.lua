@@ -158,3 +158,18 @@ for _, be in ipairs({ "cpu", "ref" }) do
     end)
   end)
 end
+
+describe("dtype names", function()
+  it("are module fields, with PyTorch's aliases, taken by every dtype argument", function()
+    assert.are.equal("float32", ltc.float32)
+    assert.are.equal("float32", ltc.float)
+    assert.are.equal("float64", ltc.double)
+    assert.are.equal("int32", ltc.int)
+    assert.are.equal("int64", ltc.long)
+    assert.are.equal("bool", ltc.bool)
+    assert.are.equal("int64", ltc.ones(2, 3, ltc.int64):dtype())
+    assert.are.equal("float64", ltc.tensor({ 1, 2 }, ltc.float64):dtype())
+    assert.are.equal("int32", ltc.zeros(2):to(ltc.int32):dtype())
+    assert.are.same({ 1, 0 }, ltc.tensor({ 3, 0 }):to(ltc.bool):to(ltc.long):totable())
+  end)
+end)

@@ -151,6 +151,17 @@ mt.__tostring = function(t)
 end
 
 ---------------------------------------------------------------------------------------------
+-- dtypes
+
+--- ltc.float32, ltc.float64, ltc.int32, ltc.int64, ltc.bool (and PyTorch's aliases ltc.float,
+-- ltc.double, ltc.int, ltc.long): the dtype names, which is what every dtype argument takes
+-- (`ltc.ones(2, 3, ltc.int64)` is `ltc.ones(2, 3, "int64")`), as torch.float32 etc.
+for _, d in ipairs { { "float32" }, { "float64" }, { "int32" }, { "int64" }, { "bool" },
+  { "float", "float32" }, { "double", "float64" }, { "int", "int32" }, { "long", "int64" } } do
+  M[d[1]] = d[2] or d[1]
+end
+
+---------------------------------------------------------------------------------------------
 -- metrics and configuration
 
 --- ltc.metrics: counter(name), counter_names(), report() (PyTorch LTC's format), reset().

@@ -51,6 +51,15 @@ Loader.__index = Loader
 -- last, smaller batch has another shape and so another graph).
 function data.DataLoader(tensors, opts)
   if ltc.is_tensor(tensors) then tensors = { tensors } end
+  if type(tensors) ~= "table" or #tensors == 0 then
+    error("DataLoader: expected a tensor or a list of tensors, got " .. type(tensors), 2)
+  end
+  for i, t in ipairs(tensors) do
+    if not ltc.is_tensor(t) or t:dim() == 0 then
+      error(string.format("DataLoader: item %d is %s, not a tensor with rows", i,
+        ltc.is_tensor(t) and "a 0-d tensor" or "a " .. type(t)), 2)
+    end
+  end
   opts = opts or {}
   local n = tensors[1]:size(1)
   for i, t in ipairs(tensors) do

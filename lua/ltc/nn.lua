@@ -181,7 +181,17 @@ function Module:_has_param(name)
 end
 
 --- m:add_module(name, child): child is stored as m[name] and its parameters are m's.
+-- Raises "<owner>: module <name> is a <type>, not an ltc.nn module" unless child is a module;
+-- `level` as error()'s, counted from the caller of check_module.
+local function check_module(owner, name, child, level)
+  if type(child) ~= "table" or type(child.forward) ~= "function" then
+    error(string.format("%s: module %s is a %s, not an ltc.nn module",
+      (getmetatable(owner).__name:gsub("^ltc%.nn%.", "")), name, type(child)), level + 1)
+  end
+end
+
 function Module:add_module(name, child)
+  check_module(self, name, child, 2)
   self._modules[#self._modules + 1] = name
   self[name] = child
   return child
@@ -284,6 +294,14 @@ function Module:describe(indent)
   return table.concat(lines, "\n")
 end
 
+-- Raises "<layer>: <what> must be a positive integer (got ...)" unless v is one.
+local function check_size(layer, what, v)
+  if math.type(v) ~= "integer" or v < 1 then
+    error(string.format("%s: %s must be a positive integer (got %s)", layer, what,
+      type(v) == "number" and tostring(v) or type(v)), 4)
+  end
+end
+
 -- Uniform samples in [-bound, bound) from the seeded generator.
 local function uniform(size, bound)
   return ltc.no_grad(function() return ltc.rand(size) * (2 * bound) - bound end)
@@ -294,6 +312,8 @@ nn.init = { uniform = uniform }
 -- [out] uniform in +-1/sqrt(in_features) (PyTorch's kaiming_uniform with a = sqrt(5)).
 nn.Linear = nn.class("Linear")
 function nn.Linear:__init(in_features, out_features, bias)
+  check_size("Linear", "in_features", in_features)
+  check_size("Linear", "out_features", out_features)
   self.in_features, self.out_features = in_features, out_features
   local bound = 1 / sqrt(in_features)
   self:register_parameter("weight", uniform({ out_features, in_features }, bound))
@@ -306,10 +326,18 @@ function nn.Linear:extra_repr()
 end
 
 --- nn.Conv2d(in_channels, out_channels, kernel_size [, {stride, padding, dilation, groups,
--- bias}]): needs the conv2d op. Weight and bias uniform in +-1/sqrt(fan_in) (PyTorch).
+-- bias}]), or PyTorch's positional order nn.Conv2d(in, out, kernel_size [, stride [, padding
+-- [, dilation [, groups [, bias]]]]]): needs the conv2d op. Weight and bias uniform in
+-- +-1/sqrt(fan_in) (PyTorch).
 nn.Conv2d = nn.class("Conv2d")
-function nn.Conv2d:__init(cin, cout, k, opts)
+function nn.Conv2d:__init(cin, cout, k, opts, ...)
   if not ltc.conv2d then error("Conv2d: this build has no conv2d op", 3) end
+  check_size("Conv2d", "in_channels", cin)
+  check_size("Conv2d", "out_channels", cout)
+  if opts ~= nil and type(opts) ~= "table" then
+    local padding, dilation, groups, bias = ...
+    opts = { stride = opts, padding = padding, dilation = dilation, groups = groups, bias = bias }
+  end
   opts = opts or {}
   self.stride, self.padding = opts.stride or 1, opts.padding or 0
   self.dilation, self.groups = opts.dilation or 1, opts.groups or 1
@@ -370,6 +398,7 @@ function nn.Flatten:forward(x) return F.flatten(x, self.start_dim, self.end_dim)
 --- nn.Sequential(m1, m2, ...): applies the modules in order; children named "1", "2", ...
 nn.Sequential = nn.class("Sequential")
 function nn.Sequential:__init(...)
+  for i = 1, select("#", ...) do check_module(self, tostring(i), (select(i, ...)), 3) end
   for i, m in ipairs({ ... }) do self:add_module(tostring(i), m) end
 end
 function nn.Sequential:forward(x)

@@ -67,6 +67,21 @@ local function class(name, defaults, update)
       for k, v in pairs(defaults) do d[k] = v end
       for k, v in pairs(opts) do d[k] = v end
       if type(d.lr) ~= "number" or d.lr < 0 then error(name .. ": lr must be a number >= 0", 2) end
+      -- PyTorch's checks: 0 <= beta < 1, eps >= 0, weight_decay >= 0, momentum >= 0
+      if d.betas ~= nil then
+        local b = d.betas
+        if type(b) ~= "table" or #b ~= 2 then error(name .. ": betas must be a pair {beta1, beta2}", 2) end
+        for i = 1, 2 do
+          if type(b[i]) ~= "number" or b[i] < 0 or b[i] >= 1 then
+            error(string.format("%s: beta %d must be in [0, 1) (got %s)", name, i, tostring(b[i])), 2)
+          end
+        end
+      end
+      for _, k in ipairs { "eps", "weight_decay", "momentum" } do
+        if d[k] ~= nil and (type(d[k]) ~= "number" or d[k] < 0) then
+          error(string.format("%s: %s must be a number >= 0 (got %s)", name, k, tostring(d[k])), 2)
+        end
+      end
       local o = setmetatable({}, c)
       rawset(o, "param_groups", groups_of(params, d, name))
       rawset(o, "state", setmetatable({}, { __mode = "k" }))

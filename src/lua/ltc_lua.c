@@ -250,6 +250,11 @@ static int l_tensor(lua_State *L) {
                      "table, number or boolean");
     ltc_shape s = {0};
     bool is_bool;
+    if (lua_istable(L, 1) && luaL_len(L, 1) == 0) { /* {} is an empty tensor; {a = 1} is a mistake */
+        lua_pushnil(L);
+        if (lua_next(L, 1)) return luaL_error(L, "tensor: the table has keys that are not 1..n "
+                                              "(a key %s)", luaL_tolstring(L, -2, NULL));
+    }
     table_shape(L, 1, &s, &is_bool);
     ltc_dtype dt = ltcL_checkdtype(L, 2, true, "tensor");
     s.dtype = dt != LTC_DTYPE_NONE ? dt : is_bool ? LTC_BOOL : LTC_F32;
@@ -382,6 +387,9 @@ static int t_index(lua_State *L) {
         ltcL_pushtensor(L, out);
         return 1;
     }
+    if (lua_type(L, 2) == LUA_TTABLE) /* Torch7's t[{i, j}] / t[{{a, b}, j}]: not (yet) taken */
+        return luaL_error(L, "index: a table index (Torch7's t[{...}]) is not supported; use "
+                          "t[i][j], t:select(dim, i) or t:narrow(dim, start, length)");
     lua_pushvalue(L, 2);
     if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
     if (lua_getfield(L, lua_upvalueindex(2), "__getters") != LUA_TTABLE) return 0;

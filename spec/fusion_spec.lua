@@ -103,6 +103,18 @@ local function run(backend, fn, datas, sizes)
   return y1:view(-1):totable(), y2:view(-1):totable()
 end
 
+-- Program fn on inputs of shapes sh (values from rnd) gives the reference backend's values
+-- on the CPU backend.
+local function check_program(fn, sh, rnd)
+  local datas = {}
+  for i, s in ipairs(sh) do datas[i] = values(numel(s), rnd) end
+  local c1, c2 = run("cpu", fn, datas, sh)
+  local r1, r2 = run("ref", fn, datas, sh)
+  assert.are.equal(#r1, #c1)
+  assert.is_true(max_rel_diff(c1, r1) < 1e-5, "first output differs")
+  assert.is_true(max_rel_diff(c2, r2) < 1e-5, "second output differs")
+end
+
 describe("elementwise fusion", function()
   after_each(function() ltc.set_backend("cpu") end)
 
@@ -117,14 +129,7 @@ describe("elementwise fusion", function()
     for seed = 1, 6 do
       it(string.format("matches the reference backend: shapes %d, program %d", si, seed), function()
         local rnd = lcg(seed * 7919 + si)
-        local fn = program(rnd, 4 + rnd(8))
-        local datas = {}
-        for i, s in ipairs(sh) do datas[i] = values(numel(s), rnd) end
-        local c1, c2 = run("cpu", fn, datas, sh)
-        local r1, r2 = run("ref", fn, datas, sh)
-        assert.are.equal(#r1, #c1)
-        assert.is_true(max_rel_diff(c1, r1) < 1e-5, "first output differs")
-        assert.is_true(max_rel_diff(c2, r2) < 1e-5, "second output differs")
+        check_program(program(rnd, 4 + rnd(8)), sh, rnd)
       end)
     end
   end
@@ -142,14 +147,7 @@ describe("elementwise fusion", function()
       } do
         for seed = 1, 4 do
           local rnd = lcg(seed * 31 + #sh[1])
-          local fn = program(rnd, 3 + rnd(5))
-          local datas = {}
-          for i, s in ipairs(sh) do datas[i] = values(numel(s), rnd) end
-          local c1, c2 = run("cpu", fn, datas, sh)
-          local r1, r2 = run("ref", fn, datas, sh)
-          assert.are.equal(#r1, #c1)
-          assert.is_true(max_rel_diff(c1, r1) < 1e-5, "first output differs")
-          assert.is_true(max_rel_diff(c2, r2) < 1e-5, "second output differs")
+          check_program(program(rnd, 3 + rnd(5)), sh, rnd)
         end
         ltc.set_backend("cpu")
         local x = ltc.tensor(values(numel(sh[1]), lcg(5))):view(sh[1])

@@ -14,7 +14,6 @@ static ltc_status compile(ltc_backend *b, const ltc_lowering_ctx *const *ctxs, i
 
 static ltc_status execute(ltc_backend *b, ltc_computation *c, ltc_data *const *args,
                           ltc_data **outs) {
-    ltc_cpu_blas_threads(); /* OpenBLAS follows LTC_NUM_THREADS */
     void *capture = ltc_capture_exec_ctx(b); /* a graph capture: outputs from its pool */
     if (capture) return ltc_cpu_capture_execute(capture, c->impl, args, outs);
     return ltc_cpu_plan_run(b, c->impl, args, outs);

@@ -67,6 +67,7 @@ ltc_status ltc_cpu_kernel_matmul(const ltc_kernel_args *a) {
         return LTC_OK;
     }
     if (sa->ndim == 1 && sb->ndim == 1) {
+        ltc_cpu_blas_prepare(k);
         if (dt == LTC_F32)
             *(float *)a->out[0] = cblas_sdot((blasint)k, a->in[0], 1, a->in[1], 1);
         else

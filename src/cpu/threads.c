@@ -67,11 +67,6 @@ static void blas_use(int n) {
     openblas_set_num_threads(n);
 }
 
-void ltc_cpu_blas_threads(void) {
-    ltc_cpu_blas_core();
-    blas_use(ltc_cpu_threads());
-}
-
 static _Atomic bool blas_single; /* inside ltc_cpu_blas_single(true) ... (false) */
 
 void ltc_cpu_blas_single(bool single) {

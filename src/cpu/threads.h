@@ -1,7 +1,8 @@
 /*
  * threads.h - the CPU backend's worker threads: a pool sized by LTC_NUM_THREADS (default:
  * the number of online cores) that splits large kernels into chunks; small ones stay on the
- * calling thread. OpenBLAS's own thread count is set to the same number.
+ * calling thread. OpenBLAS's own thread count is set per GEMM (ltc_cpu_gemm): one thread for
+ * a small product, LTC_NUM_THREADS for a large one, never both pools on the cores at once.
  */
 #ifndef LTC_CPU_THREADS_H
 #define LTC_CPU_THREADS_H
@@ -13,14 +14,10 @@
 int ltc_cpu_threads(void);
 
 /* The name of the kernels OpenBLAS uses ("SkylakeX", "Haswell", ...). The first call (or
- * the first of ltc_cpu_blas_threads) replaces the "Prescott" fallback that OpenBLAS takes
+ * the first BLAS call through ltc_cpu_gemm or ltc_cpu_blas_single) replaces the "Prescott" fallback that OpenBLAS takes
  * on a CPU model it does not know by the kernels the CPU's features allow, unless
  * OPENBLAS_CORETYPE is set. */
 const char *ltc_cpu_blas_core(void);
-
-/* Sets OpenBLAS's thread count to ltc_cpu_threads() if it changed since the last call
- * (cheap: call it before each BLAS call). */
-void ltc_cpu_blas_threads(void);
 
 /* Row-major C[m,n] = alpha * op(A) . op(B) + beta * C over cblas_sgemm (dt LTC_F32) or
  * cblas_dgemm (LTC_F64), op(X) = X^T when ta/tb; lda, ldb, ldc are the row strides in

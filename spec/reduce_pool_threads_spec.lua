@@ -137,17 +137,31 @@ describe("CPU pooling on threads", function()
     { "3x3, stride 1, padding 1", { 3, 10, 17, 15 }, { 3, 1, 1 } },
     { "3x3, stride 2, padding 1, ceil mode", { 2, 9, 15, 13 }, { 3, 2, 1, 1, true } },
     { "unbatched", { 40, 12, 12 }, { 2 } },
+    { "2x2, odd sizes (the last row and column in no window)", { 3, 5, 9, 7 }, { 2 } },
+    { "2x2 in float64", { 2, 3, 10, 6 }, { 2 }, "float64" },
   } do
-    local size, args = c[2], c[3]
+    local size, args, dt = c[2], c[3], c[4]
     it("max_pool2d and its backward match the reference backend: " .. c[1], function()
       check(function()
-        local x = ltc.randn(size)
+        local x = ltc.randn(size, dt)
         local k, s, p, d, ceil = args[1], args[2], args[3], args[4], args[5]
         local y = ltc.max_pool2d(x, k, s, p, d, ceil)
-        local g = ltc.randn(y:size())
+        local g = ltc.randn(y:size(), dt)
         local k2, s2, p2, d2 = { k, k }, { s or k, s or k }, { p or 0, p or 0 }, { d or 1, d or 1 }
         return y, ltc.max_pool2d_backward(g, x, k2, s2, p2, d2, ceil or false)
       end, 1e-5)
+    end)
+    it("max_pool2d picks the first of equal maxima and the last NaN, as the reference: " .. c[1], function()
+      check(function()
+        -- few distinct values: many ties; NaN in some windows (one or two of them)
+        local x = ltc.randint(0, 3, size):to(dt or "float32")
+        x = ltc.where(ltc.randint(0, 9, size):eq(0), ltc.full({}, 0 / 0, dt), x)
+        local k, s, p, d, ceil = args[1], args[2], args[3], args[4], args[5]
+        local y = ltc.max_pool2d(x, k, s, p, d, ceil)
+        local g = ltc.arange(1, y:numel() + 1):to(dt or "float32"):view(y:size())
+        local k2, s2, p2, d2 = { k, k }, { s or k, s or k }, { p or 0, p or 0 }, { d or 1, d or 1 }
+        return y, ltc.max_pool2d_backward(g, x, k2, s2, p2, d2, ceil or false)
+      end, 0)
     end)
     it("avg_pool2d and its backward match the reference backend: " .. c[1], function()
       check(function()

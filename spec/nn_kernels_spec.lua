@@ -130,6 +130,11 @@ describe("CPU nn kernels", function()
     { "1x1", { 3, 8, 7, 7 }, { 4, 8, 1, 1 }, 1, 0, 1, 1 },
     { "1x1 at stride 2", { 2, 4, 9, 9 }, { 3, 4, 1, 1 }, 2, 0, 1, 1 },
     { "a batch of 7 over the threads", { 7, 5, 10, 12 }, { 4, 5, 3, 3 }, 1, 1, 1, 1 },
+    -- the direct weight gradient: 3 output by 4 input channels a job, images in blocks
+    -- of 8, rows in 16-lane vectors (the last one partial)
+    { "a batch of 19, 7 output channels", { 19, 5, 9, 9 }, { 7, 5, 3, 3 }, 1, 1, 1, 1 },
+    { "rows of two vectors, padding 2x1, dilation 1x2", { 3, 6, 11, 37 }, { 5, 6, 3, 3 }, 1,
+      { 2, 1 }, { 1, 2 }, 1 },
     -- 8 and 16 input channels per group: the direct kernel
     { "8 input channels, a batch of 5", { 5, 8, 18, 18 }, { 12, 8, 3, 3 }, 1, 1, 1, 1 },
     { "16 input channels, groups 2, dilation 2", { 3, 16, 17, 19 }, { 6, 8, 3, 3 }, 1, 1, 2, 2 },

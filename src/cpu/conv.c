@@ -492,7 +492,7 @@ static void bwd_weight_reduce(void *p, int64_t lo, int64_t hi, int tid) {
 }
 
 /* conv2d_backward_weight(grad_output, self, weight_size, stride, padding, dilation, groups):
- * the parts shared among the pool's threads, each one's GEMMs on its own thread; a single
+ * float32 3x3 at stride 1 by the direct kernel (conv_wgrad.c); otherwise the parts shared among the pool's threads, each one's GEMMs on its own thread; a single
  * part runs on the caller and OpenBLAS threads each GEMM. */
 ltc_status ltc_cpu_kernel_conv2d_backward_weight(const ltc_kernel_args *a) {
     conv_geom g;
@@ -505,6 +505,8 @@ ltc_status ltc_cpu_kernel_conv2d_backward_weight(const ltc_kernel_args *a) {
         memset(a->out[0], 0, ltc_shape_nbytes(&a->out_shapes[0]));
         return LTC_OK;
     }
+    if (ltc_config_get_int("LTC_CONV_DIRECT") && ltc_cpu_conv2d_wgrad_fits(&g, dt))
+        return ltc_cpu_conv2d_wgrad(&g, a->in[0], a->in[1], a->out[0]);
     bwd_weight_ctx c = {dt, es, &g, a->in[0], a->in[1], a->out[0], NULL, 0, 0, 0, 0, NULL};
     c.tile = tile_cols(&g, es);
     c.tiles = (g.cols + c.tile - 1) / c.tile;

@@ -1,8 +1,11 @@
 /* conv.c - CPU kernels of conv2d and its two backward ops: im2col (col2im) plus OpenBLAS
- * gemm, one image and one group at a time. Inputs [N, C, H, W] or unbatched [C, H, W],
- * weights [K, C / groups, kh, kw]; float32 (sgemm) and float64 (dgemm). The column
- * buffer (C / groups * kh * kw rows of OH * OW columns) is scratch of each call; a 1x1
- * kernel with stride 1 and no padding reads the image in place. */
+ * gemm on tiles of the column matrix. Inputs [N, C, H, W] or unbatched [C, H, W], weights
+ * [K, C / groups, kh, kw]; float32 (sgemm) and float64 (dgemm). Column tiles (a few hundred
+ * output positions, all C / groups * kh * kw rows) are scratch of each call, one per
+ * thread; a 1x1 kernel with stride 1 and no padding reads the image in place. Where they
+ * fit, float32 convolutions go to the direct AVX-512 kernels instead: conv_direct.c for the
+ * forward and the input gradient at stride 1, conv_wgrad.c for the weight gradient of 3x3
+ * kernels at stride 1. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -387,7 +390,8 @@ static ltc_status bwd_input_direct(const conv_geom *g, const conv_geom *t, const
 
 /* conv2d_backward_input(grad_output, weight, input_size, stride, padding, dilation, groups):
  * at stride 1 by the direct kernel where it fits and its tiles of 8 output channels are
- * filled (at least 8 input channels per group); otherwise images (and groups) shared among the pool's threads, each one's GEMMs on its own thread;
+ * filled (at least 8 input channels per group); otherwise images (and groups) shared
+ * among the pool's threads, each one's GEMMs on its own thread;
  * with fewer than two per thread, they run on the caller and OpenBLAS threads each GEMM. */
 ltc_status ltc_cpu_kernel_conv2d_backward_input(const ltc_kernel_args *a) {
     conv_geom g;
@@ -492,7 +496,8 @@ static void bwd_weight_reduce(void *p, int64_t lo, int64_t hi, int tid) {
 }
 
 /* conv2d_backward_weight(grad_output, self, weight_size, stride, padding, dilation, groups):
- * float32 3x3 at stride 1 by the direct kernel (conv_wgrad.c); otherwise the parts shared among the pool's threads, each one's GEMMs on its own thread; a single
+ * float32 3x3 at stride 1 by the direct kernel (conv_wgrad.c); otherwise the parts shared
+ * among the pool's threads, each one's GEMMs on its own thread; a single
  * part runs on the caller and OpenBLAS threads each GEMM. */
 ltc_status ltc_cpu_kernel_conv2d_backward_weight(const ltc_kernel_args *a) {
     conv_geom g;

@@ -11,8 +11,11 @@
  * faults in masked lanes); input rows in the padding read a row of zeros instead.
  *
  * A job owns WKB output channels by WCB input channels of one group and sums all images
- * into them, so each weight's gradient is summed in one fixed order (lanes, then a horizontal sum) whatever
- * the thread count. */
+ * into them, so each weight's gradient is summed in one fixed order (lanes, then a
+ * horizontal sum) whatever the thread count. Along a column of row vectors the four masks
+ * stay in mask registers; the 27 accumulators stay in vector registers across a block of
+ * WNB images (1.5 ms where the im2col path took 2.4 for 128 images of 16x14x14 into 32
+ * channels; the forward takes 1.1). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,7 +37,7 @@ typedef struct {
     float *gw;              /* [k, cg, 3, 3] */
     int64_t nv;             /* 16-lane vectors per output row */
     __mmask16 *mask;        /* [nv][4]: lanes ox < ow, then per j also input column inside */
-    const float *zero;      /* a zero row; reads at [-pw - 16, nv * 16 + 2 * dw + 16) */
+    const float *zero;      /* a zero row, read at [-pw, nv * 16 + 2 * dw - pw) */
     int64_t kblocks;        /* blocks of output channels per group: ceil(kg / WKB) */
     int64_t cblocks;        /* blocks of input channels per group: ceil(cg / WCB) */
     __m512 *acc;            /* per thread: WCB * WKB * TAPS accumulators */
@@ -52,32 +55,41 @@ TARGET static void image_channel(const wgrad *d, const float *go, int64_t kn, co
 #pragma GCC unroll 27
     for (int t = 0; t < WKB * TAPS; t++)
         a[t / TAPS][t % TAPS] = acc[t];
+    int64_t dh = g->dh, dw = g->dw, ph = g->ph, h = g->h, w = g->w, ow = g->ow;
     for (int64_t n = n0; n < n1; n++) {
-        const float *xn = x + n * g->c * g->h * g->w, *gk[WKB];
+        const float *xn = x + n * g->c * h * w - g->pw, *gk[WKB];
+        const float *zero = d->zero - g->pw;
         for (int k = 0; k < WKB; k++)
             gk[k] = go + n * g->k * plane + (k < kn ? k : kn - 1) * plane;
-        for (int64_t oy = 0; oy < g->oh; oy++) {
-            const float *xr[3]; /* input rows of kernel rows 0..2, at column -pw */
-            for (int i = 0; i < 3; i++) {
-                int64_t y = oy + i * g->dh - g->ph;
-                xr[i] = (y >= 0 && y < g->h ? xn + y * g->w : d->zero) - g->pw;
-            }
-            for (int64_t v = 0; v < d->nv; v++) {
-                const __mmask16 *m = d->mask + v * 4;
-                int64_t o = oy * g->ow + v * 16, ox0 = v * 16;
+        for (int64_t v = 0; v < d->nv; v++) { /* the masks stay in registers along a column */
+            const __mmask16 *m = d->mask + v * 4;
+            __mmask16 mg = m[0], m0 = m[1], m1 = m[2], m2 = m[3];
+            for (int64_t oy = 0; oy < g->oh; oy++) {
+                int64_t o = oy * ow + v * 16, y0 = oy - ph, y1 = y0 + dh, y2 = y1 + dh;
+                /* input rows of kernel rows 0..2 at output column v * 16, from column -pw */
+                const float *xr0 = (y0 >= 0 && y0 < h ? xn + y0 * w : zero) + v * 16;
+                const float *xr1 = (y1 >= 0 && y1 < h ? xn + y1 * w : zero) + v * 16;
+                const float *xr2 = (y2 >= 0 && y2 < h ? xn + y2 * w : zero) + v * 16;
                 __m512 gv[WKB];
 #pragma GCC unroll 4
                 for (int k = 0; k < WKB; k++)
-                    gv[k] = _mm512_maskz_loadu_ps(m[0], gk[k] + o);
-#pragma GCC unroll 3
-                for (int i = 0; i < 3; i++)
-#pragma GCC unroll 3
-                    for (int j = 0; j < 3; j++) {
-                        __m512 xv = _mm512_maskz_loadu_ps(m[1 + j], xr[i] + ox0 + j * g->dw);
-#pragma GCC unroll 4
-                        for (int k = 0; k < WKB; k++)
-                            a[k][i * 3 + j] = _mm512_fmadd_ps(gv[k], xv, a[k][i * 3 + j]);
-                    }
+                    gv[k] = _mm512_maskz_loadu_ps(mg, gk[k] + o);
+#define TAP(t, row, mask, off)                                                                     \
+    do {                                                                                           \
+        __m512 xv = _mm512_maskz_loadu_ps(mask, row + (off));                                      \
+        _Pragma("GCC unroll 4") for (int k = 0; k < WKB; k++)                                     \
+            a[k][t] = _mm512_fmadd_ps(gv[k], xv, a[k][t]);                                     \
+    } while (0)
+                TAP(0, xr0, m0, 0);
+                TAP(1, xr0, m1, dw);
+                TAP(2, xr0, m2, 2 * dw);
+                TAP(3, xr1, m0, 0);
+                TAP(4, xr1, m1, dw);
+                TAP(5, xr1, m2, 2 * dw);
+                TAP(6, xr2, m0, 0);
+                TAP(7, xr2, m1, dw);
+                TAP(8, xr2, m2, 2 * dw);
+#undef TAP
             }
         }
     }

@@ -108,6 +108,75 @@ describe("CPU nn kernels", function()
     end
   end
 
+  -- conv2d's backward ops. The input gradient at stride 1 takes the direct kernel (a
+  -- convolution of grad_output with the flipped weights) when there are at least 8 input
+  -- channels per group, the rest GEMMs into column tiles and col2im; the weight gradient
+  -- sums column tiles in 8 fixed parts. Each case runs both ways, and on 1 and 4 threads
+  -- gives the same bits.
+  local function out_size(n, k, s, p, d)
+    return (n + 2 * p - d * (k - 1) - 1) // s + 1
+  end
+  local function pair(v) return type(v) == "table" and v or { v, v } end
+  for _, c in ipairs {
+    { "padding 1", { 4, 6, 13, 11 }, { 5, 6, 3, 3 }, 1, 1, 1, 1 },
+    -- 576 rows: column tiles of 448 positions, the last one partial
+    { "several column tiles", { 2, 64, 30, 30 }, { 5, 64, 3, 3 }, 1, 1, 1, 1 },
+    { "stride 2 over several column tiles", { 2, 64, 31, 29 }, { 3, 64, 3, 3 }, 2, 1, 1, 1 },
+    { "stride 2, dilation 2", { 2, 4, 17, 15 }, { 3, 4, 3, 3 }, 2, 2, 2, 1 },
+    { "5x3 kernel, padding 2x1, dilation 2x1", { 2, 3, 20, 24 }, { 4, 3, 5, 3 }, 1,
+      { 2, 1 }, { 2, 1 }, 1 },
+    { "padding past the kernel's reach", { 1, 2, 6, 18 }, { 3, 2, 2, 2 }, 1, 3, 1, 1 },
+    { "groups 2", { 2, 4, 9, 9 }, { 6, 2, 3, 3 }, 1, 1, 1, 2 },
+    { "1x1", { 3, 8, 7, 7 }, { 4, 8, 1, 1 }, 1, 0, 1, 1 },
+    { "1x1 at stride 2", { 2, 4, 9, 9 }, { 3, 4, 1, 1 }, 2, 0, 1, 1 },
+    { "a batch of 7 over the threads", { 7, 5, 10, 12 }, { 4, 5, 3, 3 }, 1, 1, 1, 1 },
+    -- the direct weight gradient: 3 output by 4 input channels a job, images in blocks
+    -- of 8, rows in 16-lane vectors (the last one partial)
+    { "a batch of 19, 7 output channels", { 19, 5, 9, 9 }, { 7, 5, 3, 3 }, 1, 1, 1, 1 },
+    { "rows of two vectors, padding 2x1, dilation 1x2", { 3, 6, 11, 37 }, { 5, 6, 3, 3 }, 1,
+      { 2, 1 }, { 1, 2 }, 1 },
+    -- 8 and 16 input channels per group: the direct kernel
+    { "8 input channels, a batch of 5", { 5, 8, 18, 18 }, { 12, 8, 3, 3 }, 1, 1, 1, 1 },
+    { "16 input channels, groups 2, dilation 2", { 3, 16, 17, 19 }, { 6, 8, 3, 3 }, 1, 1, 2, 2 },
+    { "16 input channels, no padding", { 2, 16, 20, 20 }, { 4, 16, 3, 3 }, 1, 0, 1, 1 },
+    -- column tiles of 448 positions that lie wholly in the padding rows
+    { "tiles inside the padding", { 1, 64, 4, 20 }, { 2, 64, 3, 3 }, 1, { 30, 1 }, 1, 1 },
+    { "a single image and tile", { 1, 3, 5, 6 }, { 2, 3, 3, 3 }, 1, 1, 1, 1 },
+  } do
+    local name, xs, ws, stride, padding, dilation, groups = table.unpack(c)
+    local s, p, d = pair(stride), pair(padding), pair(dilation)
+    local gs = { xs[1], ws[1], out_size(xs[3], ws[3], s[1], p[1], d[1]),
+                 out_size(xs[4], ws[4], s[2], p[2], d[2]) }
+    local function grads(dt)
+      local g, x, w = ltc.randn(gs, dt), ltc.randn(xs, dt), ltc.randn(ws, dt)
+      return ltc.cat({ ltc.conv2d_backward_input(g, w, xs, s, p, d, groups):view(-1),
+                       ltc.conv2d_backward_weight(g, x, ws, s, p, d, groups):view(-1) })
+    end
+    for _, direct in ipairs { 1, 0 } do
+      for _, dt in ipairs { "float32", "float64" } do
+        it(string.format("conv2d's backward ops match the reference backend: %s, %s "
+          .. "(LTC_CONV_DIRECT %d)", name, dt, direct), function()
+          local saved, threads = ltc.config.LTC_CONV_DIRECT, ltc.config.LTC_NUM_THREADS
+          ltc.config.LTC_CONV_DIRECT = direct
+          local ok, err = pcall(function()
+            local fn = function() return grads(dt) end
+            check(fn, dt == "float32" and 1e-4 or 1e-12)
+            ltc.config.LTC_NUM_THREADS = 1
+            local one = run("cpu", fn)
+            ltc.config.LTC_NUM_THREADS = 4
+            local four = run("cpu", fn)
+            for i = 1, #one do
+              assert(one[i] == four[i], string.format("element %d: %s on 1 thread, %s on 4",
+                i, tostring(one[i]), tostring(four[i])))
+            end
+          end)
+          ltc.config.LTC_CONV_DIRECT, ltc.config.LTC_NUM_THREADS = saved, threads
+          assert(ok, err)
+        end)
+      end
+    end
+  end
+
   -- cross_entropy and its backward: rows in blocks of 1024 elements (several blocks at 300x7),
   -- rows under 64 classes reduced in scalar loops, rows over 1024 classes one at a time.
   for _, size in ipairs { { 256, 10 }, { 300, 7 }, { 3, 1 }, { 5, 63 }, { 7, 64 }, { 9, 65 },

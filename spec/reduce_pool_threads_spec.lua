@@ -138,6 +138,7 @@ describe("CPU pooling on threads", function()
     { "3x3, stride 2, padding 1, ceil mode", { 2, 9, 15, 13 }, { 3, 2, 1, 1, true } },
     { "unbatched", { 40, 12, 12 }, { 2 } },
     { "2x2, odd sizes (the last row and column in no window)", { 3, 5, 9, 7 }, { 2 } },
+    { "2x2, rows of 21 windows (16 and a tail of 5)", { 2, 3, 6, 42 }, { 2 } },
     { "2x2 in float64", { 2, 3, 10, 6 }, { 2 }, "float64" },
   } do
     local size, args, dt = c[2], c[3], c[4]

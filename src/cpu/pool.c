@@ -119,8 +119,96 @@ DEF_ARGMAX_IN(argmax_in_f64, double)
             g1[2 * x + 1] = pick == 3 ? go[x] : (T)0;                                         \
         }                                                                                     \
     }
-DEF_POOL2(pool2_f32, pool2_back_f32, float)
+DEF_POOL2(pool2_gen_f32, pool2_back_gen_f32, float)
 DEF_POOL2(pool2_f64, pool2_back_f64, double)
+
+/* The float32 rows with AVX-512, 16 windows a step: the generated loops above run rows of
+ * 7 or 14 windows (a CNN's 14x14 and 28x28 maps) in their scalar tail. Two masked loads of
+ * 32 inputs per row, de-interleaved into even and odd columns; the picks by compare masks in
+ * the same order a, b, c, d; backward interleaves the four gradient vectors back. Chosen at
+ * run time (the CPU must have AVX-512F), else the generated loops. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#include <immintrin.h>
+#define P2_TARGET __attribute__((target("avx512f")))
+
+/* Lanes [0, n) of a 16-lane mask (0 <= n <= 16). */
+static inline __mmask16 lanes(int64_t n) {
+    return n <= 0 ? 0 : n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1);
+}
+
+/* Windows [x0, x0 + n) of a row pair (n <= 16): a, b, c, d vectors and the pick per lane. */
+P2_TARGET static inline __m512 p2_pick(const float *r0, const float *r1, int64_t x0, int64_t n,
+                                       __mmask16 *pb, __mmask16 *pc, __mmask16 *pd) {
+    const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i od = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    __mmask16 lo = lanes(2 * n), hi = lanes(2 * n - 16);
+    __m512 t0 = _mm512_maskz_loadu_ps(lo, r0 + 2 * x0), t1 = _mm512_maskz_loadu_ps(hi, r0 + 2 * x0 + 16);
+    __m512 u0 = _mm512_maskz_loadu_ps(lo, r1 + 2 * x0), u1 = _mm512_maskz_loadu_ps(hi, r1 + 2 * x0 + 16);
+    __m512 a = _mm512_permutex2var_ps(t0, ev, t1), b = _mm512_permutex2var_ps(t0, od, t1);
+    __m512 c = _mm512_permutex2var_ps(u0, ev, u1), d = _mm512_permutex2var_ps(u0, od, u1);
+    __m512 m = a;
+    __mmask16 tb = _mm512_cmp_ps_mask(b, m, _CMP_GT_OQ) | _mm512_cmp_ps_mask(b, b, _CMP_UNORD_Q);
+    m = _mm512_mask_blend_ps(tb, m, b);
+    __mmask16 tc = _mm512_cmp_ps_mask(c, m, _CMP_GT_OQ) | _mm512_cmp_ps_mask(c, c, _CMP_UNORD_Q);
+    m = _mm512_mask_blend_ps(tc, m, c);
+    __mmask16 td = _mm512_cmp_ps_mask(d, m, _CMP_GT_OQ) | _mm512_cmp_ps_mask(d, d, _CMP_UNORD_Q);
+    m = _mm512_mask_blend_ps(td, m, d);
+    /* the last taker wins: d over c over b over a */
+    *pd = td, *pc = (__mmask16)(tc & ~td), *pb = (__mmask16)(tb & ~tc & ~td);
+    return m;
+}
+
+P2_TARGET static void pool2_avx_f32(const float *r0, const float *r1, int64_t ow, float *out) {
+    for (int64_t x0 = 0; x0 < ow; x0 += 16) {
+        int64_t n = ow - x0 < 16 ? ow - x0 : 16;
+        __mmask16 pb, pc, pd;
+        _mm512_mask_storeu_ps(out + x0, lanes(n), p2_pick(r0, r1, x0, n, &pb, &pc, &pd));
+    }
+}
+
+P2_TARGET static void pool2_back_avx_f32(const float *r0, const float *r1, int64_t ow,
+                                         const float *go, float *g0, float *g1) {
+    const __m512i lo_i = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    const __m512i hi_i = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
+    for (int64_t x0 = 0; x0 < ow; x0 += 16) {
+        int64_t n = ow - x0 < 16 ? ow - x0 : 16;
+        __mmask16 pb, pc, pd;
+        (void)p2_pick(r0, r1, x0, n, &pb, &pc, &pd);
+        __mmask16 pa = (__mmask16)~(pb | pc | pd);
+        __m512 g = _mm512_maskz_loadu_ps(lanes(n), go + x0);
+        __m512 ga = _mm512_maskz_mov_ps(pa, g), gb = _mm512_maskz_mov_ps(pb, g);
+        __m512 gc = _mm512_maskz_mov_ps(pc, g), gd = _mm512_maskz_mov_ps(pd, g);
+        __mmask16 lo = lanes(2 * n), hi = lanes(2 * n - 16);
+        _mm512_mask_storeu_ps(g0 + 2 * x0, lo, _mm512_permutex2var_ps(ga, lo_i, gb));
+        _mm512_mask_storeu_ps(g0 + 2 * x0 + 16, hi, _mm512_permutex2var_ps(ga, hi_i, gb));
+        _mm512_mask_storeu_ps(g1 + 2 * x0, lo, _mm512_permutex2var_ps(gc, lo_i, gd));
+        _mm512_mask_storeu_ps(g1 + 2 * x0 + 16, hi, _mm512_permutex2var_ps(gc, hi_i, gd));
+    }
+}
+
+static bool has_avx512(void) {
+    static int have = -1;
+    if (have < 0) {
+        __builtin_cpu_init();
+        have = __builtin_cpu_supports("avx512f") != 0;
+    }
+    return have;
+}
+
+static void pool2_f32(const float *r0, const float *r1, int64_t ow, float *out) {
+    if (has_avx512()) pool2_avx_f32(r0, r1, ow, out);
+    else pool2_gen_f32(r0, r1, ow, out);
+}
+
+static void pool2_back_f32(const float *r0, const float *r1, int64_t ow, const float *go,
+                           float *g0, float *g1) {
+    if (has_avx512()) pool2_back_avx_f32(r0, r1, ow, go, g0, g1);
+    else pool2_back_gen_f32(r0, r1, ow, go, g0, g1);
+}
+#else
+#define pool2_f32 pool2_gen_f32
+#define pool2_back_f32 pool2_back_gen_f32
+#endif
 
 /* True when every window of g lies inside the input. */
 static bool inside(const pgeom *g);

@@ -27,8 +27,9 @@ static option options[] = {
      "Lua numbers 0, 1 and -1 in ops become graph constants, not parameters"},
     {"LTC_FUSION", 1, 0, 1, "CPU backend: fuse elementwise ops into blockwise passes (at compile)"},
     {"LTC_CONV_DIRECT", 1, 0, 1,
-     "CPU backend: float32 conv2d at stride 1 runs a direct AVX-512 kernel where the CPU has "
-     "AVX-512 (0: im2col and OpenBLAS, as every other conv2d)"},
+     "CPU backend: float32 conv2d at stride 1 (forward, input gradient, 3x3 weight gradient) "
+     "runs direct AVX-512 kernels where the CPU has AVX-512 (0: im2col and OpenBLAS, as every "
+     "other conv2d)"},
     {"LTC_PROFILE", 0, 0, 1,
      "CPU backend: time each plan step; ltc.debug.backend_text shows the mean time per step"},
 };

@@ -102,8 +102,6 @@ ltc_status ltc_graph_compile(const ltc_lowering_ctx *ctx, ltc_backend *b, ltc_ha
 void ltc_debug_note_compile(const ltc_lowering_ctx *ctx, ltc_hash h);
 /* debug.c: the interned source location for a new node of `op`, or NULL (LTC_IR_DEBUG off). */
 const char *ltc_debug_source(int op);
-/* config.c: the value slot of an integer option, for hot paths (NULL if unknown). */
-int64_t *ltc_config_slot(const char *name);
 
 /* Small blocks from per-thread free lists (slab.c): tensors and IR nodes. ltc_slab_alloc
  * returns n bytes (uninitialised; NULL when out of memory), ltc_slab_free takes them back

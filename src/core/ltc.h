@@ -199,6 +199,10 @@ ltc_status ltc_load_npy(const char *path, ltc_tensor **out);
 void ltc_config_init(void);
 /* An integer option's value; 0 for an unknown name or a string option. */
 int64_t ltc_config_get_int(const char *name);
+/* The value slot of an integer option (NULL for an unknown name): stable for the process,
+ * it always holds the current value. For hot paths (a sync, a plan run, a kernel launch),
+ * which look the name up once and then read the slot. */
+int64_t *ltc_config_slot(const char *name);
 /* Sets an integer option. LTC_ERR_ARG for an unknown name, a string option, or a value out
  * of the option's range (the message gives the range). */
 ltc_status ltc_config_set_int(const char *name, int64_t value);

@@ -243,7 +243,9 @@ ltc_status ltc_cpu_plan_run_with(cpu_plan *p, ltc_data *const *args, ltc_data **
             break;
         }
     }
-    bool prof = ltc_config_get_int("LTC_PROFILE") != 0;
+    static int64_t *profile;
+    if (!profile) profile = ltc_config_slot("LTC_PROFILE");
+    bool prof = *profile != 0;
     for (int s = 0; s < p->n_steps; s++) {
         plan_step *sp = &p->steps[s];
         const void *in[64];

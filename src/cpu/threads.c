@@ -16,7 +16,9 @@
 
 int ltc_cpu_threads(void) {
     static int cores;
-    int64_t n = ltc_config_get_int("LTC_NUM_THREADS");
+    static int64_t *slot;
+    if (!slot) slot = ltc_config_slot("LTC_NUM_THREADS");
+    int64_t n = *slot;
     if (n > 0) return n > MAX_THREADS ? MAX_THREADS : (int)n;
     if (!cores) {
         long c = sysconf(_SC_NPROCESSORS_ONLN);

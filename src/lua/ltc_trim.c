@@ -29,7 +29,9 @@ static _Thread_local int heap_base_kb;     /* the Lua heap after the last full c
 static _Thread_local int64_t computed_base; /* ltc_computed_bytes() then */
 
 void ltcL_collect(lua_State *L) {
-    int64_t mode = ltc_config_get_int("LTC_SYNC_GC");
+    static int64_t *slot;
+    if (!slot) slot = ltc_config_slot("LTC_SYNC_GC");
+    int64_t mode = *slot;
     if (mode == 0) return;
     int64_t computed = ltc_computed_bytes();
     if (mode == 1 && lua_gc(L, LUA_GCCOUNT) < 2 * heap_base_kb &&

@@ -3,7 +3,6 @@
  */
 
 #include "ltc_graph.h"
-#include "threads.h"
 #include "plan.h"
 
 static ltc_status compile(ltc_backend *b, const ltc_lowering_ctx *const *ctxs, int n,
@@ -19,24 +18,9 @@ static ltc_status execute(ltc_backend *b, ltc_computation *c, ltc_data *const *a
     return ltc_cpu_plan_run(b, c->impl, args, outs);
 }
 
-static ltc_device default_device(ltc_backend *b) {
-    (void)b;
-    return (ltc_device){"cpu", 0};
-}
-
 static const char *eager_fallback_device_type(ltc_backend *b) {
     (void)b;
     return "ref";
-}
-
-static int devices(ltc_backend *b, ltc_device *out, int max) {
-    if (max > 0) out[0] = default_device(b);
-    return 1;
-}
-
-static char *computation_text(ltc_backend *b, const ltc_computation *c) {
-    (void)b;
-    return ltc_cpu_plan_text(c->impl, "cpu");
 }
 
 static const struct ltc_backend_i cpu_iface = {
@@ -50,10 +34,10 @@ static const struct ltc_backend_i cpu_iface = {
     .compile = compile,
     .computation_free = ltc_cpu_plan_computation_free,
     .execute = execute,
-    .default_device = default_device,
+    .default_device = ltc_host_default_device,
     .eager_fallback_device_type = eager_fallback_device_type,
-    .devices = devices,
-    .computation_text = computation_text,
+    .devices = ltc_host_devices,
+    .computation_text = ltc_cpu_plan_computation_text,
 };
 
 ltc_backend *ltc_cpu_backend(void) {

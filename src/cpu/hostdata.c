@@ -51,3 +51,10 @@ void ltc_host_data_free(ltc_backend *b, ltc_data *d) {
     ltc_cpu_mem_free(d->ptr, d->nbytes);
     free(d);
 }
+
+ltc_device ltc_host_default_device(ltc_backend *b) { return (ltc_device){b->name, 0}; }
+
+int ltc_host_devices(ltc_backend *b, ltc_device *out, int max) {
+    if (max > 0) out[0] = ltc_host_default_device(b);
+    return 1;
+}

@@ -362,6 +362,10 @@ ltc_status ltc_cpu_plan_compile_all(const ltc_lowering_ctx *const *ctxs, int n,
     return LTC_OK;
 }
 
+char *ltc_cpu_plan_computation_text(ltc_backend *b, const ltc_computation *c) {
+    return ltc_cpu_plan_text(c->impl, b->name);
+}
+
 void ltc_cpu_plan_computation_free(ltc_backend *b, ltc_computation *c) {
     (void)b;
     ltc_cpu_plan_free(c->impl);

@@ -90,6 +90,11 @@ ltc_data *ltc_host_data_placeholder(ltc_backend *b, const ltc_shape *shape);
 ltc_data *ltc_host_data_of_node(ltc_backend *b, const ltc_node *n);
 ltc_status ltc_host_data_to_host(ltc_backend *b, const ltc_data *d, void *host);
 void ltc_host_data_free(ltc_backend *b, ltc_data *d);
+/* The device slots of a host backend: one device, of the backend's name ("cpu", "ref"). */
+ltc_device ltc_host_default_device(ltc_backend *b);
+int ltc_host_devices(ltc_backend *b, ltc_device *out, int max);
+/* The computation_text slot of the plan-based backends: ltc_cpu_plan_text under b's name. */
+char *ltc_cpu_plan_computation_text(ltc_backend *b, const ltc_computation *c);
 
 /* capture.c: runs a plan for a sync of a graph capture, with outputs from the capture's
  * pool (`exec_ctx` as given to ltc_capture_start). */

@@ -20,21 +20,6 @@ static ltc_status execute(ltc_backend *b, ltc_computation *c, ltc_data *const *a
     return ltc_cpu_plan_run(b, c->impl, args, outs);
 }
 
-static ltc_device default_device(ltc_backend *b) {
-    (void)b;
-    return (ltc_device){"ref", 0};
-}
-
-static int devices(ltc_backend *b, ltc_device *out, int max) {
-    if (max > 0) out[0] = default_device(b);
-    return 1;
-}
-
-static char *computation_text(ltc_backend *b, const ltc_computation *c) {
-    (void)b;
-    return ltc_cpu_plan_text(c->impl, "ref");
-}
-
 static const struct ltc_backend_i ref_iface = {
     .version = LTC_BACKEND_IFACE_VERSION,
     .data_from_host = ltc_host_data_from_host,
@@ -46,9 +31,9 @@ static const struct ltc_backend_i ref_iface = {
     .compile = compile,
     .computation_free = ltc_cpu_plan_computation_free,
     .execute = execute,
-    .default_device = default_device,
-    .devices = devices,
-    .computation_text = computation_text,
+    .default_device = ltc_host_default_device,
+    .devices = ltc_host_devices,
+    .computation_text = ltc_cpu_plan_computation_text,
 };
 
 ltc_backend *ltc_ref_backend(void) {

@@ -176,17 +176,5 @@ void ltcL_open_debug(lua_State *L) {
     hook.L = lua_tothread(L, -1);
     lua_pop(L, 1);
     ltc_debug_set_source_hook(lua_source, NULL);
-    /* Opened again in the same state (busted's insulation unloads modules): keep the first
-     * sentinel, or collecting it would remove the hook. */
-    if (lua_getfield(L, LUA_REGISTRYINDEX, "ltc.debug_sentinel") != LUA_TNIL) {
-        lua_pop(L, 1);
-        return;
-    }
-    lua_pop(L, 1);
-    lua_newuserdatauv(L, 1, 0); /* its __gc runs when the state closes */
-    lua_newtable(L);
-    lua_pushcfunction(L, hook_close);
-    lua_setfield(L, -2, "__gc");
-    lua_setmetatable(L, -2);
-    lua_setfield(L, LUA_REGISTRYINDEX, "ltc.debug_sentinel");
+    ltcL_at_close(L, "ltc.debug_sentinel", hook_close, true);
 }

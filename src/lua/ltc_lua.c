@@ -669,6 +669,20 @@ static lua_CFunction find_fn(const luaL_Reg *regs, const char *name) {
 /* Lua states that have the module open; the last one to close releases the core's caches. */
 static int open_states;
 
+void ltcL_at_close(lua_State *L, const char *key, lua_CFunction fn, bool keep) {
+    if (keep && lua_getfield(L, LUA_REGISTRYINDEX, key) != LUA_TNIL) {
+        lua_pop(L, 1);
+        return;
+    }
+    if (keep) lua_pop(L, 1);
+    lua_newuserdatauv(L, 1, 0);
+    lua_newtable(L);
+    lua_pushcfunction(L, fn);
+    lua_setfield(L, -2, "__gc");
+    lua_setmetatable(L, -2);
+    lua_setfield(L, LUA_REGISTRYINDEX, key);
+}
+
 static int state_close(lua_State *L) {
     (void)L;
     if (__atomic_sub_fetch(&open_states, 1, __ATOMIC_ACQ_REL) == 0) ltc_shutdown();
@@ -682,12 +696,7 @@ int luaopen_ltc_core(lua_State *L) {
      * before each sync (LTC_SYNC_GC=1) finds it without visiting the whole heap */
     lua_gc(L, LUA_GCGEN, 0, 0);
     __atomic_add_fetch(&open_states, 1, __ATOMIC_ACQ_REL); /* states may live on several threads */
-    lua_newuserdatauv(L, 1, 0); /* its __gc runs when the state closes */
-    lua_newtable(L);
-    lua_pushcfunction(L, state_close);
-    lua_setfield(L, -2, "__gc");
-    lua_setmetatable(L, -2);
-    lua_setfield(L, LUA_REGISTRYINDEX, "ltc.state_sentinel");
+    ltcL_at_close(L, "ltc.state_sentinel", state_close, false); /* one close per open */
 
     lua_newtable(L); /* the core table */
     luaL_setfuncs(L, ltc_lua_functions, 0);

@@ -55,6 +55,11 @@ void ltcL_checknoextra(lua_State *L, int arg, const char *fname);
 
 /* Makes trim syncs of this thread collect this state's garbage first (ltc_trim.c). */
 void ltcL_install_trim_gc(lua_State *L);
+/* Calls fn when the state closes: registry[key] becomes a userdata whose __gc is fn. With
+ * `keep`, a state that has registry[key] already keeps that one (a module opened again, as
+ * busted's insulation does, must not leave an old sentinel whose finalizer undoes the new
+ * setup); without, the new one replaces it (the old one's __gc runs when it is collected). */
+void ltcL_at_close(lua_State *L, const char *key, lua_CFunction fn, bool keep);
 /* Collects garbage before a sync from Lua, as LTC_SYNC_GC says: 0 not at all; 1 (default)
  * one step of the collector, a young (minor) collection in the generational mode that
  * luaopen_ltc_core selects; 2 a full collection (also right under the incremental mode, where

@@ -68,17 +68,5 @@ void ltcL_install_trim_gc(lua_State *L) {
     trim_state = lua_tothread(L, -1);
     lua_pop(L, 1);
     ltc_set_trim_hook(collect, NULL);
-    /* one sentinel per state: a module opened again (busted insulates package.loaded) must
-     * not leave an old sentinel whose finalizer would remove the hook */
-    if (lua_getfield(L, LUA_REGISTRYINDEX, "ltc.trim_sentinel") != LUA_TNIL) {
-        lua_pop(L, 1);
-        return;
-    }
-    lua_pop(L, 1);
-    lua_newuserdatauv(L, 1, 0); /* its __gc runs when the state closes */
-    lua_newtable(L);
-    lua_pushcfunction(L, trim_close);
-    lua_setfield(L, -2, "__gc");
-    lua_setmetatable(L, -2);
-    lua_setfield(L, LUA_REGISTRYINDEX, "ltc.trim_sentinel");
+    ltcL_at_close(L, "ltc.trim_sentinel", trim_close, true);
 }

@@ -103,8 +103,7 @@ bool ltc_cpu_plan_fold(cpu_plan *p) {
                         p->bufs[st->out[0]].kind != BUF_OUTPUT;
             if (dead) {
                 for (int k = 0; k < st->n_in; k++) readers[st->in[k]]--;
-                free(st->in), free(st->out), free(st->in_shapes), free(st->out_shapes);
-                free(st->attrs), free(st->fallback);
+                ltc_cpu_plan_step_clear(st); /* not fused: fold runs before fusion */
                 continue;
             }
             p->steps[n++] = *st;

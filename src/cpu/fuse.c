@@ -534,16 +534,6 @@ static bool build_group(builder *bd, const int *m, int n) {
     return build_group(bd, m, n / 2) && build_group(bd, m + n / 2, n - n / 2);
 }
 
-static void step_clear(plan_step *s) {
-    free(s->in);
-    free(s->out);
-    free(s->in_shapes);
-    free(s->out_shapes);
-    free(s->attrs);
-    free(s->fallback);
-    ltc_cpu_fused_free(s->fused);
-}
-
 static int find(int *parent, int g) {
     if (g < 0) return g;
     while (parent[g] != g) g = parent[g] = parent[parent[g]];
@@ -655,7 +645,7 @@ bool ltc_cpu_plan_fuse(cpu_plan *p) {
         else if (bd.group[s] < 0 && !taken[s]) steps[n++] = p->steps[s];
     }
     for (int s = 0; s < ns; s++)
-        if (bd.group[s] >= 0 || taken[s]) step_clear(&p->steps[s]);
+        if (bd.group[s] >= 0 || taken[s]) ltc_cpu_plan_step_clear(&p->steps[s]);
     free(p->steps);
     p->steps = steps;
     p->n_steps = n;
@@ -667,7 +657,7 @@ bool ltc_cpu_plan_fuse(cpu_plan *p) {
 done:
     if (!ok && bd.emit)
         for (int s = 0; s < ns; s++)
-            if (bd.emit[s]) step_clear(bd.emit[s]);
+            if (bd.emit[s]) ltc_cpu_plan_step_clear(bd.emit[s]);
     if (bd.emit)
         for (int s = 0; s < ns; s++) free(bd.emit[s]);
     free(steps);

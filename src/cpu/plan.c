@@ -17,18 +17,19 @@ static uint64_t now_ns(void) {
 
 static size_t align_up(size_t n) { return (n + ALIGN - 1) & ~(size_t)(ALIGN - 1); }
 
+void ltc_cpu_plan_step_clear(plan_step *s) {
+    free(s->in);
+    free(s->out);
+    free(s->in_shapes);
+    free(s->out_shapes);
+    free(s->attrs);
+    free(s->fallback);
+    ltc_cpu_fused_free(s->fused);
+}
+
 void ltc_cpu_plan_free(cpu_plan *p) {
     if (!p) return;
-    for (int i = 0; i < p->n_steps; i++) {
-        plan_step *s = &p->steps[i];
-        free(s->in);
-        free(s->out);
-        free(s->in_shapes);
-        free(s->out_shapes);
-        free(s->attrs);
-        free(s->fallback);
-        ltc_cpu_fused_free(s->fused);
-    }
+    for (int i = 0; i < p->n_steps; i++) ltc_cpu_plan_step_clear(&p->steps[i]);
     free(p->steps);
     free(p->bufs);
     free(p->outputs);

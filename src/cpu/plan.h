@@ -61,6 +61,8 @@ typedef struct {
 cpu_plan *ltc_cpu_plan_build(const ltc_lowering_ctx *ctx, const ltc_kernel_fn *kernels,
                              const ltc_kernel_fn *fallback);
 void ltc_cpu_plan_free(cpu_plan *p);
+/* Frees what a step owns (its arrays, fallback name, fused group), not the step itself. */
+void ltc_cpu_plan_step_clear(plan_step *s);
 /* The compile and computation_free slots shared by the plan-based backends (CPU and
  * reference): lowers each context with ltc_cpu_plan_build(ctx, kernels, fallback) into
  * out[i]->impl; on failure frees what it built and returns LTC_ERR_BACKEND. */

@@ -8,20 +8,13 @@
 
 #define SHAPE_STR(s, buf) ltc_shape_str((s), (buf), sizeof(buf))
 
-static ltc_status need_float(const ltc_shape *s, const char *what) {
-    if (!ltc_dtype_is_float(s->dtype))
-        return ltc_errorf(LTC_ERR_ARG, "%s must be float32 or float64, got %s", what,
-                          ltc_dtype_name(s->dtype));
-    return LTC_OK;
-}
-
 /* An image batch: 4-d [N, C, H, W] or 3-d [C, H, W], of a floating dtype. */
 static ltc_status need_image(const ltc_shape *s, const char *what) {
     char b[128];
     if (s->ndim != 3 && s->ndim != 4)
         return ltc_errorf(LTC_ERR_ARG, "%s must be 4-d [N, C, H, W] or 3-d [C, H, W], got %s",
                           what, SHAPE_STR(s, b));
-    return need_float(s, what);
+    return ltc_shape_need_float(s, what);
 }
 
 /* The largest stride, padding, dilation or kernel size (so that sizes computed from them
@@ -71,7 +64,7 @@ static ltc_status conv_check(const ltc_shape *self, const ltc_shape *weight,
                              int64_t groups, ltc_shape *out) {
     char a[128], b[128];
     ltc_status st;
-    if ((st = need_image(self, "input")) || (st = need_float(weight, "weight")) ||
+    if ((st = need_image(self, "input")) || (st = ltc_shape_need_float(weight, "weight")) ||
         (st = need_pair(stride, n_stride, 1, "stride")) ||
         (st = need_pair(padding, n_padding, 0, "padding")) ||
         (st = need_pair(dilation, n_dilation, 1, "dilation")))

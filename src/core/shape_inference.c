@@ -392,3 +392,25 @@ ltc_status ltc_shape_softmax(const ltc_shape *self, int64_t dim, ltc_shape *out)
     *out = *self;
     return LTC_OK;
 }
+
+/* ---- checks shared by the shape_*.c rules ------------------------------------------------- */
+
+ltc_status ltc_shape_need_float(const ltc_shape *s, const char *what) {
+    if (!ltc_dtype_is_float(s->dtype))
+        return ltc_errorf(LTC_ERR_ARG, "%s must be float32 or float64, got %s", what,
+                          ltc_dtype_name(s->dtype));
+    return LTC_OK;
+}
+
+ltc_status ltc_shape_src_covers_index(const ltc_shape *index, const ltc_shape *src) {
+    if (src->ndim != index->ndim)
+        return ltc_errorf(LTC_ERR_ARG, "src must have index's number of dims (%d), got %d",
+                          index->ndim, src->ndim);
+    for (int d = 0; d < src->ndim; d++)
+        if (index->dims[d] > src->dims[d]) {
+            char a[128], b[128];
+            return ltc_errorf(LTC_ERR_ARG, "index of size %s is larger than src %s",
+                              SHAPE_STR(index, a), SHAPE_STR(src, b));
+        }
+    return LTC_OK;
+}

@@ -200,6 +200,13 @@ ltc_status ltc_shape_bernoulli_p(const ltc_shape *self, double p, ltc_shape *out
 /* self's shape and dtype, any dtype (clone, contiguous). */
 ltc_status ltc_shape_copy(const ltc_shape *self, ltc_shape *out);
 
+/* ---- checks shared by the shape_*.c rules ------------------------------------------------- */
+
+/* "<what> must be float32 or float64, got <dtype>" unless s is of a float dtype. */
+ltc_status ltc_shape_need_float(const ltc_shape *s, const char *what);
+/* scatter and scatter_add: src has index's number of dims and is at least as large in each. */
+ltc_status ltc_shape_src_covers_index(const ltc_shape *index, const ltc_shape *src);
+
 /* Maps a 1-based or negative index onto 0..size-1 without checking (kernels; the shape
  * function has checked it). */
 static inline int64_t ltc_index_wrap(int64_t index, int64_t size) {

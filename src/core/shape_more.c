@@ -8,13 +8,6 @@
 
 #define SHAPE_STR(s, buf) ltc_shape_str((s), (buf), sizeof(buf))
 
-static ltc_status need_float(const ltc_shape *s, const char *what) {
-    if (!ltc_dtype_is_float(s->dtype))
-        return ltc_errorf(LTC_ERR_ARG, "%s must be float32 or float64, got %s", what,
-                          ltc_dtype_name(s->dtype));
-    return LTC_OK;
-}
-
 static ltc_status need_int(const ltc_shape *s, const char *what) {
     if (s->dtype != LTC_I64 && s->dtype != LTC_I32)
         return ltc_errorf(LTC_ERR_ARG, "%s must be an int64 or int32 tensor, got %s", what,
@@ -66,15 +59,7 @@ ltc_status ltc_shape_scatter(const ltc_shape *self, int64_t dim, const ltc_shape
     if (src->dtype != self->dtype)
         return ltc_errorf(LTC_ERR_ARG, "src must have self's dtype %s, got %s (or be a number)",
                           ltc_dtype_name(self->dtype), ltc_dtype_name(src->dtype));
-    if (src->ndim != index->ndim)
-        return ltc_errorf(LTC_ERR_ARG, "src must have index's number of dims (%d), got %d",
-                          index->ndim, src->ndim);
-    for (int d = 0; d < src->ndim; d++)
-        if (index->dims[d] > src->dims[d]) {
-            char a[128], b[128];
-            return ltc_errorf(LTC_ERR_ARG, "index of size %s is larger than src %s",
-                              SHAPE_STR(index, a), SHAPE_STR(src, b));
-        }
+    if ((st = ltc_shape_src_covers_index(index, src))) return st;
     *out = *self;
     return LTC_OK;
 }
@@ -95,7 +80,7 @@ ltc_status ltc_shape_mse_loss(const ltc_shape *self, const ltc_shape *target, in
 
 ltc_status ltc_shape_dropout(const ltc_shape *self, double p, bool train, ltc_shape *out) {
     (void)train;
-    ltc_status st = need_float(self, "self");
+    ltc_status st = ltc_shape_need_float(self, "self");
     if (st || (st = need_probability(p, "p"))) return st;
     *out = *self;
     return LTC_OK;
@@ -118,7 +103,7 @@ ltc_status ltc_shape_embedding(const ltc_shape *weight, const ltc_shape *indices
 ltc_status ltc_shape_layer_norm(const ltc_shape *self, const int64_t *normalized_shape,
                                 int n_normalized_shape, const ltc_shape *weight,
                                 const ltc_shape *bias, double eps, ltc_shape *out) {
-    ltc_status st = need_float(self, "self");
+    ltc_status st = ltc_shape_need_float(self, "self");
     if (st) return st;
     char a[128], b[128];
     int k = n_normalized_shape, lead = self->ndim - k;
@@ -150,7 +135,7 @@ ltc_status ltc_shape_batch_norm(const ltc_shape *self, const ltc_shape *running_
                                 const ltc_shape *running_var, const ltc_shape *weight,
                                 const ltc_shape *bias, bool training, double eps,
                                 ltc_shape *out) {
-    ltc_status st = need_float(self, "self");
+    ltc_status st = ltc_shape_need_float(self, "self");
     if (st) return st;
     char a[128];
     if (self->ndim < 2)
@@ -200,7 +185,7 @@ ltc_status ltc_shape_randint(int64_t low, int64_t high, const int64_t *size, int
 }
 
 ltc_status ltc_shape_bernoulli(const ltc_shape *self, ltc_shape *out) {
-    ltc_status st = need_float(self, "self (the probabilities)");
+    ltc_status st = ltc_shape_need_float(self, "self (the probabilities)");
     if (st) return st;
     *out = *self;
     return LTC_OK;

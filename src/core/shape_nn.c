@@ -16,13 +16,6 @@ static ltc_status need_int(const ltc_shape *s, const char *what) {
     return LTC_OK;
 }
 
-static ltc_status need_float(const ltc_shape *s, const char *what) {
-    if (!ltc_dtype_is_float(s->dtype))
-        return ltc_errorf(LTC_ERR_ARG, "%s must be float32 or float64, got %s", what,
-                          ltc_dtype_name(s->dtype));
-    return LTC_OK;
-}
-
 static ltc_status same_dtype(const ltc_shape *a, const ltc_shape *b, const char *an,
                              const char *bn) {
     if (a->dtype != b->dtype)
@@ -82,15 +75,7 @@ ltc_status ltc_shape_scatter_add(const ltc_shape *self, int64_t dim, const ltc_s
     ltc_shape g;
     ltc_status st = ltc_shape_gather(self, dim, index, &g);
     if (st || (st = same_dtype(self, src, "self", "src"))) return st;
-    if (src->ndim != index->ndim)
-        return ltc_errorf(LTC_ERR_ARG, "src must have index's number of dims (%d), got %d",
-                          index->ndim, src->ndim);
-    for (int d = 0; d < src->ndim; d++)
-        if (index->dims[d] > src->dims[d]) {
-            char a[128], b[128];
-            return ltc_errorf(LTC_ERR_ARG, "index of size %s is larger than src %s",
-                              SHAPE_STR(index, a), SHAPE_STR(src, b));
-        }
+    if ((st = ltc_shape_src_covers_index(index, src))) return st;
     *out = *self;
     return LTC_OK;
 }
@@ -114,7 +99,7 @@ ltc_status ltc_shape_one_hot(const ltc_shape *self, int64_t num_classes, ltc_sha
 
 ltc_status ltc_shape_nll_loss(const ltc_shape *self, const ltc_shape *target, int64_t reduction,
                               ltc_shape *out) {
-    ltc_status st = need_float(self, "self");
+    ltc_status st = ltc_shape_need_float(self, "self");
     if (st || (st = need_int(target, "target"))) return st;
     if (reduction < 0 || reduction > 2)
         return ltc_errorf(LTC_ERR_ARG, "reduction must be 0 (none), 1 (mean) or 2 (sum), got %lld",
@@ -151,7 +136,7 @@ ltc_status ltc_shape_nll_loss_backward(const ltc_shape *grad_output, const ltc_s
 /* ---- linear layers ------------------------------------------------------------------------ */
 
 ltc_status ltc_shape_linear_nobias(const ltc_shape *self, const ltc_shape *weight, ltc_shape *out) {
-    ltc_status st = need_float(self, "self");
+    ltc_status st = ltc_shape_need_float(self, "self");
     if (st || (st = same_dtype(self, weight, "self", "weight"))) return st;
     char a[128], b[128];
     if (self->ndim < 1 || weight->ndim != 2 || weight->dims[1] != self->dims[self->ndim - 1])
@@ -177,7 +162,7 @@ ltc_status ltc_shape_linear(const ltc_shape *self, const ltc_shape *weight, cons
 ltc_status ltc_shape_addmm(const ltc_shape *self, const ltc_shape *mat1, const ltc_shape *mat2,
                            double beta, double alpha, ltc_shape *out) {
     (void)beta, (void)alpha;
-    ltc_status st = need_float(mat1, "mat1");
+    ltc_status st = ltc_shape_need_float(mat1, "mat1");
     if (st || (st = same_dtype(mat1, mat2, "mat1", "mat2")) ||
         (st = same_dtype(self, mat1, "self", "mat1")))
         return st;

@@ -53,6 +53,10 @@ local function keyvals(cmd)
   return out
 end
 
+--- lib.keyvals(cmd): runs a shell command and parses its "key value" lines into a table
+-- (numbers where they parse).
+lib.keyvals = keyvals
+
 local function quote(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
 
 --- lib.py(cmd, ...): runs bench/peers.py with these arguments; returns its key/value table.

@@ -63,16 +63,8 @@ print(string.format("ltc:           %.3f s/epoch, test accuracy %.4f, %d steps, 
   t, acc, steps, compiles))
 
 local function torch_run(mode)
-  local cmd = string.format("%s %s/train_mnist.py %s '%s' '%s' 2>&1", lib.python, lib.dir, mode,
-    dir, init_dir)
-  local out = {}
-  local f = io.popen(cmd)
-  for line in f:lines() do
-    local k, v = line:match("^(%S+)%s+(.*)$")
-    if k then out[k] = tonumber(v) or v end
-  end
-  f:close()
-  return out
+  return lib.keyvals(string.format("%s %s/train_mnist.py %s '%s' '%s'", lib.python, lib.dir,
+    mode, dir, init_dir))
 end
 
 local eager, lazy = torch_run("eager"), torch_run("lazy")

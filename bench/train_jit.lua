@@ -77,17 +77,8 @@ for r = 1, reps do
   new_compiles, calls = math.max(new_compiles, c), math.max(calls, n)
 end
 
-local eager = {}
-do
-  local cmd = string.format("%s %s/train_mnist.py eager '%s' '%s' 2>&1", lib.python, lib.dir,
-    dir, init_dir)
-  local f = io.popen(cmd)
-  for line in f:lines() do
-    local k, v = line:match("^(%S+)%s+(.*)$")
-    if k then eager[k] = tonumber(v) or v end
-  end
-  f:close()
-end
+local eager = lib.keyvals(string.format("%s %s/train_mnist.py eager '%s' '%s'", lib.python,
+  lib.dir, dir, init_dir))
 os.execute("rm -rf '" .. init_dir .. "'")
 
 local te = eager.eager_epoch_s

@@ -765,9 +765,19 @@ local function describe(entry, k)
   return "?"
 end
 
+local OWNED = setmetatable({}, { __mode = "k" }) -- gradients accumulate_leaf made itself
 local function accumulate_leaf(t, g)
   local prev = GRAD[t]
-  GRAD[t] = prev and prev + g or g
+  if not prev then GRAD[t] = g; return end
+  if prev.requires_grad or g.requires_grad then GRAD[t] = prev + g; return end
+  -- in place, into a gradient of its own (prev may be shared with another leaf): a sync
+  -- that fails then puts it back to its value before this backward (issue 17)
+  if not OWNED[prev] then
+    prev = prev:clone()
+    OWNED[prev] = true
+    GRAD[t] = prev
+  end
+  prev:add_(g)
 end
 
 -- Brings g to the input's shape (summing broadcast dims) and dtype.

@@ -39,6 +39,12 @@ const char *ltc_last_error(void);
 ltc_status ltc_errorf(ltc_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Prefixes the current message with "<op>: " (used by the generated op entries). */
 ltc_status ltc_error_prefix(ltc_status st, const char *op);
+/* Which node of a computation failed: a backend whose execute fails at one node calls
+ * ltc_error_set_node with that node's index in the lowering context's post order; the
+ * executor resets it to -1 before each execute and reads it after a failure, so that only
+ * the nodes that depend on the failing one lose their value (executor.c). -1: unknown. */
+void ltc_error_set_node(int post_index);
+int ltc_error_node(void);
 
 /* ---- dtypes ----------------------------------------------------------------------- */
 
@@ -115,6 +121,13 @@ const ltc_shape *ltc_tensor_shape(const ltc_tensor *t);
 bool ltc_tensor_is_weak(const ltc_tensor *t);
 /* True when the tensor's value is pending IR (not yet computed). */
 bool ltc_tensor_is_pending(const ltc_tensor *t);
+/* False when the sync that was to compute t failed and t had no earlier value to go back to
+ * (using t raises that sync's error). */
+bool ltc_tensor_has_value(const ltc_tensor *t);
+/* The number of view ops recorded from t's base to t (0 for a tensor that is not a view).
+ * Steps that compose are merged (narrows of one dim, reshapes, a transpose undone), so a
+ * chain of such views does not grow it. For ltc.debug.view_steps and the specs. */
+int ltc_tensor_view_steps(const ltc_tensor *t);
 /* In-place writes (PyTorch's Tensor.copy_ and the `_` ops). Both are seen by t's base and
  * every other view of it; values are recorded lazily like any op.
  * ltc_tensor_copy_: t's values become src broadcast to t's shape and cast to t's dtype.

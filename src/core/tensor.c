@@ -58,6 +58,8 @@ void ltc_tensor_release(ltc_tensor *t) {
     ltc_data_release(t->data);
     ltc_data_release(t->committed);
     free(t->failed);
+    ltc_tensor_history_clear(t);
+    free(t->history);
     ltc_tensor_release(t->base);
     free(t->steps);
     ltc_slab_free(t, sizeof *t);
@@ -161,6 +163,8 @@ ltc_status ltc_tensor_from_float(double v, bool weak, ltc_tensor **out) {
 const ltc_shape *ltc_tensor_shape(const ltc_tensor *t) { return &t->shape; }
 bool ltc_tensor_is_weak(const ltc_tensor *t) { return t->weak; }
 
+bool ltc_tensor_has_value(const ltc_tensor *t) { return !t->failed; }
+
 bool ltc_tensor_is_pending(const ltc_tensor *t) {
     return ltc_view_stale(t) || (t->ir.node && t->ir.node->op != LTC_OP_DEVICE_DATA);
 }
@@ -199,7 +203,27 @@ ltc_status ltc_tensor_from_value(ltc_value v, ltc_tensor **out) {
     return LTC_OK;
 }
 
+void ltc_tensor_history_push(ltc_tensor *t) {
+    ltc_value v = t->ir;
+    if (!v.node && !t->data) return; /* no value (failed) */
+    if (v.node && v.node->op == LTC_OP_DEVICE_DATA) v = (ltc_value){NULL, 0}; /* its data */
+    if (t->n_history == t->cap_history) {
+        int nc = t->cap_history ? t->cap_history * 2 : 4;
+        ltc_value *h = realloc(t->history, sizeof *h * (size_t)nc);
+        if (!h) return;
+        t->history = h;
+        t->cap_history = nc;
+    }
+    t->history[t->n_history++] = (ltc_value){ltc_node_retain(v.node), v.index};
+}
+
+void ltc_tensor_history_clear(ltc_tensor *t) {
+    for (int i = 0; i < t->n_history; i++) ltc_node_release(t->history[i].node);
+    t->n_history = 0;
+}
+
 void ltc_tensor_set_data(ltc_tensor *t, ltc_data *d) {
+    ltc_tensor_history_clear(t);
     ltc_data_retain(d);
     ltc_data_release(t->data);
     t->data = d;

@@ -172,6 +172,7 @@ cpu_plan *ltc_cpu_plan_build(const ltc_lowering_ctx *ctx, const ltc_kernel_fn *k
         }
         plan_step *s = &p->steps[p->n_steps++];
         s->op = n->op;
+        s->node = i;
         s->fn = fn;
         if (eager) {
             char name[96];
@@ -262,6 +263,7 @@ ltc_status ltc_cpu_plan_run_with(cpu_plan *p, ltc_data *const *args, ltc_data **
         uint64_t t0 = prof ? now_ns() : 0;
         if ((st = sp->fn(&a))) {
             ltc_error_prefix(st, ltc_op_name(sp->op));
+            ltc_error_set_node(sp->node);
             goto fail;
         }
         if (prof) {

@@ -401,6 +401,11 @@ local cases = {
   end,
 }
 
+for name, case in pairs(dofile("spec/support/grad_cases_ops.lua")(gradcheck, ltc)) do
+  assert(not cases[name], name .. " has two finite-difference cases")
+  cases[name] = case
+end
+
 describe("derivatives", function()
   local D = ltc.autograd.derivatives()
   local names = {}

@@ -94,6 +94,13 @@ ltc_status ltc_shape_leaky_relu(const ltc_shape *self, double negative_slope, lt
     return ltc_shape_unary(self, out);
 }
 
+ltc_status ltc_shape_polygamma(const ltc_shape *self, int64_t order, ltc_shape *out) {
+    if (order != 0 && order != 1)
+        return ltc_errorf(LTC_ERR_ARG, "order must be 0 (digamma) or 1 (trigamma), got %lld",
+                          (long long)order);
+    return ltc_shape_unary(self, out);
+}
+
 ltc_status ltc_shape_clamp(const ltc_shape *self, double min, double max, ltc_shape *out) {
     if (isnan(min) && isnan(max)) return ltc_errorf(LTC_ERR_ARG, "at least one of min and max must be given");
     return ltc_shape_unary(self, out);

@@ -175,9 +175,105 @@ def rnn():
     return out
 
 
+def nadam_v2(p, grads, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, momentum_decay=4e-3):
+    """PyTorch 2's NAdam (_single_tensor_nadam), written out: torch 1.13's multiplies mu
+    into mu_product_next twice (fixed in 2.0), and ltc follows the fixed formula."""
+    b1, b2 = betas
+    p = p.clone()
+    m, v, mu_product, out = torch.zeros_like(p), torch.zeros_like(p), 1.0, []
+    for step, g in enumerate(grads, 1):
+        if weight_decay:
+            g = g + weight_decay * p
+        mu = b1 * (1. - 0.5 * 0.96 ** (step * momentum_decay))
+        mu_next = b1 * (1. - 0.5 * 0.96 ** ((step + 1) * momentum_decay))
+        mu_product *= mu
+        m = m * b1 + g * (1 - b1)
+        v = v * b2 + g * g * (1 - b2)
+        denom = (v / (1 - b2 ** step)).sqrt() + eps
+        p = p - lr * (1. - mu) / (1. - mu_product) * g / denom
+        p = p - lr * mu_next / (1. - mu_product * mu_next) * m / denom
+        out.append(p.clone())
+    return out
+
+
+def optim_cases():
+    g = torch.Generator().manual_seed(1)
+    p0 = torch.randn(3, 2, generator=g)
+    grads = [torch.randn(3, 2, generator=g) for _ in range(8)]
+    O = torch.optim
+    cfgs = [
+        ("RMSprop", O.RMSprop, {}), ("RMSprop_centered_mom", O.RMSprop, {"centered": True, "momentum": 0.9, "weight_decay": 0.1}),
+        ("Adagrad", O.Adagrad, {"lr_decay": 0.1, "initial_accumulator_value": 0.5, "weight_decay": 0.01}),
+        ("Adadelta", O.Adadelta, {"weight_decay": 0.1}), ("Adadelta_lr", O.Adadelta, {"lr": 0.5, "rho": 0.8}),
+        ("Adamax", O.Adamax, {"weight_decay": 0.1}),
+        ("RAdam", O.RAdam, {"lr": 0.01}), ("RAdam_wd", O.RAdam, {"lr": 0.01, "betas": (0.5, 0.6), "weight_decay": 0.1}),
+        ("Adam_amsgrad", O.Adam, {"lr": 0.01, "amsgrad": True}),
+        ("AdamW_amsgrad", O.AdamW, {"lr": 0.01, "amsgrad": True}),
+        ("SGD_nesterov", O.SGD, {"lr": 0.1, "momentum": 0.9, "nesterov": True}),
+    ]
+    out = {"p0": p0, "grads": grads, "cases": {}}
+    for name, cls, o in cfgs:
+        p = p0.clone().requires_grad_()
+        opt = cls([p], **o)
+        traj = []
+        for gr in grads:
+            p.grad = gr.clone()
+            opt.step()
+            traj.append(p.detach().clone())
+        lo = dict(o)
+        if "betas" in lo:
+            lo["betas"] = list(lo["betas"])
+        out["cases"][name] = {"cls": cls.__name__, "opts": lo, "traj": traj}
+    out["cases"]["NAdam"] = {"cls": "NAdam", "opts": {"weight_decay": 0.1},
+                             "traj": nadam_v2(p0, grads, weight_decay=0.1)}
+    out["cases"]["NAdam_lr"] = {"cls": "NAdam", "opts": {"lr": 0.01, "momentum_decay": 0.01},
+                                "traj": nadam_v2(p0, grads, lr=0.01, momentum_decay=0.01)}
+    return out
+
+
+def sched_cases():
+    S = torch.optim.lr_scheduler
+    out = {}
+
+    def run(name, make, steps=25, sgd=True, metrics=None):
+        p = torch.zeros(1, requires_grad=True)
+        opt = torch.optim.SGD([p], lr=0.1, momentum=0.9) if sgd else torch.optim.Adam([p], lr=0.1)
+        s = make(opt)
+        lrs, moms = [opt.param_groups[0]["lr"]], []
+        mom = lambda: opt.param_groups[0]["momentum"] if sgd else opt.param_groups[0]["betas"][0]
+        moms.append(mom())
+        for k in range(steps):
+            opt.step()
+            if metrics is not None:
+                s.step(metrics[k])
+            else:
+                s.step()
+            lrs.append(opt.param_groups[0]["lr"])
+            moms.append(mom())
+        out[name] = {"lrs": lrs, "moms": moms}
+
+    run("StepLR", lambda o: S.StepLR(o, step_size=4, gamma=0.5))
+    run("MultiStepLR", lambda o: S.MultiStepLR(o, milestones=[3, 7, 20], gamma=0.3))
+    run("ExponentialLR", lambda o: S.ExponentialLR(o, gamma=0.9))
+    run("CosineAnnealingLR", lambda o: S.CosineAnnealingLR(o, T_max=10, eta_min=0.001))
+    run("CosineAnnealingWarmRestarts", lambda o: S.CosineAnnealingWarmRestarts(o, T_0=3, T_mult=2, eta_min=0.01))
+    run("LinearLR", lambda o: S.LinearLR(o, start_factor=0.25, total_iters=8))
+    run("LambdaLR", lambda o: S.LambdaLR(o, lr_lambda=lambda e: 1.0 / (1 + e)))
+    run("OneCycleLR", lambda o: S.OneCycleLR(o, max_lr=1.0, total_steps=25))
+    run("OneCycleLR_adam_linear_3", lambda o: S.OneCycleLR(o, max_lr=0.5, total_steps=25, anneal_strategy="linear", three_phase=True, pct_start=0.2), sgd=False)
+    run("SequentialLR", lambda o: S.SequentialLR(o, schedulers=[S.LinearLR(o, start_factor=0.1, total_iters=5), S.CosineAnnealingLR(o, T_max=15)], milestones=[5]))
+    metrics = [1.0, 0.9, 0.95, 0.96, 0.97, 0.97, 0.89, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5]
+    run("ReduceLROnPlateau", lambda o: S.ReduceLROnPlateau(o, patience=2, factor=0.5, cooldown=1, min_lr=0.01), metrics=metrics)
+    run("ReduceLROnPlateau_max_abs", lambda o: S.ReduceLROnPlateau(o, mode="max", threshold_mode="abs", threshold=0.1, patience=1), metrics=metrics)
+    out["metrics"] = metrics
+    return out
+
+
 if __name__ == "__main__":
     which = sys.argv[1:] or ["losses"]
     if "losses" in which:
         write("spec/fixtures/nn_losses.lua", losses())
+    if "optim" in which:
+        write("spec/fixtures/nn_optim.lua", {"optim": optim_cases(), "sched": sched_cases()})
     if "rnn" in which:
         write("spec/fixtures/nn_rnn.lua", rnn())

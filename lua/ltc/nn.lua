@@ -698,6 +698,65 @@ function nn.Embedding:extra_repr()
   return s
 end
 
+---------------------------------------------------------------------------------------------
+-- nn.utils
+
+nn.utils = {}
+
+-- the parameters of a list, a module or one tensor that have a gradient
+local function with_grads(params, fname)
+  if is_module(params) then params = params:parameters() end
+  if ltc.is_tensor(params) then params = { params } end
+  if type(params) ~= "table" then
+    error(fname .. ": expected a list of parameters, a module or a tensor, got " .. type(params), 3)
+  end
+  local out = {}
+  for _, p in ipairs(params) do if p.grad ~= nil then out[#out + 1] = p end end
+  return out
+end
+
+--- nn.utils.clip_grad_norm_(params, max_norm [, norm_type=2]): scales every gradient by
+-- min(1, max_norm / (total + 1e-6)), total being the norm of all gradients together
+-- (norm_type math.huge: the largest absolute value). Returns total as a 0-d tensor: it is
+-- computed in the step's graph, so clipping never syncs (PyTorch's foreach=False formula).
+function nn.utils.clip_grad_norm_(params, max_norm, norm_type)
+  norm_type = norm_type or 2
+  if type(max_norm) ~= "number" or type(norm_type) ~= "number" then
+    error("clip_grad_norm_: max_norm and norm_type must be numbers", 2)
+  end
+  local ps = with_grads(params, "clip_grad_norm_")
+  if #ps == 0 then return ltc.tensor(0) end
+  return ltc.no_grad(function()
+    local total
+    if norm_type == math.huge then
+      for _, p in ipairs(ps) do
+        local m = p.grad:abs():max()
+        total = total and ltc.maximum(total, m) or m
+      end
+    else
+      for _, p in ipairs(ps) do
+        local n = p.grad:norm(norm_type) ^ norm_type
+        total = total and total + n or n
+      end
+      total = total ^ (1 / norm_type)
+    end
+    local coef = (max_norm / (total + 1e-6)):clamp(nil, 1)
+    for _, p in ipairs(ps) do p.grad = p.grad * coef:to(p.grad:dtype()) end
+    return total
+  end)
+end
+
+--- nn.utils.clip_grad_value_(params, clip_value): every gradient clamped to [-clip_value,
+-- clip_value], in the step's graph.
+function nn.utils.clip_grad_value_(params, clip_value)
+  if type(clip_value) ~= "number" then error("clip_grad_value_: clip_value must be a number", 2) end
+  ltc.no_grad(function()
+    for _, p in ipairs(with_grads(params, "clip_grad_value_")) do
+      p.grad = p.grad:clamp(-clip_value, clip_value)
+    end
+  end)
+end
+
 nn._private = { check_module = check_module, set = set, uniform = uniform }
 require("ltc.nn_loss")(nn, F)
 require("ltc.nn_rnn")(nn, F)

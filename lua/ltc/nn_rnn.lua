@@ -4,8 +4,7 @@
 -- Parameters, their names, shapes, gate order and initialisation are PyTorch's (uniform in
 -- +-1/sqrt(hidden_size)), so a state dict moves between the two (spec/rnn_spec.lua compares
 -- outputs and gradients with PyTorch's for the same weights). Gate order: LSTM i, f, g, o;
--- GRU r, z, n. A layer projects the whole input sequence with one matrix product, then
--- each time step is one small matrix product and the gate math, which the CPU backend fuses
+-- GRU r, z, n. In a layer, each time step is two small matrix products and the gate math, which the CPU backend fuses
 -- into one loop (spec/rnn_spec.lua checks the plan).
 local ltc = require "ltc"
 
@@ -213,30 +212,38 @@ return function(nn, F)
         zeros = zeros or ltc.zeros({ B, H }, x:dtype())
         return zeros
       end
+      -- the layer's input as a list of T steps [B, in]: each step's input projection is its
+      -- own small product, because the gradient of a select of one [T, B, 4H] projection
+      -- would write T full-size zero tensors in the backward pass
       local hn, cn = {}, {}
-      local input = x
+      local steps = {}
+      for t = 1, T do steps[t] = x:select(1, t) end
+      local outs
       for l = 0, L - 1 do
-        local outs = {}
+        outs = {}
         for d = 1, D do
           local sfx = "_l" .. l .. (d == 2 and "_reverse" or "")
           local idx = l * D + d
+          local w_ih, b_ih = self["weight_ih" .. sfx], self["bias_ih" .. sfx]
           local w_hh, b_hh = self["weight_hh" .. sfx], self["bias_hh" .. sfx]
-          local xw = input_proj(input, self["weight_ih" .. sfx], self["bias_ih" .. sfx])
           local h, c = init(h0, idx), mode == "LSTM" and init(c0, idx) or nil
           local hs = {}
           for s = 1, T do
             local t = d == 1 and s or T - s + 1
-            h, c = step(mode, xw:select(1, t), h, c, w_hh, b_hh, H, self.nonlinearity)
+            h, c = step(mode, input_proj(steps[t], w_ih, b_ih), h, c, w_hh, b_hh, H, self.nonlinearity)
             hs[t] = h
           end
-          outs[d] = ltc.stack(hs, 1)
+          outs[d] = hs
           hn[idx], cn[idx] = h, c
         end
-        input = D == 2 and ltc.cat(outs, 3) or outs[1]
-        if self.dropout > 0 and self.training and l < L - 1 then
-          input = F.dropout(input, self.dropout, true)
+        for t = 1, T do
+          steps[t] = D == 2 and ltc.cat({ outs[1][t], outs[2][t] }, 2) or outs[1][t]
+          if self.dropout > 0 and self.training and l < L - 1 then
+            steps[t] = F.dropout(steps[t], self.dropout, true)
+          end
         end
       end
+      local input = ltc.stack(steps, 1)
       local out = input
       local h_n = ltc.stack(hn, 1)
       local c_n = mode == "LSTM" and ltc.stack(cn, 1) or nil

@@ -122,3 +122,61 @@ ltc_status ltc_comm_barrier(void) {
     ltc_coll_desc d = desc_make(LTC_COLL_BARRIER, -1, LTC_F32, -1, 0);
     return c->iface->barrier(c, &d);
 }
+
+/* ---- the op kernels --------------------------------------------------------------------------- */
+
+#include "ltc_kernel.h"
+#include "ltc_ops.h"
+
+bool ltc_op_is_collective(int op) {
+    return op == LTC_OP_ALL_REDUCE || op == LTC_OP_BROADCAST || op == LTC_OP_REDUCE ||
+           op == LTC_OP_ALL_GATHER || op == LTC_OP_REDUCE_SCATTER;
+}
+
+static ltc_status check_root(int64_t root, int size) {
+    if (root >= size)
+        return ltc_errorf(LTC_ERR_ARG, "root %lld is out of range for %d rank%s (ranks are 0..%d)",
+                          (long long)root, size, size == 1 ? "" : "s", size - 1);
+    return LTC_OK;
+}
+
+static ltc_status check_world(int64_t traced, int size) {
+    if (traced != size)
+        return ltc_errorf(LTC_ERR_ARG, "traced for world_size %lld, but the communicator has %d "
+                          "rank%s", (long long)traced, size, size == 1 ? "" : "s");
+    return LTC_OK;
+}
+
+ltc_status ltc_comm_kernel(const ltc_kernel_args *a) {
+    const ltc_shape *si = &a->in_shapes[0], *so = &a->out_shapes[0];
+    ltc_dtype dt = si->dtype;
+    int size = ltc_comm_size();
+    int64_t n = ltc_shape_numel(si);
+    size_t nb = ltc_shape_nbytes(si);
+    ltc_status st;
+    switch (a->op) {
+    case LTC_OP_ALL_REDUCE:
+        if (nb && a->out[0] != a->in[0]) memmove(a->out[0], a->in[0], nb);
+        return ltc_comm_all_reduce(a->out[0], n, dt, (int)a->attrs[0].i);
+    case LTC_OP_BROADCAST:
+        if ((st = check_root(a->attrs[0].i, size))) return st;
+        if (nb && a->out[0] != a->in[0]) memmove(a->out[0], a->in[0], nb);
+        return ltc_comm_broadcast(a->out[0], n, dt, (int)a->attrs[0].i);
+    case LTC_OP_REDUCE:
+        if ((st = check_root(a->attrs[0].i, size))) return st;
+        if (nb && a->out[0] != a->in[0]) memmove(a->out[0], a->in[0], nb);
+        if ((st = ltc_comm_reduce(a->out[0], n, dt, LTC_REDUCE_SUM, (int)a->attrs[0].i)))
+            return st;
+        if (nb && ltc_comm_rank() != a->attrs[0].i) memset(a->out[0], 0, nb);
+        return LTC_OK;
+    case LTC_OP_ALL_GATHER:
+        if ((st = check_world(a->attrs[0].i, size))) return st;
+        return ltc_comm_all_gather(a->in[0], a->out[0], n, dt);
+    case LTC_OP_REDUCE_SCATTER:
+        if ((st = check_world(a->attrs[1].i, size))) return st;
+        return ltc_comm_reduce_scatter(a->in[0], a->out[0], ltc_shape_numel(so), dt,
+                                       (int)a->attrs[0].i);
+    default:
+        return ltc_errorf(LTC_ERR_BACKEND, "op %d is not a collective", a->op);
+    }
+}

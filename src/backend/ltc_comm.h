@@ -131,4 +131,16 @@ ltc_status ltc_comm_reduce_scatter(const void *send, void *recv, int64_t count, 
                                    int op);
 ltc_status ltc_comm_barrier(void);
 
+/* ---- the op kernels ------------------------------------------------------------------------- */
+
+/* True for the collective ops of ops.yaml (all_reduce, broadcast, reduce, all_gather,
+ * reduce_scatter). */
+bool ltc_op_is_collective(int op);
+struct ltc_kernel_args;
+/* The kernel of every collective op, shared by the CPU and reference backends: copies the
+ * input to the output buffer and runs the collective there (ltc_kernel.h's convention).
+ * Checks a root and a traced world_size against the communicator (LTC_ERR_ARG naming
+ * both). */
+ltc_status ltc_comm_kernel(const struct ltc_kernel_args *a);
+
 #endif

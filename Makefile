@@ -115,7 +115,7 @@ test-codegen: $(BUILD)/ltcgen
 
 $(BUILD)/kernels_test: spec/c/kernels_test.c spec/c/kernel_stubs.c $(wildcard src/cpu/*.c) src/core/rng.c $(HDRS)
 	$(CC) $(CPPFLAGS) $(LTC_CFLAGS) $(CFLAGS) -o $@ spec/c/kernels_test.c spec/c/kernel_stubs.c \
-	  $(filter-out src/cpu/cpu_backend.c src/cpu/plan.c src/cpu/fuse.c src/cpu/fold.c src/cpu/threads.c src/cpu/capture.c,$(wildcard src/cpu/*.c)) src/core/rng.c $(LDLIBS)
+	  $(filter-out src/cpu/cpu_backend.c src/cpu/plan.c src/cpu/fuse.c src/cpu/fold.c src/cpu/threads.c src/cpu/capture.c src/cpu/collective.c,$(wildcard src/cpu/*.c)) src/core/rng.c $(LDLIBS)
 
 test-c: $(BUILD)/kernels_test
 	$(BUILD)/kernels_test
@@ -205,3 +205,4 @@ install: all
 clean:
 	rm -rf $(BUILD) $(GEN)
 include fuzz/fuzz.mk
+include src/distributed/distributed.mk

@@ -15,6 +15,7 @@
 #include <xxhash.h>
 
 #include "core.h"
+#include "ltc_comm.h"
 #include "ltc_graph.h"
 
 typedef struct {
@@ -298,13 +299,21 @@ static void isolate_failure(graph *g, ltc_status st) {
     size_t len = strlen(ltc_last_error());
     char *msg = malloc(len + 1);
     if (msg) memcpy(msg, ltc_last_error(), len + 1);
+    /* A graph with collectives (ltc_comm.h) is not run again piecewise: the other ranks
+     * would not run the same pieces, and the ranks would fall out of step. Each of its
+     * tensors goes back to its value or is marked failed. */
+    bool collective = false;
+    for (int i = 0; i < g->n && !collective; i++) collective = ltc_op_is_collective(g->post[i]->op);
     for (int i = 0; i < g->n_tensors; i++) {
         ltc_tensor *t = g->tensors[i].t;
         if (!ltc_tensor_is_pending(t)) continue; /* computed with an earlier one */
-        graph one = {0};
-        ltc_status rst = collect_from(&one, &t, 1);
-        if (!rst) rst = run_graph(&one);
-        graph_free(&one);
+        ltc_status rst = LTC_ERR_STATE;
+        if (!collective) {
+            graph one = {0};
+            rst = collect_from(&one, &t, 1);
+            if (!rst) rst = run_graph(&one);
+            graph_free(&one);
+        }
         if (!rst) continue;
         ltc_node_release(t->ir.node);
         t->ir = (ltc_value){NULL, 0};

@@ -1093,7 +1093,14 @@ function A.backward(t, grad, opts)
   local ok, err = pcall(run_backward, t, grad, opts.retain_graph or opts.create_graph)
   grad_enabled = prev
   if not ok then error(err, 2) end
+  for _, h in ipairs(A.post_backward_hooks) do h(t) end
 end
+
+--- The functions backward calls after it has accumulated every gradient, in order, each
+-- with the tensor backward was called on (PyTorch's Engine::queue_callback, which DDP's
+-- Reducer uses). ltc.distributed's DistributedDataParallel averages gradients here. Add with
+-- table.insert, remove with table.remove; a hook's error propagates from backward.
+A.post_backward_hooks = {}
 
 ---------------------------------------------------------------------------------------------
 -- grad mode

@@ -3,8 +3,9 @@
 -- Generates random programs over the ops of codegen/ops.yaml (read from gen/ops_meta.lua):
 -- literals and creation ops of every dtype, shapes with 0-size and size-1 dims, broadcasting,
 -- views (transpose, narrow, select, view, ...) and in-place writes through them (copy_,
--- fill_, add_, t[i] = v), reads and syncs at random points, and references dropped mid-graph
--- (with a full GC). Each program runs on the CPU backend and on the reference backend
+-- fill_, add_, t[i] = v), reads and syncs at random points, references dropped mid-graph
+-- (with a full GC), and leaves that require grad with backward calls whose gradients are read
+-- back (the saved tensors must go with the graph: the leak check covers them). Each program runs on the CPU backend and on the reference backend
 -- (tools/fuzz_runner.lua): every statement must succeed on both or fail on both with a Lua
 -- error, read-back and final values must agree within a tolerance by dtype, and no tensor may
 -- outlive the program. A failing program is shrunk (statements dropped while it still fails)
@@ -236,7 +237,7 @@ Gen.__index = Gen
 
 local function new_gen(seed)
   local g = setmetatable({ stmts = {}, V = {}, vars = {}, next_id = 1, seed = seed,
-    R = {} }, Gen)
+    R = {}, leaves = {} }, Gen)
   return g
 end
 
@@ -249,7 +250,7 @@ function Gen:emit(code, uses, defs)
   for _, id in ipairs(defs or {}) do
     local t = self.V[id]
     if ok and ltc.is_tensor(t) then
-      self.vars[id] = { id = id, shape = t:size(), dtype = t:dtype() }
+      self.vars[id] = { id = id, shape = t:size(), dtype = t:dtype(), req = t.requires_grad }
     else
       self.vars[id] = nil
     end
@@ -304,8 +305,33 @@ function Gen:create(shape, dtype)
     code = string.format("V[%d] = ltc.%s(%s, %q)", id, pick({ "zeros", "ones" }),
       shape_text(shape), dtype)
   end
+  -- a leaf that requires grad, for the backward statements
+  local leaf = (dtype == "float32" or dtype == "float64") and chance(0.3)
+  if leaf then code = code .. string.format("; V[%d]:requires_grad_()", id) end
   self:emit(code, {}, { id })
+  if leaf and self.vars[id] then self.leaves[#self.leaves + 1] = id end
   return self.vars[id]
+end
+
+-- A backward from a tensor that requires grad (through sum() when it has several elements,
+-- sometimes with retain_graph), then the gradients of every leaf still there, read back:
+-- autograd must give the same on both backends (the graph is the same; only kernels differ).
+function Gen:backward_stmt()
+  local v = self:rand_var(function(x) return x.req end)
+  if not v then return self:op_stmt() end
+  local k = #self.stmts + 1
+  local uses, reads = { v.id }, {}
+  for _, id in ipairs(self.leaves) do
+    if self.vars[id] then
+      uses[#uses + 1] = id
+      reads[#reads + 1] = string.format("V[%d].grad and V[%d].grad:totable() or false", id, id)
+    end
+  end
+  local opts = chance(0.2) and "{ retain_graph = true }" or ""
+  local out = numel(v.shape) == 1 and string.format("V[%d]", v.id)
+    or string.format("V[%d]:sum()", v.id)
+  self:emit(string.format("%s:backward(%s); R[%d] = { %s }", out, opts, k,
+    table.concat(reads, ", ")), uses, {})
 end
 
 -- A shape that broadcasts with s (often s itself).
@@ -686,7 +712,8 @@ local function generate(seed, index)
     elseif r < 0.75 then g:inplace_stmt()
     elseif r < 0.82 then g:emit("ltc.sync()", {}, {})
     elseif r < 0.9 then g:read_stmt()
-    elseif r < 0.95 then g:drop_stmt()
+    elseif r < 0.93 then g:drop_stmt()
+    elseif r < 0.97 then g:backward_stmt()
     else g:create() end
   end
   -- the generator's own tensors (traced, never run) go away before the real runs

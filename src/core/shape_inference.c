@@ -323,7 +323,7 @@ ltc_status ltc_shape_narrow(const ltc_shape *self, int64_t dim, int64_t start, i
     /* start may be one past the end when length is 0, as in PyTorch */
     if (start == size + 1 && length == 0) s0 = size;
     else if (check_index(start, size, dim, &s0)) return LTC_ERR_ARG;
-    if (length < 0 || s0 + length > size)
+    if (length < 0 || length > size - s0) /* written so it cannot overflow */
         return ltc_errorf(LTC_ERR_ARG, "start %lld with length %lld exceeds dim %lld of size %lld",
                           (long long)start, (long long)length, (long long)dim + 1, (long long)size);
     *out = *self;

@@ -221,6 +221,19 @@ ltc_status ltc_shape_bernoulli_p(const ltc_shape *self, double p, ltc_shape *out
 /* self's shape and dtype, any dtype (clone, contiguous). */
 ltc_status ltc_shape_copy(const ltc_shape *self, ltc_shape *out);
 
+/* ---- collectives (shape_comm.c): shapes only; ranks, roots and sizes are checked when the
+ * graph runs, against the communicator (the core knows none) ---------------------------- */
+/* self's shape; op in 0..4 (sum, avg, max, min, prod); avg needs a floating dtype. */
+ltc_status ltc_shape_all_reduce(const ltc_shape *self, int64_t op, ltc_shape *out);
+/* self's shape; root >= 0. */
+ltc_status ltc_shape_broadcast(const ltc_shape *self, int64_t root, ltc_shape *out);
+ltc_status ltc_shape_reduce(const ltc_shape *self, int64_t root, ltc_shape *out);
+/* self (at least 1 dim) with dim 0 times world_size (>= 1). */
+ltc_status ltc_shape_all_gather(const ltc_shape *self, int64_t world_size, ltc_shape *out);
+/* self (at least 1 dim, dim 0 divisible by world_size >= 1) with dim 0 over world_size. */
+ltc_status ltc_shape_reduce_scatter(const ltc_shape *self, int64_t op, int64_t world_size,
+                                    ltc_shape *out);
+
 /* ---- checks shared by the shape_*.c rules ------------------------------------------------- */
 
 /* "<what> must be float32 or float64, got <dtype>" unless s is of a float dtype. */

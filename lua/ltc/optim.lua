@@ -16,6 +16,7 @@
 -- (0-d device data), so changing opt.lr (or a group's lr) between steps never recompiles. After the first steps (which create the
 -- optimizer state), every step is the same graph.
 local ltc = require "ltc"
+local live = require("ltc.jit").live -- lr as a graph parameter under ltc.jit (read at replay)
 
 local optim = {}
 
@@ -141,7 +142,7 @@ optim.SGD = class("SGD", { lr = 0.001, momentum = 0, dampening = 0, weight_decay
     end
     if o.nesterov then g = g + o.momentum * buf else g = buf end
   end
-  return p - o.lr * g
+  return p - live(o, "lr") * g
 end)
 
 -- Adam's moment update and step, shared by Adam and AdamW.
@@ -165,7 +166,7 @@ local function adam_step(p, g, st, o)
   local bc1, bc2 = 1 - b1 ^ t, 1 - b2 ^ t
   if o.amsgrad then v = st.max_exp_avg_sq end
   local denom = v:sqrt() * (1 / bc2:sqrt()) + o.eps
-  return p - m / denom * (o.lr / bc1)
+  return p - m / denom * (live(o, "lr") / bc1)
 end
 
 --- optim.Adam(params, {lr=1e-3, betas={0.9, 0.999}, eps=1e-8, weight_decay=0,
@@ -184,7 +185,7 @@ optim.Adam = class("Adam", { lr = 0.001, betas = { 0.9, 0.999 }, eps = 1e-8, wei
 optim.AdamW = class("AdamW", { lr = 0.001, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 0.01,
   amsgrad = false },
   function(p, g, st, o)
-    if o.weight_decay ~= 0 then p = p * (1 - o.lr * o.weight_decay) end
+    if o.weight_decay ~= 0 then p = p * (1 - live(o, "lr") * o.weight_decay) end
     return adam_step(p, g, st, o)
   end)
 

@@ -401,6 +401,11 @@ local cases = {
   end,
 }
 
+for name, case in pairs(dofile("spec/support/grad_cases_ops.lua")(gradcheck, ltc)) do
+  assert(not cases[name], name .. " has two finite-difference cases")
+  cases[name] = case
+end
+
 -- The collectives on one process (the identity communicator): the formulas' mechanics; the
 -- values across ranks are checked under mpirun (spec/distributed_spec.lua).
 cases.all_reduce = function()

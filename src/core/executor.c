@@ -159,10 +159,13 @@ static ltc_status collect_given(graph *g, ltc_tensor *const *ts, int n) {
     return LTC_OK;
 }
 
-static ltc_hash graph_hash(const graph *g) {
+/* The graph's hash for backend b: the backend's name comes first, so one graph compiled for
+ * two backends is two cache entries (switching backends needs no cache flush). */
+static ltc_hash graph_hash(const graph *g, const ltc_backend *b) {
     XXH3_state_t st;
     XXH3_INITSTATE(&st);
     XXH3_128bits_reset(&st);
+    if (b) XXH3_128bits_update(&st, b->name, strlen(b->name));
     for (int i = 0; i < g->n; i++) {
         const ltc_node *n = g->post[i];
         XXH3_128bits_update(&st, &n->hash, sizeof n->hash);
@@ -238,7 +241,8 @@ static ltc_status run_graph(graph *g) {
     ltc_status st = LTC_OK;
     if (g->n_roots == 0) return LTC_OK;
     ltc_backend *b = ltc_backend_default();
-    ltc_hash h = graph_hash(g);
+    if (!b) return ltc_errorf(LTC_ERR_STATE, "sync: no backend is registered");
+    ltc_hash h = graph_hash(g, b);
     /* under the cache's lock from look-up to insert; the sync then holds a reference of its
      * own (`held`), so another thread's eviction cannot free c while it runs */
     ltc_cache_lock();
@@ -353,7 +357,7 @@ ltc_status ltc_graph_visit(ltc_tensor *const *ts, int n, ltc_graph_fn fn, void *
         .roots = g.roots, .n_roots = g.n_roots, .params = g.params,
         .n_params = g.n_params, .emitted = emitted,
     };
-    st = fn(&ctx, graph_hash(&g), ud);
+    st = fn(&ctx, graph_hash(&g, ltc_backend_default()), ud);
 done:
     free(emitted);
     graph_free(&g);

@@ -3,6 +3,9 @@
 # elsewhere `make` says it skips it. The module links the core (core.so, found beside it
 # through its rpath) and Open MPI; the core links no MPI.
 
+# `make deps` installs Open MPI too (a make run that installs it builds the module next time)
+DEBIAN_PKGS += libopenmpi-dev openmpi-bin
+
 HAVE_MPI := $(shell (pkg-config --exists ompi || command -v mpicc) >/dev/null 2>&1 && echo yes)
 ifeq ($(HAVE_MPI),yes)
 MPI_CFLAGS := $(shell pkg-config --cflags ompi 2>/dev/null || mpicc --showme:compile)

@@ -28,7 +28,7 @@ CORE_SRC := $(wildcard src/core/*.c src/backend/*.c src/cpu/*.c src/ref/*.c)
 LUA_SRC  := $(wildcard src/lua/*.c)
 GEN_SRC  := $(GEN)/ltc_ops.c $(GEN)/cpu_ops.c $(GEN)/ref_ops.c $(GEN)/lua_ops.c
 OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC) $(LUA_SRC) $(GEN_SRC))
-HDRS := $(wildcard src/*/*.h) $(GEN)/ltc_ops.h
+HDRS := $(filter-out src/opencl/%,$(wildcard src/*/*.h)) $(GEN)/ltc_ops.h
 
 CODEGEN_SRC := $(wildcard codegen/*.c)
 CODEGEN_HDR := $(wildcard codegen/*.h)
@@ -42,6 +42,26 @@ export LUA_CPATH := $(CURDIR)/$(BUILD)/?.so;;
 .PHONY: all gen docs test test-c test-graph-threads test-codegen test-lua test-install test-asan test-valgrind demo deps clean install bench
 
 all: $(BUILD)/ltc/core.so
+
+# ---- optional module: the OpenCL backend (ltc/opencl.so), where OpenCL and CLBlast exist ----
+# It links core.so by name (rpath $ORIGIN: both sit in ltc/), OpenCL and CLBlast.
+OPENCL_OK := $(shell pkg-config --exists OpenCL 2>/dev/null && test -f /usr/include/clblast_c.h && echo yes)
+OPENCL_SRC := $(wildcard src/opencl/*.c)
+OPENCL_PKGS := ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo libclblast-dev
+ifeq ($(OPENCL_OK),yes)
+all: $(BUILD)/ltc/opencl.so
+else
+all: opencl-skip
+endif
+.PHONY: opencl-skip
+opencl-skip:
+	@echo "make: skipping ltc/opencl.so (the OpenCL backend): pkg-config OpenCL or CLBlast's" \
+	  "header is missing; install $(OPENCL_PKGS) (make deps)"
+
+$(BUILD)/ltc/opencl.so: $(OPENCL_SRC) src/opencl/ocl.h $(HDRS) $(BUILD)/ltc/core.so
+	$(CC) $(CPPFLAGS) $(LTC_CFLAGS) $(CFLAGS) $(LDFLAGS) -shared -Wl,-z,nodelete -o $@ \
+	  $(OPENCL_SRC) -L$(BUILD)/ltc -l:core.so -Wl,-rpath,'$$ORIGIN' \
+	  $$(pkg-config --libs OpenCL) -lclblast -lm
 
 # ---- code generator --------------------------------------------------------------------
 

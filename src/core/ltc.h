@@ -79,6 +79,12 @@ typedef struct ltc_shape {
 /* Builds a shape; fails if ndim > LTC_MAX_DIMS, a size is negative, or the byte count
  * overflows. */
 ltc_status ltc_shape_make(ltc_shape *out, ltc_dtype dt, int ndim, const int64_t *dims);
+/* The check behind ltc_shape_make, for a shape built in place (a shape rule's output): the
+ * dtype is valid, 0 <= ndim <= LTC_MAX_DIMS, no size is negative, and the product of the
+ * non-zero sizes times the element size fits in int64 (overflow-safe arithmetic). Every IR
+ * node's output shapes pass through it (ltc_node_new), so no rule can hand a kernel a size
+ * whose element or byte count wraps. Fails with LTC_ERR_ARG naming the sizes. */
+ltc_status ltc_shape_check(const ltc_shape *s);
 int64_t ltc_shape_numel(const ltc_shape *s);
 size_t ltc_shape_nbytes(const ltc_shape *s);
 bool ltc_shape_equal(const ltc_shape *a, const ltc_shape *b); /* dtype and sizes */

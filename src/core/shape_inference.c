@@ -94,6 +94,13 @@ ltc_status ltc_shape_leaky_relu(const ltc_shape *self, double negative_slope, lt
     return ltc_shape_unary(self, out);
 }
 
+ltc_status ltc_shape_polygamma(const ltc_shape *self, int64_t order, ltc_shape *out) {
+    if (order != 0 && order != 1)
+        return ltc_errorf(LTC_ERR_ARG, "order must be 0 (digamma) or 1 (trigamma), got %lld",
+                          (long long)order);
+    return ltc_shape_unary(self, out);
+}
+
 ltc_status ltc_shape_clamp(const ltc_shape *self, double min, double max, ltc_shape *out) {
     if (isnan(min) && isnan(max)) return ltc_errorf(LTC_ERR_ARG, "at least one of min and max must be given");
     return ltc_shape_unary(self, out);
@@ -316,7 +323,7 @@ ltc_status ltc_shape_narrow(const ltc_shape *self, int64_t dim, int64_t start, i
     /* start may be one past the end when length is 0, as in PyTorch */
     if (start == size + 1 && length == 0) s0 = size;
     else if (check_index(start, size, dim, &s0)) return LTC_ERR_ARG;
-    if (length < 0 || s0 + length > size)
+    if (length < 0 || length > size - s0) /* written so it cannot overflow */
         return ltc_errorf(LTC_ERR_ARG, "start %lld with length %lld exceeds dim %lld of size %lld",
                           (long long)start, (long long)length, (long long)dim + 1, (long long)size);
     *out = *self;

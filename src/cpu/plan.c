@@ -7,6 +7,7 @@
 #include "fold.h"
 #include "fuse.h"
 #include "plan.h"
+#include "ltc_comm.h"
 
 #define ALIGN 64
 static uint64_t now_ns(void) {
@@ -247,6 +248,10 @@ ltc_status ltc_cpu_plan_run_with(cpu_plan *p, ltc_data *const *args, ltc_data **
     static int64_t *profile;
     if (!profile) profile = ltc_config_slot("LTC_PROFILE");
     bool prof = *profile != 0;
+    /* collectives learn their place in this computation (the ranks' descriptors compare it) */
+    int n_coll = 0;
+    for (int s = 0; s < p->n_steps; s++) n_coll += ltc_op_is_collective(p->steps[s].op);
+    ltc_comm_plan_begin(n_coll);
     for (int s = 0; s < p->n_steps; s++) {
         plan_step *sp = &p->steps[s];
         const void *in[64];

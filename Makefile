@@ -60,25 +60,6 @@ export LUA_CPATH := $(CURDIR)/$(BUILD)/?.so;;
 
 all: $(BUILD)/ltc/core.so
 
-# ---- optional module: the OpenCL backend (ltc/opencl.so), where OpenCL and CLBlast exist ----
-# It links core.so by name (rpath $ORIGIN: both sit in ltc/), OpenCL and CLBlast.
-OPENCL_OK := $(shell pkg-config --exists OpenCL 2>/dev/null && test -f /usr/include/clblast_c.h && echo yes)
-OPENCL_SRC := $(wildcard src/opencl/*.c)
-OPENCL_PKGS := ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd clinfo libclblast-dev
-ifeq ($(OPENCL_OK),yes)
-all: $(BUILD)/ltc/opencl.so
-else
-all: opencl-skip
-endif
-.PHONY: opencl-skip
-opencl-skip:
-	@echo "make: skipping ltc/opencl.so (the OpenCL backend): pkg-config OpenCL or CLBlast's" \
-	  "header is missing; install $(OPENCL_PKGS) (make deps)"
-
-$(BUILD)/ltc/opencl.so: $(OPENCL_SRC) src/opencl/ocl.h $(HDRS) $(BUILD)/ltc/core.so
-	$(CC) $(CPPFLAGS) $(LTC_CFLAGS) $(CFLAGS) $(LDFLAGS) -shared -Wl,-z,nodelete -o $@ \
-	  $(OPENCL_SRC) -L$(BUILD)/ltc -l:core.so -Wl,-rpath,'$$ORIGIN' \
-	  $$(pkg-config --libs OpenCL) -lclblast -lm
 
 # ---- code generator --------------------------------------------------------------------
 
@@ -226,3 +207,4 @@ clean:
 	rm -rf $(BUILD) $(GEN)
 include fuzz/fuzz.mk
 include src/distributed/distributed.mk
+include src/opencl/opencl.mk

@@ -49,6 +49,9 @@ function M.use(opts)
   return info
 end
 
+--- lowered_ops() -> {name = true, ...}: the ops run on the device (float32 operands); the
+-- others (and integer pow, 1-d matmul, ...) run through the eager fallback, counted.
+M.lowered_ops = C.lowered_ops
 M.set_memory_limit = C.set_memory_limit   -- (bytes) cap on device memory, 0 = the device's
 M.trim = C.trim                           -- () frees cached device buffers
 M.last_build_log = C.last_build_log       -- () source and log of the last failed build

@@ -5,13 +5,13 @@
  * kernels, intermediates returned to the allocator after their last use, and the error
  * flag of index-checking kernels read at the end.
  */
-#include <clblast_c.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ltc_kernel.h"
-#include "ocl.h"
+#include "ocl.h" /* first: sets CL_TARGET_OPENCL_VERSION */
+#include <clblast_c.h>
 
 static ltc_status alloc_slot(ocl_comp *c, ocl_buf **bufs, int slot) {
     if (bufs[slot]) return LTC_OK;

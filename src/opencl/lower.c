@@ -113,6 +113,14 @@ static const char *const float_fns[] = {"exp", "log", "tanh", "floor", "ceil", "
                                         "log1p", "expm1", "sin", "cos", "erf", "fmod",
                                         "isinf", "nearbyint", NULL};
 
+/* OpenCL C builtins an expr may call (the rest of ops.yaml's C is operators). */
+static const char *const cl_builtins[] = {
+    "exp", "log", "tanh", "floor", "ceil", "pow", "sqrt", "log1p", "expm1", "sin", "cos",
+    "erf", "erfc", "fmod", "isinf", "isnan", "isfinite", "nearbyint", "rint", "round", "trunc",
+    "fabs", "fmin", "fmax", "atan", "asin", "acos", "atan2", "sinh", "cosh", "tan", "asinh",
+    "acosh", "atanh", "lgamma", "tgamma", "exp2", "log2", "log10", "cbrt", "hypot",
+    "copysign", "signbit", NULL};
+
 static bool is_ident(char ch) {
     return ch == '_' || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
            (ch >= '0' && ch <= '9');
@@ -148,6 +156,23 @@ static const char *ew_expr_of(const ltc_node *n) {
     if (integer)
         for (int i = 0; float_fns[i]; i++)
             if (expr_calls(e, float_fns[i])) return NULL;
+    /* every function the expr calls must be an OpenCL C builtin (the CPU's own helpers,
+     * ltc_math_*, are not): else the op runs through the fallback */
+    for (const char *p = e; *p; p++) {
+        if (!is_ident(*p) || (p > e && is_ident(p[-1])) || (*p >= '0' && *p <= '9')) continue;
+        const char *q = p;
+        while (is_ident(*q)) q++;
+        const char *r = q;
+        while (*r == ' ') r++;
+        if (*r == '(') {
+            bool known = false;
+            for (int i = 0; cl_builtins[i] && !known; i++)
+                known = strlen(cl_builtins[i]) == (size_t)(q - p) &&
+                        !strncmp(cl_builtins[i], p, (size_t)(q - p));
+            if (!known) return NULL;
+        }
+        p = q - 1;
+    }
     return e;
 }
 
@@ -702,6 +727,28 @@ static ltc_status lower_fallback(lw *w, const ltc_node *n, int out) {
         s->shapes[k] = n->operands[k].node->shapes[n->operands[k].index];
     for (int k = 0; k < n->n_outputs; k++) s->shapes[n->n_operands + k] = n->shapes[k];
     return LTC_OK;
+}
+
+bool ocl_op_lowered(int op) {
+    switch (op) {
+    case LTC_OP_TO: case LTC_OP_ONES: case LTC_OP_ZEROS: case LTC_OP_FULL:
+    case LTC_OP_SCALAR_TENSOR: case LTC_OP_VIEW: case LTC_OP_RESHAPE: case LTC_OP_FLATTEN:
+    case LTC_OP_SQUEEZE: case LTC_OP_SQUEEZE_DIM: case LTC_OP_UNSQUEEZE: case LTC_OP_CLONE:
+    case LTC_OP_CONTIGUOUS: case LTC_OP_MM: case LTC_OP_BMM: case LTC_OP_MATMUL:
+    case LTC_OP_LINEAR: case LTC_OP_LINEAR_NOBIAS: case LTC_OP_ADDMM: case LTC_OP_SUM:
+    case LTC_OP_MEAN: case LTC_OP_MAX: case LTC_OP_MIN: case LTC_OP_ARGMAX: case LTC_OP_ARGMIN:
+    case LTC_OP_MAX_DIM: case LTC_OP_MIN_DIM: case LTC_OP_SOFTMAX: case LTC_OP_LOG_SOFTMAX:
+    case LTC_OP_CROSS_ENTROPY: case LTC_OP_CROSS_ENTROPY_BACKWARD: case LTC_OP_INDEX_SELECT:
+    case LTC_OP_EMBEDDING: case LTC_OP_PERMUTE: case LTC_OP_TRANSPOSE: case LTC_OP_T:
+    case LTC_OP_EXPAND: case LTC_OP_BROADCAST_TO: case LTC_OP_DEVICE_DATA:
+        return true;
+    default: break;
+    }
+    /* an elementwise op whose float expr calls only OpenCL builtins */
+    ltc_node probe = {.op = (uint16_t)op, .n_outputs = 1};
+    ltc_shape f32 = {.dtype = LTC_F32};
+    probe.shapes = &f32;
+    return ew_expr_of(&probe) != NULL;
 }
 
 /* ---- the graph ------------------------------------------------------------------------------ */

@@ -88,7 +88,20 @@ static int l_try_build(lua_State *L) {
     return 0;
 }
 
+/* lowered_ops() -> set {name = true} of the ops the backend runs on the device (float32
+ * operands); every other op runs through the eager fallback. */
+static int l_lowered_ops(lua_State *L) {
+    lua_newtable(L);
+    for (int op = 0; op < LTC_OP_COUNT; op++)
+        if (op != LTC_OP_DEVICE_DATA && ocl_op_lowered(op)) {
+            lua_pushboolean(L, 1);
+            lua_setfield(L, -2, ltc_op_name(op));
+        }
+    return 1;
+}
+
 static const luaL_Reg fns[] = {
+    {"lowered_ops", l_lowered_ops},
     {"devices", l_devices}, {"open", l_open}, {"set_memory_limit", l_set_memory_limit},
     {"trim", l_trim}, {"last_build_log", l_last_build_log}, {"_try_build", l_try_build},
     {NULL, NULL},

@@ -153,6 +153,9 @@ typedef struct ocl_comp {
 } ocl_comp;
 
 ltc_status ocl_lower(const ltc_lowering_ctx *ctx, ocl_comp **out);
+/* Whether the backend lowers op on the device (float32 operands; some ops fall back for
+ * other dtypes or shapes: integer pow, 1-d matmul, ...). */
+bool ocl_op_lowered(int op);
 void ocl_comp_free(ocl_comp *c);
 ltc_status ocl_run(ocl_comp *c, ltc_data *const *args, ltc_data **outs);
 

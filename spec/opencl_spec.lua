@@ -301,6 +301,77 @@ describe("opencl backend", function()
     end)
   end)
 
+  describe("capture and replay on the device", function()
+    it("has a graph implementation for opencl", function()
+      assert.is_true(ltc.has_graph_impl("opencl"))
+    end)
+    it("replays a captured step with new static input data, as the CPU computes it", function()
+      local function run()
+        local x = ltc.tensor({ { 1, 2 }, { 3, 4 } })
+        local w = ltc.tensor({ { 0.5, -1 }, { 2, 1 } })
+        ltc.sync()
+        local g = ltc.Graph { device = ltc.get_backend() == "opencl" and "opencl" or "cpu" }
+        g:capture_begin()
+        local y = (x:matmul(w) + 1):relu():sum(2)
+        w:sub_(x:t():matmul(x) * 0.01)
+        g:capture_end()
+        local seen = { y:totable() }
+        x:copy_(ltc.tensor({ { -1, 0 }, { 2, 2 } }))
+        g:replay()
+        seen[2] = y:totable()
+        seen[3] = w:totable()
+        g:replay()
+        seen[4] = y:totable()
+        return seen
+      end
+      ltc.set_backend("cpu")
+      local c = run()
+      ltc.set_backend("opencl")
+      local r0 = ltc.metrics.counter("GraphReplay")
+      local o = run()
+      assert.are.equal(2, ltc.metrics.counter("GraphReplay") - r0)
+      close(c, o, 1e-5)
+    end)
+    it("ltc.jit trains on the device to the CPU's losses", function()
+      local function train()
+        ltc.manual_seed(0)
+        local nn = ltc.nn
+        local data = ltc.randn(256, 20)
+        local labels = data:narrow(2, 1, 4):argmax(2)
+        local model = nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Linear(32, 4))
+        local opt = ltc.optim.SGD(model:parameters(), { lr = 0.1 })
+        local step = ltc.jit(function(x, y)
+          opt:zero_grad()
+          local loss = nn.functional.cross_entropy(model(x), y)
+          loss:backward()
+          opt:step()
+          return loss
+        end)
+        local losses = {}
+        for i = 1, 8 do
+          local lo = ((i - 1) % 4) * 64 + 1
+          losses[i] = step(data:narrow(1, lo, 64), labels:narrow(1, lo, 64)):item()
+        end
+        return losses
+      end
+      ltc.set_backend("cpu")
+      local c = train()
+      ltc.set_backend("opencl")
+      local o = train()
+      close(c, o, 1e-4)
+    end)
+    it("misuse is a clear error", function()
+      local g = ltc.Graph { device = "opencl" }
+      local ok, err = pcall(function() g:replay() end)
+      assert.is_false(ok)
+      assert.matches("nothing captured yet", err)
+      ltc.set_backend("cpu")
+      ok, err = pcall(function() g:capture_begin() end)
+      assert.is_false(ok)
+      assert.matches("captures the opencl backend", err)
+    end)
+  end)
+
   describe("bad input", function()
     it("a build error prints the source and the build log as a Lua error", function()
       local ok, err = pcall(ocl._try_build, "__kernel void broken(__global float *x) { x[0] = y; }")

@@ -110,6 +110,8 @@ static const luaL_Reg fns[] = {
 int luaopen_ltc_opencl(lua_State *L) {
     if (!ltc_has_backend("opencl") && ltc_backend_register(ocl_backend()))
         return luaL_error(L, "ltc.opencl: %s", ltc_last_error());
+    if (!ltc_has_graph_impl("opencl") && ltc_graph_impl_register("opencl", ocl_graph_new))
+        return luaL_error(L, "ltc.opencl: %s", ltc_last_error());
     lua_newtable(L);
     luaL_setfuncs(L, fns, 0);
     return 1;

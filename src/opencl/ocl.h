@@ -81,6 +81,8 @@ typedef struct ocl_data {
 } ocl_data;
 
 ltc_backend *ocl_backend(void);
+/* The graph implementation's factory (capture.c), registered for "opencl". */
+ltc_graph *ocl_graph_new(const ltc_graph_args *args);
 /* A new data header over buf (retains it). */
 ltc_data *ocl_data_wrap(ocl_buf *buf, const ltc_shape *shape);
 /* The buffer of data made by any backend: this backend's own (borrowed: *tmp = NULL), or an

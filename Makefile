@@ -68,12 +68,12 @@ $(BUILD)/ltcgen: $(CODEGEN_SRC) $(CODEGEN_HDR)
 	$(CC) -std=c11 -O2 -g -Wall -Wextra -Werror $(SAN) -o $@ $(CODEGEN_SRC) -lyaml
 
 # The generator rewrites a file only when its content changes.
-$(GEN)/.stamp: $(BUILD)/ltcgen codegen/ops.yaml codegen/cpu_backend.yaml \
+$(GEN)/.stamp: $(BUILD)/ltcgen codegen/ops.yaml codegen/cpu_backend.yaml codegen/opencl_backend.yaml \
                src/core/shape_inference.h $(wildcard src/cpu/*.c src/ref/*.c)
 	@mkdir -p $(GEN)
 	$(BUILD)/ltcgen --source codegen/ops.yaml --backend-yaml codegen/cpu_backend.yaml \
 	  --output-dir $(GEN) --impl-path src/cpu --shape-header src/core/shape_inference.h \
-	  --backend-name cpu --ref-impl-path src/ref
+	  --backend-name cpu --ref-impl-path src/ref --device-yaml codegen/opencl_backend.yaml
 	@touch $@
 
 $(GEN_FILES): $(GEN)/.stamp

@@ -100,6 +100,8 @@ static int l_lowered_ops(lua_State *L) {
     return 1;
 }
 
+void ocl_bench_open(lua_State *L); /* bench.c: _bench_copy, _bench_gemm */
+
 static const luaL_Reg fns[] = {
     {"lowered_ops", l_lowered_ops},
     {"devices", l_devices}, {"open", l_open}, {"set_memory_limit", l_set_memory_limit},
@@ -114,5 +116,6 @@ int luaopen_ltc_opencl(lua_State *L) {
         return luaL_error(L, "ltc.opencl: %s", ltc_last_error());
     lua_newtable(L);
     luaL_setfuncs(L, fns, 0);
+    ocl_bench_open(L);
     return 1;
 }

@@ -402,6 +402,23 @@ describe("opencl backend", function()
       close({ 2, 4, 6 }, keep:totable())
       assert.are.equal(1024 * 1024, ltc.ones(1024, 1024):sum():item())
     end)
+    it("without any OpenCL platform: a plain message, and the runtime works on the CPU", function()
+      local dir = os.tmpname()
+      os.remove(dir)
+      os.execute("mkdir -p " .. dir)
+      local cpath = package.searchpath("ltc.core", package.cpath):gsub("ltc/core%.so$", "?.so")
+      local cmd = "OCL_ICD_VENDORS=" .. dir .. " LUA_PATH='lua/?.lua;lua/?/init.lua;;' " ..
+        "LUA_CPATH='" .. cpath .. ";;' lua5.4 -e '" ..
+        "local ltc = require \"ltc\"; local o = require \"ltc.opencl\"; " ..
+        "print(o.available()); print(pcall(o.use)); " ..
+        "print(ltc.get_backend(), (ltc.tensor({1, 2}) * 3):sum():item())' 2>&1"
+      local p = io.popen(cmd)
+      local out = p:read("a")
+      p:close()
+      os.remove(dir)
+      assert.matches("false\topencl: no OpenCL platform found %(CL_PLATFORM_NOT_FOUND_KHR%)", out)
+      assert.matches("cpu\t9", out)
+    end)
     it("a bad device name is a clear error", function()
       local ok, err = pcall(ocl.open, "x:y")
       -- the device is open already: the spec is ignored, or rejected before opening

@@ -24,6 +24,7 @@ const char *ocl_err(cl_int e) {
     E(CL_INVALID_WORK_GROUP_SIZE) E(CL_INVALID_GLOBAL_WORK_SIZE) E(CL_INVALID_BUFFER_SIZE)
     E(CL_INVALID_OPERATION)
 #undef E
+    case -1001: return "CL_PLATFORM_NOT_FOUND_KHR";
     default: return "CL error";
     }
 }

@@ -30,3 +30,10 @@ install-opencl: all
 	@if [ -f $(BUILD)/ltc/opencl.so ]; then \
 	  install -D -m 755 $(BUILD)/ltc/opencl.so $(DESTDIR)$(INST_LIBDIR)/ltc/opencl.so; \
 	else echo "install: ltc.opencl not built (no OpenCL), not installed"; fi
+
+# The differential fuzzer on the OpenCL backend (against the reference backend); a short
+# budget by default: each new graph is a driver build (PoCL: about a second).
+OPENCL_FUZZ_N ?= 10
+.PHONY: fuzz-opencl
+fuzz-opencl: all
+	$(LUA) tools/fuzz.lua --backend opencl --seed $(SEED) --n $(OPENCL_FUZZ_N) --out fuzz/failures

@@ -175,6 +175,17 @@ describe("opencl backend", function()
       local kernels = select(2, text:gsub("__kernel void", ""))
       assert.are.equal(1, kernels, text)
     end)
+    it("computes a value an expr names several times once (relu of relu of ...: no blow-up)", function()
+      same(function()
+        local x = ltc.tensor(A)
+        for _ = 1, 30 do x = (x * 1.01 - 0.01):relu() end
+        return x
+      end)
+      ltc.set_backend("opencl")
+      local x = ltc.tensor(A)
+      for _ = 1, 30 do x = (x * 1.01 - 0.01):relu() end
+      assert.is_true(#ltc.debug.backend_text(x) < 20000)
+    end)
     it("serves a new scalar value and a new batch size without building a program", function()
       ltc.set_backend("opencl")
       local function f(n, s) return (ltc.ones(n, 4) * s + 1):exp():sum(2) end

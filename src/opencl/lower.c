@@ -32,6 +32,8 @@ typedef struct lw {
     bool *is_root;
     bool *inlined;  /* elementwise, folded into its consumer's kernel */
     bool *skip;     /* a transpose every user folds into its GEMM */
+    int *ew_stamp;  /* per node: the elementwise kernel that computed it last (group id) */
+    int ew_groups;
     bool fp64;
     int cap_slots, cap_steps;
     char **bodies;  /* kernel sources with the placeholder name */
@@ -185,6 +187,8 @@ static bool same_dims(const ltc_shape *a, const ltc_shape *b) {
 
 typedef struct group {
     const ltc_shape *out;
+    int id;       /* stamps w->ew_stamp of the nodes already computed in this kernel */
+    ocl_sb stmts; /* one `T vN = ...;` per node of the group, operands first */
     int n_leaves;
     int leaf_slot[16];
     char leaf_kind[16]; /* 's' same size, 'o' one element, 'b' broadcast */
@@ -201,13 +205,17 @@ static void put_literal(ocl_sb *b, double v) {
     }
 }
 
-static ltc_status ew_value(lw *w, int ni, group *g, ocl_sb *e, bool top);
+static ltc_status ew_stmt(lw *w, int ni, group *g);
 
 /* Appends operand k of node n as an expression: inlined nodes recurse, others are leaves. */
 static ltc_status ew_operand(lw *w, const ltc_node *n, int k, group *g, ocl_sb *e) {
     const ltc_node *o = n->operands[k].node;
     int oi = o->index;
-    if (w->inlined[oi] && n->operands[k].index == 0) return ew_value(w, oi, g, e, false);
+    if (w->inlined[oi] && n->operands[k].index == 0) {
+        ltc_status st = ew_stmt(w, oi, g);
+        if (!st) ocl_sb_printf(e, "v%d", oi);
+        return st;
+    }
     int slot = w->slot_of[oi] + n->operands[k].index;
     const ltc_shape *s = &w->c->slots[slot].shape;
     int li = -1;
@@ -224,10 +232,11 @@ static ltc_status ew_operand(lw *w, const ltc_node *n, int k, group *g, ocl_sb *
     return LTC_OK;
 }
 
-/* Appends the value of node ni (its expr with operands and attributes substituted, cast to
- * its dtype). */
-static ltc_status ew_value(lw *w, int ni, group *g, ocl_sb *e, bool top) {
-    (void)top;
+/* Emits `T vN = <expr>;` for node ni into the group's statements (its operands' first),
+ * once per kernel: an operand named several times by an expr is computed once. */
+static ltc_status ew_stmt(lw *w, int ni, group *g) {
+    if (w->ew_stamp[ni] == g->id) return LTC_OK;
+    ocl_sb ebuf = {0}, *e = &ebuf;
     const ltc_node *n = w->ctx->post_order[ni];
     const char *x = ew_expr_of(n);
     ltc_dtype odt = n->shapes[0].dtype;
@@ -248,12 +257,12 @@ static ltc_status ew_value(lw *w, int ni, group *g, ocl_sb *e, bool top) {
             bool done = false;
             if (len == 1 && (*p == 'x' || *p == 'y' || *p == 'z')) {
                 int k = *p - 'x';
-                if (k >= n->n_operands)
+                if (k >= n->n_operands) {
+                    free(ebuf.s);
                     return ltc_errorf(LTC_ERR_BACKEND, "opencl: %s: expr names operand %c",
                                       ltc_op_name(n->op), *p);
-                ocl_sb_printf(e, "(");
+                }
                 st = ew_operand(w, n, k, g, e);
-                ocl_sb_printf(e, ")");
                 done = true;
             }
             for (int a = 0; a < n_ai && a < n->n_attrs && !done; a++) {
@@ -262,7 +271,10 @@ static ltc_status ew_value(lw *w, int ni, group *g, ocl_sb *e, bool top) {
                 put_literal(e, at->kind == LTC_ATTR_FLOAT ? at->f : (double)at->i);
                 done = true;
             }
-            if (st) return st;
+            if (st) {
+                free(ebuf.s);
+                return st;
+            }
             if (!done) ocl_sb_printf(e, "%.*s", (int)len, p);
             p = q;
         } else if (*p >= '0' && *p <= '9') { /* a number: copy whole (1e-5, 0.5f) */
@@ -277,18 +289,24 @@ static ltc_status ew_value(lw *w, int ni, group *g, ocl_sb *e, bool top) {
         }
     }
     ocl_sb_printf(e, odt == LTC_BOOL ? ") != 0))" : "))");
-    return LTC_OK;
+    if (e->oom) {
+        free(ebuf.s);
+        return nomem();
+    }
+    ocl_sb_printf(&g->stmts, "    %s v%d = %s;\n", ocl_ctype(odt), ni, ebuf.s);
+    free(ebuf.s);
+    w->ew_stamp[ni] = g->id;
+    return g->stmts.oom ? nomem() : LTC_OK;
 }
 
 /* One kernel for the elementwise group rooted at node ni, writing slot out. */
 static ltc_status lower_ew(lw *w, int ni, int out) {
     const ltc_node *n = w->ctx->post_order[ni];
-    group g = {.out = &n->shapes[0]};
-    ocl_sb e = {0};
-    ltc_status st = ew_value(w, ni, &g, &e, true);
-    if (st || e.oom) {
-        free(e.s);
-        return st ? st : nomem();
+    group g = {.out = &n->shapes[0], .id = ++w->ew_groups};
+    ltc_status st = ew_stmt(w, ni, &g);
+    if (st) {
+        free(g.stmts.s);
+        return st;
     }
     int r = g.out->ndim;
     ocl_sb b = {0};
@@ -322,8 +340,8 @@ static ltc_status lower_ew(lw *w, int ni, int out) {
         else if (g.leaf_kind[l] == 'o') ocl_sb_printf(&b, "    %s L%d = in%d[0];\n", t, l, l);
         else ocl_sb_printf(&b, "    %s L%d = in%d[o%d];\n", t, l, l, l);
     }
-    ocl_sb_printf(&b, "    out[i] = %s;\n}\n\n", e.s ? e.s : "0");
-    free(e.s);
+    ocl_sb_printf(&b, "%s    out[i] = v%d;\n}\n\n", g.stmts.s, ni);
+    free(g.stmts.s);
     int k = add_kernel(w, &b);
     if (k < 0) return nomem();
     int n_args = 2 + g.n_leaves + (any_b ? r : 0);
@@ -772,18 +790,46 @@ static ltc_status lower_node(lw *w, int ni) {
     return lower_fallback(w, n, out);
 }
 
-/* Marks elementwise nodes to inline and transposes to fold into GEMMs. */
+/* At most this many buffers a fused kernel reads (its operands outside the group). */
+#define MAX_LEAVES 8
+
+/* Marks elementwise nodes to inline and transposes to fold into GEMMs. A node is inlined
+ * into its consumer when it is elementwise, used once, by an elementwise node of the same
+ * size; if a group would read more than MAX_LEAVES buffers, its largest candidates become
+ * kernels of their own. */
 static void plan_fusion(lw *w) {
     const ltc_lowering_ctx *ctx = w->ctx;
-    for (int i = 0; i < ctx->n_nodes; i++) {
-        const ltc_node *n = ctx->post_order[i];
-        if (n->op == LTC_OP_DEVICE_DATA || w->is_root[i] || w->uses[i] != 1 || w->consumer[i] < 0)
-            continue;
-        const ltc_node *c = ctx->post_order[w->consumer[i]];
-        if (ew_expr_of(n) && n->n_outputs == 1 && ew_expr_of(c) && !is_alias(n) && !is_alias(c) &&
-            same_dims(&n->shapes[0], &c->shapes[0]))
-            w->inlined[i] = true;
+    int *leaves = calloc((size_t)ctx->n_nodes + 1, sizeof *leaves);
+    for (int i = 0; i < ctx->n_nodes && leaves; i++) { /* no memory: no fusion */
+        const ltc_node *c = ctx->post_order[i];
+        leaves[i] = 1;
+        if (!ew_expr_of(c) || is_alias(c)) continue;
+        bool cand[16] = {false};
+        int cnt = 0;
+        for (int k = 0; k < c->n_operands && k < 16; k++) {
+            const ltc_node *n = c->operands[k].node;
+            int ni = n->index;
+            cand[k] = c->operands[k].index == 0 && n->op != LTC_OP_DEVICE_DATA &&
+                      !w->is_root[ni] && w->uses[ni] == 1 && w->consumer[ni] == i &&
+                      ew_expr_of(n) && n->n_outputs == 1 && !is_alias(n) &&
+                      same_dims(&n->shapes[0], &c->shapes[0]) && leaves[ni] < MAX_LEAVES;
+            cnt += cand[k] ? leaves[ni] : 1;
+        }
+        while (cnt > MAX_LEAVES) { /* give up the candidate reading the most */
+            int best = -1;
+            for (int k = 0; k < c->n_operands && k < 16; k++)
+                if (cand[k] && (best < 0 || leaves[c->operands[k].node->index] >
+                                                leaves[c->operands[best].node->index]))
+                    best = k;
+            if (best < 0) break;
+            cand[best] = false;
+            cnt -= leaves[c->operands[best].node->index] - 1;
+        }
+        for (int k = 0; k < c->n_operands && k < 16; k++)
+            if (cand[k]) w->inlined[c->operands[k].node->index] = true;
+        leaves[i] = cnt;
     }
+    free(leaves);
     /* a 2-d transpose whose every use is a GEMM operand with a folded transpose */
     for (int i = 0; i < ctx->n_nodes; i++) {
         const ltc_node *n = ctx->post_order[i];
@@ -813,7 +859,9 @@ ltc_status ocl_lower(const ltc_lowering_ctx *ctx, ocl_comp **out) {
     w.is_root = calloc((size_t)nn + 1, 1);
     w.inlined = calloc((size_t)nn + 1, 1);
     w.skip = calloc((size_t)nn + 1, 1);
-    if (!c || !w.slot_of || !w.uses || !w.consumer || !w.is_root || !w.inlined || !w.skip) {
+    w.ew_stamp = calloc((size_t)nn + 1, sizeof *w.ew_stamp);
+    if (!c || !w.slot_of || !w.uses || !w.consumer || !w.is_root || !w.inlined || !w.skip ||
+        !w.ew_stamp) {
         st = nomem();
         goto fail;
     }
@@ -918,6 +966,7 @@ ltc_status ocl_lower(const ltc_lowering_ctx *ctx, ocl_comp **out) {
     free(w.is_root);
     free(w.inlined);
     free(w.skip);
+    free(w.ew_stamp);
     *out = c;
     return LTC_OK;
 fail:
@@ -930,6 +979,7 @@ fail:
     free(w.is_root);
     free(w.inlined);
     free(w.skip);
+    free(w.ew_stamp);
     ocl_comp_free(c);
     return st;
 }

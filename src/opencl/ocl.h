@@ -100,7 +100,7 @@ typedef enum {
     OCL_STEP_ALIAS,    /* out slot = in slot (a view of contiguous data) */
 } ocl_step_kind;
 
-#define OCL_MAX_ARGS 24
+#define OCL_MAX_ARGS 96
 
 typedef struct ocl_arg {
     char kind;   /* 'b' buffer (slot), 'l' long, 'f' float, 'd' double */

@@ -2,7 +2,7 @@
 --
 --   bin/ltc examples/fashion_mnist.lua [--epochs 1] [--model mlp|cnn] [--batch-size 128]
 --                                      [--lr 0.1] [--data DIR] [--plot FILE.svg] [--seed 0]
---                                      [--jit] [--distributed]
+--                                      [--jit] [--distributed] [--device cpu|opencl]
 --
 -- The default is an MLP 784-256-10 trained with SGD (lr 0.1, batch 128) for one epoch;
 -- expect a test accuracy above 0.80. `--model cnn` trains Conv2d(1, 16, 3, pad 1)-ReLU-
@@ -33,7 +33,7 @@ local nn = ltc.nn
 
 local opts = { epochs = 1, model = "mlp", batch_size = 128, lr = 0.1, seed = 0,
                data = ltc.data.FASHION_MNIST_DIR, plot = "fashion_mnist_loss.svg", jit = false,
-               distributed = false }
+               distributed = false, device = "cpu" }
 do
   local i, a = 1, arg or {}
   while a[i] do
@@ -43,7 +43,7 @@ do
     local flag = key and type(opts[key]) == "boolean"
     if not key or (v == nil and not flag) then
       io.stderr:write("usage: fashion_mnist.lua [--epochs N] [--model mlp|cnn] [--batch-size N] "
-        .. "[--lr X] [--data DIR] [--plot FILE.svg] [--seed N] [--jit] [--distributed]\n")
+        .. "[--lr X] [--data DIR] [--plot FILE.svg] [--seed N] [--jit] [--distributed] [--device cpu|opencl]\n")
       os.exit(2)
     end
     if opts[key] == nil then io.stderr:write("unknown option --" .. key .. "\n"); os.exit(2) end
@@ -63,6 +63,25 @@ if not files then
     .. "dataset-fashion-mnist (sudo apt-get install dataset-fashion-mnist, or make deps), or pass "
     .. "--data DIR with the four IDX files.\n", opts.data, missing))
   os.exit(3)
+end
+
+-- --device opencl: the OpenCL backend (require "ltc.opencl"); data and parameters live on
+-- the device, every sync runs there. Without the module or any OpenCL device, say so.
+if opts.device == "opencl" then
+  local ok, ocl = pcall(require, "ltc.opencl")
+  local avail, why = false, ok and nil or tostring(ocl)
+  if ok then avail, why = ocl.available() end
+  if not avail then
+    io.stderr:write("fashion_mnist: --device opencl: no OpenCL device on this machine (" ..
+      tostring(why) .. ")\n")
+    os.exit(3)
+  end
+  local info = ocl.use()
+  print(string.format("device: opencl:0 = %s (%s, %s, %d compute units)", info.name, info.vendor,
+    info.platform_name, info.compute_units))
+elseif opts.device ~= "cpu" then
+  io.stderr:write("fashion_mnist: --device must be cpu or opencl\n")
+  os.exit(2)
 end
 
 local clock = ltc.clock or os.clock

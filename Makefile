@@ -12,12 +12,29 @@ BLAS_INC ?= /usr/include/$(shell gcc -print-multiarch 2>/dev/null || echo x86_64
 CFLAGS  ?= -O2 -g
 SAN     ?=
 LTC_CFLAGS := -std=c11 -fPIC -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L -fopenmp-simd $(SAN)
-CPPFLAGS += -Isrc/core -Isrc/backend -Isrc/cpu -Isrc/ref -Isrc/lua -Igen -I$(LUA_INC) -I$(BLAS_INC)
+ALL_INC := -Isrc/core -Isrc/backend -Isrc/cpu -Isrc/ref -Isrc/lua -Igen -I$(LUA_INC) -I$(BLAS_INC)
+CPPFLAGS += $(ALL_INC)
+# Per-folder include paths for the module's objects, so the compiler enforces the layering:
+# src/core and src/backend see the interfaces only (no backend, no Lua); a backend sees the
+# interfaces and its own folder (the reference backend builds on the CPU plan); the binding
+# sees the interfaces and Lua (src/lua/ltc_builtins.c wires the built-in backends by path).
+INC_core := -Isrc/core -Isrc/backend -Igen
+INC_cpu  := $(INC_core) -Isrc/cpu -I$(BLAS_INC)
+INC_ref  := $(INC_core) -Isrc/ref -Isrc/cpu
+INC_lua  := $(INC_core) -Isrc/lua -I$(LUA_INC)
 LDLIBS  += -lopenblas -lxxhash -lz -lmvec -lm -lpthread
 
 # install locations (luarocks passes INST_LIBDIR and INST_LUADIR)
 INST_LIBDIR ?= $(PREFIX)/lib/lua/5.4
 INST_LUADIR ?= $(PREFIX)/share/lua/5.4
+# the public headers (ltc_backend.h says how an outside backend uses them) and ltc.pc
+INST_INCDIR ?= $(PREFIX)/include
+INST_PCDIR  ?= $(PREFIX)/lib/pkgconfig
+# where ltc.pc says core.so is: absolute, or (luarocks, which moves files after install)
+# relative to ltc.pc's folder
+PC_MODDIR = $(if $(PC_MODDIR_REL),$${pcfiledir}/$(PC_MODDIR_REL),$(INST_LIBDIR)/ltc)
+PUBLIC_HDRS  = src/core/ltc.h src/core/ltc_ir.h src/core/ltc_rng.h src/backend/ltc_backend.h \
+               src/backend/ltc_graph.h src/backend/ltc_kernel.h $(GEN)/ltc_ops.h
 
 BUILD   ?= build
 GEN     := gen
@@ -28,13 +45,13 @@ CORE_SRC := $(wildcard src/core/*.c src/backend/*.c src/cpu/*.c src/ref/*.c)
 LUA_SRC  := $(wildcard src/lua/*.c)
 GEN_SRC  := $(GEN)/ltc_ops.c $(GEN)/cpu_ops.c $(GEN)/ref_ops.c $(GEN)/lua_ops.c
 OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC) $(LUA_SRC) $(GEN_SRC))
-HDRS := $(wildcard src/*/*.h) $(GEN)/ltc_ops.h
+HDRS := $(filter-out src/opencl/%,$(wildcard src/*/*.h)) $(GEN)/ltc_ops.h
 
 CODEGEN_SRC := $(wildcard codegen/*.c)
 CODEGEN_HDR := $(wildcard codegen/*.h)
 
 DEBIAN_PKGS := lua5.4 liblua5.4-dev libopenblas-dev libyaml-dev lua-busted libxxhash-dev \
-               zlib1g-dev luarocks graphviz dataset-fashion-mnist
+               zlib1g-dev luarocks graphviz dataset-fashion-mnist pkgconf
 
 export LUA_PATH  := $(CURDIR)/lua/?.lua;$(CURDIR)/lua/?/init.lua;;
 export LUA_CPATH := $(CURDIR)/$(BUILD)/?.so;;
@@ -43,6 +60,7 @@ export LUA_CPATH := $(CURDIR)/$(BUILD)/?.so;;
 
 all: $(BUILD)/ltc/core.so
 
+
 # ---- code generator --------------------------------------------------------------------
 
 $(BUILD)/ltcgen: $(CODEGEN_SRC) $(CODEGEN_HDR)
@@ -50,12 +68,12 @@ $(BUILD)/ltcgen: $(CODEGEN_SRC) $(CODEGEN_HDR)
 	$(CC) -std=c11 -O2 -g -Wall -Wextra -Werror $(SAN) -o $@ $(CODEGEN_SRC) -lyaml
 
 # The generator rewrites a file only when its content changes.
-$(GEN)/.stamp: $(BUILD)/ltcgen codegen/ops.yaml codegen/cpu_backend.yaml \
+$(GEN)/.stamp: $(BUILD)/ltcgen codegen/ops.yaml codegen/cpu_backend.yaml codegen/opencl_backend.yaml \
                src/core/shape_inference.h $(wildcard src/cpu/*.c src/ref/*.c)
 	@mkdir -p $(GEN)
 	$(BUILD)/ltcgen --source codegen/ops.yaml --backend-yaml codegen/cpu_backend.yaml \
 	  --output-dir $(GEN) --impl-path src/cpu --shape-header src/core/shape_inference.h \
-	  --backend-name cpu --ref-impl-path src/ref
+	  --backend-name cpu --ref-impl-path src/ref --device-yaml codegen/opencl_backend.yaml
 	@touch $@
 
 $(GEN_FILES): $(GEN)/.stamp
@@ -69,9 +87,14 @@ docs: $(GEN)/.stamp
 
 # ---- the C module ------------------------------------------------------------------------
 
+$(BUILD)/obj/src/core/%.o $(BUILD)/obj/src/backend/%.o $(BUILD)/obj/$(GEN)/ltc_ops.o: INC = $(INC_core)
+$(BUILD)/obj/src/cpu/%.o $(BUILD)/obj/$(GEN)/cpu_ops.o: INC = $(INC_cpu)
+$(BUILD)/obj/src/ref/%.o $(BUILD)/obj/$(GEN)/ref_ops.o: INC = $(INC_ref)
+$(BUILD)/obj/src/lua/%.o $(BUILD)/obj/$(GEN)/lua_ops.o: INC = $(INC_lua)
+
 $(BUILD)/obj/%.o: %.c $(HDRS) | $(GEN)/.stamp
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(LTC_CFLAGS) $(CFLAGS) -c -o $@ $<
+	$(CC) $(INC) $(filter-out $(ALL_INC),$(CPPFLAGS)) $(LTC_CFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/ltc/core.so: $(OBJ)
 	@mkdir -p $(dir $@)
@@ -93,7 +116,7 @@ test-codegen: $(BUILD)/ltcgen
 
 $(BUILD)/kernels_test: spec/c/kernels_test.c spec/c/kernel_stubs.c $(wildcard src/cpu/*.c) src/core/rng.c $(HDRS)
 	$(CC) $(CPPFLAGS) $(LTC_CFLAGS) $(CFLAGS) -o $@ spec/c/kernels_test.c spec/c/kernel_stubs.c \
-	  $(filter-out src/cpu/cpu_backend.c src/cpu/plan.c src/cpu/fuse.c src/cpu/fold.c src/cpu/threads.c src/cpu/capture.c,$(wildcard src/cpu/*.c)) src/core/rng.c $(LDLIBS)
+	  $(filter-out src/cpu/cpu_backend.c src/cpu/plan.c src/cpu/fuse.c src/cpu/fold.c src/cpu/threads.c src/cpu/capture.c src/cpu/collective.c,$(wildcard src/cpu/*.c)) src/core/rng.c $(LDLIBS)
 
 test-c: $(BUILD)/kernels_test
 	$(BUILD)/kernels_test
@@ -172,7 +195,16 @@ install: all
 	install -m 755 $(BUILD)/ltc/core.so $(DESTDIR)$(INST_LIBDIR)/ltc/core.so
 	install -m 644 lua/ltc/*.lua $(DESTDIR)$(INST_LUADIR)/ltc/
 	install -m 644 $(GEN)/derivatives.lua $(DESTDIR)$(INST_LUADIR)/ltc/derivatives.lua
+	install -d $(DESTDIR)$(INST_INCDIR)/ltc $(DESTDIR)$(INST_PCDIR)
+	install -m 644 $(PUBLIC_HDRS) $(DESTDIR)$(INST_INCDIR)/ltc/
+	printf '%s\n' 'includedir=$(INST_INCDIR)/ltc' 'moduledir=$(PC_MODDIR)' '' \
+	  'Name: ltc' 'Description: lazy tensor runtime: headers and core module for outside backends' \
+	  'Version: 0.1' 'Cflags: -I$${includedir}' \
+	  'Libs: -L$${moduledir} -l:core.so -Wl,-rpath,$${moduledir}' \
+	  > $(DESTDIR)$(INST_PCDIR)/ltc.pc
 
 clean:
 	rm -rf $(BUILD) $(GEN)
 include fuzz/fuzz.mk
+include src/distributed/distributed.mk
+include src/opencl/opencl.mk

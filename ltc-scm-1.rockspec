@@ -31,5 +31,10 @@ build = {
   install_variables = {
     INST_LIBDIR = "$(LIBDIR)",
     INST_LUADIR = "$(LUADIR)",
+    -- the public headers stay in the rock's folder; ltc.pc goes beside the module folder
+    -- (<tree>/lib/lua/5.4/pkgconfig) and finds core.so relative to itself
+    INST_INCDIR = "$(PREFIX)/include",
+    INST_PCDIR = "$(LIBDIR)/pkgconfig",
+    PC_MODDIR_REL = "../ltc",
   },
 }

@@ -19,7 +19,7 @@ FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fra
 FUZZ_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -g -O1 -Wno-pass-failed $(FUZZ_SAN)
 FUZZ_BUILD := build/fuzz
 FUZZ_CORE_OBJ := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(CORE_SRC) $(GEN)/ltc_ops.c \
-                   $(GEN)/cpu_ops.c $(GEN)/ref_ops.c)
+                   $(GEN)/cpu_ops.c $(GEN)/ref_ops.c src/lua/ltc_builtins.c)
 FUZZ_GEN_SRC := $(filter-out codegen/ltcgen.c,$(CODEGEN_SRC))
 # the IDX reader is optional (src/core/idx.c)
 FUZZ_HARNESSES := npy yaml $(if $(wildcard src/core/idx.c),idx)
@@ -39,7 +39,7 @@ $(FUZZ_BUILD)/obj/%.o: %.c $(HDRS) | $(GEN)/.stamp
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fopenmp-simd -fsanitize=fuzzer-no-link -c -o $@ $<
 
 $(FUZZ_BUILD)/npy_fuzz $(FUZZ_BUILD)/idx_fuzz: $(FUZZ_BUILD)/%_fuzz: fuzz/%_fuzz.c $(FUZZ_CORE_OBJ)
-	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS) -llua5.4
 
 $(FUZZ_BUILD)/yaml_fuzz: fuzz/yaml_fuzz.c $(FUZZ_GEN_SRC) $(CODEGEN_HDR)
 	@mkdir -p $(FUZZ_BUILD)

@@ -11,13 +11,14 @@
 
 #include "ltc.h"
 #include "ltc_backend.h"
+#include "ltc_builtins.h"
 
 static char path[64];
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;
     if (!path[0]) {
-        ltc_backends_init();
+        ltc_builtins_register();
         snprintf(path, sizeof path, "/tmp/ltc_idx_fuzz_%d.idx", (int)getpid());
     }
     ltc_dtype dt = (ltc_dtype)(data[0] % LTC_DTYPE_COUNT);

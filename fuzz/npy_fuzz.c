@@ -12,12 +12,13 @@
 
 #include "ltc.h"
 #include "ltc_backend.h"
+#include "ltc_builtins.h"
 
 static char path[64];
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!path[0]) {
-        ltc_backends_init();
+        ltc_builtins_register();
         snprintf(path, sizeof path, "/tmp/ltc_npy_fuzz_%d.npy", (int)getpid());
     }
     FILE *f = fopen(path, "wb");

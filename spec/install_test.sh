@@ -2,6 +2,8 @@
 # Installation test: `make install PREFIX=...` and `luarocks --lua-version=5.4 make --tree ...`
 # into temporary trees, then, from another directory and with only that tree on the module
 # paths, `lua5.4 -e 'print(require("ltc").ones(2))'` and `lua5.4 -l ltc -i` (the REPL).
+# Also: a Lua module built with the installed headers and `pkg-config ltc` only sees the
+# core that `require "ltc"` loaded (the way an outside backend registers).
 # Offline: luarocks builds from this checkout (--deps-mode=none). Usage:
 #   spec/install_test.sh [build-folder]     (the Makefile's BUILD, default build)
 # Prints TAP-style "ok N - name" lines; exits non-zero if a test failed.
@@ -50,7 +52,33 @@ fi
 check "make install PREFIX=...: require(\"ltc\") from another directory" "$TMP/out1"
 check "make install PREFIX=...: lua5.4 -l ltc -i prints a tensor" "$TMP/out1.repl"
 
-# 3-4. luarocks make into a tree (offline; the build reuses this checkout's BUILD folder)
+# 3. the installed headers and ltc.pc build a Lua module against the installed core.so
+n=$((n + 1))
+cat >"$TMP/outside.c" <<'EOC'
+#include <lua.h>
+#include "ltc_backend.h"
+#include "ltc_graph.h"
+int luaopen_outside(lua_State *L) {
+    lua_pushinteger(L, LTC_BACKEND_IFACE_VERSION * 100 + ltc_backend_count());
+    return 1;
+}
+EOC
+PC="$TMP/prefix/lib/pkgconfig"
+if cc -std=c11 -shared -fPIC -I/usr/include/lua5.4 -o "$TMP/outside.so" "$TMP/outside.c" \
+    $(PKG_CONFIG_PATH="$PC" pkg-config --cflags --libs ltc) >"$TMP/outside.log" 2>&1 &&
+    (cd "$TMP" && env -u LUA_PATH_5_4 -u LUA_CPATH_5_4 \
+        LUA_PATH="$TMP/prefix/share/lua/5.4/?.lua;$TMP/prefix/share/lua/5.4/?/init.lua" \
+        LUA_CPATH="$TMP/prefix/lib/lua/5.4/?.so;$TMP/?.so" \
+        lua5.4 -e 'require "ltc"; io.write((require "outside"))') >"$TMP/outside.out" 2>&1 &&
+    [ "$(cat "$TMP/outside.out")" = "102" ]; then
+    echo "ok $n - make install: the headers and ltc.pc build a module that sees the loaded core"
+else
+    failed=$((failed + 1))
+    echo "not ok $n - make install: the headers and ltc.pc build a module that sees the loaded core"
+    sed 's/^/#   /' "$TMP/outside.log" "$TMP/outside.out" 2>/dev/null
+fi
+
+# 4-5. luarocks make into a tree (offline; the build reuses this checkout's BUILD folder)
 if ! command -v luarocks >/dev/null 2>&1; then
     echo "ok $((n + 1)) - luarocks make # SKIP luarocks is not installed"
     echo "ok $((n + 2)) - luarocks make REPL # SKIP luarocks is not installed"

@@ -169,6 +169,14 @@ describe("files", function()
     end
   end)
 
+  it("name save and load and the bad argument (r19)", function()
+    assert.truthy(err_of(ltc.load, nil):find("load: bad argument #1 (a path string expected, got nil)", 1, true))
+    assert.truthy(err_of(ltc.save, 5, ltc.ones(1)):find("save: bad argument #1", 1, true))
+    local closed = ltc.ones(2)
+    getmetatable(closed).__close(closed)
+    assert.truthy(err_of(ltc.save, TMP .. "c.npy", closed):find("got a closed tensor", 1, true))
+  end)
+
   it("round-trip a state dict through .npz with values intact", function()
     local p = TMP .. "rt.npz"
     ltc.save(p, { w = ltc.tensor({ { 1.5, -2 } }), n = ltc.tensor({ 7, 8 }, "int64") })

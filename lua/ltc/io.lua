@@ -196,9 +196,14 @@ end
 --- ltc.save(path, value): a tensor to a .npy file, or a table {name = tensor} (a state
 -- dict) to a .npz file (save_npz).
 function M.save(path, value)
+  if type(path) ~= "string" then
+    error("save: bad argument #1 (a path string expected, got " .. type(path) .. ")", 2)
+  end
   if core.is_tensor(value) then return core.save(path, value) end
   if type(value) ~= "table" then
-    error("save: a tensor or a table of tensors expected, got " .. type(value), 2)
+    local what = getmetatable(value) and getmetatable(value).__name == "ltc.Tensor"
+      and "a closed tensor" or type(value)
+    error("save: a tensor or a table of tensors expected, got " .. what, 2)
   end
   return M.save_npz(path, value)
 end
@@ -206,6 +211,9 @@ end
 --- ltc.load(path): the tensor of a .npy file, or the {name = tensor} table of a .npz
 -- file (a zip archive: "PK" at the start and an end-of-central-directory record).
 function M.load(path)
+  if type(path) ~= "string" then
+    error("load: bad argument #1 (a path string expected, got " .. type(path) .. ")", 2)
+  end
   local f = io.open(path, "rb")
   local data = f and f:read(2)
   if f then f:close() end

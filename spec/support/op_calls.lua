@@ -76,6 +76,7 @@ local function valid_arg(op, a, k)
     if a.name == "num_classes" then return 4 end
     if a.name == "reduction" then return 1 end
     if a.name == "high" then return 5 end
+    if a.name == "root" then return 0 end -- a rank: 0 is the only one of a single process
     return 1
   end
   if ty == "float" or ty == "float?" then return 0.5 end

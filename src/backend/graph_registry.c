@@ -10,11 +10,10 @@
 static struct {
     const char *device;
     ltc_graph_factory factory;
+    ltc_pool_stats_fn pool_stats; /* optional */
 } impls[MAX_GRAPH_IMPLS];
 static int n_impls;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-
-extern ltc_graph *ltc_cpu_graph_new(const ltc_graph_args *args); /* src/cpu/capture.c */
 
 static ltc_status register_locked(const char *device, ltc_graph_factory factory) {
     if (!device || !factory) return ltc_errorf(LTC_ERR_ARG, "graph_impl_register: NULL device or factory");
@@ -28,17 +27,8 @@ static ltc_status register_locked(const char *device, ltc_graph_factory factory)
     return LTC_OK;
 }
 
-/* The built-in implementations, registered on first use of the registry. */
-static void builtins(void) {
-    static bool done;
-    if (done) return;
-    done = true;
-    register_locked("cpu", ltc_cpu_graph_new);
-}
-
 ltc_status ltc_graph_impl_register(const char *device, ltc_graph_factory factory) {
     pthread_mutex_lock(&mu);
-    builtins();
     ltc_status st = register_locked(device, factory);
     pthread_mutex_unlock(&mu);
     return st;
@@ -47,7 +37,6 @@ ltc_status ltc_graph_impl_register(const char *device, ltc_graph_factory factory
 static ltc_graph_factory find(const char *device) {
     ltc_graph_factory f = NULL;
     pthread_mutex_lock(&mu);
-    builtins();
     for (int i = 0; i < n_impls && device; i++)
         if (strcmp(impls[i].device, device) == 0) f = impls[i].factory;
     pthread_mutex_unlock(&mu);
@@ -55,6 +44,34 @@ static ltc_graph_factory find(const char *device) {
 }
 
 bool ltc_has_graph_impl(const char *device) { return find(device) != NULL; }
+
+ltc_status ltc_graph_impl_register_pool_stats(const char *device, ltc_pool_stats_fn fn) {
+    ltc_status st = LTC_OK;
+    int i = 0;
+    pthread_mutex_lock(&mu);
+    while (i < n_impls && device && strcmp(impls[i].device, device) != 0) i++;
+    if (i == n_impls || !fn)
+        st = ltc_errorf(LTC_ERR_ARG, "graph_impl_register_pool_stats: %s",
+                        fn ? "no graph implementation for that device type" : "NULL function");
+    else
+        impls[i].pool_stats = fn;
+    pthread_mutex_unlock(&mu);
+    return st;
+}
+
+bool ltc_graph_pool_stats(ltc_mempool_id id, ltc_pool_stats *out) {
+    ltc_pool_stats_fn fns[MAX_GRAPH_IMPLS];
+    int n = 0;
+    pthread_mutex_lock(&mu);
+    for (int i = 0; i < n_impls; i++)
+        if (impls[i].pool_stats) fns[n++] = impls[i].pool_stats;
+    pthread_mutex_unlock(&mu);
+    for (int i = 0; i < n; i++) {
+        *out = (ltc_pool_stats){0};
+        if (fns[i](id, out)) return true;
+    }
+    return false;
+}
 
 ltc_graph *ltc_graph_impl_create(const char *device, const ltc_graph_args *args) {
     ltc_graph_args defaults = LTC_GRAPH_ARGS_INIT;

@@ -124,19 +124,62 @@ struct ltc_backend {
 
 /* ---- registry --------------------------------------------------------------------------------- */
 
-/* Installs a backend (PyTorch: BackendRegistrar). The first one registered becomes the
- * default unless ltc_backend_set_default names another. At most 8 backends. */
+#define LTC_MAX_BACKENDS 8
+#define LTC_DEVICE_TYPE_MAX 32 /* a device type's length limit, with its terminating NUL */
+
+/* Installs a backend (PyTorch: BackendRegistrar). Thread-safe. `b` and its interface must
+ * outlive the process (static storage): the runtime keeps the pointer. Checks, each an
+ * LTC_ERR_ARG naming the backend and what is wrong, nothing registered:
+ *   - a name (the device type, "cpu"): non-empty, under LTC_DEVICE_TYPE_MAX, no ':';
+ *   - iface->version == LTC_BACKEND_IFACE_VERSION (a module built against other headers);
+ *   - every required slot set: data_from_host, data_to_host, data_free, compile,
+ *     computation_free, execute, default_device, devices ("leaves the required slot 'x'
+ *     NULL").
+ * LTC_ERR_STATE when the name is taken or LTC_MAX_BACKENDS are registered. The first one
+ * registered becomes the default (the Lua module registers "cpu" first). */
 ltc_status ltc_backend_register(ltc_backend *b);
 bool ltc_has_backend(const char *name);
 ltc_backend *ltc_backend_get(const char *name);       /* NULL if none */
-ltc_backend *ltc_backend_default(void);               /* the one syncs compile for */
-/* Makes the named backend the one syncs compile for and new data is made on; data made on
- * the other stays usable (host memory). Switching clears the compile cache. */
+/* The one syncs compile for and new data is made on; NULL before any registration. */
+ltc_backend *ltc_backend_default(void);
+/* Makes the named backend the default. Compiled graphs stay cached (the graph hash covers
+ * the backend). LTC_ERR_ARG for an unknown name. */
 ltc_status ltc_backend_set_default(const char *name);
 ltc_backend *ltc_backend_get_index(int i);            /* i-th registered, NULL past the end */
+int ltc_backend_count(void);                          /* how many are registered */
 
-/* Registers the built-in backends: "cpu" first (the default), then "ref" (the reference
- * backend: the oracle of the specs and the CPU backend's eager fallback). Idempotent. */
-void ltc_backends_init(void);
+/* ---- how an outside module registers a backend ----------------------------------------------
+ *
+ * A backend is its own Lua C module (say ltc/toy.so, `require "ltc.toy"`), compiled against
+ * the installed headers and linked against the runtime's module:
+ *
+ *     cc -shared -fPIC $(pkg-config --cflags ltc) toy.c -o toy.so $(pkg-config --libs ltc)
+ *
+ * (ltc.pc, installed by `make install`, gives -I<prefix>/include/ltc and links
+ * <prefix>/lib/lua/5.4/ltc/core.so with an rpath, so the module uses the same core.so that
+ * `require "ltc"` loaded.) Its luaopen function fills a static vtable with designated
+ * initialisers, registers it, and raises the core's message when registration fails:
+ *
+ *     static const struct ltc_backend_i toy_iface = {
+ *         .version = LTC_BACKEND_IFACE_VERSION,
+ *         .data_from_host = toy_from_host, .data_to_host = toy_to_host,
+ *         .data_free = toy_free, .compile = toy_compile,
+ *         .computation_free = toy_comp_free, .execute = toy_execute,
+ *         .default_device = toy_default_device, .devices = toy_devices,
+ *         .eager_fallback_device_type = toy_fallback, // "cpu": ops it does not lower
+ *     };
+ *     static ltc_backend toy = {.name = "toy", .iface = &toy_iface};
+ *
+ *     int luaopen_ltc_toy(lua_State *L) {
+ *         lua_getglobal(L, "require"); lua_pushstring(L, "ltc"); lua_call(L, 1, 0);
+ *         if (!ltc_has_backend("toy") && ltc_backend_register(&toy))
+ *             return luaL_error(L, "ltc.toy: %s", ltc_last_error());
+ *         ... ltc_graph_impl_register("toy", toy_graph_new) if it captures ...
+ *         lua_newtable(L); return 1;
+ *     }
+ *
+ * Registration is once per process (a second Lua state that requires the module finds the
+ * backend registered). Data a backend makes is its own: the core never dereferences
+ * ltc_data.ptr, it reads and writes values through data_to_host and data_from_host. */
 
 #endif

@@ -118,14 +118,15 @@ typedef ltc_graph *(*ltc_graph_factory)(const ltc_graph_args *args);
 /* Registers the implementation for a device type ("cpu"). LTC_ERR_STATE if one is already
  * registered for it, LTC_ERR_ARG for a NULL name or factory. At most 8 entries. */
 ltc_status ltc_graph_impl_register(const char *device, ltc_graph_factory factory);
-/* Whether a device type has a graph implementation. Built-in ones register lazily. */
+/* Whether a device type has a graph implementation (the built-in "cpu" one is registered
+ * when the Lua module opens, src/lua/ltc_builtins.c). */
 bool ltc_has_graph_impl(const char *device);
 /* A new graph for the device type (NULL args: the defaults), or NULL with the error set
  * ("no graph implementation for device type 'x'") for an unknown device. Caller frees it
  * with ltc_graph_free. */
 ltc_graph *ltc_graph_impl_create(const char *device, const ltc_graph_args *args);
 
-/* Statistics of a pool of the CPU implementation (ltc.graph_pool_info). */
+/* Statistics of a memory pool (ltc.graph_pool_info), as an implementation reports them. */
 typedef struct ltc_pool_stats {
     int graphs;           /* graphs using the pool */
     int64_t live;         /* data made by the pool and still held (by tensors or replays) */
@@ -134,8 +135,14 @@ typedef struct ltc_pool_stats {
     int64_t mallocs;      /* buffers it had to allocate */
     int64_t reuses;       /* allocations served from its free buffers */
 } ltc_pool_stats;
-/* False when no pool has that id (never made, or released). */
-bool ltc_cpu_pool_stats(ltc_mempool_id id, ltc_pool_stats *out);
+/* An implementation's statistics of pool `id`: false when it has no pool of that id. */
+typedef bool (*ltc_pool_stats_fn)(ltc_mempool_id id, ltc_pool_stats *out);
+/* Registers how the graph implementation of `device` (registered before) reports its pools
+ * (optional). LTC_ERR_ARG for an unknown device or a NULL fn. */
+ltc_status ltc_graph_impl_register_pool_stats(const char *device, ltc_pool_stats_fn fn);
+/* The statistics of pool `id` from the implementation that holds it; false when none does
+ * (never made, or released). */
+bool ltc_graph_pool_stats(ltc_mempool_id id, ltc_pool_stats *out);
 
 /* ---- the core's recording API, for implementations ----------------------------------------- */
 

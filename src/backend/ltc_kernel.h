@@ -10,6 +10,8 @@
 #ifndef LTC_KERNEL_H
 #define LTC_KERNEL_H
 
+#include <stdint.h>
+
 #include "ltc_ir.h"
 
 typedef struct ltc_kernel_args {
@@ -44,15 +46,18 @@ extern const ltc_kernel_fn ltc_ref_kernels[];
 #define LTC_WRAP_U(x) \
     _Generic((x), int32_t: (uint32_t)(x), int64_t: (uint64_t)(x), default: (x))
 
-/* x ^ y for integers, exact and wrapping (square and multiply in uint64_t); a negative
- * exponent gives 1 for x == 1, +-1 for x == -1 and 0 otherwise (the integer part of the
- * true power, as PyTorch's integer pow of a tensor exponent). */
-static inline uint64_t ltc_ipow(int64_t x, int64_t y) {
-    if (y < 0) return x == 1 ? 1 : x == -1 ? ((y & 1) ? UINT64_MAX : 1) : 0;
-    uint64_t r = 1, b = (uint64_t)x;
-    for (uint64_t e = (uint64_t)y; e; e >>= 1, b *= b)
-        if (e & 1) r *= b;
-    return r;
+/* Integer power b^e as PyTorch computes it for integer tensors (the `expr_int` of pow in
+ * ops.yaml): exact, by squaring, wrapping around on overflow; for e < 0, 1 for b == 1, +-1
+ * for b == -1 (by e's parity) and 0 otherwise (0 too: no division by zero). */
+static inline int64_t ltc_ipow(int64_t b, int64_t e) {
+    if (e < 0) return b == 1 ? 1 : b == -1 ? ((e & 1) ? -1 : 1) : 0;
+    uint64_t r = 1, x = (uint64_t)b;
+    while (e) {
+        if (e & 1) r *= x;
+        x *= x;
+        e >>= 1;
+    }
+    return (int64_t)r;
 }
 
 #endif

@@ -1,49 +1,97 @@
-/* registry.c - the backend registry, and the helpers on backend data and computations. */
+/* registry.c - the backend registry, and the helpers on backend data and computations.
+ *
+ * Registration is serialised by a mutex and checked (interface version, every required
+ * slot). Readers take no lock: the table only grows, and an entry is published (the count
+ * stored with release order) after it is written, so a reader that sees the count sees the
+ * entry. The registry names no concrete backend: whoever opens the runtime (the Lua module,
+ * src/lua/ltc_builtins.c) registers the built-in ones, outside modules their own. */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ltc_backend.h"
 
-#define MAX_BACKENDS 8
+static ltc_backend *backends[LTC_MAX_BACKENDS];
+static int n_backends;              /* published with release order */
+static ltc_backend *default_backend; /* atomic */
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
-static ltc_backend *backends[MAX_BACKENDS];
-static int n_backends;
-static ltc_backend *default_backend;
+/* The required slots, by name and offset in the vtable. */
+static const struct {
+    const char *name;
+    size_t offset;
+} required[] = {
+#define SLOT(s) {#s, offsetof(struct ltc_backend_i, s)}
+    SLOT(data_from_host), SLOT(data_to_host), SLOT(data_free),    SLOT(compile),
+    SLOT(computation_free), SLOT(execute),    SLOT(default_device), SLOT(devices),
+#undef SLOT
+};
 
-ltc_status ltc_backend_register(ltc_backend *b) {
-    if (!b || !b->iface || b->iface->version != LTC_BACKEND_IFACE_VERSION)
-        return ltc_errorf(LTC_ERR_ARG, "backend_register: missing or incompatible interface");
-    if (ltc_has_backend(b->name))
-        return ltc_errorf(LTC_ERR_STATE, "backend_register: '%s' is already registered", b->name);
-    if (n_backends == MAX_BACKENDS)
-        return ltc_errorf(LTC_ERR_STATE, "backend_register: at most %d backends", MAX_BACKENDS);
-    backends[n_backends++] = b;
-    if (!default_backend) default_backend = b;
+static ltc_status check(const ltc_backend *b) {
+    if (!b) return ltc_errorf(LTC_ERR_ARG, "backend_register: NULL backend");
+    if (!b->name || !b->name[0])
+        return ltc_errorf(LTC_ERR_ARG, "backend_register: the backend has no name (device type)");
+    if (strlen(b->name) >= LTC_DEVICE_TYPE_MAX || strchr(b->name, ':'))
+        return ltc_errorf(LTC_ERR_ARG, "backend_register: bad device type '%s' (at most %d "
+                          "characters, no ':')", b->name, LTC_DEVICE_TYPE_MAX - 1);
+    if (!b->iface)
+        return ltc_errorf(LTC_ERR_ARG, "backend_register: backend '%s' has no interface", b->name);
+    if (b->iface->version != LTC_BACKEND_IFACE_VERSION)
+        return ltc_errorf(LTC_ERR_ARG, "backend_register: backend '%s' has interface version %d, "
+                          "this runtime implements version %d (rebuild it against these headers)",
+                          b->name, b->iface->version, LTC_BACKEND_IFACE_VERSION);
+    for (size_t i = 0; i < sizeof required / sizeof *required; i++) {
+        void *slot;
+        memcpy(&slot, (const char *)b->iface + required[i].offset, sizeof slot);
+        if (!slot)
+            return ltc_errorf(LTC_ERR_ARG, "backend_register: backend '%s' leaves the required "
+                              "slot '%s' NULL", b->name, required[i].name);
+    }
     return LTC_OK;
 }
 
+ltc_status ltc_backend_register(ltc_backend *b) {
+    ltc_status st = check(b);
+    if (st) return st;
+    pthread_mutex_lock(&mu);
+    if (ltc_has_backend(b->name)) {
+        st = ltc_errorf(LTC_ERR_STATE, "backend_register: '%s' is already registered", b->name);
+    } else if (n_backends == LTC_MAX_BACKENDS) {
+        st = ltc_errorf(LTC_ERR_STATE, "backend_register: at most %d backends", LTC_MAX_BACKENDS);
+    } else {
+        backends[n_backends] = b;
+        __atomic_store_n(&n_backends, n_backends + 1, __ATOMIC_RELEASE);
+        if (!default_backend) __atomic_store_n(&default_backend, b, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&mu);
+    return st;
+}
+
 ltc_backend *ltc_backend_get(const char *name) {
-    for (int i = 0; i < n_backends; i++)
+    int n = __atomic_load_n(&n_backends, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < n && name; i++)
         if (strcmp(backends[i]->name, name) == 0) return backends[i];
     return NULL;
 }
 
 bool ltc_has_backend(const char *name) { return ltc_backend_get(name) != NULL; }
 
-ltc_backend *ltc_backend_get_index(int i) { return i >= 0 && i < n_backends ? backends[i] : NULL; }
+ltc_backend *ltc_backend_get_index(int i) {
+    return i >= 0 && i < __atomic_load_n(&n_backends, __ATOMIC_ACQUIRE) ? backends[i] : NULL;
+}
+
+int ltc_backend_count(void) { return __atomic_load_n(&n_backends, __ATOMIC_ACQUIRE); }
 
 ltc_backend *ltc_backend_default(void) {
-    if (!default_backend) ltc_backends_init();
-    return default_backend;
+    return __atomic_load_n(&default_backend, __ATOMIC_ACQUIRE);
 }
 
 ltc_status ltc_backend_set_default(const char *name) {
     ltc_backend *b = ltc_backend_get(name);
-    if (!b) return ltc_errorf(LTC_ERR_ARG, "no backend named '%s'", name);
-    /* the compile cache is keyed by graph hash only: drop the other backend's programs */
-    if (default_backend && b != default_backend) ltc_shutdown();
-    default_backend = b;
+    if (!b) return ltc_errorf(LTC_ERR_ARG, "no backend named '%s'", name ? name : "(null)");
+    /* no cache to clear: the graph hash covers the backend it compiles for (executor.c) */
+    __atomic_store_n(&default_backend, b, __ATOMIC_RELEASE);
     return LTC_OK;
 }
 
@@ -74,19 +122,4 @@ void ltc_computation_free(ltc_computation *c) {
     free(c->param_shapes);
     free(c->out_shapes);
     free(c);
-}
-
-extern ltc_backend *ltc_cpu_backend(void);
-extern ltc_backend *ltc_ref_backend(void);
-
-static void backends_init_once(void) {
-    ltc_config_init();
-    ltc_backend_register(ltc_cpu_backend());
-    ltc_backend_register(ltc_ref_backend());
-}
-
-/* Once per process, whichever thread (Lua state) opens the module first. */
-void ltc_backends_init(void) {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, backends_init_once);
 }

@@ -15,6 +15,7 @@
 #include <xxhash.h>
 
 #include "core.h"
+#include "ltc_comm.h"
 #include "ltc_graph.h"
 
 typedef struct {
@@ -158,10 +159,13 @@ static ltc_status collect_given(graph *g, ltc_tensor *const *ts, int n) {
     return LTC_OK;
 }
 
-static ltc_hash graph_hash(const graph *g) {
+/* The graph's hash for backend b: the backend's name comes first, so one graph compiled for
+ * two backends is two cache entries (switching backends needs no cache flush). */
+static ltc_hash graph_hash(const graph *g, const ltc_backend *b) {
     XXH3_state_t st;
     XXH3_INITSTATE(&st);
     XXH3_128bits_reset(&st);
+    if (b) XXH3_128bits_update(&st, b->name, strlen(b->name));
     for (int i = 0; i < g->n; i++) {
         const ltc_node *n = g->post[i];
         XXH3_128bits_update(&st, &n->hash, sizeof n->hash);
@@ -237,7 +241,8 @@ static ltc_status run_graph(graph *g) {
     ltc_status st = LTC_OK;
     if (g->n_roots == 0) return LTC_OK;
     ltc_backend *b = ltc_backend_default();
-    ltc_hash h = graph_hash(g);
+    if (!b) return ltc_errorf(LTC_ERR_STATE, "sync: no backend is registered");
+    ltc_hash h = graph_hash(g, b);
     /* under the cache's lock from look-up to insert; the sync then holds a reference of its
      * own (`held`), so another thread's eviction cannot free c while it runs */
     ltc_cache_lock();
@@ -368,15 +373,23 @@ static int rewind_dependents(graph *g, int f, const char *msg) {
     return changed;
 }
 
-/* The old way, when the failing node is unknown: each pending tensor computed on its own. */
+/* The old way, when the failing node is unknown: each pending tensor computed on its own.
+ * A graph with collectives (ltc_comm.h) is not run again piecewise: the other ranks would
+ * not run the same pieces, and the ranks would fall out of step. Each of its tensors goes
+ * back to its value or is marked failed. */
 static void isolate_each(graph *g) {
+    bool collective = false;
+    for (int i = 0; i < g->n && !collective; i++) collective = ltc_op_is_collective(g->post[i]->op);
     for (int i = 0; i < g->n_tensors; i++) {
         ltc_tensor *t = g->tensors[i].t;
         if (!ltc_tensor_is_pending(t)) continue; /* computed with an earlier one */
-        graph one = {0};
-        ltc_status rst = collect_from(&one, &t, 1);
-        if (!rst) rst = run_graph(&one);
-        graph_free(&one);
+        ltc_status rst = LTC_ERR_STATE;
+        if (!collective) {
+            graph one = {0};
+            rst = collect_from(&one, &t, 1);
+            if (!rst) rst = run_graph(&one);
+            graph_free(&one);
+        }
         if (!rst) continue;
         ltc_node_release(t->ir.node);
         t->ir = (ltc_value){NULL, 0};
@@ -402,9 +415,12 @@ static void isolate_failure(graph *g, ltc_status st) {
     char *orig = dup_error(), *msg = dup_error();
     graph cur = *g, next = {0};
     bool own = false; /* cur is ours to free (not the caller's g) */
+    /* collectives: no second run (see isolate_each) */
+    bool collective = false;
+    for (int i = 0; i < g->n && !collective; i++) collective = ltc_op_is_collective(g->post[i]->op);
     for (int round = 0; round < 16; round++) {
         int f = ltc_error_node();
-        if (!msg || f < 0 || f >= cur.n || !rewind_dependents(&cur, f, msg)) {
+        if (!msg || collective || f < 0 || f >= cur.n || !rewind_dependents(&cur, f, msg)) {
             isolate_each(&cur);
             break;
         }
@@ -451,7 +467,7 @@ ltc_status ltc_graph_visit(ltc_tensor *const *ts, int n, ltc_graph_fn fn, void *
         .roots = g.roots, .n_roots = g.n_roots, .params = g.params,
         .n_params = g.n_params, .emitted = emitted,
     };
-    st = fn(&ctx, graph_hash(&g), ud);
+    st = fn(&ctx, graph_hash(&g, ltc_backend_default()), ud);
 done:
     free(emitted);
     graph_free(&g);

@@ -38,7 +38,8 @@ ltc_status ltc_shape_rand(const int64_t *size, int n_size, ltc_dtype dtype, ltc_
 }
 
 ltc_status ltc_shape_scalar_tensor(double value, ltc_dtype dtype, ltc_shape *out) {
-    (void)value;
+    ltc_status st = ltc_dtype_check_f64(value, dtype == LTC_DTYPE_NONE ? LTC_F32 : dtype);
+    if (st) return st;
     return ltc_shape_creation(NULL, 0, dtype, out);
 }
 
@@ -98,6 +99,13 @@ ltc_status ltc_shape_predicate(const ltc_shape *self, ltc_shape *out) {
 
 ltc_status ltc_shape_leaky_relu(const ltc_shape *self, double negative_slope, ltc_shape *out) {
     (void)negative_slope;
+    return ltc_shape_unary(self, out);
+}
+
+ltc_status ltc_shape_polygamma(const ltc_shape *self, int64_t order, ltc_shape *out) {
+    if (order != 0 && order != 1)
+        return ltc_errorf(LTC_ERR_ARG, "order must be 0 (digamma) or 1 (trigamma), got %lld",
+                          (long long)order);
     return ltc_shape_unary(self, out);
 }
 

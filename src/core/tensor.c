@@ -80,6 +80,7 @@ static ltc_status tensor_from_data(ltc_data *d, bool weak, ltc_tensor **out) {
 
 ltc_status ltc_tensor_from_host(const ltc_shape *shape, const void *host, ltc_tensor **out) {
     ltc_backend *b = ltc_backend_default();
+    if (!b) return ltc_errorf(LTC_ERR_STATE, "tensor: no backend is registered");
     ltc_data *d = b->iface->data_from_host(b, shape, host);
     if (!d) return ltc_errorf(LTC_ERR_NOMEM, "out of memory for %zu bytes", ltc_shape_nbytes(shape));
     return tensor_from_data(d, false, out);
@@ -115,17 +116,23 @@ static void scalar_make_key(void) { (void)pthread_key_create(&scalar_key, scalar
 
 void ltc_scalar_cache_clear(void) { scalar_cache_clear_at(scalar_cache); }
 
+/* data_from_scalar is optional: a 0-d value is also host data of its dtype. */
+static ltc_data *from_scalar(ltc_backend *b, const ltc_shape *s, const void *v) {
+    return b->iface->data_from_scalar ? b->iface->data_from_scalar(b, s, v)
+                                      : b->iface->data_from_host(b, s, v);
+}
+
 /* New data (one reference) of a 0-d `dt` holding the bytes at v (ltc_dtype_size(dt)). */
 static ltc_data *scalar_data(ltc_backend *b, ltc_dtype dt, const void *v) {
     ltc_shape s = {.dtype = dt, .ndim = 0};
     uint64_t bits = 0;
     memcpy(&bits, v, ltc_dtype_size(dt));
-    if (ltc_capture_active()) return b->iface->data_from_scalar(b, &s, v);
+    if (ltc_capture_active()) return from_scalar(b, &s, v);
     uint64_t h = (bits ^ (bits >> 29) ^ (uint64_t)dt * 0x9E3779B97F4A7C15ull) * 0xBF58476D1CE4E5B9ull;
     scalar_slot *e = &scalar_cache[h >> 58];
     if (e->data && e->bits == bits && e->dtype == dt && e->backend == b)
         return ltc_data_retain(e->data);
-    ltc_data *d = b->iface->data_from_scalar(b, &s, v);
+    ltc_data *d = from_scalar(b, &s, v);
     if (!d) return NULL;
     if (!scalar_cache_used) {
         pthread_once(&scalar_once, scalar_make_key);
@@ -139,10 +146,11 @@ static ltc_data *scalar_data(ltc_backend *b, ltc_dtype dt, const void *v) {
 
 static ltc_status scalar(ltc_dtype dt, const void *v, bool weak, ltc_tensor **out) {
     ltc_backend *b = ltc_backend_default();
+    if (!b) return ltc_errorf(LTC_ERR_STATE, "tensor: no backend is registered");
     ltc_data *d = weak ? scalar_data(b, dt, v) : NULL;
     if (!weak) {
         ltc_shape s = {.dtype = dt, .ndim = 0};
-        d = b->iface->data_from_scalar(b, &s, v);
+        d = from_scalar(b, &s, v);
     }
     if (!d) return ltc_errorf(LTC_ERR_NOMEM, "out of memory for a scalar");
     return tensor_from_data(d, weak, out);
@@ -260,6 +268,18 @@ static ltc_status read_elem(ltc_tensor *t, int64_t flat, double *f, int64_t *i) 
     }
     if (!t->data) return ltc_errorf(LTC_ERR_STATE, "tensor has no data after sync");
     const char *p = (const char *)t->data->ptr + (size_t)flat * ltc_dtype_size(t->shape.dtype);
+    uint64_t elem = 0; /* device data (no host address): the one element, read through the backend */
+    if (!t->data->ptr) {
+        ltc_backend *b = t->data->backend;
+        void *all = malloc(t->data->nbytes ? t->data->nbytes : 1);
+        if (!all) return ltc_errorf(LTC_ERR_NOMEM, "out of memory reading a value");
+        ltc_status st = b->iface->data_to_host(b, t->data, all);
+        if (!st) memcpy(&elem, (char *)all + (size_t)flat * ltc_dtype_size(t->shape.dtype),
+                        ltc_dtype_size(t->shape.dtype));
+        free(all);
+        if (st) return st;
+        p = (const char *)&elem;
+    }
     switch (t->shape.dtype) {
     case LTC_F32: *f = *(const float *)p; *i = (int64_t)*f; break;
     case LTC_F64: *f = *(const double *)p; *i = (int64_t)*f; break;

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ltc_graph.h"
+#include "ltc_cpu.h"
 #include "plan.h"
 
 #define ALIGN 64

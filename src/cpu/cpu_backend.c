@@ -2,7 +2,7 @@
  * cpu_backend.c - the CPU backend's vtable: host data, compile (lower to a plan), execute.
  */
 
-#include "ltc_graph.h"
+#include "ltc_cpu.h"
 #include "plan.h"
 
 static ltc_status compile(ltc_backend *b, const ltc_lowering_ctx *const *ctxs, int n,

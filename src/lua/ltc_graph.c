@@ -160,11 +160,11 @@ static int l_has_graph_impl(lua_State *L) {
     return 1;
 }
 
-/* ltc.graph_pool_info(handle): {graphs, live, free_buffers, bytes, mallocs, reuses} of a CPU
+/* ltc.graph_pool_info(handle): {graphs, live, free_buffers, bytes, mallocs, reuses} of a
  * pool, or nil when there is no such pool (never used, or released). */
 static int l_pool_info(lua_State *L) {
     ltc_pool_stats s;
-    if (!ltc_cpu_pool_stats((ltc_mempool_id)luaL_checkinteger(L, 1), &s)) return 0;
+    if (!ltc_graph_pool_stats((ltc_mempool_id)luaL_checkinteger(L, 1), &s)) return 0;
     lua_createtable(L, 0, 6);
     lua_pushinteger(L, s.graphs);
     lua_setfield(L, -2, "graphs");

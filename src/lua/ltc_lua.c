@@ -13,7 +13,7 @@
 #include "ltc_backend.h"
 #include "ltc_graph.h"
 #include "ltc_lua.h"
-#include "threads.h" /* ltc_cpu_blas_core */
+#include "ltc_builtins.h"
 
 /* ---- userdata --------------------------------------------------------------------------- */
 
@@ -229,10 +229,19 @@ static void store(void *buf, int64_t i, ltc_dtype dt, lua_State *L, int idx, con
                 : lua_isinteger(L, idx) ? lua_tointeger(L, idx) : (int64_t)0;
     bool integral = t == LUA_TBOOLEAN || lua_isinteger(L, idx);
     if (!integral && !ltc_dtype_is_float(dt) && dt != LTC_BOOL) {
-        if (!isfinite(f) || f != floor(f) || fabs(f) > 9.2e18)
+        if (!isfinite(f) || f != floor(f))
             luaL_error(L, "tensor: element %s (%f) is not an integer, as %s needs", where, f, ltc_dtype_name(dt));
+        if (!ltc_dtype_fits_f64(f, dt)) {
+            char num[32];
+            snprintf(num, sizeof num, "%.15g", f);
+            luaL_error(L, "tensor: element %s (%s) cannot be converted to %s without overflow "
+                       "(as in PyTorch)", where, num, ltc_dtype_name(dt));
+        }
         n = (int64_t)f;
     }
+    if (integral && !ltc_dtype_fits_i64(n, dt))
+        luaL_error(L, "tensor: element %s (%I) cannot be converted to %s without overflow (as in "
+                   "PyTorch)", where, (lua_Integer)n, ltc_dtype_name(dt));
     switch (dt) {
     case LTC_F32: ((float *)buf)[i] = integral ? (float)n : (float)f; break;
     case LTC_F64: ((double *)buf)[i] = integral ? (double)n : f; break;
@@ -592,13 +601,6 @@ static int l_clock(lua_State *L) {
     return 1;
 }
 
-/* core._blas_core(): the kernels OpenBLAS uses ("SkylakeX", ...; see src/cpu/threads.h), for
- * make bench, which gives the peers that use OpenBLAS the same (OPENBLAS_CORETYPE). */
-static int l_blas_core(lua_State *L) {
-    lua_pushstring(L, ltc_cpu_blas_core());
-    return 1;
-}
-
 static int l_is_tensor(lua_State *L) {
     lua_pushboolean(L, ltcL_testtensor(L, 1) != NULL);
     return 1;
@@ -687,7 +689,7 @@ static const luaL_Reg core_functions[] = {
     {"counter", l_counter}, {"counter_names", l_counter_names}, {"metrics_report", l_report},
     {"metrics_reset", l_reset}, {"config_get", l_config_get}, {"config_set", l_config_set},
     {"live_info", l_live_info}, {"is_tensor", l_is_tensor}, {"assign_", l_assign_},
-    {"clock", l_clock}, {"_wrap_op", l_wrap_op}, {"_blas_core", l_blas_core},
+    {"clock", l_clock}, {"_wrap_op", l_wrap_op},
     {NULL, NULL},
 };
 
@@ -732,7 +734,7 @@ static int state_close(lua_State *L) {
 }
 
 int luaopen_ltc_core(lua_State *L) {
-    ltc_backends_init();
+    ltc_builtins_register();
     ltcL_install_trim_gc(L);
     /* Lua's generational collector: a step's garbage is young, and the young collection
      * before each sync (LTC_SYNC_GC=1) finds it without visiting the whole heap */
@@ -745,6 +747,8 @@ int luaopen_ltc_core(lua_State *L) {
     luaL_setfuncs(L, core_functions, 0);
     ltcL_open_debug(L);
     ltcL_open_graph(L);
+    ltcL_open_builtins(L);
+    ltcL_open_device(L);
 
     lua_newtable(L); /* methods */
     luaL_setfuncs(L, ltc_lua_methods, 0);

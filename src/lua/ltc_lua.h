@@ -74,6 +74,11 @@ int ltcL_error(lua_State *L);
 /* ltc_debug.c: adds the debug and config functions to the table on top of the stack and
  * installs the LTC_IR_DEBUG source hook for this state. */
 void ltcL_open_debug(lua_State *L);
+/* ltc_builtins.c: registers the built-in backends (ltc_builtins.h) and adds the functions
+ * only they answer (_blas_core) to that table. */
+void ltcL_open_builtins(lua_State *L);
+/* ltc_device.c: adds backends() (and the device functions) to that table. */
+void ltcL_open_device(lua_State *L);
 /* ltc_graph.c: adds ltc.Graph, graph_pool_handle, has_graph_impl, ... to that table. */
 void ltcL_open_graph(lua_State *L);
 

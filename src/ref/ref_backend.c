@@ -6,6 +6,7 @@
  * (gen/ref_ops.c) and no fallback: every op has one.
  */
 
+#include "ltc_ref.h"
 #include "plan.h"
 #include "ref.h"
 

@@ -45,45 +45,15 @@ end
 -- np.savez_compressed ones).
 
 local crc32 = core.crc32 -- zlib's
-local function read_all(path)
-  local f = assert(io.open(path, "rb"))
-  local data = f:read("a")
-  f:close()
-  return data
-end
 
--- The .npy bytes of tensor t (written and read back through a temporary file).
-local function npy_bytes(t)
-  local tmp = os.tmpname()
-  local ok, err = pcall(core.save, tmp, t)
-  if not ok then os.remove(tmp); error(err, 0) end
-  local data = read_all(tmp)
-  os.remove(tmp)
-  return data
-end
+-- The .npy bytes of tensor t, made in memory (core.npy_bytes).
+local function npy_bytes(t) return core.npy_bytes(t) end
 
--- The tensor of a member's .npy bytes (through a temporary file); an error names the member,
--- not the temporary file.
+-- The tensor of a member's .npy bytes, read in memory; an error names the member.
 local function npy_tensor(bytes, what)
-  local tmp = os.tmpname()
-  local f = io.open(tmp, "wb")
-  local ok, err = f and f:write(bytes)
-  if f then ok, err = f:close() and ok, err end
+  local ok, t = pcall(core.npy_load_bytes, bytes, what)
   if not ok then
-    os.remove(tmp)
-    error(string.format("member '%s': cannot write a temporary file: %s", what, tostring(err)), 0)
-  end
-  local t
-  ok, t = pcall(core.load, tmp)
-  os.remove(tmp)
-  if not ok then
-    local msg = tostring(t):gsub("^load: ", "")
-    local i, j = msg:find(tmp, 1, true)
-    while i do
-      msg = msg:sub(1, i - 1) .. what .. msg:sub(j + 1)
-      i, j = msg:find(tmp, i + #what, true)
-    end
-    error(string.format("member '%s': %s", what, msg), 0)
+    error(string.format("member '%s': %s", what, (tostring(t):gsub("^load: ", ""))), 0)
   end
   return t
 end

@@ -223,6 +223,11 @@ ltc_status ltc_read_idx(const char *path, ltc_dtype dtype, double scale, double 
  * and a message naming the path and the problem. */
 ltc_status ltc_save_npy(const char *path, ltc_tensor *t);
 ltc_status ltc_load_npy(const char *path, ltc_tensor **out);
+/* The same in memory (the members of a .npz archive, ltc.io): ltc_save_npy_bytes returns a
+ * malloc'd buffer (*out, *len; the caller frees it); ltc_load_npy_bytes reads `len` bytes,
+ * naming them `name` in errors. */
+ltc_status ltc_save_npy_bytes(ltc_tensor *t, char **out, size_t *len);
+ltc_status ltc_load_npy_bytes(const void *bytes, size_t len, const char *name, ltc_tensor **out);
 
 /* ---- configuration -------------------------------------------------------------------- */
 

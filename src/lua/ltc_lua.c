@@ -660,6 +660,26 @@ static int l_save(lua_State *L) {
     return 0;
 }
 
+/* core.npy_bytes(t): t as the bytes of a .npy file (a string). */
+static int l_npy_bytes(lua_State *L) {
+    char *buf;
+    size_t len;
+    if (ltc_save_npy_bytes(ltcL_checktensor(L, 1, "save"), &buf, &len)) return ltcL_error(L);
+    lua_pushlstring(L, buf, len);
+    free(buf);
+    return 1;
+}
+
+/* core.npy_load_bytes(s, name): the tensor of the .npy bytes s (name: for errors). */
+static int l_npy_load_bytes(lua_State *L) {
+    size_t len;
+    const char *s = luaL_checklstring(L, 1, &len);
+    ltc_tensor *t;
+    if (ltc_load_npy_bytes(s, len, luaL_checkstring(L, 2), &t)) return ltcL_error(L);
+    ltcL_pushtensor(L, t);
+    return 1;
+}
+
 /* core.load(path): a tensor read from a NumPy .npy file. */
 static int l_load(lua_State *L) {
     ltc_tensor *t;
@@ -685,6 +705,7 @@ static const luaL_Reg core_functions[] = {
     {"set_backend", l_set_backend}, {"get_backend", l_get_backend},
     {"save", l_save}, {"load", l_load},
     {"read_gz", l_read_gz}, {"read_idx", l_read_idx}, {"crc32", l_crc32},
+    {"npy_bytes", l_npy_bytes}, {"npy_load_bytes", l_npy_load_bytes},
     {"tensor", l_tensor}, {"sync", l_sync}, {"manual_seed", l_manual_seed},
     {"counter", l_counter}, {"counter_names", l_counter_names}, {"metrics_report", l_report},
     {"metrics_reset", l_reset}, {"config_get", l_config_get}, {"config_set", l_config_set},

@@ -17,11 +17,15 @@
 -- shrinks the program that was running by re-running candidates in fresh processes, writes it
 -- out, and starts a new worker after it.
 --
+-- `--backend opencl` runs each program on the OpenCL backend (require "ltc.opencl") instead of
+-- the CPU backend, against the reference backend the same way.
+--
 -- usage: lua5.4 tools/fuzz.lua [--seed S] [--n N] [--out DIR] [--only I] [--verbose]
+--                              [--backend cpu|opencl]
 local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "tools"
 local root = here:match("^(.*)/tools$") or "."
 
-local opts = { seed = 1, n = 2000, out = root .. "/fuzz/failures", start = 1 }
+local opts = { seed = 1, n = 2000, out = root .. "/fuzz/failures", start = 1, backend = "cpu" }
 do
   local i = 1
   while i <= #arg do
@@ -35,6 +39,7 @@ do
     elseif a == "--worker" then opts.worker = true
     elseif a == "--current" then opts.current = val()
     elseif a == "--verbose" then opts.verbose = true
+    elseif a == "--backend" then opts.backend = val()
     elseif a == "--stats" then opts.stats = true
     else io.stderr:write("fuzz: unknown option " .. a .. "\n"); os.exit(2) end
     i = i + 1
@@ -72,9 +77,9 @@ if not opts.worker and not opts.only and not opts.stats then
     amplified = 0 }
   local t0 = os.time()
   while start <= stop do
-    local cmd = string.format("%s %s --worker --seed %d --start %d --n %d --out %s --current %s",
-      LUA, shell_quote(here .. "/fuzz.lua"), opts.seed, start, stop - start + 1,
-      shell_quote(opts.out), shell_quote(current))
+    local cmd = string.format("%s %s --worker --seed %d --start %d --n %d --out %s --current %s" ..
+      " --backend %s", LUA, shell_quote(here .. "/fuzz.lua"), opts.seed, start, stop - start + 1,
+      shell_quote(opts.out), shell_quote(current), shell_quote(opts.backend))
     local p = assert(io.popen(cmd, "r"))
     local last, done = nil, false
     for line in p:lines() do
@@ -107,9 +112,9 @@ if not opts.worker and not opts.only and not opts.stats then
     local text = read_file(current)
     print(string.format("CRASH program %s (worker %s %s)", tostring(last), how, tostring(code)))
     if last and text then
-      local cmd2 = string.format("%s %s --only %d --seed %d --out %s --current %s", LUA,
-        shell_quote(here .. "/fuzz.lua"), last, opts.seed, shell_quote(opts.out),
-        shell_quote(current .. ".crash"))
+      local cmd2 = string.format("%s %s --only %d --seed %d --out %s --current %s --backend %s",
+        LUA, shell_quote(here .. "/fuzz.lua"), last, opts.seed, shell_quote(opts.out),
+        shell_quote(current .. ".crash"), shell_quote(opts.backend))
       -- --only with a crash file shrinks by subprocess runs (see below)
       write_file(current .. ".crash", text)
       os.execute(cmd2)
@@ -131,6 +136,17 @@ end
 local ltc = require "ltc"
 local runner = dofile(RUNNER_PATH)
 local META = dofile(root .. "/gen/ops_meta.lua")
+if opts.backend ~= "cpu" then -- another backend under test: its module registers it
+  local ok, mod = pcall(require, "ltc." .. opts.backend)
+  local avail, why = ok and (not mod.available or mod.available()), ok and nil or mod
+  if ok and mod.available then avail, why = mod.available() end
+  if not avail then
+    print("fuzz: --backend " .. opts.backend .. " skipped: " .. tostring(why):gsub("\n.*", ""))
+    os.exit(0)
+  end
+  if mod.open then mod.open() end
+  runner.backend = opts.backend
+end
 
 local DTYPES = { "float32", "float64", "int32", "int64", "bool" }
 local FLOATS = { "float32", "float64" }
@@ -752,9 +768,11 @@ local function script_text(prog, seed, index, kind, desc)
     "-- Run: LUA_PATH='lua/?.lua;lua/?/init.lua;;' LUA_CPATH='build/?.so;;' lua5.4 <this file>",
     "-- Exits with status 1 while the CPU and reference backends disagree.",
     "local ltc = require \"ltc\"",
+    opts.backend ~= "cpu" and ("require \"ltc." .. opts.backend .. "\"") or "",
     "local runner = (function()",
     read_file(RUNNER_PATH),
     "end)()",
+    "runner.backend = \"" .. opts.backend .. "\"",
     "local S = {",
   }
   for _, s in ipairs(prog) do

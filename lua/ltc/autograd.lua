@@ -442,9 +442,31 @@ local function pick(ov, ...)
   return D[ov[#ov][1]]
 end
 
+-- entry -> true when its arguments need no packing (no int... run) and no dim wrapping
+local SIMPLE = setmetatable({}, { __mode = "k" })
+
+local function simple_args(entry)
+  local s = SIMPLE[entry]
+  if s == nil then
+    s = true
+    for _, spec in ipairs(entry.args) do
+      if spec[2] == "ints_varargs" or spec[2] == "dim" then s = false end
+    end
+    SIMPLE[entry] = s
+  end
+  return s
+end
+
 -- The arguments in schema order: runs of integers packed, defaults filled in, dims made
 -- positive (1-based) against the first tensor's rank.
 local function normalize(entry, ...)
+  if simple_args(entry) then
+    local a, args = { ... }, entry.args
+    local n = #args
+    for i = 1, n do if a[i] == nil then a[i] = args[i][3] end end
+    for i = n + 1, select("#", ...) do a[i] = nil end
+    return a
+  end
   local a, pos, nd = {}, 1, nil
   for i, spec in ipairs(entry.args) do
     local kind, v = spec[2], (select(pos, ...))
@@ -966,7 +988,10 @@ end
 
 -- Brings g to the input's shape (summing broadcast dims) and dtype.
 local function fit(g, t)
-  g = sum_to(g, t:size())
+  -- a gradient is its input's broadcast: same rank and element count means same size
+  if not (core.is_tensor(t) and g:dim() == t:dim() and g:numel() == t:numel()) then
+    g = sum_to(g, t:size())
+  end
   local dt = t:dtype()
   if g:dtype() ~= dt then g = g:to(dt) end
   return g
@@ -985,13 +1010,13 @@ local function route(edge, g, input)
   end
 end
 
--- The nodes reachable from `root`, consumers before producers.
+-- The nodes reachable from `root`, consumers before producers (a depth-first post order,
+-- reversed; the stack is two arrays, not a table per entry).
 local function topo(root)
   local order, seen = {}, { [root] = true }
-  local stack = { { root, 0 } }
-  while #stack > 0 do
-    local top = stack[#stack]
-    local node = top[1]
+  local sn, si, sp = { root }, { 0 }, 1
+  while sp > 0 do
+    local node = sn[sp]
     local kids = node.kids
     if not kids then
       kids = {}
@@ -1005,19 +1030,22 @@ local function topo(root)
       end
       node.kids = kids
     end
-    top[2] = top[2] + 1
-    local kid = kids[top[2]]
+    local i = si[sp] + 1
+    si[sp] = i
+    local kid = kids[i]
     if kid == nil then
-      stack[#stack] = nil
+      sn[sp] = nil
+      sp = sp - 1
       order[#order + 1] = node
     elseif not seen[kid] then
       seen[kid] = true
-      stack[#stack + 1] = { kid, 0 }
+      sp = sp + 1
+      sn[sp], si[sp] = kid, 0
     end
   end
-  local rev = {}
-  for i = #order, 1, -1 do rev[#rev + 1] = order[i] end
-  return rev
+  local n = #order
+  for i = 1, n // 2 do order[i], order[n + 1 - i] = order[n + 1 - i], order[i] end
+  return order
 end
 
 local function run_backward(root, grad, retain)

@@ -57,10 +57,13 @@ local function root_of(x)
   return w and w.base or x
 end
 
+local WEAK_KEYS = { __mode = "k" }
+
 local function save_in(node, x)
-  local r = root_of(x)
+  local w = VIEW[x]
+  local r = w and w.base or x
   local set = SAVERS[r]
-  if not set then set = setmetatable({}, { __mode = "k" }); SAVERS[r] = set end
+  if not set then set = setmetatable({}, WEAK_KEYS); SAVERS[r] = set end
   set[node] = true
 end
 
@@ -508,11 +511,62 @@ local function edge_of(t)
   return FN[t] or { leaf = t }
 end
 
+-- The arguments' edges into a node: edges and needs per Tensor/Tensor[] argument; false when
+-- no argument needs grad.
+local function edges_of(entry, a)
+  local needs, edges, any = {}, {}, false
+  local k = 0
+  for i, spec in ipairs(entry.args) do
+    local kind = spec[2]
+    if kind == "tensor" then
+      k = k + 1
+      local e = edge_of(a[i])
+      edges[k], needs[k] = e, e and true or false
+      any = any or e and true
+    elseif kind == "list" then
+      k = k + 1
+      local v = a[i]
+      if type(v) == "table" then
+        local es, need = {}, false
+        for j, t in ipairs(v) do es[j] = edge_of(t); need = need or es[j] and true end
+        edges[k], needs[k] = es, need
+        any = any or need
+      else
+        edges[k], needs[k] = false, false
+      end
+    end
+  end
+  return any and needs, edges
+end
+
+-- record() of an op with one output o (most ops): no table of outputs; a node's outs are
+-- only needed to make a zero gradient for an output that got none, which a single output
+-- never lacks.
+local function record1(entry, o, ...)
+  local a = normalize(entry, ...)
+  local needs, edges = edges_of(entry, a)
+  if not needs then return o end
+  local node = { entry = entry, a = a, needs = needs, edges = edges }
+  if core.is_tensor(o) and FLOAT[o:dtype()] then
+    REQ[o] = true
+    FN[o] = { node = node, nr = 1 }
+  end
+  if entry.save_result then a.result = { o } end
+  for _, v in pairs(a) do
+    if core.is_tensor(v) then save_in(node, v)
+    elseif type(v) == "table" then
+      for _, x in ipairs(v) do if core.is_tensor(x) then save_in(node, x) end end
+    end
+  end
+  return o
+end
+
 -- Builds the node of one call and marks the differentiable outputs.
 local function record(raw, ov, ...)
   local entry = pick(ov, ...)
+  if not entry or entry.not_differentiable then return raw(...) end
+  if entry.n_outputs == 1 then return record1(entry, raw(...), ...) end
   local outs = pack(raw(...))
-  if not entry or entry.not_differentiable then return unpack(outs, 1, outs.n) end
   local a = normalize(entry, ...)
   local needs, edges, any = {}, {}, false
   local k = 0
@@ -539,9 +593,9 @@ local function record(raw, ov, ...)
   for r = 1, outs.n do
     local o = outs[r]
     if core.is_tensor(o) then
-      node.outs[r] = { o:size(), o:dtype() }
       local dt = o:dtype()
-      if dt == "float32" or dt == "float64" then
+      node.outs[r] = { o:size(), dt }
+      if FLOAT[dt] then
         REQ[o] = true
         FN[o] = { node = node, nr = r }
       end
@@ -981,7 +1035,7 @@ local function run_backward(root, grad, retain)
       end
       local grads = {}
       for r = 1, entry.n_outputs do grads[r] = buf[r] end
-      if grads[1] == nil and node.outs[1] then
+      if grads[1] == nil and node.outs and node.outs[1] then
         grads[1] = core.zeros(node.outs[1][1], node.outs[1][2])
       end
       local res = entry.backward(node.a, grads, node.needs)

@@ -31,7 +31,8 @@ ltc_status ltc_shape_creation(const int64_t *size, int n_size, ltc_dtype dtype, 
 }
 
 ltc_status ltc_shape_scalar_tensor(double value, ltc_dtype dtype, ltc_shape *out) {
-    (void)value;
+    ltc_status st = ltc_dtype_check_f64(value, dtype == LTC_DTYPE_NONE ? LTC_F32 : dtype);
+    if (st) return st;
     return ltc_shape_creation(NULL, 0, dtype, out);
 }
 

@@ -170,6 +170,12 @@ ltc_status ltc_shape_repeat(const ltc_shape *self, const int64_t *repeats, int n
 ltc_status ltc_shape_flip(const ltc_shape *self, const int64_t *dims, int n_dims, ltc_shape *out);
 
 /* more linear algebra (shape_linalg.c): one floating dtype */
+/* multinomial: weights [C] or [N, C] of a floating dtype; num_samples <= C without
+ * replacement. randperm: size >= 0, int64 unless dtype says (not bool). (shape_more.c) */
+ltc_status ltc_shape_multinomial(const ltc_shape *self, int64_t num_samples, bool replacement,
+                                 ltc_shape *out);
+ltc_status ltc_shape_randperm(int64_t size, ltc_dtype dtype, ltc_shape *out);
+
 /* sorting and selection (shape_sort.c); median uses ltc_shape_max, median.dim and mode
  * ltc_shape_max_dim */
 ltc_status ltc_shape_sort(const ltc_shape *self, int64_t dim, bool descending, ltc_shape *out);

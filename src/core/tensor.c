@@ -244,6 +244,18 @@ static ltc_status read_elem(ltc_tensor *t, int64_t flat, double *f, int64_t *i) 
     }
     if (!t->data) return ltc_errorf(LTC_ERR_STATE, "tensor has no data after sync");
     const char *p = (const char *)t->data->ptr + (size_t)flat * ltc_dtype_size(t->shape.dtype);
+    uint64_t elem = 0; /* device data (no host address): the one element, read through the backend */
+    if (!t->data->ptr) {
+        ltc_backend *b = t->data->backend;
+        void *all = malloc(t->data->nbytes ? t->data->nbytes : 1);
+        if (!all) return ltc_errorf(LTC_ERR_NOMEM, "out of memory reading a value");
+        ltc_status st = b->iface->data_to_host(b, t->data, all);
+        if (!st) memcpy(&elem, (char *)all + (size_t)flat * ltc_dtype_size(t->shape.dtype),
+                        ltc_dtype_size(t->shape.dtype));
+        free(all);
+        if (st) return st;
+        p = (const char *)&elem;
+    }
     switch (t->shape.dtype) {
     case LTC_F32: *f = *(const float *)p; *i = (int64_t)*f; break;
     case LTC_F64: *f = *(const double *)p; *i = (int64_t)*f; break;

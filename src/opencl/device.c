@@ -2,6 +2,7 @@
  * device.c - OpenCL platforms and devices: listing them, opening one (context and in-order
  * queue), and the names of OpenCL error codes.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,8 +129,18 @@ static bool pick_one(cl_platform_id p, cl_device_id d, int pi, int di, void *ud)
     return ok;
 }
 
+static ltc_status open_device(const char *spec);
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+
 ltc_status ocl_open(const char *spec) {
-    if (ocl.ready) return LTC_OK;
+    if (__atomic_load_n(&ocl.ready, __ATOMIC_ACQUIRE)) return LTC_OK;
+    pthread_mutex_lock(&open_lock);
+    ltc_status st = ocl.ready ? LTC_OK : open_device(spec);
+    pthread_mutex_unlock(&open_lock);
+    return st;
+}
+
+static ltc_status open_device(const char *spec) {
     if (!spec || !*spec) spec = getenv("LTC_OPENCL_DEVICE");
     struct pick_ud u = {.want_p = -1, .want_d = -1, .want_n = -1};
     if (spec && *spec) {
@@ -170,6 +181,6 @@ ltc_status ocl_open(const char *spec) {
     ocl.device = u.d;
     ocl.ctx = ctx;
     ocl.queue = q;
-    ocl.ready = true;
+    __atomic_store_n(&ocl.ready, true, __ATOMIC_RELEASE);
     return LTC_OK;
 }

@@ -5,6 +5,7 @@
  * kernels, intermediates returned to the allocator after their last use, and the error
  * flag of index-checking kernels read at the end.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,7 +158,20 @@ static ltc_status check_error(ocl_comp *c, ocl_buf *err) {
                       ltc_op_name(s->op), (long long)v[1], (long long)s->k);
 }
 
+/* One run at a time: a computation's kernels are shared (the compile cache serves every
+ * thread) and clSetKernelArg on a shared kernel is not thread-safe. */
+static pthread_mutex_t run_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static ltc_status run_locked(ocl_comp *c, ltc_data *const *args, ltc_data **outs);
+
 ltc_status ocl_run(ocl_comp *c, ltc_data *const *args, ltc_data **outs) {
+    pthread_mutex_lock(&run_lock);
+    ltc_status st = run_locked(c, args, outs);
+    pthread_mutex_unlock(&run_lock);
+    return st;
+}
+
+static ltc_status run_locked(ocl_comp *c, ltc_data *const *args, ltc_data **outs) {
     ltc_status st = LTC_OK;
     ocl_buf **bufs = calloc((size_t)c->n_slots + 1, sizeof *bufs);
     bool *keep = calloc((size_t)c->n_slots + 1, 1);

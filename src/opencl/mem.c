@@ -8,10 +8,14 @@
  * (bytes of buffers in use), OpenCLBytesCached (bytes kept for reuse), OpenCLHostToDevice /
  * OpenCLDeviceToHost (bytes moved).
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ocl.h"
+
+/* The allocator's cache and figures are shared by every thread that syncs on the backend. */
+static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
 
 #define CACHE_MAX 512
 
@@ -36,11 +40,17 @@ static size_t size_class(size_t n) {
     return c;
 }
 
-void ocl_mem_trim(void) {
+static void trim_locked(void) {
     for (int i = 0; i < n_cached; i++) clReleaseMemObject(cache[i].mem);
     ltc_counter_add("OpenCLBytesCached", -(int64_t)bytes_cached);
     n_cached = 0;
     bytes_cached = 0;
+}
+
+void ocl_mem_trim(void) {
+    pthread_mutex_lock(&mem_lock);
+    trim_locked();
+    pthread_mutex_unlock(&mem_lock);
 }
 
 static cl_mem create(size_t cap, cl_int *e) {
@@ -70,6 +80,7 @@ ocl_buf *ocl_buf_new(size_t nbytes) {
     b->nbytes = nbytes;
     b->cap = cap;
     b->mem = NULL;
+    pthread_mutex_lock(&mem_lock);
     for (int i = 0; i < n_cached; i++) {
         if (cache[i].cap != cap) continue;
         b->mem = cache[i].mem;
@@ -82,10 +93,11 @@ ocl_buf *ocl_buf_new(size_t nbytes) {
     cl_int e = CL_SUCCESS;
     if (!b->mem) b->mem = create(cap, &e);
     if (!b->mem && n_cached) { /* give the cache back to the device and try once more */
-        ocl_mem_trim();
+        trim_locked();
         b->mem = create(cap, &e);
     }
     if (!b->mem) {
+        pthread_mutex_unlock(&mem_lock);
         free(b);
         size_t limit = mem_limit ? mem_limit : (size_t)ocl.info.global_mem;
         ltc_errorf(LTC_ERR_NOMEM,
@@ -94,17 +106,19 @@ ocl_buf *ocl_buf_new(size_t nbytes) {
         return NULL;
     }
     bytes_live += cap;
+    pthread_mutex_unlock(&mem_lock);
     ltc_counter_add("OpenCLBytesLive", (int64_t)cap);
     return b;
 }
 
 ocl_buf *ocl_buf_retain(ocl_buf *b) {
-    if (b) b->refcount++;
+    if (b) __atomic_add_fetch(&b->refcount, 1, __ATOMIC_RELAXED);
     return b;
 }
 
 void ocl_buf_release(ocl_buf *b) {
-    if (!b || --b->refcount > 0) return;
+    if (!b || __atomic_sub_fetch(&b->refcount, 1, __ATOMIC_ACQ_REL) > 0) return;
+    pthread_mutex_lock(&mem_lock);
     bytes_live -= b->cap;
     ltc_counter_add("OpenCLBytesLive", -(int64_t)b->cap);
     if (n_cached < CACHE_MAX) {
@@ -116,6 +130,7 @@ void ocl_buf_release(ocl_buf *b) {
     } else {
         clReleaseMemObject(b->mem);
     }
+    pthread_mutex_unlock(&mem_lock);
     free(b);
 }
 

@@ -10,6 +10,7 @@
  * from source), OpenCLProgramDiskHit, OpenCLProgramMemHit.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,13 +26,18 @@ static struct {
     cl_program p;
 } mem_cache[MEM_CACHE_MAX];
 static int n_mem;
+/* The program cache is shared by every thread that compiles for the backend; a build runs
+ * under the lock too (the same source built once). */
+static pthread_mutex_t prog_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *last_log; /* the source and log of the last failed build */
 
 const char *ocl_last_build_log(void) { return last_log ? last_log : ""; }
 
 void ocl_program_cache_clear(void) {
+    pthread_mutex_lock(&prog_lock);
     for (int i = 0; i < n_mem; i++) clReleaseProgram(mem_cache[i].p);
     n_mem = 0;
+    pthread_mutex_unlock(&prog_lock);
 }
 
 /* The cache directory (created), or false when the disk cache is off. */
@@ -115,7 +121,16 @@ static void to_disk(const char *path, cl_program p) {
     free(bin);
 }
 
+static ltc_status program_get(const char *src, cl_program *out);
+
 ltc_status ocl_program_get(const char *src, cl_program *out) {
+    pthread_mutex_lock(&prog_lock);
+    ltc_status st = program_get(src, out);
+    pthread_mutex_unlock(&prog_lock);
+    return st;
+}
+
+static ltc_status program_get(const char *src, cl_program *out) {
     ltc_hash h = ltc_hash_bytes(src, strlen(src), (ltc_hash){0x6f70656e636cULL, 0});
     for (int i = 0; i < n_mem; i++)
         if (ltc_hash_equal(mem_cache[i].h, h)) {

@@ -42,9 +42,12 @@ static ltc_dtype result_type(ltc_tensor *const *ts, int n) {
 static ltc_status convert_weak(ltc_tensor *t, ltc_dtype dt, ltc_tensor **out) {
     double f;
     int64_t i;
-    /* read from the data directly: not a value read that a graph capture refuses (the
-     * scalar is a constant of the capture, see ltc_trace_promote) */
-    const void *p = t->data->ptr;
+    uint64_t buf[1];
+    /* read through the backend, not a value read that a graph capture refuses (the scalar
+     * is a constant of the capture, see ltc_trace_promote) */
+    ltc_status st = ltc_data_read(t->data, 0, ltc_dtype_size(t->shape.dtype), buf);
+    if (st) return st;
+    const void *p = buf;
     switch (t->shape.dtype) {
     case LTC_F32: f = *(const float *)p; i = (int64_t)f; break;
     case LTC_F64: f = *(const double *)p; i = (int64_t)f; break;
@@ -72,7 +75,9 @@ static bool special_scalar(ltc_tensor *t, ltc_dtype dt, ltc_tensor **out, ltc_st
         ltc_capture_is_static(t))
         return false;
     double f;
-    const void *p = t->data->ptr;
+    uint64_t buf[1];
+    if ((*st = ltc_data_read(t->data, 0, ltc_dtype_size(t->shape.dtype), buf))) return true;
+    const void *p = buf;
     switch (t->shape.dtype) {
     case LTC_F32: f = *(const float *)p; break;
     case LTC_F64: f = *(const double *)p; break;
@@ -126,6 +131,20 @@ ltc_status ltc_trace(int op, ltc_tensor *const *operands, int n_operands, const 
     ltc_value vals[64];
     if (n_operands > 64) return ltc_errorf(LTC_ERR_ARG, "%s: too many operands (%d)",
                                            ltc_op_name(op), n_operands);
+    /* the op runs on its operands' device (Lua numbers, weak scalars, go along) */
+    const ltc_tensor *on = NULL;
+    for (int i = 0; i < n_operands; i++) {
+        const ltc_tensor *t = operands[i];
+        if (t->weak || t->any_device) continue;
+        if (!on) on = t;
+        else if (t->backend != on->backend || t->ordinal != on->ordinal) {
+            char a[48], b[48];
+            ltc_device_format(ltc_tensor_device(on), a, sizeof a);
+            ltc_device_format(ltc_tensor_device(t), b, sizeof b);
+            return ltc_errorf(LTC_ERR_ARG, "%s: expected all tensors on one device, found %s "
+                              "and %s (move one with t:to(device))", ltc_op_name(op), a, b);
+        }
+    }
     for (int i = 0; i < n_operands; i++) {
         ltc_status st = ltc_tensor_value(operands[i], &vals[i]);
         if (st) return st;
@@ -134,8 +153,10 @@ ltc_status ltc_trace(int op, ltc_tensor *const *operands, int n_operands, const 
     if (!n) return LTC_ERR_NOMEM;
     int made = 0;
     ltc_status st = LTC_OK;
-    for (; made < n_outputs; made++)
+    for (; made < n_outputs; made++) {
         if ((st = ltc_tensor_from_value((ltc_value){n, made}, &outs[made]))) break;
+        if (on) outs[made]->backend = on->backend, outs[made]->ordinal = on->ordinal;
+    }
     if (!st && n_outputs == 1 && n_operands > 0 && ltc_op_is_view(op))
         st = ltc_view_record(outs[0], operands[0], op, attrs, n_attrs);
     if (st)
@@ -187,6 +208,7 @@ ltc_status ltc_rng_state_tensor(int64_t numel, ltc_tensor **out) {
     ltc_shape s;
     ltc_shape_make(&s, LTC_I64, 1, &two);
     ltc_status st = ltc_tensor_from_host(&s, state, out);
+    if (!st) (*out)->any_device = true; /* made on the default device, used on any */
     if (st) ltc_rng_advance((uint64_t)-numel); /* nothing drew from it */
     else ltc_capture_note_rng(*out, (uint64_t)state[1]); /* a capture makes it afresh */
     return st;

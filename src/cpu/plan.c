@@ -23,7 +23,6 @@ void ltc_cpu_plan_step_clear(plan_step *s) {
     free(s->in_shapes);
     free(s->out_shapes);
     free(s->attrs);
-    free(s->fallback);
     ltc_cpu_fused_free(s->fused);
 }
 
@@ -130,8 +129,7 @@ static void *dup(const void *src, size_t n) {
     return d;
 }
 
-cpu_plan *ltc_cpu_plan_build(const ltc_lowering_ctx *ctx, const ltc_kernel_fn *kernels,
-                             const ltc_kernel_fn *fallback) {
+cpu_plan *ltc_cpu_plan_build(const ltc_lowering_ctx *ctx, const ltc_kernel_fn *kernels) {
     cpu_plan *p = calloc(1, sizeof *p);
     int *first_buf = malloc(sizeof(int) * (size_t)(ctx->n_nodes + 1));
     int n_bufs = 0, n_steps = 0;
@@ -164,8 +162,6 @@ cpu_plan *ltc_cpu_plan_build(const ltc_lowering_ctx *ctx, const ltc_kernel_fn *k
             continue;
         }
         ltc_kernel_fn fn = kernels[n->op];
-        bool eager = !fn && fallback && fallback[n->op];
-        if (eager) fn = fallback[n->op];
         if (!fn) {
             ltc_errorf(LTC_ERR_BACKEND, "%s: the backend has no kernel for this op", ltc_op_name(n->op));
             goto fail;
@@ -173,11 +169,6 @@ cpu_plan *ltc_cpu_plan_build(const ltc_lowering_ctx *ctx, const ltc_kernel_fn *k
         plan_step *s = &p->steps[p->n_steps++];
         s->op = n->op;
         s->fn = fn;
-        if (eager) {
-            char name[96];
-            snprintf(name, sizeof name, "EagerFallback::%s", ltc_op_name(n->op));
-            if (!(s->fallback = dup(name, strlen(name) + 1))) goto nomem;
-        }
         s->n_in = n->n_operands;
         s->n_out = n->n_outputs;
         s->n_attrs = n->n_attrs;
@@ -258,7 +249,6 @@ ltc_status ltc_cpu_plan_run_with(cpu_plan *p, ltc_data *const *args, ltc_data **
             .n_in = sp->n_in, .in_shapes = sp->in_shapes, .in = in,
             .n_out = sp->n_out, .out_shapes = sp->out_shapes, .out = out, .ctx = sp->fused,
         };
-        if (sp->fallback) ltc_counter_add(sp->fallback, 1);
         uint64_t t0 = prof ? now_ns() : 0;
         if ((st = sp->fn(&a))) {
             ltc_error_prefix(st, ltc_op_name(sp->op));
@@ -327,7 +317,7 @@ char *ltc_cpu_plan_text(const cpu_plan *p, const char *backend) {
                                           : ltc_op_name(sp->op));
         for (int k = 0; k < sp->n_in; k++)
             len += (size_t)snprintf(out + len, cap - len, k ? ", b%d" : "b%d", sp->in[k]);
-        len += (size_t)snprintf(out + len, cap - len, ")%s ->", sp->fallback ? " [ref]" : "");
+        len += (size_t)snprintf(out + len, cap - len, ") ->");
         for (int k = 0; k < sp->n_out; k++) {
             const plan_buf *bf = &p->bufs[sp->out[k]];
             len += (size_t)snprintf(out + len, cap - len, " b%d %s%s %s", sp->out[k],
@@ -347,10 +337,9 @@ char *ltc_cpu_plan_text(const cpu_plan *p, const char *backend) {
 }
 
 ltc_status ltc_cpu_plan_compile_all(const ltc_lowering_ctx *const *ctxs, int n,
-                                    ltc_computation **out, const ltc_kernel_fn *kernels,
-                                    const ltc_kernel_fn *fallback) {
+                                    ltc_computation **out, const ltc_kernel_fn *kernels) {
     for (int i = 0; i < n; i++) {
-        cpu_plan *p = ltc_cpu_plan_build(ctxs[i], kernels, fallback);
+        cpu_plan *p = ltc_cpu_plan_build(ctxs[i], kernels);
         if (!p) {
             for (int k = 0; k < i; k++) {
                 ltc_cpu_plan_free(out[k]->impl);

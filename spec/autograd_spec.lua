@@ -401,6 +401,23 @@ local cases = {
   end,
 }
 
+for name, case in pairs(dofile("spec/support/grad_cases_ops.lua")(gradcheck, ltc)) do
+  assert(not cases[name], name .. " has two finite-difference cases")
+  cases[name] = case
+end
+
+-- The collectives on one process (the identity communicator): the formulas' mechanics; the
+-- values across ranks are checked under mpirun (spec/distributed_spec.lua).
+cases.all_reduce = function()
+  for op = 0, 4 do gradcheck(function(a) return ltc.all_reduce(a, op) * 2 end, { A }) end
+end
+cases.broadcast = function() gradcheck(function(a) return ltc.broadcast(a, 0) end, { A }) end
+cases.reduce = function() gradcheck(function(a) return ltc.reduce(a, 0) end, { A }) end
+cases.all_gather = function() gradcheck(function(a) return ltc.all_gather(a, 1) end, { A }) end
+cases.reduce_scatter = function()
+  for op = 0, 4 do gradcheck(function(a) return ltc.reduce_scatter(a, op, 1) end, { A }) end
+end
+
 describe("derivatives", function()
   local D = ltc.autograd.derivatives()
   local names = {}

@@ -3,20 +3,26 @@
 -- and "ref" (the reference backend). Values, dtypes and sizes must match the fixture.
 local ltc = require "ltc"
 
-local dir = "spec/fixtures/"
-local cases = dofile(dir .. "manifest.lua")
+-- The cases of tools/gen_fixtures.py, then those of tools/gen_fixtures_ops.py (in ops/).
+local cases = {}
+for _, dir in ipairs({"spec/fixtures/", "spec/fixtures/ops/"}) do
+  for _, case in ipairs(dofile(dir .. "manifest.lua")) do
+    case.dir = dir
+    cases[#cases + 1] = case
+  end
+end
 
 local close = dofile("spec/support/close.lua")
 
 -- Runs one case on the current backend and checks every output against its fixture.
 local function run(case)
   local inputs = {}
-  for i, f in ipairs(case.inputs) do inputs[i] = ltc.load(dir .. f) end
+  for i, f in ipairs(case.inputs) do inputs[i] = ltc.load(case.dir .. f) end
   local fn = assert(load("local ltc, x, y, z, w = ...; return " .. case.call, case.name, "t"))
   local results = table.pack(fn(ltc, table.unpack(inputs)))
   assert.are.equal(#case.outputs, results.n, case.name .. ": number of results")
   for i, f in ipairs(case.outputs) do
-    local want, got = ltc.load(dir .. f), results[i]
+    local want, got = ltc.load(case.dir .. f), results[i]
     assert.are.equal(want:dtype(), got:dtype(), case.name .. ": dtype of result " .. i)
     assert.are.same(want:size(), got:size(), case.name .. ": size of result " .. i)
     close(want:totable(), got:totable(), case.tol, case.name)

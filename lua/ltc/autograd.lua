@@ -34,6 +34,7 @@ local core          -- the ltc.core table (wrapped by install)
 local module        -- the user-facing ltc module (set by export)
 local D, O          -- gen/derivatives.lua: entries by full op name, overloads by Lua name
 local grad_enabled = true
+local FLOAT = { float32 = true, float64 = true }
 
 -- Per-tensor autograd state, keyed weakly by the tensor userdata.
 local REQ = setmetatable({}, { __mode = "k" })   -- t -> true: requires grad
@@ -56,10 +57,13 @@ local function root_of(x)
   return w and w.base or x
 end
 
+local WEAK_KEYS = { __mode = "k" }
+
 local function save_in(node, x)
-  local r = root_of(x)
+  local w = VIEW[x]
+  local r = w and w.base or x
   local set = SAVERS[r]
-  if not set then set = setmetatable({}, { __mode = "k" }); SAVERS[r] = set end
+  if not set then set = setmetatable({}, WEAK_KEYS); SAVERS[r] = set end
   set[node] = true
 end
 
@@ -116,10 +120,12 @@ function F.mean_backward(grad, self, dim, keepdim)
   return F.sum_backward(grad, self, dim, keepdim) / n
 end
 
---- Gradient of max(self) (all elements): shared evenly among the maxima, as PyTorch.
+--- Gradient of max(self) (all elements): shared evenly among the maxima, as PyTorch
+-- (evenly_distribute_backward); when the result is NaN, among the NaN elements. Masks select
+-- (where), they never multiply, so an infinite or NaN gradient stays where it belongs.
 function F.max_backward(grad, self, result)
-  local mask = self:eq(result)
-  return mask * (grad / mask:sum())
+  local mask = self:eq(result):logical_or(self:ne(self):logical_and(result:ne(result)))
+  return core.where(mask, grad / mask:sum(), 0)
 end
 
 --- A 1-based int64 index along dim of t's shape (size 1 elsewhere), for index masks.
@@ -137,7 +143,7 @@ function F.index_dim_backward(grad, self, dim, keepdim, indices)
     grad = F.unsqueeze(grad, dim)
     indices = F.unsqueeze(indices, dim)
   end
-  return grad * F.positions(self, dim):eq(indices)
+  return core.where(F.positions(self, dim):eq(indices), grad, 0)
 end
 
 --- Gradients of matmul (PyTorch's rules: 1-d operands promoted, batch dims broadcast;
@@ -176,7 +182,9 @@ end
 --- Gradient of linear's weight: grad^T . self, with leading dims flattened.
 function F.linear_weight_backward(grad, self)
   local out, inp = grad:size(-1), self:size(-1)
-  return grad:reshape({ -1, out }):t():matmul(self:reshape({ -1, inp }))
+  local rows = 1
+  for i = 1, grad:dim() - 1 do rows = rows * grad:size(i) end
+  return grad:reshape({ rows, out }):t():matmul(self:reshape({ rows, inp }))
 end
 
 --- F.trunc(t): t rounded toward zero (for fmod's gradient).
@@ -200,11 +208,30 @@ function F.clamp_backward(grad, self, min, max)
   return core.where(keep, grad, 0)
 end
 
---- Gradient of minimum (is_min) or maximum with respect to self: grad where self wins,
--- half of it on ties (PyTorch), 0 where other wins.
+--- Gradient of minimum (is_min) or maximum with respect to self: 0 where other wins, half
+-- of grad on ties, grad elsewhere, NaN operands included (PyTorch 1.13's masked_fill rule).
 function F.minmax_backward(grad, self, other, is_min)
-  local win = is_min and self:lt(other) or self:gt(other)
-  return core.where(win, grad, core.where(self:eq(other), grad * 0.5, 0))
+  local lose = is_min and self:gt(other) or self:lt(other)
+  return core.where(lose, 0, core.where(self:eq(other), grad * 0.5, grad))
+end
+
+--- Gradients of pow(self, exponent) (either may be a Lua number), PyTorch's
+-- pow_backward_self / pow_backward_exponent: 0 where exponent == 0 for self, and 0 where
+-- self == 0 and exponent >= 0 for the exponent (not NaN from 0 * log 0).
+function F.pow_backward_self(grad, self, exponent)
+  if type(exponent) == "number" then
+    if exponent == 0 then return grad * 0 end
+    return grad * (exponent * self ^ (exponent - 1))
+  end
+  return core.where(exponent:eq(0), 0, grad * exponent * self ^ (exponent - 1))
+end
+
+function F.pow_backward_exponent(grad, self, exponent, result)
+  if type(self) == "number" then
+    if self == 0 then return core.where(exponent:ge(0), 0, grad * result * (-math.huge)) end
+    return grad * result * math.log(self)
+  end
+  return core.where(self:eq(0):logical_and(exponent:ge(0)), 0, grad * result * self:log())
 end
 
 -- t with a size-1 dim inserted at dim when a reduction along dim dropped it (keepdim false).
@@ -238,6 +265,12 @@ function F.var_backward(grad, self, dim, unbiased, keepdim)
   local n = all and self:numel() or self:size(dim)
   local mean = all and self:mean() or self:mean(dim, true)
   return grad * (self - mean) * (2 / (n - (unbiased and 1 or 0)))
+end
+
+--- Gradient of std: var's with grad / (2 std), 0 where std is 0 (PyTorch's std_backward).
+function F.std_backward(grad, self, dim, unbiased, keepdim, result)
+  return F.var_backward(core.where(result:eq(0), 0, grad / (2 * result)), self, dim, unbiased,
+    keepdim)
 end
 
 --- Gradient of logsumexp: grad * exp(self - result).
@@ -323,16 +356,26 @@ function F.repeat_backward(grad, self, repeats)
     shape[#shape + 1] = repeats[i]
     shape[#shape + 1] = s
   end
-  local g = grad:reshape(shape)
-  for i = n, 1, -1 do g = g:sum(2 * i - 1) end
+  -- one repeat dim at a time, the dims around it merged: at most 3 dims whatever n is (a
+  -- view of all 2n dims at once would pass the 8-dim limit)
+  local sizes = {}
+  for i = 1, n do sizes[i] = shape[2 * i - 1] * shape[2 * i] end
+  local g = grad
+  for i = n, 1, -1 do
+    local before, after = 1, 1
+    for j = 1, i - 1 do before = before * sizes[j] end
+    for j = i + 1, n do after = after * sizes[j] end
+    g = g:reshape({ before, repeats[i], shape[2 * i] * after }):sum(2)
+    sizes[i] = shape[2 * i]
+  end
   return g:reshape(self:size())
 end
 
 --- Gradient of dropout: grad / (1 - p) at the kept elements, 0 elsewhere; the kept ones are
--- read from the result, so an element of self that is exactly 0 passes no gradient (after a
--- ReLU its gradient is 0 anyway). nn.Dropout draws its mask with rand and multiplies instead.
-function F.dropout_backward(grad, result, p, train)
-  if not train then return grad end
+-- read from the result. Only reached for p 0 or 1 or not train: install() records dropout of
+-- a tensor that requires grad as self * dropout(ones), which keeps the mask.
+function F.dropout_backward(grad, self, result, p, train)
+  if not train or p == 0 then return grad end
   if p >= 1 then return grad * 0 end
   return core.where(result:ne(0), grad / (1 - p), 0)
 end
@@ -468,11 +511,62 @@ local function edge_of(t)
   return FN[t] or { leaf = t }
 end
 
+-- The arguments' edges into a node: edges and needs per Tensor/Tensor[] argument; false when
+-- no argument needs grad.
+local function edges_of(entry, a)
+  local needs, edges, any = {}, {}, false
+  local k = 0
+  for i, spec in ipairs(entry.args) do
+    local kind = spec[2]
+    if kind == "tensor" then
+      k = k + 1
+      local e = edge_of(a[i])
+      edges[k], needs[k] = e, e and true or false
+      any = any or e and true
+    elseif kind == "list" then
+      k = k + 1
+      local v = a[i]
+      if type(v) == "table" then
+        local es, need = {}, false
+        for j, t in ipairs(v) do es[j] = edge_of(t); need = need or es[j] and true end
+        edges[k], needs[k] = es, need
+        any = any or need
+      else
+        edges[k], needs[k] = false, false
+      end
+    end
+  end
+  return any and needs, edges
+end
+
+-- record() of an op with one output o (most ops): no table of outputs; a node's outs are
+-- only needed to make a zero gradient for an output that got none, which a single output
+-- never lacks.
+local function record1(entry, o, ...)
+  local a = normalize(entry, ...)
+  local needs, edges = edges_of(entry, a)
+  if not needs then return o end
+  local node = { entry = entry, a = a, needs = needs, edges = edges }
+  if core.is_tensor(o) and FLOAT[o:dtype()] then
+    REQ[o] = true
+    FN[o] = { node = node, nr = 1 }
+  end
+  if entry.save_result then a.result = { o } end
+  for _, v in pairs(a) do
+    if core.is_tensor(v) then save_in(node, v)
+    elseif type(v) == "table" then
+      for _, x in ipairs(v) do if core.is_tensor(x) then save_in(node, x) end end
+    end
+  end
+  return o
+end
+
 -- Builds the node of one call and marks the differentiable outputs.
 local function record(raw, ov, ...)
   local entry = pick(ov, ...)
+  if not entry or entry.not_differentiable then return raw(...) end
+  if entry.n_outputs == 1 then return record1(entry, raw(...), ...) end
   local outs = pack(raw(...))
-  if not entry or entry.not_differentiable then return unpack(outs, 1, outs.n) end
   local a = normalize(entry, ...)
   local needs, edges, any = {}, {}, false
   local k = 0
@@ -499,9 +593,9 @@ local function record(raw, ov, ...)
   for r = 1, outs.n do
     local o = outs[r]
     if core.is_tensor(o) then
-      node.outs[r] = { o:size(), o:dtype() }
       local dt = o:dtype()
-      if dt == "float32" or dt == "float64" then
+      node.outs[r] = { o:size(), dt }
+      if FLOAT[dt] then
         REQ[o] = true
         FN[o] = { node = node, nr = r }
       end
@@ -530,6 +624,52 @@ local function finish(ok, ...)
 end
 
 -- Remembers that out is a view of src made by the op of ov with these arguments.
+-- View ops that only change the sizes (their inverse is a reshape back).
+local RESHAPE_LIKE = { view = true, reshape = true, flatten = true, squeeze = true,
+  ["squeeze.dim"] = true, unsqueeze = true }
+
+local function same_size(a, b)
+  if #a ~= #b then return false end
+  for i = 1, #a do if a[i] ~= b[i] then return false end end
+  return true
+end
+
+-- The last step of chain (a copy of a parent's chain, owned by the caller) and the new step
+-- fused where they compose into one view op or none: reshapes into one reshape (none when it
+-- gives back the sizes before them), narrows of one dim into one narrow, t of t and
+-- transpose of the same transpose into nothing. So a view's record does not grow with the
+-- views taken before it in these patterns (consuming a buffer with narrow, x = x:t() in a
+-- loop, reshape chains).
+local function append_step(chain, step, in_size, out_size)
+  local n = #chain
+  local last, name = chain[n], step.entry.name
+  if RESHAPE_LIKE[name] then
+    if last and last.in_size then
+      chain[n] = nil
+      if not same_size(last.in_size, out_size) then
+        chain[n] = { entry = D.reshape, a = { false, out_size }, in_size = last.in_size }
+      end
+      return
+    end
+    step.in_size = in_size
+  elseif last then
+    local lname, la, a = last.entry.name, last.a, step.a
+    if name == "narrow" and lname == "narrow" and la[2] == a[2] and math_type(la[3]) == "integer"
+        and math_type(a[3]) == "integer" and la[3] > 0 and a[3] > 0 then
+      chain[n] = { entry = last.entry, a = { false, a[2], la[3] + a[3] - 1, a[4] } }
+      return
+    end
+    if (name == "t" and lname == "t") or (name == "transpose" and lname == "transpose"
+        and ((la[2] == a[2] and la[3] == a[3]) or (la[2] == a[3] and la[3] == a[2]))) then
+      chain[n] = nil
+      return
+    end
+  end
+  chain[n + 1] = step
+end
+
+-- Remembers that out is a view of src made by the op of ov with these arguments. The steps
+-- keep the op's arguments but not src (a[1]), so no intermediate view is kept alive.
 local function track_view(out, ov, src, ...)
   if not (core.is_tensor(out) and core.is_tensor(src)) then return end
   local entry = pick(ov, src, ...)
@@ -539,8 +679,18 @@ local function track_view(out, ov, src, ...)
     base = parent.base
     for k, step in ipairs(parent.chain) do chain[k] = step end
   end
-  chain[#chain + 1] = { entry = entry, a = normalize(entry, src, ...) }
+  local a = normalize(entry, src, ...)
+  a[1] = false
+  local step = { entry = entry, a = a }
+  if RESHAPE_LIKE[entry.name] then append_step(chain, step, src:size(), out:size())
+  else append_step(chain, step) end
   VIEW[out] = { base = base, chain = chain, version = VERSION[base] or 0 }
+end
+
+--- The number of view steps autograd keeps for t (0 when t is no view): for tests.
+function A.view_steps(t)
+  local w = VIEW[t]
+  return w and w.chain and #w.chain or 0
 end
 
 -- Calls the op, recording it when grad mode is on and an argument requires grad (or is a
@@ -643,6 +793,15 @@ local function copy_slices_entry(chain, view_size, view_dtype)
   }
 end
 
+-- The backward of an in-place write of a value that needs no grad: zeros for the old value.
+local OVERWRITE = {
+  name = "overwrite",
+  args = { { "self", "tensor" } },
+  n_outputs = 1,
+  formulas = { true },
+  backward = function(a) return { F.zeros_like(a[1]) } end,
+}
+
 -- Size and dtype of a tensor as it is now (a tensor written in place keeps neither value).
 local function shape_of(t)
   local size, dtype = t:size(), t:dtype()
@@ -657,8 +816,17 @@ local function preserve(root)
   SAVERS[root] = nil
   local prev = grad_enabled
   grad_enabled = false
+  -- a copy keeps x's history (PyTorch's SavedVariable keeps its grad_fn), so a backward with
+  -- create_graph differentiates through the saved value too
   local function copy(x)
-    if core.is_tensor(x) and root_of(x) == root then return core.to(x, x:dtype()), true end
+    if core.is_tensor(x) and root_of(x) == root then
+      grad_enabled = prev
+      local e = prev and edge_of(x)
+      grad_enabled = false
+      local c = core.to(x, x:dtype())
+      if e then REQ[c], FN[c] = true, e end
+      return c, true
+    end
     return x, false
   end
   local ok, err = pcall(function()
@@ -691,16 +859,20 @@ local LEAF_MSG = "%s: a %s that requires grad is used in an in-place operation (
 -- history; views of the base written since are given theirs when next used.
 local function inplace(name, raw, t, v)
   local w = VIEW[t]
-  local detached = w and w.detached
   local base = (w and w.base) or t
-  if not grad_enabled or detached then
+  if not grad_enabled then
     preserve(base)
     raw(t, v)
     VERSION[base] = (VERSION[base] or 0) + 1
     return t
   end
   if stale(t) then refresh(t) end
-  local vreq = core.is_tensor(v) and (REQ[v] or stale(v)) and edge_of(v) and true
+  -- integer and bool tensors never require grad, whatever is written into them
+  local vreq = FLOAT[t:dtype()] and core.is_tensor(v) and (REQ[v] or stale(v)) and edge_of(v)
+    and true
+  -- a detached alias (PyTorch's non-differentiable view) takes its own history, as a tensor
+  -- that is no view; its base's version still counts the write
+  if w and w.detached then w = nil end
   if not w then
     if REQ[t] and not FN[t] then error(string.format(LEAF_MSG, name, "leaf tensor"), 3) end
     local nv = v
@@ -712,10 +884,22 @@ local function inplace(name, raw, t, v)
       if nv:dtype() ~= t:dtype() then nv = nv:to(t:dtype()) end
     end
     if vreq and not FN[nv] then nv = nv:to(t:dtype()) end -- a leaf v: t = a copy of it
-    preserve(t)
+    local old_edge = not vreq and REQ[t] and FN[t]
+    local before = old_edge and shape_of(t)
+    preserve(base)
     raw(t, v)
-    VERSION[t] = (VERSION[t] or 0) + 1
-    if vreq then REQ[t], FN[t] = true, FN[nv] else REQ[t], FN[t] = nil, nil end
+    VERSION[base] = (VERSION[base] or 0) + 1
+    if vreq then
+      REQ[t], FN[t] = true, FN[nv]
+    elseif old_edge then
+      -- overwritten by a value that needs no grad (zero_, fill_, copy_ of a constant): t
+      -- still requires grad (PyTorch: sticky), and its old history gets zeros
+      local node = { entry = OVERWRITE, a = { before }, needs = { true }, edges = { old_edge },
+        outs = { { before.size(), before.dtype() } } }
+      FN[t] = { node = node, nr = 1 }
+    else
+      REQ[t], FN[t] = nil, nil
+    end
     return t
   end
   if not (vreq or REQ[base] or stale(base)) then
@@ -851,7 +1035,7 @@ local function run_backward(root, grad, retain)
       end
       local grads = {}
       for r = 1, entry.n_outputs do grads[r] = buf[r] end
-      if grads[1] == nil and node.outs[1] then
+      if grads[1] == nil and node.outs and node.outs[1] then
         grads[1] = core.zeros(node.outs[1][1], node.outs[1][2])
       end
       local res = entry.backward(node.a, grads, node.needs)
@@ -909,7 +1093,14 @@ function A.backward(t, grad, opts)
   local ok, err = pcall(run_backward, t, grad, opts.retain_graph or opts.create_graph)
   grad_enabled = prev
   if not ok then error(err, 2) end
+  for _, h in ipairs(A.post_backward_hooks) do h(t) end
 end
+
+--- The functions backward calls after it has accumulated every gradient, in order, each
+-- with the tensor backward was called on (PyTorch's Engine::queue_callback, which DDP's
+-- Reducer uses). ltc.distributed's DistributedDataParallel averages gradients here. Add with
+-- table.insert, remove with table.remove; a hook's error propagates from backward.
+A.post_backward_hooks = {}
 
 ---------------------------------------------------------------------------------------------
 -- grad mode
@@ -980,6 +1171,27 @@ function A.install(c)
   end
   for k, v in pairs(mt) do
     if wrapped[v] then mt[k] = wrapped[v] end
+  end
+
+  -- dropout of a tensor that requires grad keeps its mask, as PyTorch saves it: self times
+  -- dropout(ones) (1 / (1 - p) or 0, the same draws), recorded as a mul, so an element of
+  -- self that is 0 still passes its gradient (reading the mask from the result would not)
+  local rec_dropout = c.dropout
+  if rec_dropout then
+    local function dropout(t, p, train, ...)
+      local q = p == nil and 0.5 or p
+      if grad_enabled and select("#", ...) == 0 and train ~= false and math_type(q) == "float" and q > 0 and q < 1
+          and core.is_tensor(t) and FLOAT[t:dtype()] and (REQ[t] or stale(t)) then
+        grad_enabled = false
+        local ok, m = pcall(rec_dropout, core.ones(t:size(), t:dtype()), q, true)
+        grad_enabled = true
+        if not ok then error(m, 2) end
+        return t * m
+      end
+      return rec_dropout(t, p, train, ...)
+    end
+    if methods.dropout == rec_dropout then methods.dropout = dropout end
+    c.dropout = dropout
   end
 
   -- in-place writes (assign_ is the base of add_, mul_, ...; copy_ of fill_ and zero_; t[i] =

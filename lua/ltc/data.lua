@@ -49,6 +49,13 @@ Loader.__index = Loader
 -- tensors with the same number of rows. opts: batch_size (default 1), shuffle (default
 -- false), seed (default 0; epoch e shuffles with seed + e - 1), drop_last (default false: a
 -- last, smaller batch has another shape and so another graph).
+-- distributed (default false): each rank of ltc.distributed iterates over its own shard of
+-- the epoch's order, as PyTorch's DistributedSampler: the (shuffled) order of every row,
+-- padded by repeating its start to a multiple of the world size (or cut to one with
+-- drop_last), dealt round-robin: rank r (0-based) takes positions r+1, r+1+W, ... Every rank
+-- uses the same seed, so the shards are disjoint and cover the epoch; batch k of every rank
+-- together is batch k of a single process with batch_size * W. opts.rank and
+-- opts.world_size override ltc.distributed's (read when an epoch starts).
 function data.DataLoader(tensors, opts)
   if ltc.is_tensor(tensors) then tensors = { tensors } end
   if type(tensors) ~= "table" or #tensors == 0 then
@@ -72,13 +79,35 @@ function data.DataLoader(tensors, opts)
   return setmetatable({
     tensors = tensors, n = n, batch_size = bs, shuffle = opts.shuffle or false,
     seed = opts.seed or 0, drop_last = opts.drop_last or false, epoch = 0,
+    distributed = opts.distributed or false, rank = opts.rank, world_size = opts.world_size,
   }, Loader)
 end
 
---- #loader: the number of batches in an epoch.
+-- distributed: this rank's rank and the world size
+local function placement(self)
+  local dist = require "ltc.distributed"
+  local ws = self.world_size or dist.world_size()
+  local rank = self.rank or dist.rank()
+  if math.type(ws) ~= "integer" or ws < 1 or math.type(rank) ~= "integer" or rank < 0 or rank >= ws then
+    error(string.format("DataLoader: rank %s is out of range for world_size %s (ranks are 0-based)",
+      tostring(rank), tostring(ws)), 3)
+  end
+  return rank, ws
+end
+
+-- The rows this rank iterates over in an epoch (all of them unless distributed).
+local function rows(self)
+  if not self.distributed then return self.n end
+  local _, ws = placement(self)
+  if self.drop_last then return self.n // ws end
+  return (self.n + ws - 1) // ws
+end
+
+--- #loader: the number of batches in an epoch (of this rank's shard when distributed).
 function Loader:__len()
-  if self.drop_last then return self.n // self.batch_size end
-  return (self.n + self.batch_size - 1) // self.batch_size
+  local n = rows(self)
+  if self.drop_last then return n // self.batch_size end
+  return (n + self.batch_size - 1) // self.batch_size
 end
 
 --- loader:batches(): an iterator over one epoch: step, then one batch per tensor.
@@ -86,6 +115,15 @@ function Loader:batches()
   self.epoch = self.epoch + 1
   local order = self.shuffle and data.permutation(self.n, self.seed + self.epoch - 1) or nil
   local bs, n, nb, step = self.batch_size, self.n, #self, 0
+  if self.distributed then
+    local rank, ws = placement(self)
+    local shard, total = {}, rows(self) * ws
+    for k = rank + 1, total, ws do
+      local pos = (k - 1) % self.n + 1 -- padding repeats the order's start
+      shard[#shard + 1] = order and order[pos] or pos
+    end
+    order, n = shard, #shard
+  end
   local tensors = self.tensors
   return function()
     step = step + 1

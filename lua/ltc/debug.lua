@@ -50,6 +50,22 @@ M.backend_text = core.debug_backend_text
 -- nodes ("node %0 device_data: shape f32[64,4] now f32[32,4]").
 M.explain_recompile = core.debug_explain_recompile
 
+--- ltc.debug.explain_jit(f): why the ltc.jit callable f captured again, as text: one line
+-- per recapture (the last 8), naming the argument whose shape or dtype changed or the Lua
+-- value that changed ("call 7: upvalue model.2.training changed (true -> false)"), and
+-- whether f now runs untraced.
+function M.explain_jit(f)
+  if type(f) ~= "table" or type(f.recaptures) ~= "table" then
+    error("ltc.debug.explain_jit: expected a callable made by ltc.jit, got " .. type(f), 2)
+  end
+  local out = { string.format("ltc.jit: %d calls, %s; %d Lua values guarded", f.calls,
+    f.graph and "a captured graph" or "no captured graph", f.guarded or 0) }
+  if #f.recaptures == 0 then out[#out + 1] = "no recapture" end
+  for _, r in ipairs(f.recaptures) do out[#out + 1] = r end
+  if f.untraced then out[#out + 1] = "runs untraced: " .. f.untraced end
+  return table.concat(out, "\n")
+end
+
 --- The Graphviz program ltc.debug.render runs.
 M.dot_command = "dot"
 

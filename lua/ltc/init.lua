@@ -8,6 +8,7 @@ local core = require "ltc.core"
 local autograd = require "ltc.autograd"
 autograd.install(core) -- op functions record grad_fn nodes (lua/ltc/autograd.lua)
 require("ltc.ops").install(core) -- ops written in Lua, conv2d/pooling front ends (lua/ltc/ops.lua)
+require("ltc.reductions").install(core) -- several dims at once, var/std correction, amax/amin
 
 local M = {}
 for name, fn in pairs(core) do

@@ -20,16 +20,6 @@ local sqrt = math.sqrt
 ---------------------------------------------------------------------------------------------
 -- functional
 
-local reductions = { none = 0, mean = 1, sum = 2 }
-local function reduction_of(opts, fname)
-  local r = opts and opts.reduction or "mean"
-  local code = reductions[r]
-  if not code then
-    error(string.format("%s: reduction must be 'none', 'mean' or 'sum', not '%s'", fname, tostring(r)), 3)
-  end
-  return code
-end
-
 --- F.linear(x, weight [, bias]): x . weight^T + bias (x [..., in], weight [out, in]).
 function F.linear(x, weight, bias)
   if bias then return ltc.linear(x, weight, bias) end
@@ -43,11 +33,20 @@ function F.sigmoid(x) return x:sigmoid() end
 function F.softmax(x, dim) return x:softmax(dim or -1) end
 function F.log_softmax(x, dim) return x:log_softmax(dim or -1) end
 
---- F.dropout(x, p, training): zeroes each element with probability p and scales the rest by
--- 1/(1-p) when training (fresh draws from the seeded generator every call; p is a graph
--- parameter, so changing it does not recompile); x itself otherwise.
+-- Raises "<fname>: p must be between 0 and 1, got <p>" unless p is a number in [0, 1].
+local function check_p(fname, p, level)
+  if type(p) ~= "number" or not (p >= 0 and p <= 1) then
+    error(string.format("%s: p must be between 0 and 1, got %s", fname, tostring(p)), level)
+  end
+end
+
+--- F.dropout(x [, p=0.5 [, training=true]]): zeroes each element with probability p and
+-- scales the rest by 1/(1-p) when training (fresh draws from the seeded generator every call;
+-- p is a graph parameter, so changing it does not recompile); x itself otherwise. p outside
+-- [0, 1] (or NaN) is an error, as in ltc.dropout.
 function F.dropout(x, p, training)
-  p = p or 0.5
+  if p == nil then p = 0.5 end
+  check_p("dropout", p, 3)
   if training == false or p == 0 then return x end
   if p == 1 then return x * 0 end
   local keep = ltc.rand(x:size(), x:dtype()):lt(1 - p)
@@ -73,33 +72,21 @@ function F.flatten(x, start_dim, end_dim)
   return x:reshape(out)
 end
 
---- F.cross_entropy(input, target [, {reduction = "mean"|"sum"|"none"}]): logits [N, C]
--- and 1-based int64 class labels [N]. One fused op forward and backward.
-function F.cross_entropy(input, target, opts)
-  return ltc.cross_entropy(input, target, reduction_of(opts, "cross_entropy"))
-end
-
---- F.nll_loss(input, target [, opts]): log-probabilities [N, C], 1-based labels [N].
-function F.nll_loss(input, target, opts)
-  return ltc.nll_loss(input, target, reduction_of(opts, "nll_loss"))
-end
-
---- F.mse_loss(input, target [, opts]): the mean (or sum, or none) of (input - target)^2.
-function F.mse_loss(input, target, opts)
-  local r = reduction_of(opts, "mse_loss")
-  local d = input - target
-  local sq = d * d
-  if r == 0 then return sq elseif r == 1 then return sq:mean() else return sq:sum() end
-end
-
 --- F.one_hot(labels, num_classes): int64 one-hot rows of 1-based labels.
 function F.one_hot(labels, num_classes) return ltc.one_hot(labels, num_classes) end
 
---- F.embedding(indices, weight): rows of weight [num, dim] at the 1-based indices (any
--- shape); the result has indices' size plus dim.
-function F.embedding(indices, weight)
+--- F.embedding(indices, weight [, {padding_idx}]): rows of weight [num, dim] at the 1-based
+-- indices (any shape); the result has indices' size plus dim. Rows picked at padding_idx
+-- (1-based) pass no gradient to weight (PyTorch).
+function F.embedding(indices, weight, opts)
+  opts = nn.check_options("embedding", opts, { padding_idx = true }, 2)
   local s = indices:size()
-  local rows = weight:index_select(1, indices:reshape({ -1 }))
+  local flat = indices:reshape({ -1 })
+  local rows = weight:index_select(1, flat)
+  if opts.padding_idx then
+    local keep = flat:ne(opts.padding_idx):unsqueeze(2):to(weight:dtype())
+    rows = rows * keep + rows:detach() * (1 - keep)
+  end
   s[#s + 1] = weight:size(2)
   return rows:reshape(s)
 end
@@ -131,9 +118,10 @@ function F.conv2d(x, weight, bias, stride, padding, dilation, groups)
   return ltc.conv2d(x, weight, bias, stride or 1, padding or 0, dilation or 1, groups or 1)
 end
 
-function F.max_pool2d(x, kernel_size, stride, padding)
+function F.max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode)
   if not ltc.max_pool2d then error("max_pool2d: this build has no max_pool2d op", 2) end
-  return ltc.max_pool2d(x, kernel_size, stride or kernel_size, padding or 0)
+  return ltc.max_pool2d(x, kernel_size, stride or kernel_size, padding or 0, dilation or 1,
+    ceil_mode or false)
 end
 
 ---------------------------------------------------------------------------------------------
@@ -143,22 +131,99 @@ local Module = {}
 Module.__index = Module
 nn.Module = Module
 
+-- A module instance keeps its registered parameters, buffers and submodules out of its own
+-- fields, in m._slots (name -> value), with their names in registration order in m._params,
+-- m._buffers and m._modules; m.name finds them through the class's __index. So every
+-- assignment to a registered name goes through __newindex, as PyTorch's __setattr__ does.
+
+--- nn.is_module(v): true when v is an ltc.nn module instance.
+local function is_module(v)
+  return type(v) == "table" and type(rawget(v, "_slots")) == "table"
+    and type(v.forward) == "function"
+end
+nn.is_module = is_module
+
+-- A parameter to register on assignment: a leaf tensor that requires grad (PyTorch's
+-- nn.Parameter). nn.Parameter(t) marks t so (t:requires_grad_()) and returns it.
+local function is_param(v)
+  return ltc.is_tensor(v) and v.requires_grad and v.is_leaf
+end
+function nn.Parameter(t, requires_grad)
+  if not ltc.is_tensor(t) then error("Parameter: a tensor expected, got " .. type(t), 2) end
+  if requires_grad == false then return t end
+  if not t.is_leaf then t = t:detach() end
+  return t:requires_grad_()
+end
+
+local function remove_name(list, name)
+  for i, n in ipairs(list) do
+    if n == name then table.remove(list, i); return true end
+  end
+  return false
+end
+
+-- Which list of m holds name ("_params", "_buffers", "_modules"), or nil.
+local function kind_of(m, name)
+  for _, kind in ipairs { "_params", "_buffers", "_modules" } do
+    for _, n in ipairs(rawget(m, kind)) do if n == name then return kind end end
+  end
+  return nil
+end
+
+local function class_name(m)
+  return ((getmetatable(m).__name or "Module"):gsub("^ltc%.nn%.", ""))
+end
+
+-- m.name = v: a module registers as a submodule, a leaf tensor that requires grad as a
+-- parameter; assigning to a registered name replaces the value (nil keeps the name, as
+-- PyTorch's `self.bias = None`); a value of another kind unregisters it. Anything else is a
+-- plain field.
+local function module_newindex(self, k, v)
+  if math.type(k) == "integer" and kind_of(self, tostring(k)) then k = tostring(k) end
+  local slots = rawget(self, "_slots")
+  local kind = type(k) == "string" and kind_of(self, k)
+  if kind == "_modules" and (v == nil or is_module(v)) then slots[k] = v; return end
+  if kind == "_params" and (v == nil or ltc.is_tensor(v)) then
+    if v ~= nil and not v.requires_grad then v = nn.Parameter(v) end
+    slots[k] = v
+    return
+  end
+  if kind == "_buffers" and (v == nil or ltc.is_tensor(v)) then slots[k] = v; return end
+  if kind then remove_name(rawget(self, kind), k); slots[k] = nil end
+  if type(k) == "string" and is_module(v) then
+    self:add_module(k, v)
+  elseif type(k) == "string" and is_param(v) then
+    self:register_parameter(k, v)
+  else
+    rawset(self, k, v)
+  end
+end
+
 --- nn.class(name [, parent]): a module class; calling it makes an instance and runs __init.
+-- In __init, `self.fc = nn.Linear(...)` registers a submodule and `self.w =
+-- nn.Parameter(t)` a parameter (see "Writing a module" in the README).
 function nn.class(name, parent)
   local cls = {}
-  -- fields, then methods; m[i] is the child named tostring(i) (Sequential's m[1])
+  -- class members first, then registered parameters, buffers and submodules; m[i] is the
+  -- child named tostring(i) (Sequential's m[1])
   cls.__index = function(self, k)
     local v = cls[k]
-    if v == nil and math.type(k) == "integer" then return rawget(self, tostring(k)) end
+    if v ~= nil then return v end
+    local slots = rawget(self, "_slots")
+    v = slots[k]
+    if v == nil and math.type(k) == "integer" then return slots[tostring(k)] end
     return v
   end
+  cls.__newindex = module_newindex
+  cls.__len = function(self) return #rawget(self, "_modules") end
   cls.__name = "ltc.nn." .. name
   cls.__call = function(self, ...) return self:forward(...) end
   cls.__tostring = function(self) return self:describe() end
   return setmetatable(cls, {
     __index = parent or Module,
     __call = function(c, ...)
-      local o = setmetatable({ _params = {}, _modules = {}, training = true }, c)
+      local o = setmetatable({ _params = {}, _buffers = {}, _modules = {}, _slots = {},
+        training = true }, c)
       o:__init(...)
       return o
     end,
@@ -167,50 +232,113 @@ end
 
 function Module:__init() end
 
---- m:register_parameter(name, t): t becomes a parameter (requires grad) stored as m[name].
+--- m:register_parameter(name, t): t (a float tensor, or nil for an absent one such as a
+-- bias=false Linear's bias) becomes a parameter: a leaf that requires grad, found as m[name],
+-- listed by parameters() and state_dict().
 function Module:register_parameter(name, t)
-  if t ~= nil then t:requires_grad_() end
-  if not self:_has_param(name) then self._params[#self._params + 1] = name end
-  self[name] = t
+  if t ~= nil then t = nn.Parameter(t) end
+  local kind = kind_of(self, name)
+  if kind ~= "_params" then
+    if kind then remove_name(self[kind], name) end
+    self._params[#self._params + 1] = name
+  end
+  self._slots[name] = t
   return t
 end
 
-function Module:_has_param(name)
-  for _, n in ipairs(self._params) do if n == name then return true end end
-  return false
+--- m:register_buffer(name, t): t (a tensor that is not trained, such as BatchNorm's running
+-- statistics) is stored as m[name], listed by buffers() and saved by state_dict().
+function Module:register_buffer(name, t)
+  if t ~= nil and not ltc.is_tensor(t) then
+    error(string.format("%s: buffer %s must be a tensor or nil, not %s", class_name(self), name,
+      type(t)), 2)
+  end
+  local kind = kind_of(self, name)
+  if kind ~= "_buffers" then
+    if kind then remove_name(self[kind], name) end
+    self._buffers[#self._buffers + 1] = name
+  end
+  self._slots[name] = t
+  return t
 end
 
 --- m:add_module(name, child): child is stored as m[name] and its parameters are m's.
 -- Raises "<owner>: module <name> is a <type>, not an ltc.nn module" unless child is a module;
 -- `level` as error()'s, counted from the caller of check_module.
 local function check_module(owner, name, child, level)
-  if type(child) ~= "table" or type(child.forward) ~= "function" then
-    error(string.format("%s: module %s is a %s, not an ltc.nn module",
-      (getmetatable(owner).__name:gsub("^ltc%.nn%.", "")), name, type(child)), level + 1)
+  if not is_module(child) then
+    error(string.format("%s: module %s is a %s, not an ltc.nn module", class_name(owner), name,
+      type(child)), level + 1)
   end
 end
 
 function Module:add_module(name, child)
   check_module(self, name, child, 2)
-  self._modules[#self._modules + 1] = name
-  self[name] = child
+  local kind = kind_of(self, name)
+  if kind ~= "_modules" then
+    if kind then remove_name(self[kind], name) end
+    self._modules[#self._modules + 1] = name
+  end
+  self._slots[name] = child
   return child
 end
 
---- m:named_parameters(): list of {name, tensor} with dotted names ("1.weight").
-function Module:named_parameters(prefix, out, seen)
+--- m:named_children(): list of {name, module} of the direct submodules, in order.
+function Module:named_children()
+  local out = {}
+  for _, n in ipairs(self._modules) do
+    local c = self._slots[n]
+    if c ~= nil then out[#out + 1] = { n, c } end
+  end
+  return out
+end
+
+--- m:children(): the direct submodules in order.
+function Module:children()
+  local cs = {}
+  for i, nc in ipairs(self:named_children()) do cs[i] = nc[2] end
+  return cs
+end
+
+--- m:named_modules(): list of {name, module}: m itself (name "") and every submodule, depth
+-- first, each once (PyTorch's order).
+function Module:named_modules(prefix, out, seen)
   out, seen, prefix = out or {}, seen or {}, prefix or ""
-  for _, n in ipairs(self._params) do
-    local t = self[n]
+  if seen[self] then return out end
+  seen[self] = true
+  out[#out + 1] = { prefix, self }
+  for _, nc in ipairs(self:named_children()) do
+    nc[2]:named_modules(prefix == "" and nc[1] or prefix .. "." .. nc[1], out, seen)
+  end
+  return out
+end
+
+--- m:modules(): m and all its submodules (depth first), as named_modules without names.
+function Module:modules()
+  local ms = {}
+  for i, nm in ipairs(self:named_modules()) do ms[i] = nm[2] end
+  return ms
+end
+
+-- {name, tensor} pairs of the `kind` list ("_params" or "_buffers") of m and its submodules.
+local function named_tensors(m, kind, prefix, out, seen)
+  for _, n in ipairs(m[kind]) do
+    local t = m._slots[n]
     if t ~= nil and not seen[t] then
       seen[t] = true
       out[#out + 1] = { prefix .. n, t }
     end
   end
-  for _, n in ipairs(self._modules) do
-    self[n]:named_parameters(prefix .. n .. ".", out, seen)
+  for _, nc in ipairs(m:named_children()) do
+    named_tensors(nc[2], kind, prefix .. nc[1] .. ".", out, seen)
   end
   return out
+end
+
+--- m:named_parameters(): list of {name, tensor} with dotted names ("1.weight"), in
+-- registration order, submodules depth first; a tensor shared by two modules once.
+function Module:named_parameters(prefix)
+  return named_tensors(self, "_params", prefix or "", {}, {})
 end
 
 --- m:parameters(): the parameter tensors, in the order of named_parameters.
@@ -220,18 +348,29 @@ function Module:parameters()
   return ps
 end
 
---- m:children(): the direct submodules in order.
-function Module:children()
-  local cs = {}
-  for i, n in ipairs(self._modules) do cs[i] = self[n] end
-  return cs
+--- m:named_buffers() / m:buffers(): as named_parameters / parameters, for the buffers.
+function Module:named_buffers(prefix)
+  return named_tensors(self, "_buffers", prefix or "", {}, {})
+end
+function Module:buffers()
+  local bs = {}
+  for i, nb in ipairs(self:named_buffers()) do bs[i] = nb[2] end
+  return bs
+end
+
+--- m:apply(fn): calls fn(module) for every submodule (children first) and then m (PyTorch's
+-- order, as used for custom initialisation); returns m.
+function Module:apply(fn)
+  for _, c in ipairs(self:children()) do c:apply(fn) end
+  fn(self)
+  return self
 end
 
 --- m:train([mode]) / m:eval(): training mode on (default) or off, for m and its children.
 function Module:train(mode)
   if mode == nil then mode = true end
   self.training = mode
-  for _, n in ipairs(self._modules) do self[n]:train(mode) end
+  for _, c in ipairs(self:children()) do c:train(mode) end
   return self
 end
 
@@ -242,20 +381,53 @@ function Module:zero_grad()
   for _, p in ipairs(self:parameters()) do p.grad = nil end
 end
 
---- m:state_dict(): {name = tensor} for every parameter (the tensors themselves, not copies).
+local float_dtypes = { float32 = true, float64 = true }
+
+--- m:to(dtype_or_device): every parameter and floating-point buffer converted by t:to(arg)
+-- (a dtype name such as "float64"; a device, where the tensor's `to` takes one). Parameters
+-- are replaced by new leaves that require grad (an optimizer made before the conversion
+-- still holds the old ones: make it after, as PyTorch advises); grads are dropped. Integer
+-- buffers keep their dtype. Returns m. m:double() and m:float() are m:to("float64") and
+-- m:to("float32").
+function Module:to(arg)
+  for _, m in ipairs(self:modules()) do
+    for _, n in ipairs(m._params) do
+      local p = m._slots[n]
+      if p ~= nil then
+        local q = ltc.no_grad(function() return p:to(arg) end)
+        if q ~= p then m._slots[n] = nn.Parameter(q:detach()) end
+      end
+    end
+    for _, n in ipairs(m._buffers) do
+      local b = m._slots[n]
+      if b ~= nil and (float_dtypes[b:dtype()] or not float_dtypes[arg]) then
+        m._slots[n] = b:to(arg)
+      end
+    end
+  end
+  return self
+end
+function Module:double() return self:to("float64") end
+function Module:float() return self:to("float32") end
+
+--- m:state_dict(): {name = tensor} for every parameter and buffer (the tensors themselves,
+-- not copies), with dotted names.
 function Module:state_dict()
   local sd = {}
   for _, np in ipairs(self:named_parameters()) do sd[np[1]] = np[2] end
+  for _, nb in ipairs(self:named_buffers()) do sd[nb[1]] = nb[2] end
   return sd
 end
 
---- m:load_state_dict(sd [, strict=true]): copies sd's tensors into the parameters in place
--- (cast to each parameter's dtype; sizes must match). With strict, missing or unexpected
--- names are errors.
+--- m:load_state_dict(sd [, strict=true]): copies sd's tensors into the parameters and
+-- buffers in place (cast to each one's dtype; sizes must match). With strict, missing or
+-- unexpected names are errors.
 function Module:load_state_dict(sd, strict)
   if strict == nil then strict = true end
   local known = {}
-  for _, np in ipairs(self:named_parameters()) do
+  local entries = self:named_parameters()
+  for _, nb in ipairs(self:named_buffers()) do entries[#entries + 1] = nb end
+  for _, np in ipairs(entries) do
     local name, p = np[1], np[2]
     known[name] = true
     local v = sd[name]
@@ -284,15 +456,46 @@ function Module:extra_repr() return "" end
 
 function Module:describe(indent)
   indent = indent or ""
-  local name = (getmetatable(self).__name or "Module"):gsub("^ltc%.nn%.", "")
-  if #self._modules == 0 then return name .. "(" .. self:extra_repr() .. ")" end
+  local name = class_name(self)
+  local children = self:named_children()
+  if #children == 0 then return name .. "(" .. self:extra_repr() .. ")" end
   local lines = { name .. "(" }
-  for _, n in ipairs(self._modules) do
-    lines[#lines + 1] = indent .. "  (" .. n .. "): " .. self[n]:describe(indent .. "  ")
+  local extra = self:extra_repr()
+  if extra ~= "" then lines[#lines + 1] = indent .. "  " .. extra end
+  for _, nc in ipairs(children) do
+    lines[#lines + 1] = indent .. "  (" .. nc[1] .. "): " .. nc[2]:describe(indent .. "  ")
   end
   lines[#lines + 1] = indent .. ")"
   return table.concat(lines, "\n")
 end
+
+--- nn.check_options(fname, opts, allowed [, level]): raises "<fname>: unknown option '<k>'"
+-- for a key of opts not in the set `allowed` ({name = true, ...}) and "<fname>: options must
+-- be a table" unless opts is nil or a table. Returns opts or {}.
+local function check_options(fname, opts, allowed, level)
+  level = (level or 2) + 1
+  if opts == nil then return {} end
+  if type(opts) ~= "table" then
+    error(string.format("%s: options must be a table, not %s", fname, type(opts)), level)
+  end
+  for k in pairs(opts) do
+    if not allowed[k] then
+      local names = {}
+      for a in pairs(allowed) do names[#names + 1] = a end
+      table.sort(names)
+      error(string.format("%s: unknown option '%s' (known: %s)", fname, tostring(k),
+        table.concat(names, ", ")), level)
+    end
+  end
+  return opts
+end
+nn.check_options = check_options
+local function set(...)
+  local s = {}
+  for _, k in ipairs { ... } do s[k] = true end
+  return s
+end
+nn.option_set = set
 
 -- Raises "<layer>: <what> must be a positive integer (got ...)" unless v is one.
 local function check_size(layer, what, v)
@@ -301,6 +504,7 @@ local function check_size(layer, what, v)
       type(v) == "number" and tostring(v) or type(v)), 4)
   end
 end
+nn.check_size = check_size
 
 -- Uniform samples in [-bound, bound) from the seeded generator.
 local function uniform(size, bound)
@@ -308,16 +512,26 @@ local function uniform(size, bound)
 end
 nn.init = { uniform = uniform }
 
---- nn.Linear(in_features, out_features [, bias=true]): y = x . W^T + b. W [out, in] and b
--- [out] uniform in +-1/sqrt(in_features) (PyTorch's kaiming_uniform with a = sqrt(5)).
+-- The options table of a constructor whose last PyTorch positional argument is `bias`:
+-- nn.Linear(3, 2, false) and nn.Linear(3, 2, {bias = false}) mean the same.
+local function bias_opts(fname, v, allowed)
+  if type(v) == "boolean" then return { bias = v } end
+  return check_options(fname, v, allowed, 3)
+end
+
+--- nn.Linear(in_features, out_features [, {bias=true}]) (or a boolean bias, PyTorch's
+-- positional form): y = x . W^T + b. W [out, in] and b [out] uniform in +-1/sqrt(in_features)
+-- (PyTorch's kaiming_uniform with a = sqrt(5)); bias=false registers no bias (m.bias is nil).
 nn.Linear = nn.class("Linear")
-function nn.Linear:__init(in_features, out_features, bias)
+function nn.Linear:__init(in_features, out_features, opts)
   check_size("Linear", "in_features", in_features)
   check_size("Linear", "out_features", out_features)
+  opts = bias_opts("Linear", opts, set("bias"))
   self.in_features, self.out_features = in_features, out_features
   local bound = 1 / sqrt(in_features)
   self:register_parameter("weight", uniform({ out_features, in_features }, bound))
-  if bias ~= false then self:register_parameter("bias", uniform({ out_features }, bound)) end
+  if opts.bias ~= false then self:register_parameter("bias", uniform({ out_features }, bound))
+  else self:register_parameter("bias", nil) end
 end
 function nn.Linear:forward(x) return F.linear(x, self.weight, self.bias) end
 function nn.Linear:extra_repr()
@@ -338,7 +552,7 @@ function nn.Conv2d:__init(cin, cout, k, opts, ...)
     local padding, dilation, groups, bias = ...
     opts = { stride = opts, padding = padding, dilation = dilation, groups = groups, bias = bias }
   end
-  opts = opts or {}
+  opts = check_options("Conv2d", opts, set("stride", "padding", "dilation", "groups", "bias"), 3)
   self.stride, self.padding = opts.stride or 1, opts.padding or 0
   self.dilation, self.groups = opts.dilation or 1, opts.groups or 1
   local kh, kw = k, k
@@ -346,24 +560,37 @@ function nn.Conv2d:__init(cin, cout, k, opts, ...)
   self.cin, self.cout, self.kh, self.kw = cin, cout, kh, kw
   local bound = 1 / sqrt(cin / self.groups * kh * kw)
   self:register_parameter("weight", uniform({ cout, cin // self.groups, kh, kw }, bound))
-  if opts.bias ~= false then self:register_parameter("bias", uniform({ cout }, bound)) end
+  if opts.bias ~= false then self:register_parameter("bias", uniform({ cout }, bound))
+  else self:register_parameter("bias", nil) end
 end
 function nn.Conv2d:forward(x)
   return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 end
 function nn.Conv2d:extra_repr()
-  return string.format("%d, %d, kernel_size=(%d, %d), stride=%s, padding=%s", self.cin,
-    self.cout, self.kh, self.kw, tostring(self.stride), tostring(self.padding))
+  return string.format("%d, %d, kernel_size=(%d, %d), stride=%s, padding=%s%s", self.cin,
+    self.cout, self.kh, self.kw, tostring(self.stride), tostring(self.padding),
+    self.bias == nil and ", bias=false" or "")
 end
 
---- nn.MaxPool2d(kernel_size [, stride [, padding]]): needs the max_pool2d op.
+--- nn.MaxPool2d(kernel_size [, stride [, padding [, dilation [, ceil_mode]]]]) or
+-- nn.MaxPool2d(kernel_size, {stride, padding, dilation, ceil_mode}): needs the max_pool2d op.
+-- ceil_mode rounds the output size up (PyTorch).
 nn.MaxPool2d = nn.class("MaxPool2d")
-function nn.MaxPool2d:__init(k, stride, padding)
-  self.kernel_size, self.stride, self.padding = k, stride or k, padding or 0
+function nn.MaxPool2d:__init(k, stride, padding, dilation, ceil_mode)
+  local opts = { stride = stride, padding = padding, dilation = dilation, ceil_mode = ceil_mode }
+  if type(stride) == "table" and not (#stride == 2 and type(stride[1]) == "number") then
+    opts = check_options("MaxPool2d", stride, set("stride", "padding", "dilation", "ceil_mode"), 3)
+  end
+  self.kernel_size, self.stride = k, opts.stride or k
+  self.padding, self.dilation, self.ceil_mode = opts.padding or 0, opts.dilation or 1, opts.ceil_mode or false
 end
-function nn.MaxPool2d:forward(x) return F.max_pool2d(x, self.kernel_size, self.stride, self.padding) end
+function nn.MaxPool2d:forward(x)
+  return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
+end
 function nn.MaxPool2d:extra_repr()
-  return string.format("kernel_size=%s, stride=%s", tostring(self.kernel_size), tostring(self.stride))
+  return string.format("kernel_size=%s, stride=%s, padding=%s, ceil_mode=%s",
+    tostring(self.kernel_size), tostring(self.stride), tostring(self.padding),
+    tostring(self.ceil_mode))
 end
 
 local function activation(name, fn)
@@ -380,13 +607,21 @@ nn.Sigmoid = activation("Sigmoid", F.sigmoid)
 nn.Softmax = nn.class("Softmax")
 function nn.Softmax:__init(dim) self.dim = dim or -1 end
 function nn.Softmax:forward(x) return x:softmax(self.dim) end
+function nn.Softmax:extra_repr() return "dim=" .. self.dim end
 nn.LogSoftmax = nn.class("LogSoftmax")
 function nn.LogSoftmax:__init(dim) self.dim = dim or -1 end
 function nn.LogSoftmax:forward(x) return x:log_softmax(self.dim) end
+function nn.LogSoftmax:extra_repr() return "dim=" .. self.dim end
 
---- nn.Dropout([p=0.5]): F.dropout while training, identity in eval mode.
+--- nn.Dropout([p=0.5]) or nn.Dropout{p = 0.5}: F.dropout while training, identity in eval
+-- mode. p outside [0, 1] is an error here, as in F.dropout and ltc.dropout.
 nn.Dropout = nn.class("Dropout")
-function nn.Dropout:__init(p) self.p = p or 0.5 end
+function nn.Dropout:__init(p)
+  if type(p) == "table" then p = check_options("Dropout", p, set("p"), 3).p end
+  if p == nil then p = 0.5 end
+  check_p("Dropout", p, 4)
+  self.p = p
+end
 function nn.Dropout:forward(x) return F.dropout(x, self.p, self.training) end
 function nn.Dropout:extra_repr() return "p=" .. self.p end
 
@@ -394,56 +629,136 @@ function nn.Dropout:extra_repr() return "p=" .. self.p end
 nn.Flatten = nn.class("Flatten")
 function nn.Flatten:__init(s, e) self.start_dim, self.end_dim = s or 2, e or -1 end
 function nn.Flatten:forward(x) return F.flatten(x, self.start_dim, self.end_dim) end
+function nn.Flatten:extra_repr() return string.format("start_dim=%d, end_dim=%d", self.start_dim, self.end_dim) end
 
---- nn.Sequential(m1, m2, ...): applies the modules in order; children named "1", "2", ...
+--- nn.Sequential(m1, m2, ...): applies the modules in order; children named "1", "2", ...;
+-- #seq is the number of children, seq[i] the i-th.
 nn.Sequential = nn.class("Sequential")
 function nn.Sequential:__init(...)
   for i = 1, select("#", ...) do check_module(self, tostring(i), (select(i, ...)), 3) end
   for i, m in ipairs({ ... }) do self:add_module(tostring(i), m) end
 end
 function nn.Sequential:forward(x)
-  for _, n in ipairs(self._modules) do x = self[n](x) end
+  for _, m in ipairs(self:children()) do x = m(x) end
   return x
 end
 function nn.Sequential:add(m) return self:add_module(tostring(#self._modules + 1), m) end
 
---- nn.LayerNorm(normalized_shape [, {eps=1e-5, elementwise_affine=true}]): weight 1, bias 0.
+--- nn.LayerNorm(normalized_shape [, {eps=1e-5, elementwise_affine=true, bias=true}]): weight
+-- 1, bias 0.
 nn.LayerNorm = nn.class("LayerNorm")
 function nn.LayerNorm:__init(shape, opts)
-  opts = opts or {}
+  opts = check_options("LayerNorm", opts, set("eps", "elementwise_affine", "bias"), 3)
   if type(shape) == "number" then shape = { shape } end
   self.normalized_shape, self.eps = shape, opts.eps or 1e-5
-  if opts.elementwise_affine ~= false then
+  self.elementwise_affine = opts.elementwise_affine ~= false
+  if self.elementwise_affine then
     self:register_parameter("weight", ltc.ones(shape))
-    self:register_parameter("bias", ltc.zeros(shape))
+    if opts.bias ~= false then self:register_parameter("bias", ltc.zeros(shape)) end
   end
 end
 function nn.LayerNorm:forward(x)
   return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
 end
-
---- nn.Embedding(num_embeddings, embedding_dim): weight standard normal (PyTorch); indices
--- are 1-based.
-nn.Embedding = nn.class("Embedding")
-function nn.Embedding:__init(num, dim)
-  self.num_embeddings, self.embedding_dim = num, dim
-  self:register_parameter("weight", ltc.no_grad(function() return ltc.randn(num, dim) end))
+function nn.LayerNorm:extra_repr()
+  return string.format("{%s}, eps=%g, elementwise_affine=%s", table.concat(self.normalized_shape, ", "),
+    self.eps, tostring(self.elementwise_affine))
 end
-function nn.Embedding:forward(idx) return F.embedding(idx, self.weight) end
+
+--- nn.Embedding(num_embeddings, embedding_dim [, {padding_idx}]): weight standard normal
+-- (PyTorch); indices are 1-based. With padding_idx (1-based, negative from the end), that
+-- row starts at zero and gets no gradient (PyTorch).
+nn.Embedding = nn.class("Embedding")
+function nn.Embedding:__init(num, dim, opts)
+  check_size("Embedding", "num_embeddings", num)
+  check_size("Embedding", "embedding_dim", dim)
+  opts = check_options("Embedding", opts, set("padding_idx"), 3)
+  local pad = opts.padding_idx
+  if pad ~= nil then
+    if math.type(pad) ~= "integer" or pad == 0 or pad > num or pad < -num then
+      error(string.format("Embedding: padding_idx must be in 1..%d or -%d..-1 (got %s)", num, num,
+        tostring(pad)), 3)
+    end
+    if pad < 0 then pad = num + pad + 1 end
+  end
+  self.num_embeddings, self.embedding_dim, self.padding_idx = num, dim, pad
+  local w = ltc.no_grad(function()
+    local r = ltc.randn(num, dim)
+    if pad then r[pad] = 0 end
+    return r
+  end)
+  self:register_parameter("weight", w)
+end
+function nn.Embedding:forward(idx)
+  return F.embedding(idx, self.weight, { padding_idx = self.padding_idx })
+end
+function nn.Embedding:extra_repr()
+  local s = string.format("%d, %d", self.num_embeddings, self.embedding_dim)
+  if self.padding_idx then s = s .. ", padding_idx=" .. self.padding_idx end
+  return s
+end
 
 ---------------------------------------------------------------------------------------------
--- losses
+-- nn.utils
 
-local function loss_class(name, fn)
-  local cls = nn.class(name)
-  function cls:__init(opts) self.reduction = opts and opts.reduction or "mean" end
-  function cls:forward(input, target) return fn(input, target, { reduction = self.reduction }) end
-  return cls
+nn.utils = {}
+
+-- the parameters of a list, a module or one tensor that have a gradient
+local function with_grads(params, fname)
+  if is_module(params) then params = params:parameters() end
+  if ltc.is_tensor(params) then params = { params } end
+  if type(params) ~= "table" then
+    error(fname .. ": expected a list of parameters, a module or a tensor, got " .. type(params), 3)
+  end
+  local out = {}
+  for _, p in ipairs(params) do if p.grad ~= nil then out[#out + 1] = p end end
+  return out
 end
 
---- nn.CrossEntropyLoss([{reduction}]), nn.NLLLoss, nn.MSELoss: loss(input, target).
-nn.CrossEntropyLoss = loss_class("CrossEntropyLoss", F.cross_entropy)
-nn.NLLLoss = loss_class("NLLLoss", F.nll_loss)
-nn.MSELoss = loss_class("MSELoss", F.mse_loss)
+--- nn.utils.clip_grad_norm_(params, max_norm [, norm_type=2]): scales every gradient by
+-- min(1, max_norm / (total + 1e-6)), total being the norm of all gradients together
+-- (norm_type math.huge: the largest absolute value). Returns total as a 0-d tensor: it is
+-- computed in the step's graph, so clipping never syncs (PyTorch's foreach=False formula).
+function nn.utils.clip_grad_norm_(params, max_norm, norm_type)
+  norm_type = norm_type or 2
+  if type(max_norm) ~= "number" or type(norm_type) ~= "number" then
+    error("clip_grad_norm_: max_norm and norm_type must be numbers", 2)
+  end
+  local ps = with_grads(params, "clip_grad_norm_")
+  if #ps == 0 then return ltc.tensor(0) end
+  return ltc.no_grad(function()
+    local total
+    if norm_type == math.huge then
+      for _, p in ipairs(ps) do
+        local m = p.grad:abs():max()
+        total = total and ltc.maximum(total, m) or m
+      end
+    else
+      for _, p in ipairs(ps) do
+        local n = p.grad:norm(norm_type) ^ norm_type
+        total = total and total + n or n
+      end
+      total = total ^ (1 / norm_type)
+    end
+    local coef = (max_norm / (total + 1e-6)):clamp(nil, 1)
+    for _, p in ipairs(ps) do p.grad = p.grad * coef:to(p.grad:dtype()) end
+    return total
+  end)
+end
+
+--- nn.utils.clip_grad_value_(params, clip_value): every gradient clamped to [-clip_value,
+-- clip_value], in the step's graph.
+function nn.utils.clip_grad_value_(params, clip_value)
+  if type(clip_value) ~= "number" then error("clip_grad_value_: clip_value must be a number", 2) end
+  ltc.no_grad(function()
+    for _, p in ipairs(with_grads(params, "clip_grad_value_")) do
+      p.grad = p.grad:clamp(-clip_value, clip_value)
+    end
+  end)
+end
+
+nn._private = { check_module = check_module, set = set, uniform = uniform }
+require("ltc.nn_loss")(nn, F)
+require("ltc.nn_rnn")(nn, F)
 
 return nn

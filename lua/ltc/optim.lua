@@ -1,5 +1,7 @@
 --- ltc.optim: optimizers (PyTorch's torch.optim): SGD (momentum, Nesterov, weight decay),
--- Adam and AdamW, each with step() and zero_grad().
+-- Adam (amsgrad), AdamW, RMSprop, Adagrad, Adadelta, Adamax, NAdam and RAdam, each with
+-- step(), zero_grad(), state_dict(), load_state_dict() and add_param_group(); learning-rate
+-- schedulers in ltc.optim.lr_scheduler (lua/ltc/lr_scheduler.lua).
 --
 --   local opt = ltc.optim.SGD(model:parameters(), {lr = 0.1, momentum = 0.9})
 --   opt:zero_grad(); loss:backward(); opt:step(); ltc.sync()
@@ -9,10 +11,12 @@
 -- The state (momentum buffers, Adam's moments and step count) is made at the first step
 -- and updated in place after it, so a step captured by ltc.jit replays correctly (a
 -- replay only refreshes tensors that existed before the capture).
--- Hyperparameters are Lua numbers, which enter graphs as parameters: changing opt.lr (or a
--- group's lr) between steps never recompiles. After the first steps (which create the
+-- Hyperparameters are Lua numbers kept as plain fields of each parameter group (opt.lr reads
+-- the first group's and `opt.lr = x` writes every group's); they enter graphs as parameters
+-- (0-d device data), so changing opt.lr (or a group's lr) between steps never recompiles. After the first steps (which create the
 -- optimizer state), every step is the same graph.
 local ltc = require "ltc"
+local live = require("ltc.jit").live -- lr as a graph parameter under ltc.jit (read at replay)
 
 local optim = {}
 
@@ -42,6 +46,7 @@ local function groups_of(params, defaults, name)
 end
 
 local function class(name, defaults, update)
+  defaults.params = nil
   local cls = setmetatable({}, { __index = Optimizer })
   cls.__index = function(self, k)
     if k == "lr" then return self.param_groups[1].lr end
@@ -77,12 +82,19 @@ local function class(name, defaults, update)
           end
         end
       end
-      for _, k in ipairs { "eps", "weight_decay", "momentum" } do
+      for _, k in ipairs { "eps", "weight_decay", "momentum", "lr_decay",
+        "initial_accumulator_value", "momentum_decay" } do
         if d[k] ~= nil and (type(d[k]) ~= "number" or d[k] < 0) then
           error(string.format("%s: %s must be a number >= 0 (got %s)", name, k, tostring(d[k])), 2)
         end
       end
+      for _, k in ipairs { "alpha", "rho" } do
+        if d[k] ~= nil and (type(d[k]) ~= "number" or d[k] < 0 or d[k] > 1) then
+          error(string.format("%s: %s must be in [0, 1] (got %s)", name, k, tostring(d[k])), 2)
+        end
+      end
       local o = setmetatable({}, c)
+      rawset(o, "defaults", d)
       rawset(o, "param_groups", groups_of(params, d, name))
       rawset(o, "state", setmetatable({}, { __mode = "k" }))
       return o
@@ -130,7 +142,7 @@ optim.SGD = class("SGD", { lr = 0.001, momentum = 0, dampening = 0, weight_decay
     end
     if o.nesterov then g = g + o.momentum * buf else g = buf end
   end
-  return p - o.lr * g
+  return p - live(o, "lr") * g
 end)
 
 -- Adam's moment update and step, shared by Adam and AdamW.
@@ -144,31 +156,40 @@ local function adam_step(p, g, st, o)
     v = g * g * (1 - b2)
     t = ltc.tensor(1, "float64")
     st.exp_avg, st.exp_avg_sq, st.step = m, v, t
+    if o.amsgrad then st.max_exp_avg_sq = v:clone() end
   else
     m:mul_(b1):add_(g * (1 - b1))
     v:mul_(b2):add_(g * g * (1 - b2))
     t:add_(1)
+    if o.amsgrad then st.max_exp_avg_sq:copy_(ltc.maximum(st.max_exp_avg_sq, v)) end
   end
   local bc1, bc2 = 1 - b1 ^ t, 1 - b2 ^ t
+  if o.amsgrad then v = st.max_exp_avg_sq end
   local denom = v:sqrt() * (1 / bc2:sqrt()) + o.eps
-  return p - m / denom * (o.lr / bc1)
+  return p - m / denom * (live(o, "lr") / bc1)
 end
 
---- optim.Adam(params, {lr=1e-3, betas={0.9, 0.999}, eps=1e-8, weight_decay=0}): PyTorch's
--- Adam (L2 weight decay added to the gradient). The step count is a tensor and the bias
+--- optim.Adam(params, {lr=1e-3, betas={0.9, 0.999}, eps=1e-8, weight_decay=0,
+-- amsgrad=false}): PyTorch's Adam (L2 weight decay added to the gradient; amsgrad divides by
+-- the running maximum of the second moment). The step count is a tensor and the bias
 -- corrections are computed in the graph: a new step count never recompiles.
-optim.Adam = class("Adam", { lr = 0.001, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 0 },
+optim.Adam = class("Adam", { lr = 0.001, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 0,
+  amsgrad = false },
   function(p, g, st, o)
     if o.weight_decay ~= 0 then g = g + o.weight_decay * p end
     return adam_step(p, g, st, o)
   end)
 
---- optim.AdamW(params, {lr=1e-3, betas, eps=1e-8, weight_decay=1e-2}): Adam with decoupled
--- weight decay p = p * (1 - lr * wd) (PyTorch's AdamW).
-optim.AdamW = class("AdamW", { lr = 0.001, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 0.01 },
+--- optim.AdamW(params, {lr=1e-3, betas, eps=1e-8, weight_decay=1e-2, amsgrad=false}): Adam
+-- with decoupled weight decay p = p * (1 - lr * wd) (PyTorch's AdamW).
+optim.AdamW = class("AdamW", { lr = 0.001, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 0.01,
+  amsgrad = false },
   function(p, g, st, o)
-    if o.weight_decay ~= 0 then p = p * (1 - o.lr * o.weight_decay) end
+    if o.weight_decay ~= 0 then p = p * (1 - live(o, "lr") * o.weight_decay) end
     return adam_step(p, g, st, o)
   end)
+
+require("ltc.optim_more")(optim, class)
+optim.lr_scheduler = require "ltc.lr_scheduler"
 
 return optim

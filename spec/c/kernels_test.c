@@ -9,6 +9,7 @@
 
 #include "elementwise.h"
 #include "ltc_rng.h"
+#include "threads.h"
 
 /* the kernels under test (the generated gen/cpu_ops.c declares them in the real build) */
 #define K(name) ltc_status ltc_cpu_kernel_##name(const ltc_kernel_args *a);
@@ -339,6 +340,37 @@ static void t_matmul_2d(void) {
                 SH(LTC_F32, 2, 3), Z) == 0);
     CHECK(Z[0] == 0 && Z[5] == 0);
 }
+/* ltc_cpu_gemm with the BLAS limit lowered to 2: m is split into row blocks, and n, k and
+ * the leading dims beyond the limit run in loops; all four transpose combinations must give
+ * naive's values (a 5x3 = [5x4][4x3] product, alpha 2, beta 0 and beta 1). */
+static void t_gemm_beyond_blasint(void) {
+    float A[20], At[20], B[12], Bt[12], C[15];
+    double want[15];
+    for (int i = 0; i < 20; i++) A[i] = (float)(i % 7) - 3;
+    for (int i = 0; i < 12; i++) B[i] = (float)(i % 5) - 2;
+    for (int i = 0; i < 5; i++)
+        for (int p = 0; p < 4; p++) At[p * 5 + i] = A[i * 4 + p];
+    for (int p = 0; p < 4; p++)
+        for (int j = 0; j < 3; j++) Bt[j * 4 + p] = B[p * 3 + j];
+    naive(A, B, want, 5, 3, 4);
+    int64_t saved = ltc_cpu_blas_max;
+    ltc_cpu_blas_max = 2;
+    for (int t = 0; t < 4; t++) {
+        bool ta = t & 1, tb = t & 2;
+        for (int i = 0; i < 15; i++) C[i] = 1;
+        ltc_cpu_gemm(LTC_F32, ta, tb, 5, 3, 4, 2.0, ta ? At : A, ta ? 5 : 4, tb ? Bt : B,
+                     tb ? 4 : 3, 1.0, C, 3);
+        for (int i = 0; i < 15; i++) CHECK(C[i] == (float)(2 * want[i] + 1));
+        ltc_cpu_gemm(LTC_F32, ta, tb, 5, 3, 4, 1.0, ta ? At : A, ta ? 5 : 4, tb ? Bt : B,
+                     tb ? 4 : 3, 0.0, C, 3);
+        for (int i = 0; i < 15; i++) CHECK(C[i] == (float)want[i]);
+    }
+    float v[5] = {1, 2, 3, 4, 5}, w[5] = {1, 1, 1, 1, -1}, o = 0;
+    CHECK(call2(ltc_cpu_kernel_matmul, SH(LTC_F32, 5), v, SH(LTC_F32, 5), w, S0(LTC_F32),
+                &o) == 0);
+    CHECK(o == 5);
+    ltc_cpu_blas_max = saved;
+}
 static void t_matmul_batched(void) {
     /* [2,1,2,3] @ [3,3,2] -> [2,3,2,2]; and [2,2,3] @ [3,2] (one stacked gemm) */
     float A[12], B[18], C[24];
@@ -489,6 +521,8 @@ int main(void) {
     run("transpose of a 2x3, t, 3-d tiled transpose", t_transpose);
     run("view and reshape copy the bytes", t_view);
     run("narrow and select with negative indices", t_narrow_select);
+    run("gemm splits rows and loops over what 32-bit blasint cannot address",
+        t_gemm_beyond_blasint);
     run("to truncates toward zero, ->bool is x != 0", t_to);
     run("softmax rows sum to 1; log_softmax; along dim 0", t_softmax);
     printf("%d passed, %d failed\n", n_pass, n_fail);

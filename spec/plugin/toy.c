@@ -288,6 +288,7 @@ static const struct ltc_backend_i toy_iface = {
     .metric_report = metric_report,
     .computation_text = comp_text,
     .lowers = lowers,
+    .flags = LTC_BACKEND_FILLS_PLACEHOLDERS,
 };
 static ltc_backend toy = {.name = "toy", .iface = &toy_iface};
 

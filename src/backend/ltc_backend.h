@@ -106,13 +106,15 @@ struct ltc_backend_i {
     ltc_data *(*data_from_host)(ltc_backend *b, const ltc_shape *shape, const void *host);
     /* A 0-d value (Lua numbers); optional: without it data_from_host makes it. */
     ltc_data *(*data_from_scalar)(ltc_backend *b, const ltc_shape *shape0d, const void *value);
-    /* Uninitialised data of a shape. Optional. When set, the core hands execute the outputs
-     * as such placeholders to fill in place (PyTorch's placeholder data); when NULL,
-     * execute makes its outputs itself (the CPU backend: from its pools). */
+    /* Uninitialised data of a shape. Optional. With LTC_BACKEND_FILLS_PLACEHOLDERS in
+     * `flags`, the core hands execute its outputs as such placeholders to fill in place
+     * (PyTorch's placeholder data for a computation's results); otherwise execute makes its
+     * outputs itself (the CPU backend: from its pools) and the slot is the backend's own. */
     ltc_data *(*data_placeholder)(ltc_backend *b, const ltc_shape *shape);
-    /* The data the executor passes for a DEVICE_DATA node (a graph parameter), borrowed;
-     * NULL when the node holds none of b's (the core then moves the node's data to b with
-     * the transfer slots). Optional: without it, the node's own data. */
+    /* The data the executor passes for a DEVICE_DATA node (a graph parameter), borrowed, as
+     * it is (a backend that reads another backend's data, host memory say, may return it);
+     * NULL when the node holds none it takes: the core then moves the node's data to b with
+     * the transfer slots when it is another backend's. Optional: without it, as NULL. */
     ltc_data *(*data_of_node)(ltc_backend *b, const ltc_node *n);
     ltc_status (*data_to_host)(ltc_backend *b, const ltc_data *d, void *host);
     void (*data_free)(ltc_backend *b, ltc_data *d);
@@ -123,8 +125,9 @@ struct ltc_backend_i {
                           ltc_computation **out);
     void (*computation_free)(ltc_backend *b, ltc_computation *c);
     /* Runs `c` with args (n_params data, shapes as compiled; all b's data) and fills outs
-     * with n_outputs data references: placeholders to fill when data_placeholder is set,
-     * else new data it makes (then outs may also arrive NULL from a graph replay). */
+     * with n_outputs data references: the core's placeholders to fill in place with
+     * LTC_BACKEND_FILLS_PLACEHOLDERS (a graph implementation may still pass NULL entries:
+     * make those), else new data it makes. */
     ltc_status (*execute)(ltc_backend *b, ltc_computation *c, ltc_data *const *args,
                           ltc_data **outs);
 
@@ -148,7 +151,10 @@ struct ltc_backend_i {
      * does not lower runs those on the backend its eager_fallback_device_type names, the
      * core moving values between the two and counting EagerFallback::<op> (fallback.c). */
     bool (*lowers)(ltc_backend *b, const ltc_node *n);
+    /* LTC_BACKEND_* bits. */
+    unsigned flags;
 };
+#define LTC_BACKEND_FILLS_PLACEHOLDERS 1u /* execute fills outputs made by data_placeholder */
 
 struct ltc_backend {
     const char *name;               /* device type: "cpu", "ref" */

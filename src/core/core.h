@@ -115,7 +115,7 @@ ltc_status ltc_graph_visit(ltc_tensor *const *ts, int n, ltc_graph_fn fn, void *
 ltc_status ltc_graph_compile(const ltc_lowering_ctx *ctx, ltc_backend *b, ltc_hash h,
                              ltc_computation **out);
 /* Runs c on its backend (execute slot): outs get c->n_outputs new references. When the
- * backend has a data_placeholder slot, outs arrive filled with its placeholders of the
+ * backend has LTC_BACKEND_FILLS_PLACEHOLDERS, outs arrive filled with its placeholders of the
  * output shapes, which execute fills in place (PyTorch's placeholder data); without, execute
  * makes them. On failure outs are released and NULL. */
 ltc_status ltc_execute(ltc_computation *c, ltc_data *const *args, ltc_data **outs);

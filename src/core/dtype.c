@@ -1,4 +1,7 @@
 /* dtype.c - dtypes, shapes and dim wrapping. */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,25 +37,42 @@ ltc_status ltc_dtype_parse(const char *name, ltc_dtype *out) {
 }
 
 ltc_status ltc_shape_make(ltc_shape *out, ltc_dtype dt, int ndim, const int64_t *dims) {
-    if (!dtype_ok(dt)) return ltc_errorf(LTC_ERR_ARG, "invalid dtype %d", (int)dt);
     if (ndim < 0 || ndim > LTC_MAX_DIMS)
         return ltc_errorf(LTC_ERR_ARG, "%d dims given, at most %d supported", ndim, LTC_MAX_DIMS);
-    int64_t src[LTC_MAX_DIMS]; /* dims may point into *out */
-    if (ndim) memcpy(src, dims, sizeof(int64_t) * (size_t)ndim);
-    dims = src;
-    memset(out, 0, sizeof *out);
-    out->dtype = dt;
-    out->ndim = ndim;
-    /* the byte count must fit in a signed 64-bit value */
-    int64_t limit = INT64_MAX / (int64_t)dtypes[dt].size, numel = 1;
-    bool zero = false;
-    for (int i = 0; i < ndim; i++) {
-        if (dims[i] < 0) return ltc_errorf(LTC_ERR_ARG, "negative size %lld", (long long)dims[i]);
-        out->dims[i] = dims[i];
-        if (dims[i] == 0) zero = true;
-        else if (!zero && numel > limit / dims[i])
-            return ltc_errorf(LTC_ERR_ARG, "a tensor of these sizes has too many bytes");
-        else if (!zero) numel *= dims[i];
+    ltc_shape s; /* dims may point into *out */
+    memset(&s, 0, sizeof s);
+    s.dtype = dt;
+    s.ndim = ndim;
+    if (ndim) memcpy(s.dims, dims, sizeof(int64_t) * (size_t)ndim);
+    ltc_status st = ltc_shape_check(&s);
+    if (st == LTC_OK) *out = s;
+    return st;
+}
+
+ltc_status ltc_shape_check(const ltc_shape *s) {
+    if (!dtype_ok(s->dtype)) return ltc_errorf(LTC_ERR_ARG, "invalid dtype %d", (int)s->dtype);
+    if (s->ndim < 0 || s->ndim > LTC_MAX_DIMS)
+        return ltc_errorf(LTC_ERR_ARG, "%d dims given, at most %d supported", s->ndim,
+                          LTC_MAX_DIMS);
+    /* The product of the non-zero sizes times the element size must fit in int64, so that
+     * every element count, byte count and stride a kernel derives from the shape (even of
+     * an empty tensor) is representable. Division instead of multiplication: no overflow. */
+    int64_t limit = INT64_MAX / (int64_t)dtypes[s->dtype].size, prod = 1;
+    for (int i = 0; i < s->ndim; i++) {
+        int64_t d = s->dims[i];
+        if (d < 0) {
+            char b[256];
+            return ltc_errorf(LTC_ERR_ARG, "negative size %lld in %s", (long long)d,
+                              ltc_shape_str(s, b, sizeof b));
+        }
+        if (d == 0) continue;
+        if (prod > limit / d) {
+            char b[256];
+            return ltc_errorf(LTC_ERR_ARG,
+                              "a %s tensor of sizes %s has too many bytes (more than 2^63-1)",
+                              dtypes[s->dtype].name, ltc_shape_str(s, b, sizeof b));
+        }
+        prod *= d;
     }
     return LTC_OK;
 }
@@ -90,4 +110,39 @@ ltc_status ltc_dim_wrap(int64_t dim, int ndim, int *out) {
     if (dim == 0) return ltc_errorf(LTC_ERR_ARG, "dim 0 is invalid (dims are 1-based)");
     return ltc_errorf(LTC_ERR_ARG, "dim %lld out of range for a %d-d tensor (expected 1..%lld or -%lld..-1)",
                       (long long)dim, ndim, (long long)n, (long long)n);
+}
+
+bool ltc_dtype_fits_f64(double v, ltc_dtype dt) {
+    switch (dt) {
+    case LTC_F32: return !isfinite(v) || fabs(v) <= (double)FLT_MAX;
+    case LTC_I32: return v >= -2147483648.0 && v < 2147483648.0; /* false for NaN */
+    case LTC_I64: return v >= -9223372036854775808.0 && v < 9223372036854775808.0;
+    default: return true;
+    }
+}
+
+bool ltc_dtype_fits_i64(int64_t v, ltc_dtype dt) {
+    return dt != LTC_I32 || (v >= INT32_MIN && v <= INT32_MAX);
+}
+
+ltc_status ltc_dtype_check_f64(double v, ltc_dtype dt) {
+    if (ltc_dtype_fits_f64(v, dt)) return LTC_OK;
+    return ltc_errorf(LTC_ERR_ARG, "value %.15g cannot be converted to %s without overflow", v,
+                      ltc_dtype_name(dt));
+}
+
+ltc_status ltc_dtype_check_i64(int64_t v, ltc_dtype dt) {
+    if (ltc_dtype_fits_i64(v, dt)) return LTC_OK;
+    return ltc_errorf(LTC_ERR_ARG, "value %lld cannot be converted to %s without overflow",
+                      (long long)v, ltc_dtype_name(dt));
+}
+
+ltc_status ltc_dtype_check_elem(const void *p, ltc_dtype src, ltc_dtype dst) {
+    switch (src) {
+    case LTC_F32: return ltc_dtype_check_f64((double)*(const float *)p, dst);
+    case LTC_F64: return ltc_dtype_check_f64(*(const double *)p, dst);
+    case LTC_I32: return ltc_dtype_check_i64(*(const int32_t *)p, dst);
+    case LTC_I64: return ltc_dtype_check_i64(*(const int64_t *)p, dst);
+    default: return LTC_OK;
+    }
 }

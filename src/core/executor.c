@@ -15,6 +15,7 @@
 #include <xxhash.h>
 
 #include "core.h"
+#include "ltc_comm.h"
 #include "ltc_graph.h"
 
 typedef struct {
@@ -237,7 +238,8 @@ static ltc_status compile(graph *g, ltc_backend *b, ltc_hash h, ltc_computation 
 
 ltc_status ltc_execute(ltc_computation *c, ltc_data *const *args, ltc_data **outs) {
     ltc_backend *b = c->backend;
-    if (b->iface->data_placeholder) /* PyTorch: the outputs are placeholders it fills */
+    if ((b->iface->flags & LTC_BACKEND_FILLS_PLACEHOLDERS) && b->iface->data_placeholder)
+        /* PyTorch: a computation's outputs are placeholders that running it fills */
         for (int i = 0; i < c->n_outputs; i++)
             if (!(outs[i] = b->iface->data_placeholder(b, &c->out_shapes[i]))) {
                 for (int k = 0; k < i; k++) ltc_data_release(outs[k]), outs[k] = NULL;
@@ -291,8 +293,9 @@ static ltc_status run_graph(graph *g) {
     for (int i = 0; i < g->n_params; i++) {
         ltc_node *p = g->params[i];
         ltc_data *d = b->iface->data_of_node ? b->iface->data_of_node(b, p) : NULL;
+        bool taken = d != NULL; /* the backend takes what data_of_node gave, as it is */
         if (!d) d = p->data;
-        if (!ltc_data_on(d, b)) {
+        if (!taken && !ltc_data_on(d, b)) {
             if (!moved && !(moved = calloc((size_t)g->n_params, sizeof *moved))) {
                 st = ltc_errorf(LTC_ERR_NOMEM, "sync: out of memory");
                 goto done;
@@ -367,13 +370,21 @@ static void isolate_failure(graph *g, ltc_status st) {
     size_t len = strlen(ltc_last_error());
     char *msg = malloc(len + 1);
     if (msg) memcpy(msg, ltc_last_error(), len + 1);
+    /* A graph with collectives (ltc_comm.h) is not run again piecewise: the other ranks
+     * would not run the same pieces, and the ranks would fall out of step. Each of its
+     * tensors goes back to its value or is marked failed. */
+    bool collective = false;
+    for (int i = 0; i < g->n && !collective; i++) collective = ltc_op_is_collective(g->post[i]->op);
     for (int i = 0; i < g->n_tensors; i++) {
         ltc_tensor *t = g->tensors[i].t;
         if (!ltc_tensor_is_pending(t)) continue; /* computed with an earlier one */
-        graph one = {0};
-        ltc_status rst = collect_from(&one, &t, 1);
-        if (!rst) rst = run_graph(&one);
-        graph_free(&one);
+        ltc_status rst = LTC_ERR_STATE;
+        if (!collective) {
+            graph one = {0};
+            rst = collect_from(&one, &t, 1);
+            if (!rst) rst = run_graph(&one);
+            graph_free(&one);
+        }
         if (!rst) continue;
         ltc_node_release(t->ir.node);
         t->ir = (ltc_value){NULL, 0};

@@ -67,6 +67,10 @@ ltc_node *ltc_node_new(int op, const ltc_value *operands, int n_operands, const 
                        LTC_MAX_DIMS);
             return NULL;
         }
+    /* the one check every shape a rule produces goes through (sizes, element and byte
+     * counts, overflow-safe) before a kernel can see it */
+    for (int i = 0; i < n_outputs; i++)
+        if (ltc_shape_check(&shapes[i]) != LTC_OK) return NULL;
     size_t sz = node_size(n_operands, n_attrs, n_outputs);
     ltc_node *n = ltc_slab_alloc(sz);
     if (!n) {

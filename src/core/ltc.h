@@ -60,6 +60,20 @@ const char *ltc_dtype_short(ltc_dtype dt);
 ltc_status ltc_dtype_parse(const char *name, ltc_dtype *out);
 size_t ltc_dtype_size(ltc_dtype dt);
 bool ltc_dtype_is_float(ltc_dtype dt);
+/* Whether a value converts to dt without overflow, as PyTorch checks a value given at a
+ * tensor's creation ("value cannot be converted to type int32_t without overflow"): an
+ * integer dtype takes integers (or floats) inside its range, never NaN or an infinity;
+ * float32 takes every value but finite ones beyond its largest (which would become inf);
+ * float64 and bool take everything. ltc_dtype_fits_f64 is for a float value, _i64 for an
+ * integer one. Inside arithmetic, integers wrap around as in PyTorch (no check there). */
+bool ltc_dtype_fits_f64(double v, ltc_dtype dt);
+bool ltc_dtype_fits_i64(int64_t v, ltc_dtype dt);
+/* LTC_ERR_ARG with "value <v> cannot be converted to <dt> without overflow" unless the value
+ * fits (the caller prefixes its op). The _i64 variant for integer values. */
+ltc_status ltc_dtype_check_f64(double v, ltc_dtype dt);
+ltc_status ltc_dtype_check_i64(int64_t v, ltc_dtype dt);
+/* The same check for the one element of dtype src at p, converted to dst. */
+ltc_status ltc_dtype_check_elem(const void *p, ltc_dtype src, ltc_dtype dst);
 
 /* ---- shapes ----------------------------------------------------------------------- */
 
@@ -79,6 +93,12 @@ typedef struct ltc_shape {
 /* Builds a shape; fails if ndim > LTC_MAX_DIMS, a size is negative, or the byte count
  * overflows. */
 ltc_status ltc_shape_make(ltc_shape *out, ltc_dtype dt, int ndim, const int64_t *dims);
+/* The check behind ltc_shape_make, for a shape built in place (a shape rule's output): the
+ * dtype is valid, 0 <= ndim <= LTC_MAX_DIMS, no size is negative, and the product of the
+ * non-zero sizes times the element size fits in int64 (overflow-safe arithmetic). Every IR
+ * node's output shapes pass through it (ltc_node_new), so no rule can hand a kernel a size
+ * whose element or byte count wraps. Fails with LTC_ERR_ARG naming the sizes. */
+ltc_status ltc_shape_check(const ltc_shape *s);
 int64_t ltc_shape_numel(const ltc_shape *s);
 size_t ltc_shape_nbytes(const ltc_shape *s);
 bool ltc_shape_equal(const ltc_shape *a, const ltc_shape *b); /* dtype and sizes */

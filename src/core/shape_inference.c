@@ -31,7 +31,8 @@ ltc_status ltc_shape_creation(const int64_t *size, int n_size, ltc_dtype dtype, 
 }
 
 ltc_status ltc_shape_scalar_tensor(double value, ltc_dtype dtype, ltc_shape *out) {
-    (void)value;
+    ltc_status st = ltc_dtype_check_f64(value, dtype == LTC_DTYPE_NONE ? LTC_F32 : dtype);
+    if (st) return st;
     return ltc_shape_creation(NULL, 0, dtype, out);
 }
 
@@ -91,6 +92,13 @@ ltc_status ltc_shape_predicate(const ltc_shape *self, ltc_shape *out) {
 
 ltc_status ltc_shape_leaky_relu(const ltc_shape *self, double negative_slope, ltc_shape *out) {
     (void)negative_slope;
+    return ltc_shape_unary(self, out);
+}
+
+ltc_status ltc_shape_polygamma(const ltc_shape *self, int64_t order, ltc_shape *out) {
+    if (order != 0 && order != 1)
+        return ltc_errorf(LTC_ERR_ARG, "order must be 0 (digamma) or 1 (trigamma), got %lld",
+                          (long long)order);
     return ltc_shape_unary(self, out);
 }
 
@@ -316,7 +324,7 @@ ltc_status ltc_shape_narrow(const ltc_shape *self, int64_t dim, int64_t start, i
     /* start may be one past the end when length is 0, as in PyTorch */
     if (start == size + 1 && length == 0) s0 = size;
     else if (check_index(start, size, dim, &s0)) return LTC_ERR_ARG;
-    if (length < 0 || s0 + length > size)
+    if (length < 0 || length > size - s0) /* written so it cannot overflow */
         return ltc_errorf(LTC_ERR_ARG, "start %lld with length %lld exceeds dim %lld of size %lld",
                           (long long)start, (long long)length, (long long)dim + 1, (long long)size);
     *out = *self;

@@ -39,6 +39,8 @@ ltc_status ltc_shape_to(const ltc_shape *self, ltc_dtype dtype, ltc_shape *out);
 /* A bool result of self's sizes, any dtype (isnan, isinf, logical_not). */
 ltc_status ltc_shape_predicate(const ltc_shape *self, ltc_shape *out);
 ltc_status ltc_shape_leaky_relu(const ltc_shape *self, double negative_slope, ltc_shape *out);
+/* order is 0 or 1 (the orders of polygamma with a kernel). */
+ltc_status ltc_shape_polygamma(const ltc_shape *self, int64_t order, ltc_shape *out);
 /* At least one bound; not bool. */
 ltc_status ltc_shape_clamp(const ltc_shape *self, double min, double max, ltc_shape *out);
 /* condition must be bool; the three broadcast; the dtype is self's (promoted with other). */
@@ -168,6 +170,25 @@ ltc_status ltc_shape_repeat(const ltc_shape *self, const int64_t *repeats, int n
 ltc_status ltc_shape_flip(const ltc_shape *self, const int64_t *dims, int n_dims, ltc_shape *out);
 
 /* more linear algebra (shape_linalg.c): one floating dtype */
+/* multinomial: weights [C] or [N, C] of a floating dtype; num_samples <= C without
+ * replacement. randperm: size >= 0, int64 unless dtype says (not bool). (shape_more.c) */
+ltc_status ltc_shape_multinomial(const ltc_shape *self, int64_t num_samples, bool replacement,
+                                 ltc_shape *out);
+ltc_status ltc_shape_randperm(int64_t size, ltc_dtype dtype, ltc_shape *out);
+
+/* sorting and selection (shape_sort.c); median uses ltc_shape_max, median.dim and mode
+ * ltc_shape_max_dim */
+ltc_status ltc_shape_sort(const ltc_shape *self, int64_t dim, bool descending, ltc_shape *out);
+ltc_status ltc_shape_argsort(const ltc_shape *self, int64_t dim, bool descending, ltc_shape *out);
+/* 0 <= k <= the size of dim */
+ltc_status ltc_shape_topk(const ltc_shape *self, int64_t k, int64_t dim, bool largest,
+                          bool sorted, ltc_shape *out);
+/* 1 <= k <= the size of dim */
+ltc_status ltc_shape_kthvalue(const ltc_shape *self, int64_t k, int64_t dim, bool keepdim,
+                              ltc_shape *out);
+
+/* tril, triu: self has at least 2 dims; the result is self's shape. */
+ltc_status ltc_shape_triangle(const ltc_shape *self, int64_t diagonal, ltc_shape *out);
 ltc_status ltc_shape_mm(const ltc_shape *self, const ltc_shape *mat2, ltc_shape *out);
 ltc_status ltc_shape_bmm(const ltc_shape *self, const ltc_shape *mat2, ltc_shape *out);
 ltc_status ltc_shape_dot(const ltc_shape *self, const ltc_shape *other, ltc_shape *out);
@@ -199,6 +220,19 @@ ltc_status ltc_shape_bernoulli(const ltc_shape *self, ltc_shape *out);
 ltc_status ltc_shape_bernoulli_p(const ltc_shape *self, double p, ltc_shape *out);
 /* self's shape and dtype, any dtype (clone, contiguous). */
 ltc_status ltc_shape_copy(const ltc_shape *self, ltc_shape *out);
+
+/* ---- collectives (shape_comm.c): shapes only; ranks, roots and sizes are checked when the
+ * graph runs, against the communicator (the core knows none) ---------------------------- */
+/* self's shape; op in 0..4 (sum, avg, max, min, prod); avg needs a floating dtype. */
+ltc_status ltc_shape_all_reduce(const ltc_shape *self, int64_t op, ltc_shape *out);
+/* self's shape; root >= 0. */
+ltc_status ltc_shape_broadcast(const ltc_shape *self, int64_t root, ltc_shape *out);
+ltc_status ltc_shape_reduce(const ltc_shape *self, int64_t root, ltc_shape *out);
+/* self (at least 1 dim) with dim 0 times world_size (>= 1). */
+ltc_status ltc_shape_all_gather(const ltc_shape *self, int64_t world_size, ltc_shape *out);
+/* self (at least 1 dim, dim 0 divisible by world_size >= 1) with dim 0 over world_size. */
+ltc_status ltc_shape_reduce_scatter(const ltc_shape *self, int64_t op, int64_t world_size,
+                                    ltc_shape *out);
 
 /* ---- checks shared by the shape_*.c rules ------------------------------------------------- */
 

@@ -55,3 +55,13 @@ ltc_status ltc_shape_outer(const ltc_shape *self, const ltc_shape *vec2, ltc_sha
     int64_t d[2] = {self->dims[0], vec2->dims[0]};
     return ltc_shape_make(out, self->dtype, 2, d);
 }
+
+ltc_status ltc_shape_triangle(const ltc_shape *self, int64_t diagonal, ltc_shape *out) {
+    char x[128];
+    (void)diagonal;
+    if (self->ndim < 2)
+        return ltc_errorf(LTC_ERR_ARG, "self must have at least 2 dims (matrices), got %s",
+                          SHAPE_STR(self, x));
+    *out = *self;
+    return LTC_OK;
+}

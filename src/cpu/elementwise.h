@@ -11,6 +11,7 @@
 #include <stdbool.h>
 
 #include "ltc_kernel.h"
+#include "ltc_special.h"
 
 /* Most operands an elementwise kernel may have. */
 #define LTC_EW_MAX_IN 8

@@ -6,10 +6,54 @@
 #include "elementwise.h"
 #include "threads.h"
 
-/* See threads.h. */
+/* See threads.h. blasint is 32-bit in Debian's OpenBLAS (64-bit in an INTERFACE64 build). */
+int64_t ltc_cpu_blas_max = sizeof(blasint) >= 8 ? INT64_MAX : INT32_MAX;
+
+/* C = alpha op(A) op(B) + beta C in plain loops with int64 indices (accumulated in double):
+ * for the products whose n, k or leading dims BLAS cannot address. Slow, but such operands
+ * hold at least 2^31 elements of one row and are rare; beta 0 never reads C. */
+static void gemm_loops(int dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
+                       const void *A, int64_t lda, const void *B, int64_t ldb, double beta,
+                       void *C, int64_t ldc) {
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double acc = 0;
+            for (int64_t p = 0; p < k; p++) {
+                int64_t ia = ta ? p * lda + i : i * lda + p, ib = tb ? j * ldb + p : p * ldb + j;
+                acc += dt == LTC_F32 ? (double)((const float *)A)[ia] * ((const float *)B)[ib]
+                                     : ((const double *)A)[ia] * ((const double *)B)[ib];
+            }
+            int64_t ic = i * ldc + j;
+            if (dt == LTC_F32) {
+                float *c = (float *)C + ic;
+                *c = (float)(alpha * acc + (beta == 0 ? 0 : beta * *c));
+            } else {
+                double *c = (double *)C + ic;
+                *c = alpha * acc + (beta == 0 ? 0 : beta * *c);
+            }
+        }
+}
+
 void ltc_cpu_gemm(int dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
                   const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C,
                   int64_t ldc) {
+    int64_t lim = ltc_cpu_blas_max;
+    size_t es = dt == LTC_F32 ? sizeof(float) : sizeof(double);
+    if (m > lim) {
+        /* rows of C are independent: split them into blocks BLAS can address (the common
+         * case: a batch stacked into one tall matrix) */
+        for (int64_t i0 = 0; i0 < m; i0 += lim) {
+            int64_t mm = m - i0 < lim ? m - i0 : lim;
+            const char *a0 = (const char *)A + (size_t)(ta ? i0 : i0 * lda) * es;
+            ltc_cpu_gemm(dt, ta, tb, mm, n, k, alpha, a0, lda, B, ldb, beta,
+                         (char *)C + (size_t)(i0 * ldc) * es, ldc);
+        }
+        return;
+    }
+    if (n > lim || k > lim || lda > lim || ldb > lim || ldc > lim) {
+        gemm_loops(dt, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
     ltc_cpu_blas_prepare(m * n * k);
     CBLAS_TRANSPOSE oa = ta ? CblasTrans : CblasNoTrans, ob = tb ? CblasTrans : CblasNoTrans;
     if (dt == LTC_F32)
@@ -18,6 +62,20 @@ void ltc_cpu_gemm(int dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, dou
     else
         cblas_dgemm(CblasRowMajor, oa, ob, (blasint)m, (blasint)n, (blasint)k, alpha, A,
                     (blasint)lda, B, (blasint)ldb, beta, C, (blasint)ldc);
+}
+
+/* A dot product of k elements, in blocks BLAS can address. */
+static double dot(ltc_dtype dt, int64_t k, const void *x, const void *y) {
+    double acc = 0;
+    size_t es = ltc_dtype_size(dt);
+    for (int64_t p = 0; p < k; p += ltc_cpu_blas_max) {
+        int64_t kk = k - p < ltc_cpu_blas_max ? k - p : ltc_cpu_blas_max;
+        const char *xp = (const char *)x + (size_t)p * es, *yp = (const char *)y + (size_t)p * es;
+        ltc_cpu_blas_prepare(kk);
+        acc += dt == LTC_F32 ? cblas_sdot((blasint)kk, (const float *)xp, 1, (const float *)yp, 1)
+                             : cblas_ddot((blasint)kk, (const double *)xp, 1, (const double *)yp, 1);
+    }
+    return acc;
 }
 
 /* One row-major C[m,n] = A[m,k] * B[k,n] with leading dims k, n, n. */
@@ -67,11 +125,17 @@ ltc_status ltc_cpu_kernel_matmul(const ltc_kernel_args *a) {
         return LTC_OK;
     }
     if (sa->ndim == 1 && sb->ndim == 1) {
-        ltc_cpu_blas_prepare(k);
-        if (dt == LTC_F32)
-            *(float *)a->out[0] = cblas_sdot((blasint)k, a->in[0], 1, a->in[1], 1);
-        else
-            *(double *)a->out[0] = cblas_ddot((blasint)k, a->in[0], 1, a->in[1], 1);
+        if (k <= ltc_cpu_blas_max) { /* one BLAS call, bits as before */
+            ltc_cpu_blas_prepare(k);
+            if (dt == LTC_F32)
+                *(float *)a->out[0] = cblas_sdot((blasint)k, a->in[0], 1, a->in[1], 1);
+            else
+                *(double *)a->out[0] = cblas_ddot((blasint)k, a->in[0], 1, a->in[1], 1);
+        } else if (dt == LTC_F32) {
+            *(float *)a->out[0] = (float)dot(dt, k, a->in[0], a->in[1]);
+        } else {
+            *(double *)a->out[0] = dot(dt, k, a->in[0], a->in[1]);
+        }
         return LTC_OK;
     }
 

@@ -52,6 +52,11 @@ typedef struct {
                          * plan on another thread gets scratch of its own */
 } cpu_plan;
 
+/* The kernel a step of op with output shape out runs instead of fn (a generated kernel of
+ * ltc_cpu_kernels or ltc_ref_kernels): integer floor_divide and remainder check their
+ * divisor for zeros first (plan.c); fn for every other step. */
+ltc_kernel_fn ltc_cpu_int_checked(int op, const ltc_shape *out, ltc_kernel_fn fn);
+
 /* Lowers one graph into a plan; NULL with the error set on failure. Each node runs
  * kernels[op]; a NULL entry is an error (the CPU backend's `lowers` slot keeps such nodes
  * out: the core runs them on the eager fallback, src/core/fallback.c). */

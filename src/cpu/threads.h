@@ -31,6 +31,11 @@ const char *ltc_cpu_blas_core(void);
 void ltc_cpu_gemm(int dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
                   const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C,
                   int64_t ldc);
+/* The largest m, n, k or leading dim one BLAS call addresses (blasint: 2^31-1 in a 32-bit
+ * OpenBLAS interface). ltc_cpu_gemm splits a larger m into row blocks and computes a larger
+ * n, k or leading dim in plain loops instead of truncating it; the 1-d dot product of
+ * matmul splits k. A variable only so that kernels_test can lower it. */
+extern int64_t ltc_cpu_blas_max;
 
 /* With `single`, OpenBLAS runs each call on the calling thread alone; without, it goes back
  * to ltc_cpu_threads(). For a kernel that splits its work among the pool's threads, each of

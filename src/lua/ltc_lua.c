@@ -210,10 +210,19 @@ static void store(void *buf, int64_t i, ltc_dtype dt, lua_State *L, int idx, con
                 : lua_isinteger(L, idx) ? lua_tointeger(L, idx) : (int64_t)0;
     bool integral = t == LUA_TBOOLEAN || lua_isinteger(L, idx);
     if (!integral && !ltc_dtype_is_float(dt) && dt != LTC_BOOL) {
-        if (!isfinite(f) || f != floor(f) || fabs(f) > 9.2e18)
+        if (!isfinite(f) || f != floor(f))
             luaL_error(L, "tensor: element %s (%f) is not an integer, as %s needs", where, f, ltc_dtype_name(dt));
+        if (!ltc_dtype_fits_f64(f, dt)) {
+            char num[32];
+            snprintf(num, sizeof num, "%.15g", f);
+            luaL_error(L, "tensor: element %s (%s) cannot be converted to %s without overflow "
+                       "(as in PyTorch)", where, num, ltc_dtype_name(dt));
+        }
         n = (int64_t)f;
     }
+    if (integral && !ltc_dtype_fits_i64(n, dt))
+        luaL_error(L, "tensor: element %s (%I) cannot be converted to %s without overflow (as in "
+                   "PyTorch)", where, (lua_Integer)n, ltc_dtype_name(dt));
     switch (dt) {
     case LTC_F32: ((float *)buf)[i] = integral ? (float)n : (float)f; break;
     case LTC_F64: ((double *)buf)[i] = integral ? (double)n : f; break;

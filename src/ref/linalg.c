@@ -1,4 +1,4 @@
-/* linalg.c - reference kernels of linear algebra: triple loops, no BLAS. */
+/* linalg.c - reference kernels of linear algebra: triple loops, no BLAS; tril and triu. */
 #include "ref.h"
 
 /* matmul(Tensor self, Tensor other): PyTorch's torch.matmul. A 1-d self is a 1 x k row, a
@@ -47,3 +47,20 @@ ltc_status ltc_ref_kernel_outer(const ltc_kernel_args *a) {
                         ltc_ref_get(a->in[1], a->in_shapes[1].dtype, i % m));
     return LTC_OK;
 }
+
+/* tril(Tensor self, int diagonal), triu(...): element (.., i, j) is self's where j - i <=
+ * diagonal (tril) or j - i >= diagonal (triu), else 0. */
+static ltc_status triangle(const ltc_kernel_args *a, bool upper) {
+    const ltc_shape *s = &a->in_shapes[0];
+    const int64_t m = s->dims[s->ndim - 2], n = s->dims[s->ndim - 1], d = a->attrs[0].i;
+    for (int64_t k = 0; k < ltc_shape_numel(s); k++) {
+        int64_t i = k / n % m, j = k % n; /* j - i cannot overflow; compared with d as is */
+        bool keep = upper ? j - i >= d : j - i <= d;
+        if (keep) ltc_ref_copy(a->out[0], s->dtype, k, a->in[0], s->dtype, k);
+        else ltc_ref_set_i64(a->out[0], s->dtype, k, 0);
+    }
+    return LTC_OK;
+}
+
+ltc_status ltc_ref_kernel_tril(const ltc_kernel_args *a) { return triangle(a, false); }
+ltc_status ltc_ref_kernel_triu(const ltc_kernel_args *a) { return triangle(a, true); }

@@ -12,6 +12,7 @@
 #define LTC_REF_H
 
 #include "ltc_kernel.h"
+#include "ltc_special.h"
 
 /* The element offset in `in` (row-major contiguous) of the element that broadcasts onto
  * flat output index i of `out` (PyTorch broadcasting: trailing dims aligned; a size-1 dim

@@ -1,0 +1,284 @@
+--- ltc.nn losses (PyTorch's torch.nn losses and their nn.functional forms), added to ltc.nn by
+-- lua/ltc/nn.lua: require("ltc.nn_loss")(nn, F).
+--
+-- Every loss takes an options table whose unknown keys are errors naming them; `reduction`
+-- is "mean" (default), "sum" or "none", as in PyTorch. Class labels are 1-based (Torch7).
+-- The formulas follow PyTorch's ATen (aten/src/ATen/native/Loss.cpp, LossNLL.cpp); the
+-- specs compare with values torch computed (spec/fixtures/losses.lua).
+local ltc = require "ltc"
+
+local reductions = { none = 0, mean = 1, sum = 2 }
+
+return function(nn, F)
+  local check_options, set = nn.check_options, nn.option_set
+
+  -- opts checked against `allowed` (plus "reduction"), and the reduction's code.
+  local function options(fname, opts, allowed, extra)
+    opts = check_options(fname, opts, set("reduction", table.unpack(allowed)), 3)
+    local r = opts.reduction or "mean"
+    local code = reductions[r]
+    if not code and not (extra == "batchmean" and r == "batchmean") then
+      error(string.format("%s: reduction must be 'none', 'mean' or 'sum', not '%s'", fname,
+        tostring(r)), 3)
+    end
+    return opts, code
+  end
+
+  local function reduce(loss, code)
+    if code == 0 then return loss elseif code == 1 then return loss:mean() else return loss:sum() end
+  end
+
+  local function same_size(fname, a, b)
+    local sa, sb = a:size(), b:size()
+    local ok = #sa == #sb
+    for i = 1, #sa do ok = ok and sa[i] == sb[i] end
+    if not ok then
+      error(string.format("%s: input [%s] and target [%s] must have the same size", fname,
+        table.concat(sa, ", "), table.concat(sb, ", ")), 3)
+    end
+  end
+
+  local int_dtypes = { int64 = true, int32 = true }
+
+  -- logits or log-probabilities [N, C, d1, ...] (or [C]) as rows [M, C] and labels [M].
+  local function rows_of(fname, input, target)
+    local nd = input:dim()
+    if nd < 1 then error(fname .. ": input must have at least 1 dim (got a 0-d tensor)", 4) end
+    local C = nd == 1 and input:size(1) or input:size(2)
+    local x = input
+    if nd == 1 then x = input:reshape({ 1, C })
+    elseif nd > 2 then
+      local perm = { 1 }
+      for d = 3, nd do perm[#perm + 1] = d end
+      perm[#perm + 1] = 2
+      x = input:permute(perm):reshape({ -1, C })
+    end
+    return x, C
+  end
+
+  -- class-index path: per-row losses [M] of log-probabilities logp [M, C], the per-row
+  -- weights [M] (0 where ignored), for nll with `weight` and `ignore_index`.
+  local function picked(fname, logp, target, weight, ignore_index)
+    if not int_dtypes[target:dtype()] then
+      error(string.format("%s: class-index target must be int64 or int32, not %s", fname,
+        target:dtype()), 4)
+    end
+    local t = target:reshape({ -1 }):to("int64")
+    if t:size(1) ~= logp:size(1) then
+      error(string.format("%s: target has %d labels for %d rows of input", fname, t:size(1),
+        logp:size(1)), 4)
+    end
+    local keep = t:ne(ignore_index)
+    local safe = ltc.where(keep, t, ltc.ones(t:size(), "int64"))
+    local w = keep:to(logp:dtype())
+    if weight then w = w * weight:index_select(1, safe) end
+    local lp = logp:gather(2, safe:unsqueeze(2)):reshape({ -1 })
+    return -lp * w, w, keep
+  end
+
+  local function out_shape(input)
+    local s = input:size()
+    if #s == 1 then return {} end
+    table.remove(s, 2)
+    return s
+  end
+
+  --- F.nll_loss(input, target [, {weight, ignore_index=-100, reduction}]): log-probabilities
+  -- [N, C] or [N, C, d1, ...] (or [C]) and 1-based int64 labels [N] / [N, d1, ...]. With
+  -- weight [C] each term is scaled by the weight of its label and "mean" divides by the sum of
+  -- those weights; labels equal to ignore_index add nothing (PyTorch).
+  function F.nll_loss(input, target, opts)
+    local o, code = options("nll_loss", opts, { "weight", "ignore_index" })
+    if not o.weight and not o.ignore_index and input:dim() == 2 then
+      return ltc.nll_loss(input, target, code)
+    end
+    local lp = rows_of("nll_loss", input, target)
+    local l, w = picked("nll_loss", lp, target, o.weight, o.ignore_index or -100)
+    if code == 0 then return l:reshape(out_shape(input)) end
+    if code == 2 then return l:sum() end
+    return l:sum() / w:sum()
+  end
+
+  --- F.cross_entropy(input, target [, {weight, ignore_index=-100, label_smoothing=0,
+  -- reduction}]): logits [N, C] or [N, C, d1, ...] (or [C]); target either 1-based int64
+  -- labels [N, d1, ...] or class probabilities of input's size (a float tensor). weight [C]
+  -- rescales classes; label_smoothing in [0, 1] mixes the target with the uniform
+  -- distribution. Without options on [N, C] it is one fused op forward and backward.
+  function F.cross_entropy(input, target, opts)
+    local o, code = options("cross_entropy", opts, { "weight", "ignore_index", "label_smoothing" })
+    local eps = o.label_smoothing or 0
+    if type(eps) ~= "number" or eps < 0 or eps > 1 then
+      error("cross_entropy: label_smoothing must be in [0, 1], got " .. tostring(eps), 2)
+    end
+    local probs = not int_dtypes[target:dtype()]
+    if not probs and not o.weight and not o.ignore_index and eps == 0 and input:dim() == 2 then
+      return ltc.cross_entropy(input, target, code)
+    end
+    local x, C = rows_of("cross_entropy", input, target)
+    local logp = x:log_softmax(2)
+    local wrow = o.weight and o.weight:reshape({ 1, C })
+    if probs then
+      same_size("cross_entropy", input, target)
+      local t = rows_of("cross_entropy", target)
+      if eps > 0 then t = t * (1 - eps) + eps / C end
+      local term = logp * t
+      if wrow then term = term * wrow end
+      local l = -term:sum(2)
+      if code == 0 then return l:reshape(out_shape(input)) end
+      if code == 2 then return l:sum() end
+      return l:sum() / x:size(1)
+    end
+    local l, w, keep = picked("cross_entropy", logp, target, o.weight, o.ignore_index or -100)
+    local nll
+    if code == 0 then nll = l elseif code == 2 then nll = l:sum() else nll = l:sum() / w:sum() end
+    if eps == 0 then
+      return code == 0 and nll:reshape(out_shape(input)) or nll
+    end
+    local smooth = wrow and -(logp * wrow):sum(2) or -logp:sum(2)
+    smooth = smooth * keep:to(smooth:dtype())
+    local s
+    if code == 0 then s = smooth elseif code == 2 then s = smooth:sum()
+    elseif o.weight then s = smooth:sum() / w:sum()
+    else s = smooth:sum() / keep:to(smooth:dtype()):sum() end
+    local r = nll * (1 - eps) + s * (eps / C)
+    return code == 0 and r:reshape(out_shape(input)) or r
+  end
+
+  --- F.mse_loss(input, target [, {reduction}]): (input - target)^2.
+  function F.mse_loss(input, target, opts)
+    local _, code = options("mse_loss", opts, {})
+    local d = input - target
+    return reduce(d * d, code)
+  end
+
+  --- F.l1_loss(input, target [, {reduction}]): |input - target|.
+  function F.l1_loss(input, target, opts)
+    local _, code = options("l1_loss", opts, {})
+    return reduce((input - target):abs(), code)
+  end
+
+  --- F.smooth_l1_loss(input, target [, {beta=1, reduction}]): 0.5 d^2 / beta where |d| <
+  -- beta, |d| - 0.5 beta elsewhere (beta = 0 is the L1 loss).
+  function F.smooth_l1_loss(input, target, opts)
+    local o, code = options("smooth_l1_loss", opts, { "beta" })
+    local beta = o.beta or 1.0
+    if type(beta) ~= "number" or beta < 0 then
+      error("smooth_l1_loss: beta must be a number >= 0, got " .. tostring(beta), 2)
+    end
+    local a = (input - target):abs()
+    if beta == 0 then return reduce(a, code) end
+    return reduce(ltc.where(a:lt(beta), a * a * (0.5 / beta), a - 0.5 * beta), code)
+  end
+
+  --- F.huber_loss(input, target [, {delta=1, reduction}]): 0.5 d^2 where |d| <= delta,
+  -- delta (|d| - 0.5 delta) elsewhere.
+  function F.huber_loss(input, target, opts)
+    local o, code = options("huber_loss", opts, { "delta" })
+    local delta = o.delta or 1.0
+    if type(delta) ~= "number" or delta <= 0 then
+      error("huber_loss: delta must be a number > 0, got " .. tostring(delta), 2)
+    end
+    local a = (input - target):abs()
+    return reduce(ltc.where(a:le(delta), a * a * 0.5, (a - 0.5 * delta) * delta), code)
+  end
+
+  --- F.binary_cross_entropy(input, target [, {weight, reduction}]): probabilities in [0, 1]
+  -- and targets of the same size: -w (t log x + (1 - t) log(1 - x)), each log clamped at
+  -- -100 as PyTorch does.
+  function F.binary_cross_entropy(input, target, opts)
+    local o, code = options("binary_cross_entropy", opts, { "weight" })
+    same_size("binary_cross_entropy", input, target)
+    local l = -(target * input:log():clamp(-100) + (1 - target) * (1 - input):log():clamp(-100))
+    if o.weight then l = l * o.weight end
+    return reduce(l, code)
+  end
+
+  --- F.binary_cross_entropy_with_logits(input, target [, {weight, pos_weight, reduction}]):
+  -- the sigmoid and the binary cross entropy in one stable formula: -w (pw t log s(x) + (1 -
+  -- t) log s(-x)), pos_weight (broadcast over the last dim, one per class) weighting the
+  -- positive term.
+  function F.binary_cross_entropy_with_logits(input, target, opts)
+    local o, code = options("binary_cross_entropy_with_logits", opts, { "weight", "pos_weight" })
+    same_size("binary_cross_entropy_with_logits", input, target)
+    -- log s(x) = -(max(-x, 0) + log1p(exp(-|x|))); log s(-x) = log s(x) - x
+    local logsig = -((-input):relu() + (-input:abs()):exp():log1p())
+    local pos = target * logsig
+    if o.pos_weight then pos = pos * o.pos_weight end
+    local l = -(pos + (1 - target) * (logsig - input))
+    if o.weight then l = l * o.weight end
+    return reduce(l, code)
+  end
+
+  --- F.kl_div(input, target [, {reduction="mean", log_target=false}]): input holds
+  -- log-probabilities; the pointwise t (log t - input) (0 where t = 0), or exp(t) (t - input)
+  -- with log_target. reduction "batchmean" divides the sum by input:size(1) (the KL
+  -- divergence PyTorch recommends); "mean" divides by the number of elements.
+  function F.kl_div(input, target, opts)
+    local o, code = options("kl_div", opts, { "log_target" }, "batchmean")
+    local l
+    if o.log_target then
+      l = target:exp() * (target - input)
+    else
+      local pos = target:gt(0)
+      local safe = ltc.where(pos, target, ltc.ones(target:size(), target:dtype()))
+      l = ltc.where(pos, target * (safe:log() - input), input * 0)
+    end
+    if (o.reduction or "mean") == "batchmean" then
+      return l:sum() / (input:dim() > 0 and input:size(1) or 1)
+    end
+    return reduce(l, code)
+  end
+
+  --- F.cosine_embedding_loss(x1, x2, y [, {margin=0, reduction}]): rows x1, x2 [N, D] (or
+  -- [D]) and labels y [N] of 1 or -1: 1 - cos where y = 1, max(0, cos - margin) where y = -1
+  -- (cos with PyTorch's 1e-12 in each squared norm).
+  function F.cosine_embedding_loss(x1, x2, y, opts)
+    local o, code = options("cosine_embedding_loss", opts, { "margin" })
+    same_size("cosine_embedding_loss", x1, x2)
+    local d = x1:dim()
+    local dot = (x1 * x2):sum(d)
+    local n1 = (x1 * x1):sum(d) + 1e-12
+    local n2 = (x2 * x2):sum(d) + 1e-12
+    local cos = dot / (n1 * n2):sqrt()
+    local yf = y:to(cos:dtype())
+    local l = ltc.where(yf:eq(1), 1 - cos, (cos - (o.margin or 0)):relu())
+    l = ltc.where(yf:eq(-1) + yf:eq(1), l, l * 0)
+    return reduce(l, code)
+  end
+
+  -- A loss module: __init(opts) checks the options of `fname` and forward passes them on.
+  local function loss_class(name, fn, allowed)
+    local cls = nn.class(name)
+    function cls:__init(opts)
+      self.options = check_options(name, opts, set("reduction", table.unpack(allowed)), 4)
+      self.reduction = self.options.reduction or "mean"
+    end
+    function cls:forward(...)
+      local o = {}
+      for k, v in pairs(self.options) do o[k] = v end
+      o.reduction = self.reduction
+      local args = table.pack(...)
+      args[args.n + 1] = o
+      return fn(table.unpack(args, 1, args.n + 1))
+    end
+    function cls:extra_repr() return "reduction=" .. self.reduction end
+    return cls
+  end
+
+  --- nn.CrossEntropyLoss, nn.NLLLoss, nn.MSELoss, nn.L1Loss, nn.SmoothL1Loss, nn.HuberLoss,
+  -- nn.BCELoss, nn.BCEWithLogitsLoss, nn.KLDivLoss, nn.CosineEmbeddingLoss: module forms
+  -- of the functions above, nn.X(opts) then loss(input, target); the options are the
+  -- function's (PyTorch's constructor keywords).
+  nn.CrossEntropyLoss = loss_class("CrossEntropyLoss", F.cross_entropy,
+    { "weight", "ignore_index", "label_smoothing" })
+  nn.NLLLoss = loss_class("NLLLoss", F.nll_loss, { "weight", "ignore_index" })
+  nn.MSELoss = loss_class("MSELoss", F.mse_loss, {})
+  nn.L1Loss = loss_class("L1Loss", F.l1_loss, {})
+  nn.SmoothL1Loss = loss_class("SmoothL1Loss", F.smooth_l1_loss, { "beta" })
+  nn.HuberLoss = loss_class("HuberLoss", F.huber_loss, { "delta" })
+  nn.BCELoss = loss_class("BCELoss", F.binary_cross_entropy, { "weight" })
+  nn.BCEWithLogitsLoss = loss_class("BCEWithLogitsLoss", F.binary_cross_entropy_with_logits,
+    { "weight", "pos_weight" })
+  nn.KLDivLoss = loss_class("KLDivLoss", F.kl_div, { "log_target" })
+  nn.CosineEmbeddingLoss = loss_class("CosineEmbeddingLoss", F.cosine_embedding_loss, { "margin" })
+end

@@ -1,0 +1,279 @@
+--- ltc.nn recurrent modules (PyTorch's torch.nn.RNN, LSTM, GRU and their cells), added to
+-- ltc.nn by lua/ltc/nn.lua: require("ltc.nn_rnn")(nn, F).
+--
+-- Parameters, their names, shapes, gate order and initialisation are PyTorch's (uniform in
+-- +-1/sqrt(hidden_size)), so a state dict moves between the two (spec/rnn_spec.lua compares
+-- outputs and gradients with PyTorch's for the same weights). Gate order: LSTM i, f, g, o;
+-- GRU r, z, n. In a layer, each time step is two small matrix products and the gate math, which the CPU backend fuses
+-- into one loop (spec/rnn_spec.lua checks the plan).
+local ltc = require "ltc"
+
+return function(nn, F)
+  local check_options, set, check_size = nn.check_options, nn.option_set, nn.check_size
+  local uniform = nn.init.uniform
+
+  local gates = { RNN = 1, LSTM = 4, GRU = 3 }
+
+  -- One time step of `mode` from the input projection xw [B, G*H] (x W_ih^T + b_ih), the
+  -- state h [B, H] (and c for LSTM) and the recurrent weights. Returns h' (and c').
+  local function step(mode, xw, h, c, w_hh, b_hh, H, nonlinearity)
+    local hw = h:matmul(w_hh:t())
+    if b_hh then hw = hw + b_hh end
+    if mode == "RNN" then
+      local a = xw + hw
+      return nonlinearity == "relu" and a:relu() or a:tanh()
+    elseif mode == "LSTM" then
+      local g = xw + hw
+      local i = g:narrow(-1, 1, H):sigmoid()
+      local f = g:narrow(-1, H + 1, H):sigmoid()
+      local gg = g:narrow(-1, 2 * H + 1, H):tanh()
+      local o = g:narrow(-1, 3 * H + 1, H):sigmoid()
+      local c2 = f * c + i * gg
+      return o * c2:tanh(), c2
+    else
+      local r = (xw:narrow(-1, 1, H) + hw:narrow(-1, 1, H)):sigmoid()
+      local z = (xw:narrow(-1, H + 1, H) + hw:narrow(-1, H + 1, H)):sigmoid()
+      local n = (xw:narrow(-1, 2 * H + 1, H) + r * hw:narrow(-1, 2 * H + 1, H)):tanh()
+      return n + z * (h - n)
+    end
+  end
+
+  local function input_proj(x, w_ih, b_ih)
+    if b_ih then return F.linear(x, w_ih, b_ih) end
+    return F.linear(x, w_ih)
+  end
+
+  local function check_input(name, x, I, want_dims)
+    if not ltc.is_tensor(x) then error(name .. ": input must be a tensor, got " .. type(x), 4) end
+    local d = x:dim()
+    local ok = false
+    for _, w in ipairs(want_dims) do ok = ok or d == w end
+    if not ok or x:size(-1) ~= I then
+      error(string.format("%s: input of size [%s] must be %s with a last dim of input_size %d",
+        name, table.concat(x:size(), ", "), table.concat(want_dims, "-d or ") .. "-d", I), 4)
+    end
+  end
+
+  local function check_state(name, what, t, want)
+    if not ltc.is_tensor(t) then
+      error(string.format("%s: %s must be a tensor, got %s", name, what, type(t)), 4)
+    end
+    local s = t:size()
+    local ok = #s == #want
+    for i = 1, #want do ok = ok and s[i] == want[i] end
+    if not ok then
+      error(string.format("%s: %s has size [%s], expected [%s]", name, what, table.concat(s, ", "),
+        table.concat(want, ", ")), 4)
+    end
+  end
+
+  ---------------------------------------------------------------------------------------------
+  -- cells
+
+  local function cell_class(mode)
+    local name = mode .. "Cell"
+    local cls = nn.class(name)
+    function cls:__init(input_size, hidden_size, opts)
+      check_size(name, "input_size", input_size)
+      check_size(name, "hidden_size", hidden_size)
+      local allowed = mode == "RNN" and set("bias", "nonlinearity") or set("bias")
+      if type(opts) == "boolean" then opts = { bias = opts } end
+      opts = check_options(name, opts, allowed, 3)
+      self.nonlinearity = opts.nonlinearity or "tanh"
+      if self.nonlinearity ~= "tanh" and self.nonlinearity ~= "relu" then
+        error(name .. ": nonlinearity must be 'tanh' or 'relu', not '" .. tostring(self.nonlinearity) .. "'", 3)
+      end
+      self.input_size, self.hidden_size, self.mode = input_size, hidden_size, mode
+      local G, k = gates[mode] * hidden_size, 1 / math.sqrt(hidden_size)
+      self:register_parameter("weight_ih", uniform({ G, input_size }, k))
+      self:register_parameter("weight_hh", uniform({ G, hidden_size }, k))
+      if opts.bias ~= false then
+        self:register_parameter("bias_ih", uniform({ G }, k))
+        self:register_parameter("bias_hh", uniform({ G }, k))
+      end
+    end
+    --- cell(x [, h]) for RNNCell and GRUCell: x [B, input_size] (or [input_size]), h [B,
+    -- hidden_size] (zeros when nil); returns h'. LSTMCell's cell(x [, {h, c}]) returns h', c'.
+    function cls:forward(x, state)
+      check_input(name, x, self.input_size, { 1, 2 })
+      local unbatched = x:dim() == 1
+      if unbatched then x = x:unsqueeze(1) end
+      local B, H = x:size(1), self.hidden_size
+      local h, c
+      if mode == "LSTM" then
+        if state ~= nil then
+          if type(state) ~= "table" or getmetatable(state) == ltc.Tensor then
+            error(name .. ": the state must be a table {h, c}", 3)
+          end
+          h, c = state[1], state[2]
+        end
+      else
+        h = state
+      end
+      local want = unbatched and { H } or { B, H }
+      if h == nil then h = ltc.zeros({ B, H }, x:dtype())
+      else check_state(name, "h", h, want); if unbatched then h = h:unsqueeze(1) end end
+      if mode == "LSTM" then
+        if c == nil then c = ltc.zeros({ B, H }, x:dtype())
+        else check_state(name, "c", c, want); if unbatched then c = c:unsqueeze(1) end end
+      end
+      local h2, c2 = step(mode, input_proj(x, self.weight_ih, self.bias_ih), h, c,
+        self.weight_hh, self.bias_hh, H, self.nonlinearity)
+      if unbatched then
+        h2 = h2:squeeze(1)
+        if c2 then c2 = c2:squeeze(1) end
+      end
+      return h2, c2
+    end
+    function cls:extra_repr()
+      local s = string.format("%d, %d", self.input_size, self.hidden_size)
+      if self.bias_ih == nil then s = s .. ", bias=false" end
+      if self.nonlinearity ~= "tanh" then s = s .. ", nonlinearity=" .. self.nonlinearity end
+      return s
+    end
+    return cls
+  end
+
+  --- nn.RNNCell(input_size, hidden_size [, {bias=true, nonlinearity="tanh"}]),
+  -- nn.LSTMCell(input_size, hidden_size [, {bias}]), nn.GRUCell(...): one step; see forward.
+  nn.RNNCell = cell_class("RNN")
+  nn.LSTMCell = cell_class("LSTM")
+  nn.GRUCell = cell_class("GRU")
+
+  ---------------------------------------------------------------------------------------------
+  -- multi-layer, optionally bidirectional sequence modules
+
+  local function seq_class(mode)
+    local cls = nn.class(mode)
+    function cls:__init(input_size, hidden_size, opts)
+      check_size(mode, "input_size", input_size)
+      check_size(mode, "hidden_size", hidden_size)
+      local allowed = set("num_layers", "bias", "batch_first", "dropout", "bidirectional")
+      if mode == "RNN" then allowed.nonlinearity = true end
+      opts = check_options(mode, opts, allowed, 3)
+      local L = opts.num_layers or 1
+      check_size(mode, "num_layers", L)
+      local p = opts.dropout or 0
+      if type(p) ~= "number" or not (p >= 0 and p <= 1) then
+        error(string.format("%s: dropout must be between 0 and 1, got %s", mode, tostring(p)), 3)
+      end
+      self.nonlinearity = opts.nonlinearity or "tanh"
+      if self.nonlinearity ~= "tanh" and self.nonlinearity ~= "relu" then
+        error(mode .. ": nonlinearity must be 'tanh' or 'relu', not '" .. tostring(self.nonlinearity) .. "'", 3)
+      end
+      self.mode, self.input_size, self.hidden_size, self.num_layers = mode, input_size, hidden_size, L
+      self.bias, self.batch_first = opts.bias ~= false, opts.batch_first == true
+      self.dropout, self.bidirectional = p, opts.bidirectional == true
+      local D = self.bidirectional and 2 or 1
+      local G, k = gates[mode] * hidden_size, 1 / math.sqrt(hidden_size)
+      for l = 0, L - 1 do
+        for d = 1, D do
+          local sfx = "_l" .. l .. (d == 2 and "_reverse" or "")
+          local in_l = l == 0 and input_size or hidden_size * D
+          self:register_parameter("weight_ih" .. sfx, uniform({ G, in_l }, k))
+          self:register_parameter("weight_hh" .. sfx, uniform({ G, hidden_size }, k))
+          if self.bias then
+            self:register_parameter("bias_ih" .. sfx, uniform({ G }, k))
+            self:register_parameter("bias_hh" .. sfx, uniform({ G }, k))
+          end
+        end
+      end
+    end
+
+    --- m(x [, h0]) for RNN and GRU, m(x [, {h0, c0}]) for LSTM: x [T, B, input_size]
+    -- ([B, T, input_size] with batch_first; [T, input_size] unbatched); h0, c0 [num_layers *
+    -- D, B, hidden_size] (D = 2 when bidirectional; zeros when nil). Returns output [T, B, D *
+    -- hidden_size] (the last layer's h at every step, both directions concatenated) and h_n
+    -- [num_layers * D, B, hidden_size] (LSTM: a table {h_n, c_n}), as PyTorch.
+    function cls:forward(x, state)
+      check_input(mode, x, self.input_size, { 2, 3 })
+      local unbatched = x:dim() == 2
+      if unbatched then x = x:unsqueeze(2)
+      elseif self.batch_first then x = x:transpose(1, 2) end
+      local T, B, H = x:size(1), x:size(2), self.hidden_size
+      local L, D = self.num_layers, self.bidirectional and 2 or 1
+      local h0, c0
+      if mode == "LSTM" then
+        if state ~= nil then
+          if type(state) ~= "table" or getmetatable(state) == ltc.Tensor then
+            error("LSTM: the state must be a table {h0, c0}", 2)
+          end
+          h0, c0 = state[1], state[2]
+        end
+      else
+        h0 = state
+      end
+      local want = unbatched and { L * D, H } or { L * D, B, H }
+      if h0 ~= nil then check_state(mode, "h0", h0, want); if unbatched then h0 = h0:unsqueeze(2) end end
+      if c0 ~= nil then check_state(mode, "c0", c0, want); if unbatched then c0 = c0:unsqueeze(2) end end
+      local zeros
+      local function init(s, idx)
+        if s then return s:select(1, idx) end
+        zeros = zeros or ltc.zeros({ B, H }, x:dtype())
+        return zeros
+      end
+      -- the layer's input as a list of T steps [B, in]: each step's input projection is its
+      -- own small product, because the gradient of a select of one [T, B, 4H] projection
+      -- would write T full-size zero tensors in the backward pass
+      local hn, cn = {}, {}
+      local steps = {}
+      for t = 1, T do steps[t] = x:select(1, t) end
+      local outs
+      for l = 0, L - 1 do
+        outs = {}
+        for d = 1, D do
+          local sfx = "_l" .. l .. (d == 2 and "_reverse" or "")
+          local idx = l * D + d
+          local w_ih, b_ih = self["weight_ih" .. sfx], self["bias_ih" .. sfx]
+          local w_hh, b_hh = self["weight_hh" .. sfx], self["bias_hh" .. sfx]
+          local h, c = init(h0, idx), mode == "LSTM" and init(c0, idx) or nil
+          local hs = {}
+          for s = 1, T do
+            local t = d == 1 and s or T - s + 1
+            h, c = step(mode, input_proj(steps[t], w_ih, b_ih), h, c, w_hh, b_hh, H, self.nonlinearity)
+            hs[t] = h
+          end
+          outs[d] = hs
+          hn[idx], cn[idx] = h, c
+        end
+        for t = 1, T do
+          steps[t] = D == 2 and ltc.cat({ outs[1][t], outs[2][t] }, 2) or outs[1][t]
+          if self.dropout > 0 and self.training and l < L - 1 then
+            steps[t] = F.dropout(steps[t], self.dropout, true)
+          end
+        end
+      end
+      local input = ltc.stack(steps, 1)
+      local out = input
+      local h_n = ltc.stack(hn, 1)
+      local c_n = mode == "LSTM" and ltc.stack(cn, 1) or nil
+      if unbatched then
+        out, h_n = out:squeeze(2), h_n:squeeze(2)
+        if c_n then c_n = c_n:squeeze(2) end
+      elseif self.batch_first then
+        out = out:transpose(1, 2)
+      end
+      if mode == "LSTM" then return out, { h_n, c_n } end
+      return out, h_n
+    end
+
+    function cls:extra_repr()
+      local s = string.format("%d, %d", self.input_size, self.hidden_size)
+      if self.num_layers ~= 1 then s = s .. ", num_layers=" .. self.num_layers end
+      if not self.bias then s = s .. ", bias=false" end
+      if self.batch_first then s = s .. ", batch_first=true" end
+      if self.dropout ~= 0 then s = s .. ", dropout=" .. self.dropout end
+      if self.bidirectional then s = s .. ", bidirectional=true" end
+      return s
+    end
+    return cls
+  end
+
+  --- nn.RNN(input_size, hidden_size [, {num_layers=1, nonlinearity="tanh", bias=true,
+  -- batch_first=false, dropout=0, bidirectional=false}]), nn.LSTM(...), nn.GRU(...) (no
+  -- nonlinearity): PyTorch's modules; parameters weight_ih_l<k>[_reverse], weight_hh_l<k>,
+  -- bias_ih_l<k>, bias_hh_l<k>. dropout applies between layers while training.
+  nn.RNN = seq_class("RNN")
+  nn.LSTM = seq_class("LSTM")
+  nn.GRU = seq_class("GRU")
+end

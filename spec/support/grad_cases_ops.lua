@@ -1,0 +1,75 @@
+-- The finite-difference cases of spec/autograd_spec.lua for the ops of issue 15 (special
+-- functions, sort and friends, ...), kept here so that the two lists merge easily.
+-- Returns function(gradcheck, ltc) -> {op name = function() ... end}.
+return function(gradcheck, ltc)
+  local A = { { 0.5, -1.2, 2.0 }, { 1.5, 0.3, -0.7 } }          -- 2x3
+  local B = { { 0.8, -0.4, 1.1 }, { -1.3, 0.9, 0.6 } }           -- 2x3
+  local P = { { 0.5, 1.2, 2.0 }, { 1.5, 0.3, 0.7 } }             -- positive 2x3
+  local U = { { 0.5, -0.2, 0.9 }, { -0.7, 0.3, 0.1 } }           -- inside (-1, 1)
+  local G = { { 1.5, 1.2, 2.0 }, { 3.5, 1.3, 4.7 } }             -- above 1
+  local R = { 0.7, -1.1, 1.9 }                                   -- 3
+  local unary = function(name, input)
+    return function() gradcheck(function(a) return a[name](a) end, { input }) end
+  end
+  return {
+    tan = unary("tan", U),
+    atan = unary("atan", A),
+    asin = unary("asin", U),
+    acos = unary("acos", U),
+    sinh = unary("sinh", A),
+    cosh = unary("cosh", A),
+    asinh = unary("asinh", A),
+    acosh = unary("acosh", G),
+    atanh = unary("atanh", U),
+    erf = unary("erf", A),
+    erfc = unary("erfc", A),
+    erfinv = unary("erfinv", U),
+    log2 = unary("log2", P),
+    log10 = unary("log10", P),
+    exp2 = unary("exp2", A),
+    lgamma = unary("lgamma", { { 0.5, 1.2, 2.0 }, { 3.5, -0.3, -1.7 } }),
+    digamma = unary("digamma", { { 0.5, 1.2, 2.0 }, { 3.5, -0.3, -1.7 } }),
+    polygamma = function()
+      gradcheck(function(a) return a:polygamma(0) end, { P })
+    end,
+    atan2 = function()
+      gradcheck(function(a, b) return a:atan2(b) end, { A, B })
+      gradcheck(function(a, r) return ltc.atan2(a, r) end, { A, R })
+    end,
+    hypot = function()
+      gradcheck(function(a, b) return a:hypot(b) end, { A, B })
+      gradcheck(function(a, r) return ltc.hypot(r, a) end, { A, R })
+    end,
+    logaddexp = function()
+      gradcheck(function(a, b) return a:logaddexp(b) end, { A, B })
+      gradcheck(function(a, r) return ltc.logaddexp(a, r) end, { A, R })
+    end,
+    tril = function()
+      gradcheck(function(a) return a:tril() end, { A })
+      gradcheck(function(a) return a:reshape({ 1, 3, 2 }):tril(-1) end, { A })
+    end,
+    triu = function()
+      gradcheck(function(a) return a:triu(1) end, { A })
+      gradcheck(function(a) return a:reshape({ 3, 2 }):triu(-1) end, { A })
+    end,
+    sort = function()
+      gradcheck(function(a) local v = a:sort(); return v end, { A })
+      gradcheck(function(a) local v = a:sort(1, true); return v end, { A })
+    end,
+    topk = function()
+      gradcheck(function(a) local v = a:topk(2); return v end, { A })
+      gradcheck(function(a) local v = a:topk(1, 1, false); return v end, { A })
+    end,
+    kthvalue = function()
+      gradcheck(function(a) local v = a:kthvalue(2); return v end, { A })
+      gradcheck(function(a) local v = a:kthvalue(1, 1, true); return v end, { A })
+    end,
+    median = function() gradcheck(function(a) return a:median() end, { A }) end,
+    ["median.dim"] = function()
+      gradcheck(function(a) local v = a:median(2); return v end, { A })
+    end,
+    mode = function()
+      gradcheck(function(a) local v = a:mode(2); return v end, { A })
+    end,
+  }
+end

@@ -1,0 +1,47 @@
+# ---- the distributed module (Open MPI): build/ltc/distributed.so, `require "ltc.distributed"`
+# Built by `make` where Open MPI's development files are (pkg-config ompi, or mpicc);
+# elsewhere `make` says it skips it. The module links the core (core.so, found beside it
+# through its rpath) and Open MPI; the core links no MPI.
+
+# `make deps` installs Open MPI too (a make run that installs it builds the module next time)
+DEBIAN_PKGS += libopenmpi-dev openmpi-bin
+
+HAVE_MPI := $(shell (pkg-config --exists ompi || command -v mpicc) >/dev/null 2>&1 && echo yes)
+ifeq ($(HAVE_MPI),yes)
+MPI_CFLAGS := $(shell pkg-config --cflags ompi 2>/dev/null || mpicc --showme:compile)
+MPI_LIBS := $(shell pkg-config --libs ompi 2>/dev/null || mpicc --showme:link)
+DIST_SRC := $(wildcard src/distributed/*.c)
+
+all: $(BUILD)/ltc/distributed.so
+
+$(BUILD)/ltc/distributed.so: $(DIST_SRC) $(wildcard src/distributed/*.h) src/backend/ltc_comm.h \
+                             $(BUILD)/ltc/core.so
+	$(CC) $(CPPFLAGS) $(MPI_CFLAGS) $(LTC_CFLAGS) $(CFLAGS) $(LDFLAGS) -shared -o $@ $(DIST_SRC) \
+	  -L$(BUILD)/ltc -l:core.so -Wl,-rpath,'$$ORIGIN' $(MPI_LIBS) -lpthread
+else
+all: dist-skip
+endif
+
+.PHONY: dist-skip install-dist demo-dist test-dist
+dist-skip:
+	@echo "ltc.distributed: skipped (no Open MPI development files: neither pkg-config ompi nor mpicc;"
+	@echo "                 sudo apt-get install libopenmpi-dev openmpi-bin)"
+
+install: install-dist
+install-dist: all
+	@if [ -f $(BUILD)/ltc/distributed.so ]; then \
+	  install -D -m 755 $(BUILD)/ltc/distributed.so $(DESTDIR)$(INST_LIBDIR)/ltc/distributed.so; \
+	else echo "install: ltc.distributed not built (no Open MPI), not installed"; fi
+
+# The main job across processes: Fashion-MNIST data-parallel over DIST_NP ranks of one
+# machine (--oversubscribe; --allow-run-as-root when root), one compute thread each.
+DIST_NP ?= 2
+demo-dist: all
+	@if ! command -v mpirun >/dev/null 2>&1 || [ ! -f $(BUILD)/ltc/distributed.so ]; then \
+	  echo "demo-dist: needs Open MPI (sudo apt-get install libopenmpi-dev openmpi-bin, then make)"; \
+	  exit 1; fi
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 LTC_BUILD=$(BUILD) \
+	  mpirun $$([ "$$(id -u)" = 0 ] && echo --allow-run-as-root) --oversubscribe -np $(DIST_NP) \
+	  -x LTC_NUM_THREADS=1 -x OPENBLAS_NUM_THREADS=1 \
+	  bin/ltc examples/fashion_mnist.lua --distributed --data $(FASHION_MNIST_DIR) \
+	  --plot $(BUILD)/fashion_mnist_dist_loss.svg

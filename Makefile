@@ -56,7 +56,7 @@ DEBIAN_PKGS := lua5.4 liblua5.4-dev libopenblas-dev libyaml-dev lua-busted libxx
 export LUA_PATH  := $(CURDIR)/lua/?.lua;$(CURDIR)/lua/?/init.lua;;
 export LUA_CPATH := $(CURDIR)/$(BUILD)/?.so;;
 
-.PHONY: all gen docs test test-c test-graph-threads test-codegen test-lua test-install test-asan test-valgrind demo deps clean install bench
+.PHONY: all gen docs test test-c test-graph-threads test-codegen test-lua test-install test-asan test-valgrind demo deps clean install bench test-plugin
 
 all: $(BUILD)/ltc/core.so
 
@@ -102,7 +102,7 @@ $(BUILD)/ltc/core.so: $(OBJ)
 
 # ---- tests --------------------------------------------------------------------------------
 
-test: deps all test-c test-graph-threads test-codegen test-lua test-install
+test: deps all test-c test-graph-threads test-codegen test-lua test-install test-plugin
 
 test-lua: all
 	busted --lua=$(LUA) --cpath="$(CURDIR)/$(BUILD)/?.so" spec
@@ -110,6 +110,11 @@ test-lua: all
 # make install and luarocks make into temporary trees, then require "ltc" from elsewhere.
 test-install: all
 	sh spec/install_test.sh $(BUILD)
+
+# A third backend, spec/plugin/toy.c, built against a `make install` into a temporary prefix
+# (its headers and ltc.pc only), and its specs run with only that prefix on the module paths.
+test-plugin: all
+	sh spec/plugin/run.sh $(BUILD)
 
 test-codegen: $(BUILD)/ltcgen
 	sh codegen/tests/run.sh $(BUILD)/ltcgen

@@ -417,3 +417,44 @@ describe("capture modes on the capturing thread", function()
     assert.equal(20, t:item())
   end)
 end)
+
+describe("capture on any backend", function()
+  it("names a fused step in debug_dump as backend_text does", function()
+    local x = ltc.randn(64, 64)
+    local g = ltc.Graph{keep_graph = true}
+    g:capture_begin()
+    local _ = x:relu():sum()
+    g:capture_end()
+    local path = os.tmpname()
+    g:debug_dump(path)
+    local f = assert(io.open(path))
+    local dot = f:read("a")
+    f:close()
+    os.remove(path)
+    assert.truthy(dot:find('label="fused(relu -> sum)"', 1, true), dot)
+  end)
+
+  it("accepts only pool ids that graph_pool_handle() gave out", function()
+    local g = ltc.Graph()
+    local made_up = ltc.graph_pool_handle() + 1000
+    assert.has_error(function() g:capture_begin{pool = made_up} end,
+      "capture_begin: pool " .. made_up .. " was not made by ltc.graph_pool_handle() or g:pool()")
+    local h = ltc.graph_pool_handle()
+    g:capture_begin{pool = h}
+    g:capture_end()
+  end)
+
+  it("refuses a sync on another backend during a capture, naming both", function()
+    local r = ltc.tensor({1}, {device = "ref"})
+    local g = ltc.Graph()
+    g:capture_begin()
+    local z = r * 2
+    local ok, err = pcall(ltc.sync)
+    assert.is_false(ok)
+    assert.matches("sync on backend 'ref' while this thread captures a graph on 'cpu'", err, 1, true)
+    z = nil -- luacheck: ignore
+    g:capture_end()
+    g:reset()
+    assert.are.equal(3, (r * 3):item())
+  end)
+end)

@@ -73,7 +73,7 @@ function methods.zero_(t) return t:copy_(0) end
 
 ---------------------------------------------------------------------------------------------
 -- printing, in Torch7's layout: rows of right-aligned values, then a footer
--- "[ltc.float32 of size 2x3 on cpu]". Printing syncs.
+-- "[ltc.float32 of size 2x3 on cpu:0]" (the tensor's device). Printing syncs.
 
 local function fmt_values(flat, is_float)
   local all_int, maxabs = true, 0
@@ -115,8 +115,8 @@ mt.__tostring = function(t)
   local size, dtype = t:size(), t:dtype()
   local dims = {}
   for i, s in ipairs(size) do dims[i] = tostring(s) end
-  local footer = #size == 0 and string.format("[ltc.%s scalar on cpu]", dtype)
-    or string.format("[ltc.%s of size %s on cpu]", dtype, table.concat(dims, "x"))
+  local footer = #size == 0 and string.format("[ltc.%s scalar on %s]", dtype, t:device())
+    or string.format("[ltc.%s of size %s on %s]", dtype, table.concat(dims, "x"), t:device())
   if t:numel() == 0 then return footer end
   local strs, width = fmt_values(flatten(t:totable(), {}), dtype:sub(1, 5) == "float")
   local lines, pos = {}, 1
@@ -213,6 +213,45 @@ M.io = require "ltc.io"
 --- ltc.save(path, tensor) writes .npy; ltc.save(path, state_dict) writes .npz (one file,
 -- a member "<name>.npy" per tensor; np.load reads it). ltc.load(path) reads either back.
 M.save, M.load = M.io.save, M.io.load
+
+---------------------------------------------------------------------------------------------
+-- devices (PyTorch's torch.device): "cpu:0", "ref:0", and those of backends that outside
+-- modules register. ltc.devices() lists them, ltc.default_device() / set_default_device(d)
+-- get and set where new tensors are made, t:device() names a tensor's.
+
+--- t:device(): the tensor's device, "cpu:0".
+methods.device = core.device
+--- t:to(device) moves t to a device ("cpu", "ref:0"), returning t itself when it is there
+-- already (PyTorch's Tensor.to); t:to(dtype) casts. An op on tensors of two devices is an
+-- error naming both.
+local to_dtype = methods.to or core.to
+function methods.to(t, x, ...)
+  if core._is_device(x) then return core._to_device(t, x) end
+  return to_dtype(t, x, ...)
+end
+M.to = methods.to
+
+-- Creation functions take a trailing options table {device = "toy:0"} (PyTorch's device=
+-- keyword): the tensor is made with that device as the default, which is then restored.
+local function with_device(fn)
+  return function(...)
+    local n = select("#", ...)
+    local last = n > 0 and select(n, ...) or nil
+    if type(last) ~= "table" or core.is_tensor(last) or last.device == nil or last[1] ~= nil then
+      return fn(...)
+    end
+    local prev = core.default_device()
+    core.set_default_device(last.device)
+    local res = table.pack(pcall(fn, table.unpack(table.pack(...), 1, n - 1)))
+    core.set_default_device(prev)
+    if not res[1] then error(res[2], 0) end
+    return table.unpack(res, 2, res.n)
+  end
+end
+for _, name in ipairs { "tensor", "zeros", "ones", "full", "empty", "rand", "randn", "arange",
+                        "eye", "linspace", "randint", "randperm", "load", "scalar_tensor" } do
+  if M[name] then M[name] = with_device(M[name]) end
+end
 autograd.export(M)
 -- ltc.nn and ltc.optim require "ltc" themselves: the module is registered first
 package.loaded["ltc"] = M

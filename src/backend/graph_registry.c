@@ -83,14 +83,22 @@ ltc_graph *ltc_graph_impl_create(const char *device, const ltc_graph_args *args)
     return f(args ? args : &defaults);
 }
 
+static uint64_t next_pool = 1; /* handles are 1, 2, ... in the order given out */
+
 ltc_mempool_id ltc_graph_pool_handle(void) {
-    static uint64_t next = 1;
-    return __atomic_fetch_add(&next, 1, __ATOMIC_RELAXED);
+    return __atomic_fetch_add(&next_pool, 1, __ATOMIC_RELAXED);
+}
+
+bool ltc_graph_pool_issued(ltc_mempool_id id) {
+    return id >= 1 && id < __atomic_load_n(&next_pool, __ATOMIC_RELAXED);
 }
 
 /* ---- wrappers ------------------------------------------------------------------------------ */
 
 ltc_status ltc_graph_capture_begin(ltc_graph *g, ltc_mempool_id pool, ltc_capture_mode mode) {
+    if (pool && !ltc_graph_pool_issued(pool)) /* a made-up id would collide with a later one */
+        return ltc_errorf(LTC_ERR_ARG, "capture_begin: pool %llu was not made by "
+                          "ltc.graph_pool_handle() or g:pool()", (unsigned long long)pool);
     return g->iface->capture_begin(g, pool, mode);
 }
 ltc_status ltc_graph_capture_end(ltc_graph *g) { return g->iface->capture_end(g); }

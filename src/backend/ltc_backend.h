@@ -10,6 +10,8 @@
 #ifndef LTC_BACKEND_H
 #define LTC_BACKEND_H
 
+#include <string.h>
+
 #include "ltc_ir.h"
 
 typedef struct ltc_backend ltc_backend;
@@ -71,28 +73,49 @@ ltc_computation *ltc_computation_retain(ltc_computation *c);
 
 /* ---- the vtable ----------------------------------------------------------------------------- */
 
-#define LTC_BACKEND_IFACE_VERSION 1
+/* 2: the IR-builder slot removed; data_read and lowers added; data_placeholder, data_of_node,
+ * prepare_to_exit and metric_report called by the core as documented below. */
+#define LTC_BACKEND_IFACE_VERSION 2
 
 typedef struct ltc_device {
     const char *type; /* "cpu", "ref" */
     int ordinal;
 } ltc_device;
 
+/* Each slot and who calls it. Required: data_from_host, data_to_host, data_free, compile,
+ * computation_free, execute, default_device, devices (ltc_backend_register checks them).
+ *
+ * Not here, on purpose: PyTorch's GetIrBuilder (a backend's own node kinds for the nodes the
+ * core makes internally: device data, scalars, expand, view, cast). Every node kind comes
+ * from ops.yaml (the core's op enum does not depend on any backend, codegen/README.md);
+ * the core makes device data and scalars as DEVICE_DATA parameters, expand/view/cast as
+ * ordinary ops, and a backend chooses how to lower each kind in compile (or leaves it to
+ * the eager fallback with `lowers`). A builder slot would have had no caller. */
 struct ltc_backend_i {
     int version; /* LTC_BACKEND_IFACE_VERSION */
 
-    /* initialization / teardown */
-    void (*prepare_to_exit)(ltc_backend *b);                        /* optional */
-    /* configuration */
-    void (*set_rng_seed)(ltc_backend *b, uint64_t seed);            /* optional */
-    /* IR tracing: node kinds of the backend's own, NULL for the core's default builder */
-    const void *(*get_ir_builder)(ltc_backend *b);                   /* optional */
+    /* At shutdown (the last Lua state using the module closes, ltc_shutdown): free what the
+     * backend caches (the CPU backend: its host-memory cache). Optional. */
+    void (*prepare_to_exit)(ltc_backend *b);
+    /* ltc.manual_seed(seed) calls it on every backend. Optional. */
+    void (*set_rng_seed)(ltc_backend *b, uint64_t seed);
 
-    /* data transfer */
+    /* data transfer. The core never dereferences d->ptr of a backend's data: it reads values
+     * with data_to_host (or data_read) and makes them with data_from_host; ptr is the
+     * backend's own business (the CPU family keeps host memory there, others may not). */
     ltc_data *(*data_from_host)(ltc_backend *b, const ltc_shape *shape, const void *host);
+    /* A 0-d value (Lua numbers); optional: without it data_from_host makes it. */
     ltc_data *(*data_from_scalar)(ltc_backend *b, const ltc_shape *shape0d, const void *value);
-    ltc_data *(*data_placeholder)(ltc_backend *b, const ltc_shape *shape); /* uninitialised */
-    ltc_data *(*data_of_node)(ltc_backend *b, const ltc_node *n);  /* borrowed; optional */
+    /* Uninitialised data of a shape. Optional. With LTC_BACKEND_FILLS_PLACEHOLDERS in
+     * `flags`, the core hands execute its outputs as such placeholders to fill in place
+     * (PyTorch's placeholder data for a computation's results); otherwise execute makes its
+     * outputs itself (the CPU backend: from its pools) and the slot is the backend's own. */
+    ltc_data *(*data_placeholder)(ltc_backend *b, const ltc_shape *shape);
+    /* The data the executor passes for a DEVICE_DATA node (a graph parameter), borrowed, as
+     * it is (a backend that reads another backend's data, host memory say, may return it);
+     * NULL when the node holds none it takes: the core then moves the node's data to b with
+     * the transfer slots when it is another backend's. Optional: without it, as NULL. */
+    ltc_data *(*data_of_node)(ltc_backend *b, const ltc_node *n);
     ltc_status (*data_to_host)(ltc_backend *b, const ltc_data *d, void *host);
     void (*data_free)(ltc_backend *b, ltc_data *d);
 
@@ -101,26 +124,51 @@ struct ltc_backend_i {
     ltc_status (*compile)(ltc_backend *b, const ltc_lowering_ctx *const *ctxs, int n,
                           ltc_computation **out);
     void (*computation_free)(ltc_backend *b, ltc_computation *c);
-    /* Runs `c` with args (n_params data, shapes as compiled) and writes n_outputs new data
-     * references into outs. */
+    /* Runs `c` with args (n_params data, shapes as compiled; all b's data) and fills outs
+     * with n_outputs data references: the core's placeholders to fill in place with
+     * LTC_BACKEND_FILLS_PLACEHOLDERS (a graph implementation may still pass NULL entries:
+     * make those), else new data it makes. */
     ltc_status (*execute)(ltc_backend *b, ltc_computation *c, ltc_data *const *args,
                           ltc_data **outs);
 
-    /* device configuration */
+    /* device configuration: the devices (ltc.devices(), device ordinals are checked against
+     * the count), the one ltc.default_device() names for the backend, and the backend the
+     * core's eager fallback runs unlowered nodes on (`lowers`). */
     ltc_device (*default_device)(ltc_backend *b);
     const char *(*eager_fallback_device_type)(ltc_backend *b);      /* optional */
     int (*devices)(ltc_backend *b, ltc_device *out, int max);
 
-    /* debug / metrics: caller frees the returned strings */
+    /* debug / metrics: caller frees the returned strings. metric_report's text (LTC's
+     * "Counter: X\n  Value: n\n" format) is appended to ltc.metrics.report(). */
     char *(*metric_report)(ltc_backend *b);                          /* optional */
     char *(*computation_text)(ltc_backend *b, const ltc_computation *c); /* optional */
+
+    /* Bytes [offset, offset + n) of d's value into host (t[i], item, weak-scalar values);
+     * optional: without it the core reads the whole value with data_to_host. */
+    ltc_status (*data_read)(ltc_backend *b, const ltc_data *d, size_t offset, size_t n,
+                            void *host);
+    /* Whether the backend lowers node n; optional (NULL: every node). A graph with nodes it
+     * does not lower runs those on the backend its eager_fallback_device_type names, the
+     * core moving values between the two and counting EagerFallback::<op> (fallback.c). */
+    bool (*lowers)(ltc_backend *b, const ltc_node *n);
+    /* LTC_BACKEND_* bits. */
+    unsigned flags;
 };
+#define LTC_BACKEND_FILLS_PLACEHOLDERS 1u /* execute fills outputs made by data_placeholder */
 
 struct ltc_backend {
     const char *name;               /* device type: "cpu", "ref" */
     const struct ltc_backend_i *iface;
     void *context;                  /* the backend's own state */
 };
+
+/* Whether d is b's data. A backend may hand out data whose `backend` is a private copy of
+ * itself with the same name (the CPU graph pools: their own data_free); such data counts as
+ * b's: the name decides. */
+static inline bool ltc_data_on(const ltc_data *d, const ltc_backend *b) {
+    return d->backend == b || (d->backend->name == b->name) ||
+           strcmp(d->backend->name, b->name) == 0;
+}
 
 /* ---- registry --------------------------------------------------------------------------------- */
 
@@ -147,6 +195,31 @@ ltc_backend *ltc_backend_default(void);
 ltc_status ltc_backend_set_default(const char *name);
 ltc_backend *ltc_backend_get_index(int i);            /* i-th registered, NULL past the end */
 int ltc_backend_count(void);                          /* how many are registered */
+
+/* ---- devices ----------------------------------------------------------------------------------- */
+
+/* A device is a registered backend's device type and an ordinal below the count its
+ * `devices` slot reports ("cpu:0"). PyTorch: c10::Device, torch.set_default_device. */
+
+/* The default device: where new tensors are made (the default backend, ordinal 0 unless
+ * set). {NULL, 0} before any registration. */
+ltc_device ltc_device_default(void);
+/* Makes `dev` the default device (and its backend the default backend). LTC_ERR_ARG for an
+ * unknown type or an ordinal the backend does not have. Process-wide. */
+ltc_status ltc_device_set_default(ltc_device dev);
+/* Parses "type" or "type:N" (a registered type; N below its device count). The type string
+ * in *out is the backend's own name (static). LTC_ERR_ARG naming the problem otherwise. */
+ltc_status ltc_device_parse(const char *s, ltc_device *out);
+/* "type:N" into buf (size bytes, truncated). */
+void ltc_device_format(ltc_device d, char *buf, size_t size);
+/* The device a tensor lives on: that of its data, or, pending, that of its operands (an op
+ * runs on its operands' device; one with none, on the default device). */
+ltc_device ltc_tensor_device(const ltc_tensor *t);
+/* *out: t on device `dev` (a new reference): t itself when it is there already, else a new
+ * tensor with a copy of its value, moved through the host by the two backends' transfer
+ * slots (syncs t first; counted as DeviceTransfer). LTC_ERR_STATE during a capture in
+ * global or thread_local mode (a replay would not repeat the move). */
+ltc_status ltc_tensor_to_device(ltc_tensor *t, ltc_device dev, ltc_tensor **out);
 
 /* ---- how an outside module registers a backend ----------------------------------------------
  *

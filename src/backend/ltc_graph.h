@@ -61,6 +61,9 @@ typedef uint64_t ltc_mempool_id;
 
 /* A new, unique pool handle (no memory yet: a pool is made by the first capture using it). */
 ltc_mempool_id ltc_graph_pool_handle(void);
+/* Whether ltc_graph_pool_handle() gave out `id`; ltc_graph_capture_begin refuses others
+ * (LTC_ERR_ARG), so a made-up id cannot collide with a handle given out later. */
+bool ltc_graph_pool_issued(ltc_mempool_id id);
 
 /* ---- the vtable -------------------------------------------------------------------------- */
 
@@ -209,6 +212,9 @@ void *ltc_capture_exec_ctx(ltc_backend *b);
  * global mode. ltc_capture_check_read: LTC_ERR_STATE when this thread captures in global or
  * thread_local mode (a value read would not be repeated by a replay). */
 ltc_status ltc_capture_check_sync(void);
+/* LTC_ERR_STATE naming both when this thread captures for one backend and a sync would run
+ * on another (a replay of the capture's implementation would not repeat it). */
+ltc_status ltc_capture_check_backend(const ltc_backend *b);
 ltc_status ltc_capture_check_read(void);
 /* The executor ran `c` with `args` (c->n_params) giving `outs` (c->n_outputs). */
 ltc_status ltc_capture_note_sync(ltc_computation *c, ltc_data *const *args, ltc_data *const *outs);

@@ -44,12 +44,28 @@ struct ltc_tensor {
                           * failed sync goes back to the newest one that does not depend on
                           * the failure (executor.c). Owned; cleared when data is installed. */
     int n_history, cap_history;
+    ltc_backend *backend; /* its device: the backend that holds (or will compute) its data */
+    int ordinal;          /* and the device's ordinal */
+    bool any_device;      /* joins an op on any device (a generator state, like a Lua
+                           * number's weak scalar): the executor moves its data */
 };
 
 /* Before an in-place write replaces t's value: appends the value it holds to t->history
  * (nothing for a tensor with no value; an allocation failure only shortens the history). */
 void ltc_tensor_history_push(ltc_tensor *t);
 void ltc_tensor_history_clear(ltc_tensor *t);
+
+/* device.c: the default device (what new tensors are made on), and moving data between
+ * backends through the host (data_to_host, then data_from_host). */
+extern ltc_device ltc_default_dev;
+/* Copies bytes [offset, offset + n) of d's value to host: the backend's data_read slot, or
+ * its data_to_host of the whole value into a scratch buffer. */
+ltc_status ltc_data_read(const ltc_data *d, size_t offset, size_t n, void *host);
+/* *out: new data on `to` holding d's value (a new reference). Counted as DeviceTransfer. */
+ltc_status ltc_data_transfer(ltc_data *d, ltc_backend *to, ltc_data **out);
+/* A new tensor holding d (the reference is taken over, released on failure), on d's
+ * backend. */
+ltc_status ltc_tensor_from_data(ltc_data *d, ltc_tensor **out);
 
 /* t's value is about to become pending IR: its data, if any, is kept as t->committed (unless
  * an older value is kept already) instead of released, for a failed sync to restore. */
@@ -109,6 +125,17 @@ typedef ltc_status (*ltc_graph_fn)(const ltc_lowering_ctx *ctx, ltc_hash h, void
 ltc_status ltc_graph_visit(ltc_tensor *const *ts, int n, ltc_graph_fn fn, void *ud);
 ltc_status ltc_graph_compile(const ltc_lowering_ctx *ctx, ltc_backend *b, ltc_hash h,
                              ltc_computation **out);
+/* Runs c on its backend (execute slot): outs get c->n_outputs new references. When the
+ * backend has LTC_BACKEND_FILLS_PLACEHOLDERS, outs arrive filled with its placeholders of the
+ * output shapes, which execute fills in place (PyTorch's placeholder data); without, execute
+ * makes them. On failure outs are released and NULL. */
+ltc_status ltc_execute(ltc_computation *c, ltc_data *const *args, ltc_data **outs);
+/* fallback.c: whether b leaves a node of ctx unlowered (its `lowers` slot), and compiling
+ * such a graph as a composite of pieces on b and on its eager-fallback backend (*out's
+ * header made by ltc_graph_compile; this fills impl and backend). */
+bool ltc_fallback_needed(const ltc_lowering_ctx *ctx, ltc_backend *b);
+ltc_status ltc_fallback_compile(const ltc_lowering_ctx *ctx, ltc_backend *b, ltc_hash h,
+                                ltc_computation **out);
 /* debug.c: a sync compiled a graph (a cache miss): explain it, save it (LTC_SAVE_GRAPHS). */
 void ltc_debug_note_compile(const ltc_lowering_ctx *ctx, ltc_hash h);
 /* debug.c: the interned source location for a new node of `op`, or NULL (LTC_IR_DEBUG off). */

@@ -265,10 +265,11 @@ static void ir_dot(sbuf *b, const ltc_lowering_ctx *ctx, ltc_hash h) {
 typedef struct {
     int what; /* 0 text, 1 dot, 2 backend text */
     char *out;
+    ltc_backend *backend; /* the tensors' device (backend text) */
 } visit_req;
 
-static ltc_status backend_text(const ltc_lowering_ctx *ctx, ltc_hash h, sbuf *b) {
-    ltc_backend *be = ltc_backend_default();
+static ltc_status backend_text(const ltc_lowering_ctx *ctx, ltc_hash h, sbuf *b,
+                               ltc_backend *be) {
     if (!be) return ltc_errorf(LTC_ERR_STATE, "backend_text: no backend registered");
     if (!be->iface->computation_text)
         return ltc_errorf(LTC_ERR_STATE, "backend_text: backend '%s' has no computation text",
@@ -279,7 +280,7 @@ static ltc_status backend_text(const ltc_lowering_ctx *ctx, ltc_hash h, sbuf *b)
         ltc_status st = ltc_graph_compile(ctx, be, h, &c);
         if (st) return st;
     }
-    char *txt = be->iface->computation_text(be, c);
+    char *txt = c->backend->iface->computation_text(c->backend, c); /* be or a composite */
     if (!cached) ltc_computation_free(c);
     if (!txt) return ltc_errorf(LTC_ERR_NOMEM, "backend_text: out of memory");
     sb_add(b, "backend %s, graph hash %016llx%016llx (%s)\n%s", be->name,
@@ -295,7 +296,7 @@ static ltc_status visit(const ltc_lowering_ctx *ctx, ltc_hash h, void *ud) {
     ltc_status st = LTC_OK;
     if (r->what == 0) ir_text(&b, ctx, h);
     else if (r->what == 1) ir_dot(&b, ctx, h);
-    else st = backend_text(ctx, h, &b);
+    else st = backend_text(ctx, h, &b, r->backend);
     if (st) {
         free(b.s);
         return st;
@@ -304,8 +305,8 @@ static ltc_status visit(const ltc_lowering_ctx *ctx, ltc_hash h, void *ud) {
 }
 
 static ltc_status debug_request(ltc_tensor *const *ts, int n, int what, char **out) {
-    visit_req r = {what, NULL};
     if (ts && n <= 0) return ltc_errorf(LTC_ERR_ARG, "no tensors given");
+    visit_req r = {what, NULL, ts ? ts[0]->backend : ltc_backend_default()};
     ltc_status st = ltc_graph_visit(ts, n, visit, &r);
     if (!st) *out = r.out;
     return st;

@@ -32,6 +32,8 @@ typedef struct {
     int n_roots, cap_roots;
     pending *tensors;  /* every pending tensor */
     int n_tensors, cap_tensors;
+    ltc_backend *backend; /* the device of the pending tensors (NULL: none, the default) */
+    bool mixed;           /* pending tensors on several backends: one graph each */
 } graph;
 
 static _Thread_local uint32_t epoch; /* each thread walks its own tensors' nodes */
@@ -105,6 +107,8 @@ static ltc_status collect_from(graph *g, ltc_tensor *const *only, int n_only) {
             if (st) return st;
         }
         if (!ltc_tensor_is_pending(t)) continue;
+        if (!g->backend) g->backend = t->backend;
+        else if (t->backend != g->backend) g->mixed = true;
         if (!grow((void **)&g->roots, &g->cap_roots, g->n_roots + 1, sizeof *g->roots) ||
             !grow((void **)&g->tensors, &g->cap_tensors, g->n_tensors + 1, sizeof *g->tensors))
             return ltc_errorf(LTC_ERR_NOMEM, "sync: out of memory");
@@ -141,6 +145,7 @@ static ltc_status collect_given(graph *g, ltc_tensor *const *ts, int n) {
         ltc_value v;
         ltc_status st = ltc_view_stale(ts[i]) ? ltc_view_refresh(ts[i]) : LTC_OK;
         if (st || (st = ltc_tensor_value(ts[i], &v))) return st;
+        if (!g->backend) g->backend = ts[i]->backend;
         if (!grow((void **)&g->roots, &g->cap_roots, g->n_roots + 1, sizeof *g->roots))
             return ltc_errorf(LTC_ERR_NOMEM, "graph: out of memory");
         bool seen = false;
@@ -202,7 +207,9 @@ ltc_status ltc_graph_compile(const ltc_lowering_ctx *ctx, ltc_backend *b, ltc_ha
         c->out_shapes[i] = ctx->roots[i].node->shapes[ctx->roots[i].index];
     memset(ctx->emitted, 0, (size_t)ctx->n_nodes);
     const ltc_lowering_ctx *ctxs[1] = {ctx};
-    if ((st = b->iface->compile(b, ctxs, 1, &c))) goto fail;
+    if (ltc_fallback_needed(ctx, b)) st = ltc_fallback_compile(ctx, b, h, &c);
+    else st = b->iface->compile(b, ctxs, 1, &c);
+    if (st) goto fail;
     *out = c;
     return LTC_OK;
 fail:
@@ -229,6 +236,22 @@ static ltc_status compile(graph *g, ltc_backend *b, ltc_hash h, ltc_computation 
     return st;
 }
 
+ltc_status ltc_execute(ltc_computation *c, ltc_data *const *args, ltc_data **outs) {
+    ltc_backend *b = c->backend;
+    if ((b->iface->flags & LTC_BACKEND_FILLS_PLACEHOLDERS) && b->iface->data_placeholder)
+        /* PyTorch: a computation's outputs are placeholders that running it fills */
+        for (int i = 0; i < c->n_outputs; i++)
+            if (!(outs[i] = b->iface->data_placeholder(b, &c->out_shapes[i]))) {
+                for (int k = 0; k < i; k++) ltc_data_release(outs[k]), outs[k] = NULL;
+                return ltc_errorf(LTC_ERR_NOMEM, "sync: out of memory for an output of %zu "
+                                  "bytes on %s", ltc_shape_nbytes(&c->out_shapes[i]), b->name);
+            }
+    ltc_status st = b->iface->execute(b, c, args, outs);
+    if (st)
+        for (int i = 0; i < c->n_outputs; i++) ltc_data_release(outs[i]), outs[i] = NULL;
+    return st;
+}
+
 static int64_t computed_bytes;
 static _Thread_local bool trimming;
 
@@ -237,11 +260,12 @@ int64_t ltc_computed_bytes(void) { return __atomic_load_n(&computed_bytes, __ATO
 /* Hashes, looks up or compiles, executes and installs a collected graph. */
 static ltc_status run_graph(graph *g) {
     ltc_computation *held = NULL;
-    ltc_data **args = NULL, **outs = NULL;
+    ltc_data **args = NULL, **outs = NULL, **moved = NULL;
     ltc_status st = LTC_OK;
     if (g->n_roots == 0) return LTC_OK;
-    ltc_backend *b = ltc_backend_default();
+    ltc_backend *b = g->backend ? g->backend : ltc_backend_default();
     if (!b) return ltc_errorf(LTC_ERR_STATE, "sync: no backend is registered");
+    if ((st = ltc_capture_check_backend(b))) return st;
     ltc_hash h = graph_hash(g, b);
     /* under the cache's lock from look-up to insert; the sync then holds a reference of its
      * own (`held`), so another thread's eviction cannot free c while it runs */
@@ -263,10 +287,27 @@ static ltc_status run_graph(graph *g) {
         st = ltc_errorf(LTC_ERR_NOMEM, "sync: out of memory");
         goto done;
     }
-    for (int i = 0; i < g->n_params; i++) args[i] = g->params[i]->data;
+    /* the parameters: b's data of each DEVICE_DATA node (its data_of_node slot), or the
+     * node's data, moved to b when another backend holds it (a Lua number's data is made on
+     * the default device) */
+    for (int i = 0; i < g->n_params; i++) {
+        ltc_node *p = g->params[i];
+        ltc_data *d = b->iface->data_of_node ? b->iface->data_of_node(b, p) : NULL;
+        bool taken = d != NULL; /* the backend takes what data_of_node gave, as it is */
+        if (!d) d = p->data;
+        if (!taken && !ltc_data_on(d, b)) {
+            if (!moved && !(moved = calloc((size_t)g->n_params, sizeof *moved))) {
+                st = ltc_errorf(LTC_ERR_NOMEM, "sync: out of memory");
+                goto done;
+            }
+            if ((st = ltc_data_transfer(d, b, &moved[i]))) goto done;
+            d = moved[i];
+        }
+        args[i] = d;
+    }
     ltc_error_set_node(-1);
     double t0 = ltc_now_ns();
-    st = b->iface->execute(b, c, args, outs);
+    st = ltc_execute(c, args, outs); /* on b, or the composite of an eager fallback */
     ltc_metric_add_sample("ExecuteTime", ltc_now_ns() - t0);
     if (st) goto done;
     int64_t made = 0;
@@ -281,8 +322,38 @@ static ltc_status run_graph(graph *g) {
     for (int i = 0; i < g->n_roots; i++) ltc_data_release(outs[i]);
 done:
     ltc_computation_free(held);
+    for (int i = 0; moved && i < g->n_params; i++) ltc_data_release(moved[i]);
+    free(moved);
     free(args);
     free(outs);
+    return st;
+}
+
+static void isolate_failure(graph *g, ltc_status st);
+
+/* Pending tensors on several backends: one graph (and sync) per backend, in the order the
+ * backends first appear. An op's operands share a device, so no graph spans two. */
+static ltc_status run_per_backend(graph *all) {
+    ltc_status st = LTC_OK;
+    ltc_tensor **ts = malloc(sizeof *ts * (size_t)all->n_tensors);
+    if (!ts) return ltc_errorf(LTC_ERR_NOMEM, "sync: out of memory");
+    for (int first = 0; first < all->n_tensors && !st; first++) {
+        ltc_backend *b = all->tensors[first].t->backend;
+        int n = 0;
+        bool seen = false;
+        for (int i = 0; i < all->n_tensors && !seen; i++) {
+            if (all->tensors[i].t->backend != b) continue;
+            if (i < first) seen = true; /* done with an earlier tensor */
+            else ts[n++] = all->tensors[i].t;
+        }
+        if (seen) continue;
+        graph one = {0};
+        st = collect_from(&one, ts, n);
+        if (!st) st = run_graph(&one);
+        if (st && !trimming && !ltc_capture_active()) isolate_failure(&one, st);
+        graph_free(&one);
+    }
+    free(ts);
     return st;
 }
 
@@ -425,7 +496,12 @@ static void isolate_failure(graph *g, ltc_status st) {
             break;
         }
         ltc_error_set_node(-1);
-        if (collect(&next) || !run_graph(&next)) break; /* the rest computed */
+        if (collect(&next)) break;
+        if (next.mixed) { /* several devices: each graph recovers on its own */
+            run_per_backend(&next);
+            break;
+        }
+        if (!run_graph(&next)) break; /* the rest computed */
         if (own) graph_free(&cur);
         cur = next, own = true;
         memset(&next, 0, sizeof next);
@@ -447,7 +523,8 @@ ltc_status ltc_sync(void) {
     ltc_tensor_counts_flush();
     ltc_trace_sync_reset();
     if ((st = collect(&g))) goto done;
-    if ((st = run_graph(&g)) && !trimming && !ltc_capture_active()) isolate_failure(&g, st);
+    if (g.mixed) st = run_per_backend(&g);
+    else if ((st = run_graph(&g)) && !trimming && !ltc_capture_active()) isolate_failure(&g, st);
 done:
     graph_free(&g);
     return st;
@@ -467,7 +544,7 @@ ltc_status ltc_graph_visit(ltc_tensor *const *ts, int n, ltc_graph_fn fn, void *
         .roots = g.roots, .n_roots = g.n_roots, .params = g.params,
         .n_params = g.n_params, .emitted = emitted,
     };
-    st = fn(&ctx, graph_hash(&g, ltc_backend_default()), ud);
+    st = fn(&ctx, graph_hash(&g, g.backend ? g.backend : ltc_backend_default()), ud);
 done:
     free(emitted);
     graph_free(&g);
@@ -514,6 +591,12 @@ int64_t ltc_pending_node_count(void) {
 
 void ltc_shutdown(void) {
     ltc_cache_clear();
+    /* PyTorch's PrepareToExit: each backend frees what it caches (the CPU backend: its
+     * host-memory cache), after the compile cache let go of the computations */
+    for (int i = 0; i < ltc_backend_count(); i++) {
+        ltc_backend *b = ltc_backend_get_index(i);
+        if (b->iface->prepare_to_exit) b->iface->prepare_to_exit(b);
+    }
     ltc_debug_reset();
     ltc_scalar_cache_clear();
     ltc_slab_trim();

@@ -213,6 +213,13 @@ char *ltc_metrics_report(void) {
     }
     pthread_mutex_unlock(&lock);
     ltc_counter_foreach(report_counter, &sb);
+    /* each backend's own report (its metric_report slot), in LTC's format too */
+    for (int i = 0; i < ltc_backend_count(); i++) {
+        ltc_backend *b = ltc_backend_get_index(i);
+        char *r = b->iface->metric_report ? b->iface->metric_report(b) : NULL;
+        if (r && r[0]) sb_printf(&sb, "%s%s", r, r[strlen(r) - 1] == '\n' ? "" : "\n");
+        free(r);
+    }
     if (sb.failed) {
         free(sb.buf);
         return NULL;

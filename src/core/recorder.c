@@ -394,6 +394,15 @@ ltc_status ltc_capture_check_sync(void) {
     return LTC_OK;
 }
 
+ltc_status ltc_capture_check_backend(const ltc_backend *b) {
+    if (!cur || !cur->backend || cur->backend == b || !strcmp(cur->backend->name, b->name))
+        return LTC_OK;
+    return ltc_errorf(LTC_ERR_STATE, "sync on backend '%s' while this thread captures a graph "
+                      "on '%s': a replay would not repeat it (move the tensors with t:to(\"%s\") "
+                      "or capture with ltc.Graph{device = \"%s\"})", b->name, cur->backend->name,
+                      cur->backend->name, b->name);
+}
+
 ltc_status ltc_capture_check_read(void) {
     if (!cur || cur->mode == LTC_CAPTURE_RELAXED) return LTC_OK;
     return ltc_errorf(LTC_ERR_STATE, "cannot read a tensor's value while this thread captures a "
@@ -428,6 +437,7 @@ ltc_status ltc_tensor_share(ltc_tensor *t, ltc_tensor **out) {
     if (!t->data || ltc_tensor_is_pending(t))
         return ltc_errorf(LTC_ERR_STATE, "share: the tensor holds no data");
     if ((st = ltc_tensor_value(t, &v)) || (st = ltc_tensor_from_value(v, out))) return st;
+    (*out)->backend = t->backend, (*out)->ordinal = t->ordinal;
     (*out)->data = ltc_data_retain(t->data);
     (*out)->weak = t->weak;
     return LTC_OK;

@@ -32,6 +32,8 @@ static ltc_tensor *tensor_alloc(const ltc_shape *shape) {
     memset(t, 0, sizeof *t);
     t->refcount = 1;
     t->shape = *shape;
+    t->backend = ltc_backend_default();
+    t->ordinal = t->backend && ltc_default_dev.type == t->backend->name ? ltc_default_dev.ordinal : 0;
     t->prev = live_tail;
     if (live_tail) live_tail->next = t;
     else ltc_live_head = t;
@@ -74,8 +76,16 @@ static ltc_status tensor_from_data(ltc_data *d, bool weak, ltc_tensor **out) {
     }
     t->data = d;
     t->weak = weak;
+    if (t->backend && !ltc_data_on(d, t->backend)) { /* the registered one, not a copy */
+        ltc_backend *rb = ltc_backend_get(d->backend->name);
+        if (rb) t->backend = rb, t->ordinal = 0;
+    }
     *out = t;
     return LTC_OK;
+}
+
+ltc_status ltc_tensor_from_data(ltc_data *d, ltc_tensor **out) {
+    return tensor_from_data(d, false, out);
 }
 
 ltc_status ltc_tensor_from_host(const ltc_shape *shape, const void *host, ltc_tensor **out) {
@@ -257,6 +267,7 @@ ltc_status ltc_tensor_to_host(ltc_tensor *t, void *host) {
 
 /* Reads element `flat` into a double and an int64 (whichever the caller wants). */
 static ltc_status read_elem(ltc_tensor *t, int64_t flat, double *f, int64_t *i) {
+    uint64_t elem[1];
     if (flat < 0 || flat >= ltc_shape_numel(&t->shape))
         return ltc_errorf(LTC_ERR_ARG, "element %lld out of range", (long long)flat);
     ltc_status cst = ltc_capture_check_read();
@@ -267,19 +278,10 @@ static ltc_status read_elem(ltc_tensor *t, int64_t flat, double *f, int64_t *i) 
         if (st) return st;
     }
     if (!t->data) return ltc_errorf(LTC_ERR_STATE, "tensor has no data after sync");
-    const char *p = (const char *)t->data->ptr + (size_t)flat * ltc_dtype_size(t->shape.dtype);
-    uint64_t elem = 0; /* device data (no host address): the one element, read through the backend */
-    if (!t->data->ptr) {
-        ltc_backend *b = t->data->backend;
-        void *all = malloc(t->data->nbytes ? t->data->nbytes : 1);
-        if (!all) return ltc_errorf(LTC_ERR_NOMEM, "out of memory reading a value");
-        ltc_status st = b->iface->data_to_host(b, t->data, all);
-        if (!st) memcpy(&elem, (char *)all + (size_t)flat * ltc_dtype_size(t->shape.dtype),
-                        ltc_dtype_size(t->shape.dtype));
-        free(all);
-        if (st) return st;
-        p = (const char *)&elem;
-    }
+    ltc_status st = ltc_data_read(t->data, (size_t)flat * ltc_dtype_size(t->shape.dtype),
+                                  ltc_dtype_size(t->shape.dtype), elem);
+    if (st) return st;
+    const char *p = (const char *)elem;
     switch (t->shape.dtype) {
     case LTC_F32: *f = *(const float *)p; *i = (int64_t)*f; break;
     case LTC_F64: *f = *(const double *)p; *i = (int64_t)*f; break;

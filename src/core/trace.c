@@ -37,25 +37,17 @@ static ltc_dtype result_type(ltc_tensor *const *ts, int n) {
     return combine(tier[0], combine(tier[1], tier[2]));
 }
 
-/* The bytes of a 0-d value: d->ptr for host-memory backends, else a copy read through the
- * backend's data_to_host into buf (a device backend's data has no host address). */
-static const void *scalar_bytes(const ltc_data *d, uint64_t *buf) {
-    *buf = 0;
-    if (d->ptr) return d->ptr;
-    if (d->nbytes <= sizeof *buf && d->backend->iface->data_to_host)
-        (void)d->backend->iface->data_to_host(d->backend, d, buf);
-    return buf;
-}
-
 /* A weak scalar with data converts on the host: the graph gets a parameter of the right
  * dtype, not a cast node. */
 static ltc_status convert_weak(ltc_tensor *t, ltc_dtype dt, ltc_tensor **out) {
     double f;
     int64_t i;
-    /* read from the data directly: not a value read that a graph capture refuses (the
-     * scalar is a constant of the capture, see ltc_trace_promote) */
-    uint64_t sbuf;
-    const void *p = scalar_bytes(t->data, &sbuf);
+    uint64_t buf[1];
+    /* read through the backend, not a value read that a graph capture refuses (the scalar
+     * is a constant of the capture, see ltc_trace_promote) */
+    ltc_status st = ltc_data_read(t->data, 0, ltc_dtype_size(t->shape.dtype), buf);
+    if (st) return st;
+    const void *p = buf;
     switch (t->shape.dtype) {
     case LTC_F32: f = *(const float *)p; i = (int64_t)f; break;
     case LTC_F64: f = *(const double *)p; i = (int64_t)f; break;
@@ -83,8 +75,9 @@ static bool special_scalar(ltc_tensor *t, ltc_dtype dt, ltc_tensor **out, ltc_st
         ltc_capture_is_static(t))
         return false;
     double f;
-    uint64_t sbuf;
-    const void *p = scalar_bytes(t->data, &sbuf);
+    uint64_t buf[1];
+    if ((*st = ltc_data_read(t->data, 0, ltc_dtype_size(t->shape.dtype), buf))) return true;
+    const void *p = buf;
     switch (t->shape.dtype) {
     case LTC_F32: f = *(const float *)p; break;
     case LTC_F64: f = *(const double *)p; break;
@@ -138,6 +131,20 @@ ltc_status ltc_trace(int op, ltc_tensor *const *operands, int n_operands, const 
     ltc_value vals[64];
     if (n_operands > 64) return ltc_errorf(LTC_ERR_ARG, "%s: too many operands (%d)",
                                            ltc_op_name(op), n_operands);
+    /* the op runs on its operands' device (Lua numbers, weak scalars, go along) */
+    const ltc_tensor *on = NULL;
+    for (int i = 0; i < n_operands; i++) {
+        const ltc_tensor *t = operands[i];
+        if (t->weak || t->any_device) continue;
+        if (!on) on = t;
+        else if (t->backend != on->backend || t->ordinal != on->ordinal) {
+            char a[48], b[48];
+            ltc_device_format(ltc_tensor_device(on), a, sizeof a);
+            ltc_device_format(ltc_tensor_device(t), b, sizeof b);
+            return ltc_errorf(LTC_ERR_ARG, "%s: expected all tensors on one device, found %s "
+                              "and %s (move one with t:to(device))", ltc_op_name(op), a, b);
+        }
+    }
     for (int i = 0; i < n_operands; i++) {
         ltc_status st = ltc_tensor_value(operands[i], &vals[i]);
         if (st) return st;
@@ -148,8 +155,10 @@ ltc_status ltc_trace(int op, ltc_tensor *const *operands, int n_operands, const 
     if (!n) return LTC_ERR_NOMEM;
     int made = 0;
     ltc_status st = LTC_OK;
-    for (; made < n_outputs; made++)
+    for (; made < n_outputs; made++) {
         if ((st = ltc_tensor_from_value((ltc_value){n, made}, &outs[made]))) break;
+        if (on) outs[made]->backend = on->backend, outs[made]->ordinal = on->ordinal;
+    }
     if (!st && n_outputs == 1 && n_operands > 0 && ltc_op_is_view(op))
         st = ltc_view_record(outs[0], operands[0], op, attrs, n_attrs);
     if (st)
@@ -201,6 +210,7 @@ ltc_status ltc_rng_state_tensor(int64_t numel, ltc_tensor **out) {
     ltc_shape s;
     ltc_shape_make(&s, LTC_I64, 1, &two);
     ltc_status st = ltc_tensor_from_host(&s, state, out);
+    if (!st) (*out)->any_device = true; /* made on the default device, used on any */
     if (st) ltc_rng_advance((uint64_t)-numel); /* nothing drew from it */
     else ltc_capture_note_rng(*out, (uint64_t)state[1]); /* a capture makes it afresh */
     return st;

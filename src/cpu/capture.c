@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "ltc_cpu.h"
+#include "fuse.h"
 #include "plan.h"
 
 #define ALIGN 64
@@ -293,7 +294,7 @@ static void exec_free(exec *x) {
 }
 
 static bool is_cpu_plan(const ltc_computation *c) {
-    return !strcmp(c->backend->name, "cpu") || !strcmp(c->backend->name, "ref");
+    return c->backend->iface->computation_free == ltc_cpu_plan_computation_free;
 }
 
 static ltc_status exec_build(const ltc_capture_record *r, cpu_pool *pool, exec **out) {
@@ -315,13 +316,10 @@ static ltc_status exec_build(const ltc_capture_record *r, cpu_pool *pool, exec *
     for (int i = 0; i < r->n_steps; i++, x->n_steps++) {
         const ltc_capture_step *rs = &r->steps[i];
         xstep *s = &x->steps[i];
-        if (!is_cpu_plan(rs->comp)) {
-            st = ltc_errorf(LTC_ERR_STATE, "graph: step %d ran on backend '%s', which the CPU "
-                            "graph cannot replay", i + 1, rs->comp->backend->name);
-            goto fail;
-        }
         x->comps[i] = ltc_computation_retain(rs->comp);
-        s->plan = rs->comp->impl;
+        /* a plan runs from the pool; another computation (the core's eager-fallback
+         * composite) through its own execute, outputs allocated afresh */
+        s->plan = is_cpu_plan(rs->comp) ? rs->comp->impl : NULL;
         s->n_args = rs->n_args;
         s->n_outs = rs->comp->n_outputs;
         s->bind = calloc((size_t)s->n_args + 1, sizeof *s->bind);
@@ -407,8 +405,10 @@ static ltc_status exec_run(exec *x, cpu_pool *pool, bool debug) {
                                       "not have the captured shape", i + 1, k + 1);
                 }
         }
-        if ((st = ltc_cpu_plan_run_with(s->plan, s->args, s->outs, pool->ptrs, pool->arena,
-                                        pool_alloc, pool))) {
+        ltc_computation *c = x->comps[i];
+        if ((st = s->plan ? ltc_cpu_plan_run_with(s->plan, s->args, s->outs, pool->ptrs,
+                                                  pool->arena, pool_alloc, pool)
+                          : c->backend->iface->execute(c->backend, c, s->args, s->outs))) {
             release_outs(x, i);
             return st;
         }
@@ -573,8 +573,12 @@ static void dot_binding(FILE *f, const ltc_capture_record *r, const ltc_binding 
         break;
     }
     case LTC_BIND_OUTPUT: {
-        const cpu_plan *p = r->steps[b->step].comp->impl;
-        fprintf(f, "  s%d_b%d -> %s [style=dashed];\n", b->step, p->outputs[b->index], to);
+        const ltc_computation *c = r->steps[b->step].comp;
+        if (is_cpu_plan(c))
+            fprintf(f, "  s%d_b%d -> %s [style=dashed];\n", b->step,
+                    ((const cpu_plan *)c->impl)->outputs[b->index], to);
+        else
+            fprintf(f, "  s%d_o%d -> %s [style=dashed];\n", b->step, b->index, to);
         break;
     }
     case LTC_BIND_CONST:
@@ -598,7 +602,22 @@ static ltc_status dump_dot(const ltc_capture_record *r, const char *path) {
             r->n_steps, r->n_installs, ltc_capture_mode_name(r->mode),
             (unsigned long long)r->rng_advance);
     for (int i = 0; i < r->n_steps; i++) {
-        const cpu_plan *p = r->steps[i].comp->impl;
+        const ltc_computation *c = r->steps[i].comp;
+        if (!is_cpu_plan(c)) { /* one box: the computation of another backend */
+            fprintf(f, "  subgraph cluster_s%d {\n    label=\"sync %d on %s\";\n    s%d_k "
+                    "[shape=box, label=\"%s computation\"];\n", i, i + 1, c->backend->name, i,
+                    c->backend->name);
+            for (int k = 0; k < c->n_outputs; k++)
+                fprintf(f, "    s%d_o%d [shape=ellipse, label=\"output #%d\"];\n    s%d_k -> "
+                        "s%d_o%d;\n", i, k, k + 1, i, i, k);
+            fprintf(f, "  }\n");
+            for (int a = 0; a < r->steps[i].n_args; a++) {
+                snprintf(to, sizeof to, "s%d_k", i);
+                dot_binding(f, r, &r->steps[i].args[a], to);
+            }
+            continue;
+        }
+        const cpu_plan *p = c->impl;
         fprintf(f, "  subgraph cluster_s%d {\n    label=\"sync %d: %d kernels, arena %zu bytes\";\n",
                 i, i + 1, p->n_steps, p->arena_size);
         for (int b = 0; b < p->n_bufs; b++) {
@@ -610,8 +629,10 @@ static ltc_status dump_dot(const ltc_capture_record *r, const char *path) {
         }
         for (int k = 0; k < p->n_steps; k++) {
             const plan_step *sp = &p->steps[k];
-            fprintf(f, "    s%d_k%d [shape=box, style=filled, fillcolor=lightyellow, label=\"%s%s\"];\n",
-                    i, k, ltc_op_name(sp->op), sp->fallback ? " [ref]" : "");
+            char fname[64]; /* a fused step is named as backend_text names it */
+            fprintf(f, "    s%d_k%d [shape=box, style=filled, fillcolor=lightyellow, label=\"%s\"];\n",
+                    i, k, sp->fused ? ltc_cpu_fused_text(sp->fused, fname, sizeof fname)
+                                    : ltc_op_name(sp->op));
             for (int j = 0; j < sp->n_in; j++) fprintf(f, "    s%d_b%d -> s%d_k%d;\n", i, sp->in[j], i, k);
             for (int j = 0; j < sp->n_out; j++) fprintf(f, "    s%d_k%d -> s%d_b%d;\n", i, k, i, sp->out[j]);
         }

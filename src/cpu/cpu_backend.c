@@ -2,13 +2,14 @@
  * cpu_backend.c - the CPU backend's vtable: host data, compile (lower to a plan), execute.
  */
 
+#include "hostmem.h"
 #include "ltc_cpu.h"
 #include "plan.h"
 
 static ltc_status compile(ltc_backend *b, const ltc_lowering_ctx *const *ctxs, int n,
                           ltc_computation **out) {
     (void)b;
-    return ltc_cpu_plan_compile_all(ctxs, n, out, ltc_cpu_kernels, ltc_ref_kernels);
+    return ltc_cpu_plan_compile_all(ctxs, n, out, ltc_cpu_kernels);
 }
 
 static ltc_status execute(ltc_backend *b, ltc_computation *c, ltc_data *const *args,
@@ -18,6 +19,18 @@ static ltc_status execute(ltc_backend *b, ltc_computation *c, ltc_data *const *a
     return ltc_cpu_plan_run(b, c->impl, args, outs);
 }
 
+/* The ops with a CPU kernel (gen/cpu_ops.c); the others run on the eager fallback. */
+/* PyTorch's PrepareToExit: free the host-memory cache (hostmem.c). */
+static void prepare_to_exit(ltc_backend *b) {
+    (void)b;
+    ltc_cpu_mem_trim();
+}
+
+static bool lowers(ltc_backend *b, const ltc_node *n) {
+    (void)b;
+    return ltc_cpu_kernels[n->op] != NULL;
+}
+
 static const char *eager_fallback_device_type(ltc_backend *b) {
     (void)b;
     return "ref";
@@ -25,11 +38,12 @@ static const char *eager_fallback_device_type(ltc_backend *b) {
 
 static const struct ltc_backend_i cpu_iface = {
     .version = LTC_BACKEND_IFACE_VERSION,
+    .prepare_to_exit = prepare_to_exit,
     .data_from_host = ltc_host_data_from_host,
     .data_from_scalar = ltc_host_data_from_host,
-    .data_placeholder = ltc_host_data_placeholder,
     .data_of_node = ltc_host_data_of_node,
     .data_to_host = ltc_host_data_to_host,
+    .data_read = ltc_host_data_read,
     .data_free = ltc_host_data_free,
     .compile = compile,
     .computation_free = ltc_cpu_plan_computation_free,
@@ -38,6 +52,7 @@ static const struct ltc_backend_i cpu_iface = {
     .eager_fallback_device_type = eager_fallback_device_type,
     .devices = ltc_host_devices,
     .computation_text = ltc_cpu_plan_computation_text,
+    .lowers = lowers,
 };
 
 ltc_backend *ltc_cpu_backend(void) {

@@ -7,7 +7,7 @@
 #include <string.h>
 
 static bool is_cpu(const plan_step *s, int op) {
-    return s->op == op && !s->fallback && !s->fused && s->fn == ltc_cpu_kernels[op];
+    return s->op == op && !s->fused && s->fn == ltc_cpu_kernels[op];
 }
 
 /* A step whose output is its input's bytes under another shape. */

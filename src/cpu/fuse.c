@@ -274,7 +274,7 @@ ltc_status ltc_cpu_fused_kernel(const ltc_kernel_args *a) {
  * an attribute that the generated loops, dispatched on an input's dtype, cannot follow).
  * Fusing `to` keeps casts such as relu's backward mask (gt, to, mul) inside one step. */
 static ltc_ew_loop step_loop(const plan_step *st) {
-    if (st->fallback || st->fused || st->n_out != 1 || st->fn != ltc_cpu_kernels[st->op]) return NULL;
+    if (st->fused || st->n_out != 1 || st->fn != ltc_cpu_kernels[st->op]) return NULL;
     if (st->op == LTC_OP_TO) {
         if (st->n_in != 1 || ltc_shape_numel(&st->out_shapes[0]) == 0) return NULL;
         return ltc_cpu_convert_loop(st->out_shapes[0].dtype, st->in_shapes[0].dtype);
@@ -336,7 +336,7 @@ typedef struct {
 /* How step st reduces, if it is a sum or mean the fused step can take: RED_ALL, RED_ROWS
  * (*n: the row) or RED_NONE. Float inputs only (integer sums are int64 and wrap). */
 static int red_kind_of(const plan_step *st, int64_t *n) {
-    if ((st->op != LTC_OP_SUM && st->op != LTC_OP_MEAN) || st->fallback || st->fused ||
+    if ((st->op != LTC_OP_SUM && st->op != LTC_OP_MEAN) || st->fused ||
         st->fn != ltc_cpu_kernels[st->op] || st->n_in != 1 || st->n_out != 1 || st->n_attrs < 1)
         return RED_NONE;
     const ltc_shape *is = &st->in_shapes[0];

@@ -31,10 +31,6 @@ ltc_data *ltc_host_data_from_host(ltc_backend *b, const ltc_shape *shape, const 
     return d;
 }
 
-ltc_data *ltc_host_data_placeholder(ltc_backend *b, const ltc_shape *shape) {
-    return ltc_cpu_data_new(b, shape);
-}
-
 ltc_data *ltc_host_data_of_node(ltc_backend *b, const ltc_node *n) {
     (void)b;
     return n->op == LTC_OP_DEVICE_DATA ? n->data : NULL;
@@ -43,6 +39,13 @@ ltc_data *ltc_host_data_of_node(ltc_backend *b, const ltc_node *n) {
 ltc_status ltc_host_data_to_host(ltc_backend *b, const ltc_data *d, void *host) {
     (void)b;
     if (d->nbytes) memcpy(host, d->ptr, d->nbytes);
+    return LTC_OK;
+}
+
+ltc_status ltc_host_data_read(ltc_backend *b, const ltc_data *d, size_t offset, size_t n,
+                              void *host) {
+    (void)b;
+    if (n) memcpy(host, (const char *)d->ptr + offset, n);
     return LTC_OK;
 }
 

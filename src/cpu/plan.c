@@ -24,7 +24,6 @@ void ltc_cpu_plan_step_clear(plan_step *s) {
     free(s->in_shapes);
     free(s->out_shapes);
     free(s->attrs);
-    free(s->fallback);
     ltc_cpu_fused_free(s->fused);
 }
 
@@ -187,8 +186,7 @@ ltc_kernel_fn ltc_cpu_int_checked(int op, const ltc_shape *out, ltc_kernel_fn fn
     return fn;
 }
 
-cpu_plan *ltc_cpu_plan_build(const ltc_lowering_ctx *ctx, const ltc_kernel_fn *kernels,
-                             const ltc_kernel_fn *fallback) {
+cpu_plan *ltc_cpu_plan_build(const ltc_lowering_ctx *ctx, const ltc_kernel_fn *kernels) {
     cpu_plan *p = calloc(1, sizeof *p);
     int *first_buf = malloc(sizeof(int) * (size_t)(ctx->n_nodes + 1));
     int n_bufs = 0, n_steps = 0;
@@ -221,8 +219,6 @@ cpu_plan *ltc_cpu_plan_build(const ltc_lowering_ctx *ctx, const ltc_kernel_fn *k
             continue;
         }
         ltc_kernel_fn fn = kernels[n->op];
-        bool eager = !fn && fallback && fallback[n->op];
-        if (eager) fn = fallback[n->op];
         if (!fn) {
             ltc_errorf(LTC_ERR_BACKEND, "%s: the backend has no kernel for this op", ltc_op_name(n->op));
             goto fail;
@@ -231,11 +227,6 @@ cpu_plan *ltc_cpu_plan_build(const ltc_lowering_ctx *ctx, const ltc_kernel_fn *k
         s->op = n->op;
         s->node = i;
         s->fn = fn;
-        if (eager) {
-            char name[96];
-            snprintf(name, sizeof name, "EagerFallback::%s", ltc_op_name(n->op));
-            if (!(s->fallback = dup(name, strlen(name) + 1))) goto nomem;
-        }
         s->n_in = n->n_operands;
         s->n_out = n->n_outputs;
         s->n_attrs = n->n_attrs;
@@ -321,7 +312,6 @@ ltc_status ltc_cpu_plan_run_with(cpu_plan *p, ltc_data *const *args, ltc_data **
             .n_in = sp->n_in, .in_shapes = sp->in_shapes, .in = in,
             .n_out = sp->n_out, .out_shapes = sp->out_shapes, .out = out, .ctx = sp->fused,
         };
-        if (sp->fallback) ltc_counter_add(sp->fallback, 1);
         uint64_t t0 = prof ? now_ns() : 0;
         if ((st = sp->fn(&a))) {
             ltc_error_prefix(st, ltc_op_name(sp->op));
@@ -391,7 +381,7 @@ char *ltc_cpu_plan_text(const cpu_plan *p, const char *backend) {
                                           : ltc_op_name(sp->op));
         for (int k = 0; k < sp->n_in; k++)
             len += (size_t)snprintf(out + len, cap - len, k ? ", b%d" : "b%d", sp->in[k]);
-        len += (size_t)snprintf(out + len, cap - len, ")%s ->", sp->fallback ? " [ref]" : "");
+        len += (size_t)snprintf(out + len, cap - len, ") ->");
         for (int k = 0; k < sp->n_out; k++) {
             const plan_buf *bf = &p->bufs[sp->out[k]];
             len += (size_t)snprintf(out + len, cap - len, " b%d %s%s %s", sp->out[k],
@@ -411,10 +401,9 @@ char *ltc_cpu_plan_text(const cpu_plan *p, const char *backend) {
 }
 
 ltc_status ltc_cpu_plan_compile_all(const ltc_lowering_ctx *const *ctxs, int n,
-                                    ltc_computation **out, const ltc_kernel_fn *kernels,
-                                    const ltc_kernel_fn *fallback) {
+                                    ltc_computation **out, const ltc_kernel_fn *kernels) {
     for (int i = 0; i < n; i++) {
-        cpu_plan *p = ltc_cpu_plan_build(ctxs[i], kernels, fallback);
+        cpu_plan *p = ltc_cpu_plan_build(ctxs[i], kernels);
         if (!p) {
             for (int k = 0; k < i; k++) {
                 ltc_cpu_plan_free(out[k]->impl);

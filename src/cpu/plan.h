@@ -30,8 +30,6 @@ typedef struct {
     int node;             /* the post-order index of its IR node (a fused step: the last
                            * member's), reported with ltc_error_set_node when it fails */
     ltc_kernel_fn fn;
-    char *fallback;       /* eager fallback: the counter it bumps ("EagerFallback::<op>"),
-                           * when fn is the reference kernel; NULL otherwise. Owned. */
     int n_in, n_out, n_attrs;
     int *in;              /* buffer ids */
     int *out;
@@ -62,20 +60,17 @@ typedef struct {
 ltc_kernel_fn ltc_cpu_int_checked(int op, const ltc_shape *out, ltc_kernel_fn fn);
 
 /* Lowers one graph into a plan; NULL with the error set on failure. Each node runs
- * kernels[op]; where that is NULL and `fallback` is given, fallback[op] runs instead (the
- * eager fallback, counted per op and run as the "EagerFallback::<op>" counter). The
- * reference backend passes its own table and no fallback. */
-cpu_plan *ltc_cpu_plan_build(const ltc_lowering_ctx *ctx, const ltc_kernel_fn *kernels,
-                             const ltc_kernel_fn *fallback);
+ * kernels[op]; a NULL entry is an error (the CPU backend's `lowers` slot keeps such nodes
+ * out: the core runs them on the eager fallback, src/core/fallback.c). */
+cpu_plan *ltc_cpu_plan_build(const ltc_lowering_ctx *ctx, const ltc_kernel_fn *kernels);
 void ltc_cpu_plan_free(cpu_plan *p);
-/* Frees what a step owns (its arrays, fallback name, fused group), not the step itself. */
+/* Frees what a step owns (its arrays, fused group), not the step itself. */
 void ltc_cpu_plan_step_clear(plan_step *s);
 /* The compile and computation_free slots shared by the plan-based backends (CPU and
- * reference): lowers each context with ltc_cpu_plan_build(ctx, kernels, fallback) into
+ * reference): lowers each context with ltc_cpu_plan_build(ctx, kernels) into
  * out[i]->impl; on failure frees what it built and returns LTC_ERR_BACKEND. */
 ltc_status ltc_cpu_plan_compile_all(const ltc_lowering_ctx *const *ctxs, int n,
-                                    ltc_computation **out, const ltc_kernel_fn *kernels,
-                                    const ltc_kernel_fn *fallback);
+                                    ltc_computation **out, const ltc_kernel_fn *kernels);
 void ltc_cpu_plan_computation_free(ltc_backend *b, ltc_computation *c);
 /* Runs the plan: args are the parameters' data, outs receives new output data. */
 ltc_status ltc_cpu_plan_run(ltc_backend *b, cpu_plan *p, ltc_data *const *args, ltc_data **outs);
@@ -95,10 +90,11 @@ char *ltc_cpu_plan_text(const cpu_plan *p, const char *backend);
  * a 0-d value is host data of its dtype). */
 ltc_data *ltc_cpu_data_new(ltc_backend *b, const ltc_shape *shape);
 ltc_data *ltc_host_data_from_host(ltc_backend *b, const ltc_shape *shape, const void *host);
-ltc_data *ltc_host_data_placeholder(ltc_backend *b, const ltc_shape *shape);
 ltc_data *ltc_host_data_of_node(ltc_backend *b, const ltc_node *n);
 ltc_status ltc_host_data_to_host(ltc_backend *b, const ltc_data *d, void *host);
 void ltc_host_data_free(ltc_backend *b, ltc_data *d);
+ltc_status ltc_host_data_read(ltc_backend *b, const ltc_data *d, size_t offset, size_t n,
+                              void *host);
 /* The device slots of a host backend: one device, of the backend's name ("cpu", "ref"). */
 ltc_device ltc_host_default_device(ltc_backend *b);
 int ltc_host_devices(ltc_backend *b, ltc_device *out, int max);

@@ -2,6 +2,8 @@
  * ltc_device.c - the Lua side of the backend registry and of devices: ltc.backends().
  * Talks to backends through ltc_backend.h only.
  */
+#include <string.h>
+
 #include "ltc_backend.h"
 #include "ltc_lua.h"
 
@@ -18,8 +20,76 @@ static int l_backends(lua_State *L) {
     return 1;
 }
 
+static void push_device(lua_State *L, ltc_device d) {
+    char buf[64];
+    ltc_device_format(d, buf, sizeof buf);
+    lua_pushstring(L, buf);
+}
+
+static ltc_device check_device(lua_State *L, int arg, const char *fname) {
+    ltc_device d;
+    if (ltc_device_parse(luaL_checkstring(L, arg), &d))
+        luaL_error(L, "%s: %s", fname, ltc_last_error());
+    return d;
+}
+
+/* ltc.devices(): every device of every registered backend, {"cpu:0", "ref:0", ...}, as each
+ * backend's devices slot lists them. */
+static int l_devices(lua_State *L) {
+    lua_newtable(L);
+    int k = 0;
+    for (int i = 0; i < ltc_backend_count(); i++) {
+        ltc_backend *b = ltc_backend_get_index(i);
+        ltc_device devs[16];
+        int n = b->iface->devices(b, devs, 16);
+        for (int j = 0; j < n && j < 16; j++) {
+            push_device(L, (ltc_device){b->name, devs[j].ordinal});
+            lua_rawseti(L, -2, ++k);
+        }
+    }
+    return 1;
+}
+
+/* ltc.default_device(): "cpu:0", where new tensors are made. */
+static int l_default_device(lua_State *L) {
+    push_device(L, ltc_device_default());
+    return 1;
+}
+
+/* ltc.set_default_device(dev): "type" or "type:N"; errors name an unknown type or ordinal. */
+static int l_set_default_device(lua_State *L) {
+    if (ltc_device_set_default(check_device(L, 1, "set_default_device")))
+        return luaL_error(L, "set_default_device: %s", ltc_last_error());
+    return 0;
+}
+
+/* t:device(): "cpu:0". */
+static int l_device(lua_State *L) {
+    push_device(L, ltc_tensor_device(ltcL_checktensor(L, 1, "device")));
+    return 1;
+}
+
+/* core._to_device(t, dev): t on dev (t itself when there already). */
+static int l_to_device(lua_State *L) {
+    ltc_tensor *t = ltcL_checktensor(L, 1, "to"), *out;
+    if (ltc_tensor_to_device(t, check_device(L, 2, "to"), &out))
+        return luaL_error(L, "to: %s", ltc_last_error());
+    ltcL_pushtensor(L, out);
+    return 1;
+}
+
+/* core._is_device(s): whether s is meant as a device ("cpu", "toy:0", "cpu:x"), not a dtype:
+ * a registered type, or a string with a ':'. */
+static int l_is_device(lua_State *L) {
+    const char *s = lua_type(L, 1) == LUA_TSTRING ? lua_tostring(L, 1) : NULL;
+    lua_pushboolean(L, s && (strchr(s, ':') || ltc_has_backend(s)));
+    return 1;
+}
+
 static const luaL_Reg device_functions[] = {
-    {"backends", l_backends},
+    {"backends", l_backends}, {"devices", l_devices}, {"default_device", l_default_device},
+    {"set_default_device", l_set_default_device}, {"_to_device", l_to_device},
+    {"_is_device", l_is_device}, {"device", l_device},
     {NULL, NULL},
 };
 

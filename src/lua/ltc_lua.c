@@ -323,14 +323,25 @@ static int l_item(lua_State *L) {
     return 1;
 }
 
-static void push_table(lua_State *L, ltc_tensor *t, const ltc_shape *s, int d, int64_t *flat) {
+/* Pushes element `flat` of host values `buf` of dtype dt. */
+static void push_host_elem(lua_State *L, ltc_dtype dt, const void *buf, int64_t flat) {
+    switch (dt) {
+    case LTC_F32: lua_pushnumber(L, ((const float *)buf)[flat]); break;
+    case LTC_F64: lua_pushnumber(L, ((const double *)buf)[flat]); break;
+    case LTC_I32: lua_pushinteger(L, ((const int32_t *)buf)[flat]); break;
+    case LTC_I64: lua_pushinteger(L, ((const int64_t *)buf)[flat]); break;
+    default: lua_pushboolean(L, ((const uint8_t *)buf)[flat] != 0); break;
+    }
+}
+
+static void push_table(lua_State *L, const void *buf, const ltc_shape *s, int d, int64_t *flat) {
     if (d == s->ndim) {
-        push_elem(L, t, (*flat)++);
+        push_host_elem(L, s->dtype, buf, (*flat)++);
         return;
     }
     lua_createtable(L, (int)s->dims[d], 0);
     for (int64_t i = 1; i <= s->dims[d]; i++) {
-        push_table(L, t, s, d + 1, flat);
+        push_table(L, buf, s, d + 1, flat);
         lua_rawseti(L, -2, i);
     }
 }
@@ -339,9 +350,13 @@ static void push_table(lua_State *L, ltc_tensor *t, const ltc_shape *s, int d, i
 static int l_totable(lua_State *L) {
     ltc_tensor *t = ltcL_checktensor(L, 1, "totable");
     sync_if_pending(L, t);
+    const ltc_shape *s = ltc_tensor_shape(t);
+    /* one copy to host through the backend (data_to_host), freed by the GC */
+    void *buf = lua_newuserdatauv(L, ltc_shape_nbytes(s) + 1, 0);
+    if (ltc_tensor_to_host(t, buf)) return ltcL_error(L);
     int64_t flat = 0;
     luaL_checkstack(L, LTC_MAX_DIMS + 4, "totable");
-    push_table(L, t, ltc_tensor_shape(t), 0, &flat);
+    push_table(L, buf, s, 0, &flat);
     return 1;
 }
 

@@ -13,7 +13,7 @@
 static ltc_status compile(ltc_backend *b, const ltc_lowering_ctx *const *ctxs, int n,
                           ltc_computation **out) {
     (void)b;
-    return ltc_cpu_plan_compile_all(ctxs, n, out, ltc_ref_kernels, NULL);
+    return ltc_cpu_plan_compile_all(ctxs, n, out, ltc_ref_kernels);
 }
 
 static ltc_status execute(ltc_backend *b, ltc_computation *c, ltc_data *const *args,
@@ -25,9 +25,9 @@ static const struct ltc_backend_i ref_iface = {
     .version = LTC_BACKEND_IFACE_VERSION,
     .data_from_host = ltc_host_data_from_host,
     .data_from_scalar = ltc_host_data_from_host,
-    .data_placeholder = ltc_host_data_placeholder,
     .data_of_node = ltc_host_data_of_node,
     .data_to_host = ltc_host_data_to_host,
+    .data_read = ltc_host_data_read,
     .data_free = ltc_host_data_free,
     .compile = compile,
     .computation_free = ltc_cpu_plan_computation_free,

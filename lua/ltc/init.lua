@@ -187,6 +187,22 @@ M.config = setmetatable({ list = core.config_list }, {
   end,
 })
 
+--- ltc.use_deterministic_algorithms(mode): with true, results do not depend on the thread
+-- count (PyTorch's name). Only float GEMMs (matmul, linear, addmm, bmm, conv2d's im2col
+-- path) differed: OpenBLAS splits their sums by thread, so they run on one OpenBLAS thread
+-- (the LTC_DETERMINISTIC option). Cost: large GEMMs lose OpenBLAS's threads (up to the
+-- core count slower; other kernels keep their threads). ltc.are_deterministic_algorithms_enabled()
+-- reads it back.
+function M.use_deterministic_algorithms(mode)
+  if type(mode) ~= "boolean" then
+    error("use_deterministic_algorithms: mode must be a boolean, got " .. type(mode), 2)
+  end
+  core.config_assign("LTC_DETERMINISTIC", mode and 1 or 0)
+end
+function M.are_deterministic_algorithms_enabled()
+  return core.config_value("LTC_DETERMINISTIC") == 1
+end
+
 --- ltc.debug: ir, dot, render, backend_text, explain_recompile, pending (lua/ltc/debug.lua).
 M.debug = require "ltc.debug"
 

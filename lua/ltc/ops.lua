@@ -284,6 +284,28 @@ function M.install(core)
   like("full_like", function(t, value, dtype)
     return core.full(t:size(), value, dtype or t:dtype())
   end)
+
+  --- int_tensor ^ n, t:pow(n), ltc.pow(t, n) with a negative Lua integer n and an integer
+  -- or bool tensor t raise, as PyTorch's "Integers to negative integer powers are not
+  -- allowed" (a tensor exponent computes, as PyTorch: 2 ^ -1 is 0 there).
+  local function pow_checked(raw)
+    return function(a, b, ...)
+      if math.type(b) == "integer" and b < 0 and is_tensor(a) then
+        local dt = a:dtype()
+        if dt == "int32" or dt == "int64" or dt == "bool" then
+          error(string.format("pow: integers to negative integer powers are not allowed (%s "
+            .. "tensor ^ %d, as in PyTorch; use a float tensor)", dt, b), 2)
+        end
+      end
+      return raw(a, b, ...)
+    end
+  end
+  local mt = core.metatable
+  local raw_pow = core.pow
+  local pow = pow_checked(raw_pow)
+  core.pow = pow
+  if methods.pow == raw_pow then methods.pow = pow else methods.pow = pow_checked(methods.pow) end
+  mt.__pow = mt.__pow == raw_pow and pow or pow_checked(mt.__pow)
 end
 
 return M

@@ -39,6 +39,17 @@ bool ltc_dtype_is_float(ltc_dtype dt) {
     return dt == LTC_F32 || dt == LTC_F64;
 }
 
+/* Test stand-ins: every value fits; the prefix is left out. */
+ltc_status ltc_dtype_check_elem(const void *p, ltc_dtype src, ltc_dtype dst) {
+    (void)p, (void)src, (void)dst;
+    return LTC_OK;
+}
+
+ltc_status ltc_error_prefix(ltc_status st, const char *op) {
+    (void)op;
+    return st;
+}
+
 /* Product of the sizes (1 for 0-d). */
 int64_t ltc_shape_numel(const ltc_shape *s) {
     int64_t n = 1;

@@ -10,6 +10,8 @@
 #ifndef LTC_KERNEL_H
 #define LTC_KERNEL_H
 
+#include <stdint.h>
+
 #include "ltc_ir.h"
 
 typedef struct ltc_kernel_args {
@@ -32,5 +34,30 @@ typedef ltc_status (*ltc_kernel_fn)(const ltc_kernel_args *a);
 extern const ltc_kernel_fn ltc_cpu_kernels[];
 /* Generated (gen/ref_ops.c): the reference backend's kernel for every op of ops.yaml. */
 extern const ltc_kernel_fn ltc_ref_kernels[];
+
+/* ---- integer arithmetic that wraps --------------------------------------------------------- */
+
+/* Integer tensors wrap on overflow, as PyTorch's do (two's complement: int32 2^31-1 + 1 is
+ * -2^31, -INT64_MIN is INT64_MIN). Signed overflow is undefined in C, so kernels compute in
+ * the unsigned type of the same width and convert back (implementation-defined, modulo 2^N
+ * in GCC and Clang). LTC_WRAP_U(x) is x as that unsigned type (int8_t bool bytes stay as
+ * they are: their sums cannot overflow an int). Used by ops.yaml's `expr_int`, so both the
+ * CPU and the reference backend's generated loops stay defined under UBSan. */
+#define LTC_WRAP_U(x) \
+    _Generic((x), int32_t: (uint32_t)(x), int64_t: (uint64_t)(x), default: (x))
+
+/* Integer power b^e as PyTorch computes it for integer tensors (the `expr_int` of pow in
+ * ops.yaml): exact, by squaring, wrapping around on overflow; for e < 0, 1 for b == 1, +-1
+ * for b == -1 (by e's parity) and 0 otherwise (0 too: no division by zero). */
+static inline int64_t ltc_ipow(int64_t b, int64_t e) {
+    if (e < 0) return b == 1 ? 1 : b == -1 ? ((e & 1) ? -1 : 1) : 0;
+    uint64_t r = 1, x = (uint64_t)b;
+    while (e) {
+        if (e & 1) r *= x;
+        x *= x;
+        e >>= 1;
+    }
+    return (int64_t)r;
+}
 
 #endif

@@ -1,4 +1,7 @@
 /* dtype.c - dtypes, shapes and dim wrapping. */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -107,4 +110,39 @@ ltc_status ltc_dim_wrap(int64_t dim, int ndim, int *out) {
     if (dim == 0) return ltc_errorf(LTC_ERR_ARG, "dim 0 is invalid (dims are 1-based)");
     return ltc_errorf(LTC_ERR_ARG, "dim %lld out of range for a %d-d tensor (expected 1..%lld or -%lld..-1)",
                       (long long)dim, ndim, (long long)n, (long long)n);
+}
+
+bool ltc_dtype_fits_f64(double v, ltc_dtype dt) {
+    switch (dt) {
+    case LTC_F32: return !isfinite(v) || fabs(v) <= (double)FLT_MAX;
+    case LTC_I32: return v >= -2147483648.0 && v < 2147483648.0; /* false for NaN */
+    case LTC_I64: return v >= -9223372036854775808.0 && v < 9223372036854775808.0;
+    default: return true;
+    }
+}
+
+bool ltc_dtype_fits_i64(int64_t v, ltc_dtype dt) {
+    return dt != LTC_I32 || (v >= INT32_MIN && v <= INT32_MAX);
+}
+
+ltc_status ltc_dtype_check_f64(double v, ltc_dtype dt) {
+    if (ltc_dtype_fits_f64(v, dt)) return LTC_OK;
+    return ltc_errorf(LTC_ERR_ARG, "value %.15g cannot be converted to %s without overflow", v,
+                      ltc_dtype_name(dt));
+}
+
+ltc_status ltc_dtype_check_i64(int64_t v, ltc_dtype dt) {
+    if (ltc_dtype_fits_i64(v, dt)) return LTC_OK;
+    return ltc_errorf(LTC_ERR_ARG, "value %lld cannot be converted to %s without overflow",
+                      (long long)v, ltc_dtype_name(dt));
+}
+
+ltc_status ltc_dtype_check_elem(const void *p, ltc_dtype src, ltc_dtype dst) {
+    switch (src) {
+    case LTC_F32: return ltc_dtype_check_f64((double)*(const float *)p, dst);
+    case LTC_F64: return ltc_dtype_check_f64(*(const double *)p, dst);
+    case LTC_I32: return ltc_dtype_check_i64(*(const int32_t *)p, dst);
+    case LTC_I64: return ltc_dtype_check_i64(*(const int64_t *)p, dst);
+    default: return LTC_OK;
+    }
 }

@@ -39,6 +39,12 @@ const char *ltc_last_error(void);
 ltc_status ltc_errorf(ltc_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Prefixes the current message with "<op>: " (used by the generated op entries). */
 ltc_status ltc_error_prefix(ltc_status st, const char *op);
+/* Which node of a computation failed: a backend whose execute fails at one node calls
+ * ltc_error_set_node with that node's index in the lowering context's post order; the
+ * executor resets it to -1 before each execute and reads it after a failure, so that only
+ * the nodes that depend on the failing one lose their value (executor.c). -1: unknown. */
+void ltc_error_set_node(int post_index);
+int ltc_error_node(void);
 
 /* ---- dtypes ----------------------------------------------------------------------- */
 
@@ -60,6 +66,20 @@ const char *ltc_dtype_short(ltc_dtype dt);
 ltc_status ltc_dtype_parse(const char *name, ltc_dtype *out);
 size_t ltc_dtype_size(ltc_dtype dt);
 bool ltc_dtype_is_float(ltc_dtype dt);
+/* Whether a value converts to dt without overflow, as PyTorch checks a value given at a
+ * tensor's creation ("value cannot be converted to type int32_t without overflow"): an
+ * integer dtype takes integers (or floats) inside its range, never NaN or an infinity;
+ * float32 takes every value but finite ones beyond its largest (which would become inf);
+ * float64 and bool take everything. ltc_dtype_fits_f64 is for a float value, _i64 for an
+ * integer one. Inside arithmetic, integers wrap around as in PyTorch (no check there). */
+bool ltc_dtype_fits_f64(double v, ltc_dtype dt);
+bool ltc_dtype_fits_i64(int64_t v, ltc_dtype dt);
+/* LTC_ERR_ARG with "value <v> cannot be converted to <dt> without overflow" unless the value
+ * fits (the caller prefixes its op). The _i64 variant for integer values. */
+ltc_status ltc_dtype_check_f64(double v, ltc_dtype dt);
+ltc_status ltc_dtype_check_i64(int64_t v, ltc_dtype dt);
+/* The same check for the one element of dtype src at p, converted to dst. */
+ltc_status ltc_dtype_check_elem(const void *p, ltc_dtype src, ltc_dtype dst);
 
 /* ---- shapes ----------------------------------------------------------------------- */
 
@@ -115,6 +135,13 @@ const ltc_shape *ltc_tensor_shape(const ltc_tensor *t);
 bool ltc_tensor_is_weak(const ltc_tensor *t);
 /* True when the tensor's value is pending IR (not yet computed). */
 bool ltc_tensor_is_pending(const ltc_tensor *t);
+/* False when the sync that was to compute t failed and t had no earlier value to go back to
+ * (using t raises that sync's error). */
+bool ltc_tensor_has_value(const ltc_tensor *t);
+/* The number of view ops recorded from t's base to t (0 for a tensor that is not a view).
+ * Steps that compose are merged (narrows of one dim, reshapes, a transpose undone), so a
+ * chain of such views does not grow it. For ltc.debug.view_steps and the specs. */
+int ltc_tensor_view_steps(const ltc_tensor *t);
 /* In-place writes (PyTorch's Tensor.copy_ and the `_` ops). Both are seen by t's base and
  * every other view of it; values are recorded lazily like any op.
  * ltc_tensor_copy_: t's values become src broadcast to t's shape and cast to t's dtype.
@@ -196,6 +223,11 @@ ltc_status ltc_read_idx(const char *path, ltc_dtype dtype, double scale, double 
  * and a message naming the path and the problem. */
 ltc_status ltc_save_npy(const char *path, ltc_tensor *t);
 ltc_status ltc_load_npy(const char *path, ltc_tensor **out);
+/* The same in memory (the members of a .npz archive, ltc.io): ltc_save_npy_bytes returns a
+ * malloc'd buffer (*out, *len; the caller frees it); ltc_load_npy_bytes reads `len` bytes,
+ * naming them `name` in errors. */
+ltc_status ltc_save_npy_bytes(ltc_tensor *t, char **out, size_t *len);
+ltc_status ltc_load_npy_bytes(const void *bytes, size_t len, const char *name, ltc_tensor **out);
 
 /* ---- configuration -------------------------------------------------------------------- */
 

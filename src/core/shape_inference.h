@@ -25,6 +25,9 @@ ltc_status ltc_broadcast_shapes(const ltc_shape *a, const ltc_shape *b, ltc_shap
 
 /* creation */
 ltc_status ltc_shape_creation(const int64_t *size, int n_size, ltc_dtype dtype, ltc_shape *out);
+/* rand, randn: as creation, and the dtype must be float32 or float64 (PyTorch raises at the
+ * call for an integer or bool dtype). */
+ltc_status ltc_shape_rand(const int64_t *size, int n_size, ltc_dtype dtype, ltc_shape *out);
 ltc_status ltc_shape_scalar_tensor(double value, ltc_dtype dtype, ltc_shape *out);
 ltc_status ltc_shape_full(const int64_t *size, int n_size, const ltc_shape *fill_value,
                           ltc_dtype dtype, ltc_shape *out);

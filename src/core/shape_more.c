@@ -181,7 +181,14 @@ ltc_status ltc_shape_randint(int64_t low, int64_t high, const int64_t *size, int
     if (high - 1 > (int64_t)1 << 53 || low < -((int64_t)1 << 53))
         return ltc_errorf(LTC_ERR_ARG, "low and high must lie within +-2^53, got %lld and %lld",
                           (long long)low, (long long)high);
-    return ltc_shape_make(out, dtype == LTC_DTYPE_NONE ? LTC_I64 : dtype, n_size, size);
+    ltc_dtype dt = dtype == LTC_DTYPE_NONE ? LTC_I64 : dtype;
+    /* PyTorch: "from is out of bounds" / "to - 1 is out of bounds for int" */
+    if (!ltc_dtype_fits_i64(low, dt) || !ltc_dtype_fits_i64(high - 1, dt) ||
+        (dt == LTC_BOOL && (low < 0 || high > 2)))
+        return ltc_errorf(LTC_ERR_ARG, "the range [%lld, %lld) does not fit %s (low and high - 1 "
+                          "must be values of the dtype)", (long long)low, (long long)high,
+                          ltc_dtype_name(dt));
+    return ltc_shape_make(out, dt, n_size, size);
 }
 
 ltc_status ltc_shape_bernoulli(const ltc_shape *self, ltc_shape *out) {

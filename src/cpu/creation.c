@@ -52,9 +52,12 @@ ltc_status ltc_cpu_kernel_ones(const ltc_kernel_args *a) {
 }
 
 /* full(int[] size, Scalar fill_value, ScalarType? dtype): in[0] is the 0-d fill value in
- * its own dtype (not promoted); it is converted to the output dtype as Tensor.to does. */
+ * its own dtype (not promoted); it is converted to the output dtype as Tensor.to does. A
+ * value the dtype cannot hold is an error, as in PyTorch (ltc_dtype_check_elem). */
 ltc_status ltc_cpu_kernel_full(const ltc_kernel_args *a) {
     const ltc_shape *os = &a->out_shapes[0];
+    ltc_status st = ltc_dtype_check_elem(a->in[0], a->in_shapes[0].dtype, os->dtype);
+    if (st) return ltc_error_prefix(st, "full");
     unsigned char val[8];
     ltc_cpu_convert(val, os->dtype, a->in[0], a->in_shapes[0].dtype, 1);
     fill_bytes(a->out[0], val, ltc_dtype_size(os->dtype), ltc_shape_numel(os));

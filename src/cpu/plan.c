@@ -131,6 +131,62 @@ static void *dup(const void *src, size_t n) {
     return d;
 }
 
+/* ---- integer // and % by zero ------------------------------------------------------------------
+ * They raise, as in PyTorch ("ZeroDivisionError"), where the generated loops (gen/cpu_ops.c,
+ * gen/ref_ops.c) would give 0: a step of floor_divide or remainder with an integer result
+ * scans its divisor for a zero before the loop runs. The divisor's values are known only
+ * then (a tensor, or a Lua number, which is a graph parameter), so the error is raised by the
+ * sync that computes the step. Such steps keep a kernel of their own, so they are not fused
+ * (integer division does not vectorise anyway). */
+
+static bool has_zero(const void *buf, const ltc_shape *s) {
+    int64_t n = ltc_shape_numel(s);
+    switch (s->dtype) {
+    case LTC_I32:
+        for (int64_t i = 0; i < n; i++)
+            if (((const int32_t *)buf)[i] == 0) return true;
+        return false;
+    case LTC_I64:
+        for (int64_t i = 0; i < n; i++)
+            if (((const int64_t *)buf)[i] == 0) return true;
+        return false;
+    case LTC_BOOL:
+        for (int64_t i = 0; i < n; i++)
+            if (((const uint8_t *)buf)[i] == 0) return true;
+        return false;
+    default:
+        return false; /* a float divisor makes a float result: not checked here */
+    }
+}
+
+static ltc_status check(const ltc_kernel_args *a) {
+    if (ltc_shape_numel(&a->out_shapes[0]) == 0 || !has_zero(a->in[1], &a->in_shapes[1]))
+        return LTC_OK;
+    return ltc_errorf(LTC_ERR_ARG, "%s: integer %s by zero (%s // 0 and %% 0 raise, as PyTorch's "
+                      "ZeroDivisionError; use a float tensor for inf/nan)", ltc_op_name(a->op),
+                      a->op == LTC_OP_FLOOR_DIVIDE ? "division" : "modulo",
+                      ltc_dtype_name(a->out_shapes[0].dtype));
+}
+
+static ltc_status k_cpu(const ltc_kernel_args *a) {
+    ltc_status st = check(a);
+    return st ? st : ltc_cpu_kernels[a->op](a);
+}
+
+static ltc_status k_ref(const ltc_kernel_args *a) {
+    ltc_status st = check(a);
+    return st ? st : ltc_ref_kernels[a->op](a);
+}
+
+ltc_kernel_fn ltc_cpu_int_checked(int op, const ltc_shape *out, ltc_kernel_fn fn) {
+    if ((op != LTC_OP_FLOOR_DIVIDE && op != LTC_OP_REMAINDER) ||
+        (out->dtype != LTC_I32 && out->dtype != LTC_I64))
+        return fn;
+    if (fn == ltc_cpu_kernels[op]) return k_cpu;
+    if (fn == ltc_ref_kernels[op]) return k_ref;
+    return fn;
+}
+
 cpu_plan *ltc_cpu_plan_build(const ltc_lowering_ctx *ctx, const ltc_kernel_fn *kernels,
                              const ltc_kernel_fn *fallback) {
     cpu_plan *p = calloc(1, sizeof *p);
@@ -173,6 +229,7 @@ cpu_plan *ltc_cpu_plan_build(const ltc_lowering_ctx *ctx, const ltc_kernel_fn *k
         }
         plan_step *s = &p->steps[p->n_steps++];
         s->op = n->op;
+        s->node = i;
         s->fn = fn;
         if (eager) {
             char name[96];
@@ -186,6 +243,7 @@ cpu_plan *ltc_cpu_plan_build(const ltc_lowering_ctx *ctx, const ltc_kernel_fn *k
         s->out = malloc(sizeof(int) * (size_t)s->n_out);
         s->in_shapes = malloc(sizeof(ltc_shape) * (size_t)(s->n_in + 1));
         s->out_shapes = dup(n->shapes, sizeof(ltc_shape) * (size_t)s->n_out);
+        if (s->out_shapes) s->fn = ltc_cpu_int_checked(s->op, &s->out_shapes[0], s->fn);
         s->attrs = dup(n->attrs, sizeof(ltc_attr) * (size_t)s->n_attrs);
         if (!s->in || !s->out || !s->in_shapes || !s->out_shapes || !s->attrs) goto nomem;
         for (int k = 0; k < s->n_in; k++) {
@@ -267,6 +325,7 @@ ltc_status ltc_cpu_plan_run_with(cpu_plan *p, ltc_data *const *args, ltc_data **
         uint64_t t0 = prof ? now_ns() : 0;
         if ((st = sp->fn(&a))) {
             ltc_error_prefix(st, ltc_op_name(sp->op));
+            ltc_error_set_node(sp->node);
             goto fail;
         }
         if (prof) {

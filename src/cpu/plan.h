@@ -27,6 +27,8 @@ typedef struct {
 
 typedef struct {
     int op;
+    int node;             /* the post-order index of its IR node (a fused step: the last
+                           * member's), reported with ltc_error_set_node when it fails */
     ltc_kernel_fn fn;
     char *fallback;       /* eager fallback: the counter it bumps ("EagerFallback::<op>"),
                            * when fn is the reference kernel; NULL otherwise. Owned. */
@@ -53,6 +55,11 @@ typedef struct {
     int busy;           /* a run uses arena and ptrs (atomic); a concurrent run of the same
                          * plan on another thread gets scratch of its own */
 } cpu_plan;
+
+/* The kernel a step of op with output shape out runs instead of fn (a generated kernel of
+ * ltc_cpu_kernels or ltc_ref_kernels): integer floor_divide and remainder check their
+ * divisor for zeros first (plan.c); fn for every other step. */
+ltc_kernel_fn ltc_cpu_int_checked(int op, const ltc_shape *out, ltc_kernel_fn fn);
 
 /* Lowers one graph into a plan; NULL with the error set on failure. Each node runs
  * kernels[op]; where that is NULL and `fallback` is given, fallback[op] runs instead (the

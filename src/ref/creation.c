@@ -20,9 +20,11 @@ ltc_status ltc_ref_kernel_ones(const ltc_kernel_args *a) {
 }
 
 /* full(int[] size, Scalar fill_value, ScalarType? dtype): in[0] (0-d, its own dtype)
- * converted to the output dtype, in every element. */
+ * converted to the output dtype, in every element (an error if it does not fit). */
 ltc_status ltc_ref_kernel_full(const ltc_kernel_args *a) {
     const ltc_shape *os = &a->out_shapes[0];
+    ltc_status st = ltc_dtype_check_elem(a->in[0], a->in_shapes[0].dtype, os->dtype);
+    if (st) return ltc_error_prefix(st, "full");
     for (int64_t i = 0; i < ltc_shape_numel(os); i++)
         ltc_ref_copy(a->out[0], os->dtype, i, a->in[0], a->in_shapes[0].dtype, 0);
     return LTC_OK;

@@ -56,7 +56,7 @@ DEBIAN_PKGS := lua5.4 liblua5.4-dev libopenblas-dev libyaml-dev lua-busted libxx
 export LUA_PATH  := $(CURDIR)/lua/?.lua;$(CURDIR)/lua/?/init.lua;;
 export LUA_CPATH := $(CURDIR)/$(BUILD)/?.so;;
 
-.PHONY: all gen docs test test-c test-graph-threads test-codegen test-lua test-install test-asan test-valgrind demo deps clean install bench test-plugin
+.PHONY: all gen docs test test-c test-graph-threads test-codegen test-lua test-install test-asan test-valgrind demo deps clean install bench test-plugin test-docs
 
 all: $(BUILD)/ltc/core.so
 
@@ -102,7 +102,7 @@ $(BUILD)/ltc/core.so: $(OBJ)
 
 # ---- tests --------------------------------------------------------------------------------
 
-test: deps all test-c test-graph-threads test-codegen test-lua test-install test-plugin
+test: deps all test-docs test-c test-graph-threads test-codegen test-lua test-install test-plugin
 
 test-lua: all
 	busted --lua=$(LUA) --cpath="$(CURDIR)/$(BUILD)/?.so" spec
@@ -115,6 +115,10 @@ test-install: all
 # (its headers and ltc.pc only), and its specs run with only that prefix on the module paths.
 test-plugin: all
 	sh spec/plugin/run.sh $(BUILD)
+
+# docs/ops.md must be what the generator writes from ops.yaml (refresh it with make docs).
+test-docs: $(GEN)/.stamp
+	@cmp -s $(GEN)/ops.md docs/ops.md || { echo "docs/ops.md differs from $(GEN)/ops.md (generated from codegen/ops.yaml): run make docs" >&2; exit 1; }
 
 test-codegen: $(BUILD)/ltcgen
 	sh codegen/tests/run.sh $(BUILD)/ltcgen

@@ -95,6 +95,8 @@ static void emit_section(strbuf *b, const gen_op *op, const gen_options *o) {
         sb_printf(b, "- Shape rule: `%s` (%s)\n", op->shape, o->shape_header);
         sb_printf(b, "- Dtype rule: %s\n", dtype_rules[op->dtypes]);
         if (op->random) sb_puts(b, "- Random: draws from the default generator\n");
+        if (op->inplace) sb_printf(b, "- In place: `t:%s_(...)`\n", op->base_name);
+        if (op->lua_operator) sb_printf(b, "- Lua operator: `%s`\n", op->lua_operator);
     }
     sb_printf(b, "- %s backend: ", o->backend_name);
     switch (op->lower) {

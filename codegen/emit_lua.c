@@ -245,4 +245,30 @@ void emit_lua_c(const gen_model *m, const gen_options *o, strbuf *b) {
         }
         sb_puts(b, "    {NULL, NULL},\n};\n");
     }
+    /* ops.yaml's `operator:` keys: metamethod -> the op's binding (ltc_lua.c sets them on the
+     * tensor metatable), and its `inplace: true` keys: the names that get t:<name>_(...)
+     * (lua/ltc/init.lua makes them from core.inplace_ops) */
+    sb_puts(b, "\nconst luaL_Reg ltc_lua_operators[] = {\n");
+    for (int i = 0, n; i < m->n_ops; i += n) {
+        int entries;
+        n = group_size(m, i, &entries);
+        for (int j = i; j < i + n; j++) {
+            const gen_op *op = &m->ops[j];
+            if (!op->lua_operator || !op_has_entry(op)) continue;
+            strbuf name = {0};
+            if (entries > 1) sb_printf(&name, "bind_%s", op->base_name);
+            else fn_name(&name, op, false);
+            sb_printf(b, "    {\"%s\", %s},\n", op->lua_operator, name.s);
+            sb_free(&name);
+        }
+    }
+    sb_puts(b, "    {NULL, NULL},\n};\n\nconst char *const ltc_lua_inplace[] = {\n");
+    for (int i = 0, n; i < m->n_ops; i += n) {
+        int entries;
+        n = group_size(m, i, &entries);
+        bool inplace = false;
+        for (int j = i; j < i + n; j++) inplace |= m->ops[j].inplace && op_has_entry(&m->ops[j]);
+        if (inplace) sb_printf(b, "    \"%s\",\n", m->ops[i].base_name);
+    }
+    sb_puts(b, "    NULL,\n};\n");
 }

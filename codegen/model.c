@@ -17,7 +17,8 @@ typedef struct yfile {
 } yfile;
 
 static const char *const op_keys[] = {"func", "doc", "shape", "dtypes", "expr",
-                                      "expr_int", "out", "random", "view",
+                                      "expr_int", "out", "random", "view", "inplace",
+                                      "operator",
                                       "derivatives", NULL};
 static const char *const non_native_keys[] = {"func", "doc", NULL};
 static const char *const backend_keys[] = {"backend", "full_codegen", "supported", "ir_gen",
@@ -253,6 +254,26 @@ static bool load_op(gen_model *m, yfile *f, yaml_node_t *map, bool non_native) {
         if (strcmp(s, "true") != 0 && strcmp(s, "false") != 0)
             NODE_ERROR(f, v, "view must be true or false, not '%s'", s), ok = false;
         op->view = !strcmp(s, "true");
+    }
+    if ((v = lookup(f, map, "inplace")) && scalar(f, v, "inplace")) {
+        const char *s = (const char *)v->data.scalar.value;
+        if (strcmp(s, "true") != 0 && strcmp(s, "false") != 0)
+            NODE_ERROR(f, v, "inplace must be true or false, not '%s'", s), ok = false;
+        op->inplace = !strcmp(s, "true");
+        if (op->inplace && (op->n_args < 1 || op->args[0].type != ARG_TENSOR ||
+                            strcmp(op->args[0].name, "self") != 0))
+            NODE_ERROR(f, v, "inplace: true needs `Tensor self` as the first argument"), ok = false;
+    }
+    if ((v = lookup(f, map, "operator")) && scalar(f, v, "operator")) {
+        static const char *const metamethods[] = {"__add", "__sub", "__mul", "__div", "__mod",
+                                                  "__pow", "__unm", "__idiv", NULL};
+        const char *s = (const char *)v->data.scalar.value;
+        bool known = false;
+        for (int i = 0; metamethods[i]; i++) known |= !strcmp(s, metamethods[i]);
+        if (!known)
+            NODE_ERROR(f, v, "operator must be one of __add __sub __mul __div __mod __pow __unm "
+                       "__idiv, not '%s'", s), ok = false;
+        else op->lua_operator = cg_strdup(s);
     }
     if (op->expr_int && !op->expr) NODE_ERROR(f, func, "expr_int given without expr"), ok = false;
     if ((v = lookup(f, map, "derivatives"))) ok &= load_derivatives(f, v, op);

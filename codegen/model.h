@@ -85,6 +85,11 @@ typedef struct gen_op {
      * are bool (its shape function checks). */
     unsigned promote_mask;
     bool view; /* the result shares its input's storage (src/core/views.c) */
+    /* `inplace: true`: the method t:<name>_(...) writes the op's result into t (the list
+     * ltc_lua_inplace of lua_ops.c); `operator: __add`: the tensor metamethod bound to the op
+     * (ltc_lua_operators), or NULL. */
+    bool inplace;
+    char *lua_operator;
     /* `derivatives:` (emit_autograd.c): a mapping from input name to a Lua expression of
      * its gradient, or `not_differentiable`. has_derivs is false when the key is absent. */
     bool has_derivs, not_differentiable;

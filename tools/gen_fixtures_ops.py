@@ -195,6 +195,110 @@ case("amax_all", [f64(3, 4)], torch.amax, "x:amax()", 0)
 case("amin_dims_keep", [f32(2, 3, 4)], lambda x: torch.amin(x, (1, 2), keepdim=True), "x:amin({2, 3}, true)", 0)
 case("amin_nan", [np.array([[1, np.nan], [0, -1]], dtype=np.float32)], lambda x: torch.amin(x, 0), "x:amin(1)", 0)
 
+# ---- cumprod, cummax, cummin -----------------------------------------------------------------
+
+case("cumprod", [f32(3, 4, lo=0.5, hi=1.5)], lambda x: torch.cumprod(x, 1), "x:cumprod(2)", 1e-6)
+case("cumprod_f64_dim1", [f64(4, 3)], lambda x: torch.cumprod(x, 0), "x:cumprod(1)", 1e-12)
+case("cumprod_i32", [i32(2, 5, lo=-3, hi=4)], lambda x: torch.cumprod(x, -1), "x:cumprod(-1)", 0)
+case("cumprod_bool", [bools(6)], lambda x: torch.cumprod(x, 0), "x:cumprod(1)", 0)
+case("cumprod_0d", [np.array(2.5, dtype=np.float32)], lambda x: torch.cumprod(x, 0), "x:cumprod(1)", 0)
+CUMX = np.array([[1, 3, 3, np.nan, 5, np.nan, 2], [4, 2, 2, 6, -1, 6, 0]], dtype=np.float32)
+case("cummax", [CUMX], lambda x: vi(torch.cummax(x, 1)), "x:cummax(2)", 0)
+case("cummin", [CUMX], lambda x: vi(torch.cummin(x, 1)), "x:cummin(-1)", 0)
+case("cummax_i64_dim1", [i64(5, 3, lo=-3, hi=3)], lambda x: vi(torch.cummax(x, 0)), "x:cummax(1)", 0)
+case("cummin_f64_dim1", [f64(4, 2, 3)], lambda x: vi(torch.cummin(x, 1)), "x:cummin(2)", 0)
+case("cummax_bool", [bools(6)], lambda x: vi(torch.cummax(x, 0)), "x:cummax(1)", 0)
+
+# ---- einsum (lua/ltc/einsum.lua: lowered to permute/reshape/bmm) --------------------------------
+
+EINSUM = [  # (name, equation, shapes)
+    ("matmul", "ij,jk->ik", [(3, 4), (4, 5)]),
+    ("matmul_implicit", "ij,jk", [(3, 4), (4, 2)]),
+    ("transpose", "ij->ji", [(3, 4)]),
+    ("sum_all", "ijk->", [(2, 3, 4)]),
+    ("sum_dim", "ijk->ik", [(2, 3, 4)]),
+    ("trace", "ii->", [(4, 4)]),
+    ("diagonal", "ii->i", [(4, 4)]),
+    ("dot", "i,i->", [(5,), (5,)]),
+    ("outer", "i,j->ij", [(3,), (4,)]),
+    ("hadamard", "ij,ij->ij", [(3, 4), (3, 4)]),
+    ("bmm", "bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+    ("attention_scores", "bhqd,bhkd->bhqk", [(2, 3, 4, 5), (2, 3, 6, 5)]),
+    ("attention_values", "bhqk,bhkd->bqhd", [(2, 3, 4, 6), (2, 3, 6, 5)]),
+    ("bilinear", "bn,anm,bm->ba", [(2, 3), (4, 3, 5), (2, 5)]),
+    ("three_chain", "ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]),
+    ("ellipsis_batch", "...ij,...jk->...ik", [(2, 3, 2, 4), (3, 4, 3)]),
+    ("ellipsis_bcast", "...ij,jk->...ik", [(5, 2, 3), (3, 4)]),
+    ("ellipsis_implicit", "...ij->...ji", [(2, 3, 4)]),
+    ("size1_bcast", "ij,ij->i", [(3, 1), (3, 4)]),
+    ("sum_one_side", "ij,kl->ik", [(2, 3), (4, 5)]),
+    ("batch_diag", "bii->bi", [(3, 2, 2)]),
+    ("spaces", "i j , j k -> k i", [(2, 3), (3, 2)]),
+    ("outer_4d", "ab,cd->abcd", [(2, 1), (3, 2)]),
+    ("keep_summed_later", "ij,jk,ik->i", [(2, 3), (3, 4), (2, 4)]),
+]
+for name, eq, shapes in EINSUM:
+    xs = [f64(*s) for s in shapes]
+    args = ", ".join("xyzw"[k] for k in range(len(shapes)))
+    case("einsum_" + name, xs, lambda *t, eq=eq: torch.einsum(eq, *t), "ltc.einsum('%s', %s)" % (eq, args), 1e-12)
+case("einsum_f32_table", [f32(3, 4), f32(4)], lambda x, y: torch.einsum("ij,j->i", x, y),
+     "ltc.einsum('ij,j->i', {x, y})", 1e-5)
+
+# ---- indexing written in Lua (lua/ltc/indexing.lua) ----------------------------------------------
+
+F = torch.nn.functional
+
+case("take_along_dim", [f32(3, 4), np.array([[4, 1], [2, 2], [3, 1]], dtype=np.int64)],
+     lambda x, i: torch.take_along_dim(x, i - 1, 1), "x:take_along_dim(y, 2)", 0)
+case("take_along_dim_bcast", [f64(3, 1, 4), np.array([[[2, 1, 3, 3]]], dtype=np.int64)],
+     lambda x, i: torch.take_along_dim(x, i - 1, 0), "ltc.take_along_dim(x, y, 1)", 0)
+case("take_along_dim_flat", [f32(2, 3), np.array([6, 1, 3], dtype=np.int32)],
+     lambda x, i: torch.take_along_dim(x, i.long() - 1), "x:take_along_dim(y)", 0)
+case("take_along_dim_topk", [distinct(2, 5)],
+     lambda x: torch.take_along_dim(x, torch.argsort(x, 1, descending=True), 1),
+     "x:take_along_dim(x:argsort(2, true), 2)", 0)
+case("index_fill", [f32(3, 4), np.array([3, 1], dtype=np.int64)],
+     lambda x, i: x.index_fill(1, i - 1, -2.5), "x:index_fill(2, y, -2.5)", 0)
+case("index_fill_i64_dim1", [i64(4, 2), np.array([2, 2, 4], dtype=np.int32)],
+     lambda x, i: x.index_fill(0, i.long() - 1, 7), "x:index_fill(1, y, 7)", 0)
+case("index_copy", [f32(5, 3), np.array([4, 1], dtype=np.int64), f32(2, 3)],
+     lambda x, i, s: x.index_copy(0, i - 1, s), "x:index_copy(1, y, z)", 0)
+case("index_copy_dim2", [f64(2, 4, 3), np.array([3, 1, 4], dtype=np.int64), f64(2, 3, 3)],
+     lambda x, i, s: x.index_copy(1, i - 1, s), "x:index_copy(-2, y, z)", 0)
+case("masked_scatter", [f32(3, 4), bools(3, 4), f32(12)],
+     lambda x, m, s: x.masked_scatter(m, s), "x:masked_scatter(y, z)", 0)
+case("masked_scatter_bcast", [i64(2, 3), np.array([True, False, True]), i64(2, 5)],
+     lambda x, m, s: x.masked_scatter(m, s), "x:masked_scatter(y, z)", 0)
+case("unfold", [f32(2, 7)], lambda x: x.unfold(1, 3, 2), "x:unfold(2, 3, 2)", 0)
+case("unfold_dim1", [f64(6, 2, 3)], lambda x: x.unfold(0, 2, 1), "x:unfold(1, 2, 1)", 0)
+case("unfold_mid_i32", [i32(2, 5, 3)], lambda x: x.unfold(1, 5, 3), "x:unfold(-2, 5, 3)", 0)
+
+
+def uniq(x, inv=False, cnt=False):
+    r = torch.unique(x, sorted=True, return_inverse=inv, return_counts=cnt)
+    if not isinstance(r, tuple):
+        return r
+    return tuple([r[0]] + ([r[1] + 1] if inv else []) + ([r[-1]] if cnt else []))
+
+
+case("unique", [TIES], lambda x: uniq(x), "x:unique()", 0)
+case("unique_inverse_counts", [TIES], lambda x: uniq(x, True, True), "x:unique(true, true, true)", 0)
+case("unique_counts_f32", [np.array([2.5, -1, 2.5, 0, -1, -1], dtype=np.float32)],
+     lambda x: uniq(x, False, True), "x:unique(true, false, true)", 0)
+case("unique_bool_inverse", [bools(2, 3)], lambda x: uniq(x, True), "x:unique(true, true)", 0)
+for name, xs, k, d, p, s in [("basic", (2, 3, 5, 6), (2, 3), (1, 1), (0, 0), (1, 1)),
+                             ("stride_pad_dil", (1, 2, 7, 6), (3, 2), (2, 1), (1, 2), (2, 1)),
+                             ("unbatched", (2, 4, 4), (2, 2), (1, 1), (1, 1), (2, 2))]:
+    x = f64(*xs)
+    lua = "{%d, %d}, {%d, %d}, {%d, %d}, {%d, %d}" % (*k, *d, *p, *s)
+    case("im2col_" + name, [x], lambda x, k=k, d=d, p=p, s=s: F.unfold(x, k, d, p, s),
+         "ltc.im2col(x, %s)" % lua, 1e-12)
+    cols = F.unfold(torch.from_numpy(x), k, d, p, s)
+    case("col2im_" + name, [f64(*cols.shape)],
+         lambda c, xs=xs, k=k, d=d, p=p, s=s: F.fold(c, xs[-2:], k, d, p, s),
+         "ltc.col2im(x, {%d, %d}, %s)" % (xs[-2], xs[-1], lua), 1e-12)
+case("im2col_numbers_f32", [f32(1, 2, 4, 4)], lambda x: F.unfold(x, 2, stride=2), "ltc.im2col(x, 2, 1, 0, 2)", 0)
+
 
 if __name__ == "__main__":
     gen_fixtures.write(CASES, OUT, "tools/gen_fixtures_ops.py")

@@ -9,6 +9,8 @@ local autograd = require "ltc.autograd"
 autograd.install(core) -- op functions record grad_fn nodes (lua/ltc/autograd.lua)
 require("ltc.ops").install(core) -- ops written in Lua, conv2d/pooling front ends (lua/ltc/ops.lua)
 require("ltc.reductions").install(core) -- several dims at once, var/std correction, amax/amin
+require("ltc.einsum").install(core) -- ltc.einsum, lowered to permute/reshape/bmm
+require("ltc.indexing").install(core) -- take_along_dim, index_fill/copy, masked_scatter, unfold, unique, im2col
 
 local M = {}
 for name, fn in pairs(core) do
@@ -54,11 +56,7 @@ end
 -- the result into t (and so into t's base and its other views, if t is a view). The result
 -- keeps t's dtype; a float result cannot go into an integer tensor (an error, as in PyTorch).
 
-local inplace = { "add", "sub", "mul", "div", "pow", "neg", "exp", "log", "relu", "sigmoid",
-  "tanh", "floor_divide", "remainder", "abs", "sqrt", "rsqrt", "log1p", "expm1", "sin", "cos",
-  "clamp", "floor", "ceil", "round", "sign", "gelu", "silu", "leaky_relu", "lerp", "addcmul",
-  "addcdiv", "fmod", "masked_fill", "minimum", "maximum", "logical_and", "logical_or",
-  "logical_not", "scatter", "index_add", "scatter_add" }
+local inplace = core.inplace_ops -- ops.yaml entries with `inplace: true`
 for _, name in ipairs(inplace) do
   local op = core[name]
   if op and methods[name .. "_"] == nil then

@@ -54,6 +54,11 @@ function F.dropout(x, p, training)
 end
 
 --- F.flatten(x, start_dim, end_dim): dims start_dim..end_dim (1-based, default 2..-1) merged.
+--- F.unfold(x, kernel_size [, dilation [, padding [, stride]]]) and F.fold(cols, output_size,
+-- kernel_size [, ...]): PyTorch's im2col and col2im (ltc.im2col, ltc.col2im in lua/ltc/indexing.lua).
+function F.unfold(...) return ltc.im2col(...) end
+function F.fold(...) return ltc.col2im(...) end
+
 function F.flatten(x, start_dim, end_dim)
   local s = x:size()
   local nd = #s

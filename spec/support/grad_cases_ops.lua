@@ -71,5 +71,16 @@ return function(gradcheck, ltc)
     mode = function()
       gradcheck(function(a) local v = a:mode(2); return v end, { A })
     end,
+    cumprod = function()
+      gradcheck(function(a) return a:cumprod(2) end, { A })
+      gradcheck(function(a) return a:cumprod(1) end, { A })
+    end,
+    cummax = function()
+      gradcheck(function(a) local v = a:cummax(2); return v end, { A })
+      gradcheck(function(a) local v = a:cummax(1); return v end, { B })
+    end,
+    cummin = function()
+      gradcheck(function(a) local v = a:cummin(2); return v end, { A })
+    end,
   }
 end

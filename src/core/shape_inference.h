@@ -190,6 +190,10 @@ ltc_status ltc_shape_topk(const ltc_shape *self, int64_t k, int64_t dim, bool la
 ltc_status ltc_shape_kthvalue(const ltc_shape *self, int64_t k, int64_t dim, bool keepdim,
                               ltc_shape *out);
 
+/* cummax, cummin: values of self's shape and dtype, int64 indices (shape_sort.c); cumprod
+ * uses ltc_shape_cumsum */
+ltc_status ltc_shape_cummax(const ltc_shape *self, int64_t dim, ltc_shape *out);
+
 /* tril, triu: self has at least 2 dims; the result is self's shape. */
 ltc_status ltc_shape_triangle(const ltc_shape *self, int64_t diagonal, ltc_shape *out);
 ltc_status ltc_shape_mm(const ltc_shape *self, const ltc_shape *mat2, ltc_shape *out);

@@ -734,18 +734,6 @@ static const luaL_Reg core_methods[] = {
     {"numel", l_numel}, {"dtype", l_dtype}, {"has_value", l_has_value}, {NULL, NULL},
 };
 
-/* Operators: metamethod -> the generated op function of that name. */
-static const char *const operators[][2] = {
-    {"__add", "add"}, {"__sub", "sub"}, {"__mul", "mul"}, {"__div", "div"},
-    {"__idiv", "floor_divide"}, {"__mod", "remainder"}, {"__pow", "pow"}, {"__unm", "neg"},
-};
-
-static lua_CFunction find_fn(const luaL_Reg *regs, const char *name) {
-    for (; regs->name; regs++)
-        if (strcmp(regs->name, name) == 0) return regs->func;
-    return NULL;
-}
-
 /* Lua states that have the module open; the last one to close releases the core's caches. */
 static int open_states;
 
@@ -780,6 +768,12 @@ int luaopen_ltc_core(lua_State *L) {
 
     lua_newtable(L); /* the core table */
     luaL_setfuncs(L, ltc_lua_functions, 0);
+    lua_newtable(L); /* core.inplace_ops: ops.yaml's `inplace: true` names */
+    for (int i = 0; ltc_lua_inplace[i]; i++) {
+        lua_pushstring(L, ltc_lua_inplace[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_setfield(L, -2, "inplace_ops");
     luaL_setfuncs(L, core_functions, 0);
     ltcL_open_debug(L);
     ltcL_open_graph(L);
@@ -806,12 +800,7 @@ int luaopen_ltc_core(lua_State *L) {
     lua_pushvalue(L, -1);
     lua_pushcclosure(L, t_newindex, 1);
     lua_setfield(L, -2, "__newindex");
-    for (size_t i = 0; i < sizeof operators / sizeof *operators; i++) {
-        lua_CFunction f = find_fn(ltc_lua_functions, operators[i][1]);
-        if (!f) continue;
-        lua_pushcfunction(L, f);
-        lua_setfield(L, -2, operators[i][0]);
-    }
+    luaL_setfuncs(L, ltc_lua_operators, 0); /* ops.yaml's `operator:` keys */
     lua_setfield(L, -3, "metatable"); /* core.metatable */
     lua_setfield(L, -2, "methods");   /* core.methods */
     return 1;

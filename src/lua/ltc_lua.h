@@ -86,5 +86,10 @@ void ltcL_open_graph(lua_State *L);
  * subset that are methods (their first argument is `Tensor self`). */
 extern const luaL_Reg ltc_lua_functions[];
 extern const luaL_Reg ltc_lua_methods[];
+/* Generated from ops.yaml's `operator:` keys: tensor metamethods -> op bindings. */
+extern const luaL_Reg ltc_lua_operators[];
+/* Generated from ops.yaml's `inplace: true` keys: the op names with a t:<name>_ variant,
+ * NULL-terminated (core.inplace_ops; lua/ltc/init.lua makes the methods). */
+extern const char *const ltc_lua_inplace[];
 
 #endif

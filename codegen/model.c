@@ -418,6 +418,7 @@ void model_free(gen_model *m) {
         free(op->enum_name);
         free(op->schema);
         free(op->doc);
+        free(op->lua_operator);
         free(op->shape);
         free(op->expr);
         free(op->expr_int);

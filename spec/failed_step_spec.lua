@@ -10,6 +10,19 @@ local nn = ltc.nn
 local function bad_index(n) return ltc.tensor({ n }, "int64") end
 
 describe("a failed sync", function()
+  it("names the failing node in the graph's terms when it ran in a piece of an eager fallback", function()
+    -- int64 cumsum runs on the fallback (ref), one_hot on the CPU: the piece's own node
+    -- numbers must not mark cumsum's result failed (fuzz seed 145894, program 1142)
+    local a = ltc.tensor({ 3, 3, 0 }, "int64")
+    local b = a:cumsum(1)
+    local c = ltc.one_hot(b, 2)
+    local ok, err = pcall(ltc.sync)
+    assert.is_false(ok)
+    assert.truthy(err:find("one_hot: index 3 out of range", 1, true))
+    assert.are.same({ 3, 6, 6 }, b:totable())
+    assert.is_false(pcall(c.totable, c))
+  end)
+
   it("keeps a pending tensor's valid value under a failing in-place write (r03)", function()
     local x = ltc.tensor({ 1.0, 2.0 }) * 1
     local ok, err = pcall(function()

@@ -30,6 +30,9 @@ typedef struct {
     src_ref *in;
     int n_counters;
     int64_t **counters; /* EagerFallback::<op> of its nodes, when on the fallback backend */
+    int n_nodes;
+    int *node_of;       /* its post order's index -> the graph's (-1: an input parameter), so
+                         * a failing node is named in the graph's terms (ltc_error_set_node) */
 } segment;
 
 typedef struct {
@@ -46,6 +49,7 @@ static void composite_free(composite *k) {
         ltc_computation_free(k->segs[s].comp);
         free(k->segs[s].in);
         free(k->segs[s].counters);
+        free(k->segs[s].node_of);
     }
     free(k->segs);
     free(k->roots);
@@ -85,7 +89,16 @@ static ltc_status comp_execute(ltc_backend *self, ltc_computation *c, ltc_data *
             if (!ltc_data_on(d, sg->backend)) st = ltc_data_transfer(d, sg->backend, &moved[i]), d = moved[i];
             ins[i] = d;
         }
-        if (!st) st = ltc_execute(sg->comp, ins, vals[s]);
+        if (!st) {
+            ltc_error_set_node(-1);
+            st = ltc_execute(sg->comp, ins, vals[s]);
+            if (st) { /* the piece names its own node: name the graph's */
+                int f = ltc_error_node();
+                ltc_error_set_node(f >= 0 && f < sg->n_nodes ? sg->node_of[f] : -1);
+            }
+        } else {
+            ltc_error_set_node(-1);
+        }
         for (int i = 0; i < sg->n_in; i++) ltc_data_release(moved[i]), moved[i] = NULL;
         for (int i = 0; i < sg->n_counters && !st; i++)
             __atomic_fetch_add(sg->counters[i], 1, __ATOMIC_RELAXED);
@@ -276,6 +289,8 @@ static ltc_status compile_pieces(const ltc_lowering_ctx *ctx, ltc_backend *b, lt
         }
         sg->n_in = n_in;
         int n_params = n_nodes;
+        if (!(sg->node_of = malloc(sizeof(int) * (size_t)(n_params + n_counted + 1)))) goto nomem;
+        for (int i = 0; i < n_params; i++) sg->node_of[i] = -1;
         for (int i = 0; i < n; i++) {
             if (seg_of[i] != s) continue;
             const ltc_node *nd = ctx->post_order[i];
@@ -288,7 +303,9 @@ static ltc_status compile_pieces(const ltc_lowering_ctx *ctx, ltc_backend *b, lt
                                        nd->shapes, nd->n_outputs);
             if (!c) goto nomem;
             c->index = n_nodes;
+            sg->node_of[n_nodes] = i;
             nodes[n_nodes++] = c;
+            sg->n_nodes = n_nodes;
             n_clones++;
             for (int o = 0; o < nd->n_outputs; o++) {
                 int v = first_out[i] + o;

@@ -60,4 +60,39 @@ static inline int64_t ltc_ipow(int64_t b, int64_t e) {
     return (int64_t)r;
 }
 
+/* ---- integer // and % by zero ----------------------------------------------------------------
+ * They raise, as in PyTorch (ZeroDivisionError), where the generated loops would give 0. Every
+ * backend that runs integer floor_divide or remainder on the host calls this before the kernel
+ * (the CPU plan, the OpenCL backend's host steps): LTC_OK, or the error naming the op. */
+static inline bool ltc_kernel_has_zero_(const void *buf, const ltc_shape *s) {
+    int64_t n = ltc_shape_numel(s);
+    switch (s->dtype) {
+    case LTC_I32:
+        for (int64_t i = 0; i < n; i++)
+            if (((const int32_t *)buf)[i] == 0) return true;
+        return false;
+    case LTC_I64:
+        for (int64_t i = 0; i < n; i++)
+            if (((const int64_t *)buf)[i] == 0) return true;
+        return false;
+    case LTC_BOOL:
+        for (int64_t i = 0; i < n; i++)
+            if (((const uint8_t *)buf)[i] == 0) return true;
+        return false;
+    default:
+        return false; /* a float divisor makes a float result: not checked here */
+    }
+}
+
+static inline ltc_status ltc_kernel_int_div_check(const ltc_kernel_args *a) {
+    if ((a->op != LTC_OP_FLOOR_DIVIDE && a->op != LTC_OP_REMAINDER) || (a->out_shapes[0].dtype != LTC_I32 && a->out_shapes[0].dtype != LTC_I64) ||
+        ltc_shape_numel(&a->out_shapes[0]) == 0 || !ltc_kernel_has_zero_(a->in[1], &a->in_shapes[1]))
+        return LTC_OK;
+    return ltc_errorf(LTC_ERR_ARG, "%s: integer %s by zero (%s // 0 and %% 0 raise, as PyTorch's "
+                      "ZeroDivisionError; use a float tensor for inf/nan)", ltc_op_name(a->op),
+                      a->op == LTC_OP_FLOOR_DIVIDE ? "division" : "modulo",
+                      ltc_dtype_name(a->out_shapes[0].dtype));
+}
+
+
 #endif

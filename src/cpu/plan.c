@@ -138,42 +138,13 @@ static void *dup(const void *src, size_t n) {
  * sync that computes the step. Such steps keep a kernel of their own, so they are not fused
  * (integer division does not vectorise anyway). */
 
-static bool has_zero(const void *buf, const ltc_shape *s) {
-    int64_t n = ltc_shape_numel(s);
-    switch (s->dtype) {
-    case LTC_I32:
-        for (int64_t i = 0; i < n; i++)
-            if (((const int32_t *)buf)[i] == 0) return true;
-        return false;
-    case LTC_I64:
-        for (int64_t i = 0; i < n; i++)
-            if (((const int64_t *)buf)[i] == 0) return true;
-        return false;
-    case LTC_BOOL:
-        for (int64_t i = 0; i < n; i++)
-            if (((const uint8_t *)buf)[i] == 0) return true;
-        return false;
-    default:
-        return false; /* a float divisor makes a float result: not checked here */
-    }
-}
-
-static ltc_status check(const ltc_kernel_args *a) {
-    if (ltc_shape_numel(&a->out_shapes[0]) == 0 || !has_zero(a->in[1], &a->in_shapes[1]))
-        return LTC_OK;
-    return ltc_errorf(LTC_ERR_ARG, "%s: integer %s by zero (%s // 0 and %% 0 raise, as PyTorch's "
-                      "ZeroDivisionError; use a float tensor for inf/nan)", ltc_op_name(a->op),
-                      a->op == LTC_OP_FLOOR_DIVIDE ? "division" : "modulo",
-                      ltc_dtype_name(a->out_shapes[0].dtype));
-}
-
 static ltc_status k_cpu(const ltc_kernel_args *a) {
-    ltc_status st = check(a);
+    ltc_status st = ltc_kernel_int_div_check(a);
     return st ? st : ltc_cpu_kernels[a->op](a);
 }
 
 static ltc_status k_ref(const ltc_kernel_args *a) {
-    ltc_status st = check(a);
+    ltc_status st = ltc_kernel_int_div_check(a);
     return st ? st : ltc_ref_kernels[a->op](a);
 }
 

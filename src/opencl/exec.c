@@ -125,7 +125,8 @@ static ltc_status run_fallback(ocl_comp *c, ocl_step *s, ocl_buf **bufs) {
             .in_shapes = s->shapes, .in = (const void *const *)in, .n_out = s->n_out,
             .out_shapes = s->shapes + s->n_in, .out = out,
         };
-        st = fn(&a);
+        st = ltc_kernel_int_div_check(&a); /* integer // and % by zero raise */
+        if (!st) st = fn(&a);
     }
     for (int k = 0; k < s->n_out && !st; k++) {
         size_t nb = ltc_shape_nbytes(&s->shapes[s->n_in + k]);

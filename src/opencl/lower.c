@@ -156,6 +156,8 @@ static const char *ew_expr_of(const ltc_node *n) {
     if (!probe) return NULL;
     if (!out_bool) cdt = n->shapes[0].dtype;
     bool integer = !ltc_dtype_is_float(cdt);
+    /* integer // and % must raise on a zero divisor (ltc_kernel_int_div_check): host steps */
+    if (integer && (n->op == LTC_OP_FLOOR_DIVIDE || n->op == LTC_OP_REMAINDER)) return NULL;
     const char *e = ltc_op_expr(n->op, integer, NULL);
     if (integer)
         for (int i = 0; float_fns[i]; i++)

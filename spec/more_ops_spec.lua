@@ -33,6 +33,14 @@ describe("sorting", function()
     assert.has_error(function() m:kthvalue(0, 1) end, "kthvalue: k (0) out of range for dim 1 of [2,3] (1..2)")
     assert.has_error(function() ltc.zeros(0):median() end)
   end)
+
+  it("refuses k = 0 of a 0-d tensor, whose 0-d result would hold no value (fuzz seed 146453)", function()
+    assert.has_error(function() ltc.tensor(true):topk(0) end,
+      "topk: k = 0 of a 0-d tensor: the 0-d result would hold no value (use k = 1, or a 1-d tensor)")
+    local v, i = ltc.tensor(3.0):topk(1)
+    assert.are.equal(3, v:item())
+    assert.are.equal(1, i:item())
+  end)
 end)
 
 describe("tril and triu", function()

@@ -34,6 +34,11 @@ ltc_status ltc_shape_topk(const ltc_shape *self, int64_t k, int64_t dim, bool la
         return ltc_errorf(LTC_ERR_ARG, "k (%lld) out of range for dim %lld of %s (0..%lld)",
                           (long long)k, (long long)dim + 1, SHAPE_STR(self, s),
                           (long long)line(self, dim));
+    /* PyTorch returns a 0-d result (one element, never written) for k = 0 of a 0-d tensor;
+     * ltc refuses it rather than hand back uninitialised values */
+    if (!self->ndim && k == 0)
+        return ltc_errorf(LTC_ERR_ARG, "k = 0 of a 0-d tensor: the 0-d result would hold no "
+                          "value (use k = 1, or a 1-d tensor)");
     out[0] = *self;
     if (self->ndim) out[0].dims[dim] = k;
     out[1] = out[0];

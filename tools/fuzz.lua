@@ -875,9 +875,14 @@ end
 -- counted as a failure. Every such file names both ops, so a reader can check the claim.
 local ROUNDING = { "exp", "expm1", "log", "log1p", "pow", "tanh", "sigmoid", "gelu", "silu",
   "logsumexp", "softmax", "log_softmax", "sqrt", "rsqrt", "norm", "var", "std", "sin", "cos",
-  "div", "mean", "layer_norm", "cross_entropy" }
+  "div", "mean", "layer_norm", "cross_entropy", "erf", "erfc", "tan", "atan", "atan2", "asin",
+  "acos", "sinh", "cosh", "asinh", "acosh", "atanh", "log2", "log10", "exp2", "lgamma",
+  "digamma", "erfinv", "hypot", "logaddexp" }
+-- (atanh, erfinv, asin, acos, acosh near +-1, tan near its poles, lgamma/digamma near theirs:
+-- an ulp of input moves the result far)
 local AMPLIFIERS = { "sin", "cos", "fmod", "remainder", "floor_divide", "floor", "ceil",
-  "round", "sign", "cross_entropy_backward", "batch_norm" }
+  "round", "sign", "cross_entropy_backward", "batch_norm", "atanh", "erfinv", "asin", "acos",
+  "acosh", "tan", "lgamma", "digamma" }
 local function op_at(st, names)
   for _, name in ipairs(names) do
     if st.code:find("[%.:]" .. name .. "_?%(") then return name end

@@ -882,7 +882,7 @@ local ROUNDING = { "exp", "expm1", "log", "log1p", "pow", "tanh", "sigmoid", "ge
 -- an ulp of input moves the result far)
 local AMPLIFIERS = { "sin", "cos", "fmod", "remainder", "floor_divide", "floor", "ceil",
   "round", "sign", "cross_entropy_backward", "batch_norm", "atanh", "erfinv", "asin", "acos",
-  "acosh", "tan", "lgamma", "digamma" }
+  "acosh", "tan", "lgamma", "digamma", "polygamma", "copy" } -- copy_ into an integer tensor truncates
 local function op_at(st, names)
   for _, name in ipairs(names) do
     if st.code:find("[%.:]" .. name .. "_?%(") then return name end

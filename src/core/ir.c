@@ -21,31 +21,55 @@ ltc_attr ltc_attr_ints(const int64_t *v, int n) {
 }
 
 /* The node's own hash: op, attributes and output shapes (operands are hashed by the
- * executor through their positions in the post order). Only meaningful bytes go in. */
+ * executor through their positions in the post order). Only meaningful bytes go in, all of
+ * them as the data of one XXH3 call (chunks of a very long attribute list chain the previous
+ * chunk's hash in as data). Chaining through the seed alone was not enough: XXH3 mixes a
+ * short input with its seed almost linearly, so tril(diagonal=1) and triu(diagonal=0), ops
+ * whose numbers differ in the last bit, hashed alike and shared a compiled computation. */
+#define NODE_HASH_WORDS 128
+typedef struct {
+    int64_t buf[NODE_HASH_WORDS];
+    int k;
+    ltc_hash h;
+} node_hasher;
+
+static void hasher_flush(node_hasher *s) {
+    XXH128_hash_t x = XXH3_128bits(s->buf, sizeof(int64_t) * (size_t)s->k);
+    s->h = (ltc_hash){x.low64, x.high64};
+    s->buf[0] = (int64_t)s->h.lo, s->buf[1] = (int64_t)s->h.hi;
+    s->k = 2;
+}
+
+static void hasher_put(node_hasher *s, int64_t v) {
+    if (s->k == NODE_HASH_WORDS) hasher_flush(s);
+    s->buf[s->k++] = v;
+}
+
 static ltc_hash node_local_hash(const ltc_node *n) {
-    int64_t buf[4 + 3 * (LTC_MAX_DIMS + 2)];
-    ltc_hash h = {(uint64_t)n->op, (uint64_t)n->n_operands << 16 | n->n_outputs};
+    node_hasher s = {.k = 2}; /* words 0 and 1: the previous chunk's hash (none: 0) */
+    s.buf[0] = s.buf[1] = 0;
+    hasher_put(&s, n->op);
+    hasher_put(&s, n->n_operands);
+    hasher_put(&s, n->n_outputs);
+    hasher_put(&s, n->n_attrs);
     for (int i = 0; i < n->n_attrs; i++) {
         const ltc_attr *a = &n->attrs[i];
-        int k = 0;
-        buf[k++] = a->kind;
+        hasher_put(&s, a->kind);
         if (a->kind == LTC_ATTR_INTS) {
-            buf[k++] = a->n;
-            for (int j = 0; j < a->n; j++) buf[k++] = a->ints[j];
+            hasher_put(&s, a->n);
+            for (int j = 0; j < a->n; j++) hasher_put(&s, a->ints[j]);
         } else {
-            buf[k++] = a->i; /* a float's bits */
+            hasher_put(&s, a->i); /* a float's bits */
         }
-        h = ltc_hash_bytes(buf, sizeof(int64_t) * (size_t)k, h);
     }
     for (int i = 0; i < n->n_outputs; i++) {
-        const ltc_shape *s = &n->shapes[i];
-        int k = 0;
-        buf[k++] = s->dtype;
-        buf[k++] = s->ndim;
-        for (int j = 0; j < s->ndim; j++) buf[k++] = s->dims[j];
-        h = ltc_hash_bytes(buf, sizeof(int64_t) * (size_t)k, h);
+        const ltc_shape *sh = &n->shapes[i];
+        hasher_put(&s, sh->dtype);
+        hasher_put(&s, sh->ndim);
+        for (int j = 0; j < sh->ndim; j++) hasher_put(&s, sh->dims[j]);
     }
-    return h;
+    hasher_flush(&s);
+    return s.h;
 }
 
 /* A node's bytes: the struct, then its shapes, attributes and operands. */

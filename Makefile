@@ -45,7 +45,7 @@ CORE_SRC := $(wildcard src/core/*.c src/backend/*.c src/cpu/*.c src/ref/*.c)
 LUA_SRC  := $(wildcard src/lua/*.c)
 GEN_SRC  := $(GEN)/ltc_ops.c $(GEN)/cpu_ops.c $(GEN)/ref_ops.c $(GEN)/lua_ops.c
 OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC) $(LUA_SRC) $(GEN_SRC))
-HDRS := $(wildcard src/*/*.h) $(GEN)/ltc_ops.h
+HDRS := $(filter-out src/opencl/%,$(wildcard src/*/*.h)) $(GEN)/ltc_ops.h
 
 CODEGEN_SRC := $(wildcard codegen/*.c)
 CODEGEN_HDR := $(wildcard codegen/*.h)
@@ -60,6 +60,7 @@ export LUA_CPATH := $(CURDIR)/$(BUILD)/?.so;;
 
 all: $(BUILD)/ltc/core.so
 
+
 # ---- code generator --------------------------------------------------------------------
 
 $(BUILD)/ltcgen: $(CODEGEN_SRC) $(CODEGEN_HDR)
@@ -67,12 +68,12 @@ $(BUILD)/ltcgen: $(CODEGEN_SRC) $(CODEGEN_HDR)
 	$(CC) -std=c11 -O2 -g -Wall -Wextra -Werror $(SAN) -o $@ $(CODEGEN_SRC) -lyaml
 
 # The generator rewrites a file only when its content changes.
-$(GEN)/.stamp: $(BUILD)/ltcgen codegen/ops.yaml codegen/cpu_backend.yaml \
+$(GEN)/.stamp: $(BUILD)/ltcgen codegen/ops.yaml codegen/cpu_backend.yaml codegen/opencl_backend.yaml \
                src/core/shape_inference.h $(wildcard src/cpu/*.c src/ref/*.c)
 	@mkdir -p $(GEN)
 	$(BUILD)/ltcgen --source codegen/ops.yaml --backend-yaml codegen/cpu_backend.yaml \
 	  --output-dir $(GEN) --impl-path src/cpu --shape-header src/core/shape_inference.h \
-	  --backend-name cpu --ref-impl-path src/ref
+	  --backend-name cpu --ref-impl-path src/ref --device-yaml codegen/opencl_backend.yaml
 	@touch $@
 
 $(GEN_FILES): $(GEN)/.stamp
@@ -206,3 +207,4 @@ clean:
 	rm -rf $(BUILD) $(GEN)
 include fuzz/fuzz.mk
 include src/distributed/distributed.mk
+include src/opencl/opencl.mk

@@ -32,12 +32,12 @@ print(string.format("  ltc            %9.2f ms  (%.1f GB/s effective at 16 B/ele
 print(string.format("  floor (copy)   %9s     (copy loop %s)", lib.fmt(floor_ms, "ms"),
   lib.fmt(copy.copy_gbs, "GB/s")))
 print(string.format("  C one pass     %9s", lib.fmt(cfused.chain_ms, "ms")))
-print(string.format("  NumPy          %9s", lib.fmt(py.numpy_ms, "ms")))
-print(string.format("  PyTorch eager  %9s", lib.fmt(py.torch_ms, "ms")))
+print(string.format("  NumPy          %9s", lib.peer(py, "numpy_ms", "ms")))
+print(string.format("  PyTorch eager  %9s", lib.peer(py, "torch_ms", "ms")))
 
 local peers = string.format("floor %s; C one pass %s; NumPy %s; PyTorch eager %s",
-  lib.fmt(floor_ms, "ms"), lib.fmt(cfused.chain_ms, "ms"), lib.fmt(py.numpy_ms, "ms"),
-  lib.fmt(py.torch_ms, "ms"))
+  lib.fmt(floor_ms, "ms"), lib.fmt(cfused.chain_ms, "ms"), lib.peer(py, "numpy_ms", "ms"),
+  lib.peer(py, "torch_ms", "ms"))
 local vs_floor = floor_ms and ms / floor_ms
 local vs_numpy = type(py.numpy_ms) == "number" and py.numpy_ms / ms or nil
 lib.row { bench = "chain", workload = "relu(a*b+c)*0.5+exp(-a), f32, 2^24",

@@ -30,12 +30,12 @@ for _, n in ipairs { 1024, 2048 } do
       or string.format("%dx%d @ %dx%d", n, n, n, n)
     print(string.format("gemm %s: ltc %s; cblas_sgemm %s; NumPy %s; PyTorch %s", name,
       lib.fmt(gf, "GFLOP/s", 1), lib.fmt(raw.gemm_gflops, "GFLOP/s", 1),
-      lib.fmt(py.numpy_gflops, "GFLOP/s", 1), lib.fmt(py.torch_gflops, "GFLOP/s", 1)))
+      lib.peer(py, "numpy_gflops", "GFLOP/s", 1), lib.peer(py, "torch_gflops", "GFLOP/s", 1)))
     local r = type(raw.gemm_gflops) == "number" and gf / raw.gemm_gflops or nil
     lib.row { bench = "gemm", workload = "f32 " .. name, ltc = lib.fmt(gf, "GFLOP/s", 1),
       peers = string.format("cblas_sgemm %s; NumPy %s; PyTorch %s",
-        lib.fmt(raw.gemm_gflops, "GFLOP/s", 1), lib.fmt(py.numpy_gflops, "GFLOP/s", 1),
-        lib.fmt(py.torch_gflops, "GFLOP/s", 1)),
+        lib.fmt(raw.gemm_gflops, "GFLOP/s", 1), lib.peer(py, "numpy_gflops", "GFLOP/s", 1),
+        lib.peer(py, "torch_gflops", "GFLOP/s", 1)),
       ratio = string.format("%s of cblas", lib.fmt(r, "x")),
       target = ">= 0.95x cblas", met = r ~= nil and r >= 0.95 }
     a, b = nil, nil

@@ -49,9 +49,9 @@ local gemm_us = lib.c("mlpgemm", B, D, H, K, lib.threads).mlp_gemm_us
 local py = lib.py("mlp_step", B, D, H, K, STEPS)
 local r = type(py.torch_us) == "number" and py.torch_us / us or nil
 print(string.format("mlp-step: %d-%d-%d MLP, batch %d: ltc %.1f us/step (%d recompiles); PyTorch eager %s",
-  D, H, K, B, us, recompiled, lib.fmt(py.torch_us, "us/step", 1)))
+  D, H, K, B, us, recompiled, lib.peer(py, "torch_us", "us/step", 1)))
 lib.row { bench = "mlp-step", workload = string.format("%d-%d-%d MLP, batch %d, fwd+bwd+SGD", D, H, K, B),
-  ltc = lib.fmt(us, "us/step", 1), peers = "PyTorch eager " .. lib.fmt(py.torch_us, "us/step", 1),
+  ltc = lib.fmt(us, "us/step", 1), peers = "PyTorch eager " .. lib.peer(py, "torch_us", "us/step", 1),
   ratio = string.format("%s faster than PyTorch eager", lib.fmt(r, "x")),
   target = ">= 5x PyTorch eager", met = r ~= nil and r >= 5 }
 local rj = type(py.torch_us) == "number" and py.torch_us / jit_us or nil
@@ -60,6 +60,6 @@ print(string.format("mlp-step with ltc.jit: %.1f us/step; the step's 5 GEMMs in 
 lib.row { bench = "mlp-step", workload = "the same step under ltc.jit (replayed)",
   ltc = lib.fmt(jit_us, "us/step", 1),
   peers = string.format("PyTorch eager %s; its 5 GEMMs in cblas_sgemm %s",
-    lib.fmt(py.torch_us, "us/step", 1), lib.fmt(gemm_us, "us", 1)),
+    lib.peer(py, "torch_us", "us/step", 1), lib.fmt(gemm_us, "us", 1)),
   ratio = string.format("%s faster than PyTorch eager", lib.fmt(rj, "x")),
   target = ">= 5x PyTorch eager", met = rj ~= nil and rj >= 5 }

@@ -16,10 +16,10 @@ local function bench(name, workload, make, run_py)
   local py = run_py()
   local r = type(py.torch_ms) == "number" and py.torch_ms / t or nil
   print(string.format("%s %s: ltc %s; PyTorch eager %s; NumPy %s", name, workload,
-    lib.fmt(t, "ms", 3), lib.fmt(py.torch_ms, "ms", 3), lib.fmt(py.numpy_ms, "ms", 3)))
+    lib.fmt(t, "ms", 3), lib.peer(py, "torch_ms", "ms", 3), lib.peer(py, "numpy_ms", "ms", 3)))
   lib.row { bench = name, workload = workload, ltc = lib.fmt(t, "ms", 3),
-    peers = string.format("PyTorch eager %s%s", lib.fmt(py.torch_ms, "ms", 3),
-      py.numpy_ms and ("; NumPy " .. lib.fmt(py.numpy_ms, "ms", 3)) or ""),
+    peers = string.format("PyTorch eager %s%s", lib.peer(py, "torch_ms", "ms", 3),
+      py.numpy_ms and ("; NumPy " .. lib.peer(py, "numpy_ms", "ms", 3)) or ""),
     ratio = string.format("%s speed of PyTorch", lib.fmt(r, "x")),
     target = ">= 1x PyTorch eager", met = r ~= nil and r >= 1 }
 end

@@ -11,6 +11,7 @@ prints "key value" lines that bench/lib.lua parses; a peer that cannot run print
   peers.py layernorm R C      torch_ms: layer_norm over the last dim (weight and bias)
   peers.py conv2d N C H W K   torch_ms: conv2d, K filters 3x3, padding 1
   peers.py memory N           numpy_peak_mb, numpy_base_mb: the chain's peak RSS in NumPy
+  peers.py rnn_step B K H T S torch_ms: one SGD step of bench/rnn_step.lua's GRU, eager
 """
 import os
 import resource
@@ -153,6 +154,49 @@ def mlp_step(batch, d_in, hidden, d_out, steps):
     print("torch_us %.3f" % (1e6 * best(run, 5) / steps))
 
 
+def rnn_step(batch, vocab, hidden, steps_t, steps):
+    """One SGD step of a character GRU unrolled over steps_t steps, written out as in
+    bench/rnn_step.lua (embedding rows, one linear for the three gates of h, a read-out and
+    cross-entropy per step)."""
+    torch = torch_or_none()
+    if not torch:
+        return
+    torch.manual_seed(0)
+    B, K, H, T = batch, vocab, hidden, steps_t
+
+    def param(*shape):
+        return (torch.randn(*shape) * 0.1).requires_grad_()
+    emb, wh, bh, wo, bo = param(K, 3 * H), param(3 * H, H), param(3 * H), param(K, H), param(K)
+    x = torch.randint(0, K, (T, B))
+    y = torch.randint(0, K, (T, B))
+    F = torch.nn.functional
+
+    def step():
+        h = torch.zeros(B, H)
+        total = 0
+        for t in range(T):
+            gx = emb.index_select(0, x[t])
+            gh = F.linear(h, wh, bh)
+            xr, xz, xn = gx.split(H, 1)
+            hr, hz, hn = gh.split(H, 1)
+            r = torch.sigmoid(xr + hr)
+            z = torch.sigmoid(xz + hz)
+            n = torch.tanh(xn + r * hn)
+            h = (1 - z) * n + z * h
+            total = total + F.cross_entropy(F.linear(h, wo, bo), y[t])
+        loss = total / T
+        loss.backward()
+        with torch.no_grad():
+            for p in (emb, wh, bh, wo, bo):
+                p.sub_(p.grad * 0.1)
+                p.grad = None
+
+    def run():
+        for _ in range(steps):
+            step()
+    print("torch_ms %.3f" % (1e3 * best(run, 3) / steps))
+
+
 def rss_mb():
     with open("/proc/self/status") as f:
         for line in f:
@@ -178,7 +222,7 @@ def main():
     cmd, args = sys.argv[1], [int(x) if x.isdigit() else x for x in sys.argv[2:]]
     {"chain": chain, "gemm": gemm, "trace": trace, "softmax": softmax,
      "layernorm": layernorm, "conv2d": conv2d, "memory": memory,
-     "mlp_step": mlp_step}[cmd](*args)
+     "mlp_step": mlp_step, "rnn_step": rnn_step}[cmd](*args)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 --- bench/trace.lua - the tracing fast path: 2000 tiny elementwise ops (y = y*1.0001 + 0.5
 -- on a 4x4 tensor), then a cached sync; time per op. Peers: PyTorch lazy (TorchScript
--- backend) and PyTorch eager. Target: at most 1 microsecond per op.
+-- backend) and PyTorch eager. Target: at most 1 microsecond per op. A second row runs the
+-- same ops on an operand that requires grad, then y:sum():backward() and the sync: time
+-- per recorded op, its share of the backward's construction included (target 1 us/op).
 local lib = require "bench.lib"
 local ltc = lib.ltc
 
@@ -25,13 +27,36 @@ local py = lib.py("trace", OPS)
 print(string.format("trace: %d ops on 4x4 then a sync: %.3f us/op (tracing alone %.3f us/op, "
   .. "%d recompiles)", OPS, us, ts / OPS * 1e6, recompiled))
 print(string.format("  PyTorch lazy %s/op; PyTorch eager %s/op",
-  lib.fmt(py.torch_lazy_us, "us", 3), lib.fmt(py.torch_eager_us, "us", 3)))
+  lib.peer(py, "torch_lazy_us", "us", 3), lib.peer(py, "torch_eager_us", "us", 3)))
 if py.torch_lazy_missing then print("  PyTorch lazy unavailable: " .. py.torch_lazy_missing) end
 lib.row { bench = "trace", workload = "2000 ops on 4x4 + cached sync",
   ltc = lib.fmt(us, "us/op", 3),
   peers = string.format("PyTorch lazy %s; PyTorch eager %s",
-    py.torch_lazy_us and lib.fmt(py.torch_lazy_us, "us/op", 3) or "unavailable",
-    lib.fmt(py.torch_eager_us, "us/op", 3)),
+    py.torch_lazy_us and lib.peer(py, "torch_lazy_us", "us/op", 3) or "unavailable",
+    lib.peer(py, "torch_eager_us", "us/op", 3)),
   ratio = type(py.torch_lazy_us) == "number"
     and string.format("%s faster than PyTorch lazy", lib.fmt(py.torch_lazy_us / us, "x")) or "",
   target = "<= 1 us/op", met = us <= 1.0 and recompiled == 0 }
+
+-- the same ops recorded by autograd (x requires grad), then the backward built and synced
+local xg = ltc.randn(4, 4):requires_grad_()
+ltc.sync()
+local function run_grad()
+  xg.grad = nil
+  y = xg
+  for _ = 1, OPS // 2 do y = y * 1.0001 + 0.5 end
+  y:sum():backward()
+  ltc.sync()
+end
+run_grad() -- compile once
+local gcompiles = ltc.metrics.counter("UncachedCompile")
+local tg = lib.best(run_grad, math.max(5, lib.reps))
+local grecompiled = ltc.metrics.counter("UncachedCompile") - gcompiles
+local gus = tg / OPS * 1e6
+print(string.format("trace with requires_grad: %d ops, backward, sync: %.3f us/op (%d recompiles)",
+  OPS, gus, grecompiled))
+lib.row { bench = "trace", workload = "the same ops requiring grad + backward + sync",
+  ltc = lib.fmt(gus, "us/op", 3), peers = string.format("ltc without grad %s",
+    lib.fmt(us, "us/op", 3)),
+  ratio = string.format("%s of the op without grad", lib.fmt(gus / us, "x")),
+  target = "<= 1 us/op", met = gus <= 1.0 and grecompiled == 0 }

@@ -63,8 +63,8 @@ print(string.format("ltc:           %.3f s/epoch, test accuracy %.4f, %d steps, 
   t, acc, steps, compiles))
 
 local function torch_run(mode)
-  return lib.keyvals(string.format("%s %s/train_mnist.py %s '%s' '%s'", lib.python, lib.dir,
-    mode, dir, init_dir))
+  return lib.best_threads(string.format("%s %s/train_mnist.py %s '%s' '%s'", lib.python,
+    lib.dir, mode, dir, init_dir))
 end
 
 local eager, lazy = torch_run("eager"), torch_run("lazy")

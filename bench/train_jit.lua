@@ -77,8 +77,8 @@ for r = 1, reps do
   new_compiles, calls = math.max(new_compiles, c), math.max(calls, n)
 end
 
-local eager = lib.keyvals(string.format("%s %s/train_mnist.py eager '%s' '%s'", lib.python,
-  lib.dir, dir, init_dir))
+local eager = lib.best_threads(string.format("%s %s/train_mnist.py eager '%s' '%s'",
+  lib.python, lib.dir, dir, init_dir))
 os.execute("rm -rf '" .. init_dir .. "'")
 
 local te = eager.eager_epoch_s

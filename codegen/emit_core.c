@@ -281,6 +281,39 @@ static void emit_entry(strbuf *b, const gen_op *op) {
               op->base_name);
 }
 
+/* Appends expr as the body of a C string literal. */
+static void put_c_string(strbuf *b, const char *expr) {
+    sb_puts(b, "\"");
+    for (const char *p = expr; *p; p++) {
+        if (*p == '"' || *p == '\\') sb_puts(b, "\\");
+        sb_printf(b, "%c", *p);
+    }
+    sb_puts(b, "\"");
+}
+
+/* ltc_op_expr: each elementwise op's `expr` / `expr_int` and `out: bool` from ops.yaml, for
+ * backends that generate their own kernels from them (the OpenCL backend). */
+static void emit_op_exprs(const gen_model *m, strbuf *b) {
+    sb_puts(b, "static const char *const op_exprs[LTC_OP_COUNT][2] = {\n");
+    for (int i = 0; i < m->n_ops; i++) {
+        const gen_op *op = &m->ops[i];
+        if (!op->expr) continue;
+        sb_printf(b, "    [%s] = {", op->enum_name);
+        put_c_string(b, op->expr);
+        sb_puts(b, ", ");
+        put_c_string(b, op->expr_int ? op->expr_int : op->expr);
+        sb_puts(b, "},\n");
+    }
+    sb_puts(b, "};\n\nstatic const bool op_out_bool[LTC_OP_COUNT] = {\n");
+    for (int i = 0; i < m->n_ops; i++)
+        if (m->ops[i].expr && m->ops[i].out_bool)
+            sb_printf(b, "    [%s] = true,\n", m->ops[i].enum_name);
+    sb_puts(b, "};\n\nconst char *ltc_op_expr(int op, bool integer, bool *out_bool) {\n"
+               "    if (op < 0 || op >= LTC_OP_COUNT || !op_exprs[op][0]) return NULL;\n"
+               "    if (out_bool) *out_bool = op_out_bool[op];\n"
+               "    return op_exprs[op][integer ? 1 : 0];\n}\n\n");
+}
+
 void emit_ops_c(const gen_model *m, const gen_options *o, strbuf *b) {
     emit_banner(b, o, "ltc_ops.c",
                 "The op name table and the tracing entries declared in ltc_ops.h. Each entry: "
@@ -302,6 +335,7 @@ void emit_ops_c(const gen_model *m, const gen_options *o, strbuf *b) {
         if (m->ops[i].view) sb_printf(b, "    [%s] = true,\n", m->ops[i].enum_name);
     sb_puts(b, "};\n\nbool ltc_op_is_view(int op) {\n"
                "    return op >= 0 && op < LTC_OP_COUNT && op_is_view[op];\n}\n\n");
+    emit_op_exprs(m, b);
     sb_puts(b, "/* Wraps a 1-based or negative dim into 0..ndim-1; an optional one may be "
                "LTC_NONE. */\n"
                "static inline ltc_status wrap_dim(int64_t *dim, int ndim, bool opt) {\n"

@@ -113,6 +113,10 @@ static void emit_section(strbuf *b, const gen_op *op, const gen_options *o) {
                                   : "not lowered; runs on the reference backend (fallback)\n");
         break;
     }
+    if (o->device_name && !op->non_native)
+        sb_printf(b, "- %s backend: %s\n", o->device_name,
+                  op->device_lowered ? "lowered on the device"
+                                     : "eager fallback (runs on the host, counted)");
     if (o->ref_impl_path && op_has_entry(op)) {
         if (op->expr) sb_puts(b, "- ref backend: generated per-element loop from the expr\n");
         else sb_printf(b, "- ref backend: hand-written kernel `ltc_ref_kernel_%s`\n", op->cname);
@@ -128,5 +132,15 @@ void emit_doc_md(const gen_model *m, const gen_options *o, strbuf *b) {
                "name are told apart by their arguments.\n\nOps: ");
     for (int i = 0; i < m->n_ops; i++) sb_printf(b, "%s`%s`", i ? ", " : "", m->ops[i].full_name);
     sb_puts(b, ".\n");
+    if (o->device_name) { /* which backend runs each op, at a glance */
+        sb_printf(b, "\n| op | %s | %s |\n|---|---|---|\n", o->backend_name, o->device_name);
+        for (int i = 0; i < m->n_ops; i++) {
+            const gen_op *op = &m->ops[i];
+            if (op->non_native) continue;
+            sb_printf(b, "| `%s` | %s | %s |\n", op->full_name,
+                      op->lower == LOWER_FULL || op->lower == LOWER_SUPPORTED ? "yes" : "fallback",
+                      op->device_lowered ? "yes" : "fallback");
+        }
+    }
     for (int i = 0; i < m->n_ops; i++) emit_section(b, &m->ops[i], o);
 }

@@ -20,12 +20,13 @@
 static const char usage[] =
     "usage: ltcgen [--source FILE] [--backend-yaml FILE] [--output-dir DIR] [--impl-path DIR]\n"
     "              [--shape-header FILE] [--backend-name NAME] [--ref-impl-path DIR]\n"
-    "              [--dry-run]\n"
+    "              [--device-yaml FILE] [--dry-run]\n"
     "Generates ltc_ops.h, ltc_ops.c, <backend>_ops.c, lua_ops.c, ops.md and ops_meta.lua\n"
     "from the op schemas, and ref_ops.c (the reference backend's kernels, hand-written ones in DIR)\n"
     "when --ref-impl-path is given. Defaults: codegen/ops.yaml, codegen/cpu_backend.yaml,\n"
     "gen, src/cpu, src/core/shape_inference.h, cpu. --dry-run checks and lists the files\n"
-    "without writing.\n";
+    "without writing. --device-yaml adds a device backend's column (its `lowered` ops) to\n"
+    "ops.md.\n";
 
 /* Parses the command line into o; returns false (after a message) on a bad option. */
 static bool parse_args(int argc, char **argv, gen_options *o) {
@@ -36,7 +37,7 @@ static bool parse_args(int argc, char **argv, gen_options *o) {
         {"--source", &o->source},         {"--backend-yaml", &o->backend_yaml},
         {"--output-dir", &o->output_dir}, {"--impl-path", &o->impl_path},
         {"--shape-header", &o->shape_header}, {"--backend-name", &o->backend_name},
-        {"--ref-impl-path", &o->ref_impl_path},
+        {"--ref-impl-path", &o->ref_impl_path}, {"--device-yaml", &o->device_yaml},
     };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -134,6 +135,15 @@ int main(int argc, char **argv) {
         model_free(&m);
         return 1;
     }
+    char *device_name = NULL;
+    if (o.device_yaml && !model_load_device(&m, o.device_yaml, &device_name)) {
+        fprintf(stderr, "ltcgen: %d error%s in %s; nothing written\n", cg_error_count(),
+                cg_error_count() == 1 ? "" : "s", o.device_yaml);
+        free(device_name);
+        model_free(&m);
+        return 1;
+    }
+    o.device_name = device_name;
     struct {
         const char *name;
         void (*emit)(const gen_model *, const gen_options *, strbuf *);
@@ -159,6 +169,7 @@ int main(int argc, char **argv) {
         sb_free(&text);
     }
     sb_free(&backend_file);
+    free(device_name);
     model_free(&m);
     return ok ? 0 : 1;
 }

@@ -418,3 +418,47 @@ void model_free(gen_model *m) {
     free(m->backend);
     memset(m, 0, sizeof *m);
 }
+
+/* ---- a device backend's YAML (codegen/opencl_backend.yaml) ------------------------------- */
+
+static const char *const device_keys[] = {"backend", "lowered", NULL};
+
+bool model_load_device(gen_model *m, const char *path, char **name) {
+    yfile f = {.path = path};
+    *name = NULL;
+    if (!yaml_load(&f)) return false;
+    bool ok = true;
+    yaml_node_t *root = yaml_document_get_root_node(&f.doc);
+    if (!root || root->type != YAML_MAPPING_NODE) {
+        cg_error_at(path, 1, 1, "expected a mapping with keys backend and lowered");
+        ok = false;
+        goto done;
+    }
+    ok &= check_keys(&f, root, device_keys);
+    *name = get_string(&f, root, "backend", &ok);
+    if (!*name) {
+        NODE_ERROR(&f, root, "no 'backend' (the backend's name)");
+        ok = false;
+    }
+    yaml_node_t *list = lookup(&f, root, "lowered");
+    if (!list || list->type != YAML_SEQUENCE_NODE) {
+        NODE_ERROR(&f, root, "'lowered' must be a list of op names");
+        ok = false;
+        goto done;
+    }
+    for (yaml_node_item_t *it = list->data.sequence.items.start;
+         it < list->data.sequence.items.top; it++) {
+        yaml_node_t *n = node_at(&f, *it);
+        const char *op_name = scalar(&f, n, "an op name");
+        gen_op *op = op_name ? model_find(m, op_name) : NULL;
+        if (!op) {
+            if (op_name) NODE_ERROR(&f, n, "lowered lists '%s', which is not an op", op_name);
+            ok = false;
+        } else {
+            op->device_lowered = true;
+        }
+    }
+done:
+    yaml_document_delete(&f.doc);
+    return ok;
+}

@@ -92,6 +92,7 @@ typedef struct gen_op {
     int n_derivs, deriv_line, deriv_col;
     bool non_native;
     lowering lower;
+    bool device_lowered; /* listed in the device backend YAML's `lowered` (--device-yaml) */
     gen_arg *args;
     int n_args;
     char **ret_names; /* n_rets; NULL entries for an unnamed single Tensor */
@@ -117,6 +118,10 @@ bool model_load(gen_model *m, const char *ops_path, const char *backend_path);
 
 /* Frees everything model_load allocated. */
 void model_free(gen_model *m);
+/* Loads a device backend's YAML (`backend: name`, `lowered: [op, ...]`: the ops it runs on
+ * its device; the rest take the core's eager fallback): sets op->device_lowered and
+ * *name (owned by the model's caller, freed with free). Reports unknown ops. */
+bool model_load_device(gen_model *m, const char *path, char **name);
 
 /* The op with this full name, or NULL. */
 gen_op *model_find(gen_model *m, const char *full_name);
@@ -142,6 +147,8 @@ typedef struct gen_options {
     const char *shape_header; /* --shape-header */
     const char *backend_name; /* --backend-name */
     const char *ref_impl_path; /* --ref-impl-path: emit ref_ops.c; its kernels live there */
+    const char *device_yaml;   /* --device-yaml: a device backend's YAML (opencl_backend.yaml) */
+    const char *device_name;   /* its `backend:` (set when loaded) */
     bool dry_run;
 } gen_options;
 

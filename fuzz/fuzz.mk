@@ -5,6 +5,9 @@
 #   make fuzz-files [FUZZ_TIME=30] libFuzzer (clang) on the .npy reader, the IDX reader and
 #                                 the code generator's YAML loader, FUZZ_TIME seconds each,
 #                                 under ASan and UBSan; crashing inputs go to fuzz/failures/
+#   make fuzz-asan [SEED=1] [N=300] the differential fuzzer with the C code built under ASan
+#                                 and UBSan (build/asan, as make test-asan): an overflow or
+#                                 an invalid access aborts the worker and is shrunk as a crash
 #   make soak [STEPS=20000]       trains an MLP for STEPS steps watching RSS and tensor counts
 
 SEED ?= 1
@@ -21,10 +24,15 @@ FUZZ_GEN_SRC := $(filter-out codegen/ltcgen.c,$(CODEGEN_SRC))
 # the IDX reader is optional (src/core/idx.c)
 FUZZ_HARNESSES := npy yaml $(if $(wildcard src/core/idx.c),idx)
 
-.PHONY: fuzz fuzz-files soak
+.PHONY: fuzz fuzz-asan fuzz-files soak
 
 fuzz: all
 	$(LUA) tools/fuzz.lua --seed $(SEED) --n $(N) --out fuzz/failures
+
+fuzz-asan:
+	$(MAKE) BUILD=build/asan SAN="$(ASAN_FLAGS)" all
+	$(ASAN_ENV) ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 \
+	  $(LUA) tools/fuzz.lua --seed $(SEED) --n $(N) --out fuzz/failures
 
 $(FUZZ_BUILD)/obj/%.o: %.c $(HDRS) | $(GEN)/.stamp
 	@mkdir -p $(dir $@)

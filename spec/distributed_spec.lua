@@ -132,6 +132,14 @@ describe("ltc.distributed under mpirun", function()
       assert.are.equal(0, code, out)
     end)
 
+    if package.searchpath("ltc.opencl", package.cpath) then
+      it(np .. " ranks: collectives on OpenCL tensors run through the host (eager fallback)", function()
+        local out, code = run(np, "opencl")
+        all_done(out, np)
+        assert.are.equal(0, code, out)
+      end)
+    end
+
     it(np .. " ranks: a rank that raises an error mid-step stops the others with an error naming it", function()
       local out, code, secs = run(np, "abort", "ABORT_TIMEOUT=30")
       assert.truthy(out:find("rank " .. (np - 1) .. " fails in step 3 on purpose", 1, true), out)

@@ -41,3 +41,100 @@ describe("tril and triu", function()
       "tril: self must have at least 2 dims (matrices), got [3]")
   end)
 end)
+
+describe("multinomial", function()
+  it("draws with replacement in proportion to the weights, never a zero weight", function()
+    ltc.manual_seed(11)
+    local n = 20000
+    local counts = ltc.tensor({ 0.1, 0, 0.6, 0.3 }):multinomial(n, true):one_hot(4):sum(1):totable()
+    assert.are.equal(0, counts[2])
+    for i, p in ipairs({ 0.1, 0, 0.6, 0.3 }) do
+      local sd = math.sqrt(n * p * (1 - p))
+      assert(math.abs(counts[i] - n * p) <= 4 * sd + 1e-9, "category " .. i .. ": " .. counts[i])
+    end
+  end)
+
+  it("draws distinct categories without replacement, the first in proportion to the weights", function()
+    ltc.manual_seed(12)
+    local rows = 6000
+    local w = ltc.tensor({ 0.2, 0.5, 0.3 }):expand(rows, 3)
+    local s = w:multinomial(3)
+    assert.are.same({ rows, 3 }, s:size())
+    assert.are.same(ltc.full({ rows }, 6, "int64"):totable(), s:sum(2):totable()) -- 1 + 2 + 3
+    assert.are.same(ltc.full({ rows }, 6, "int64"):totable(), s:prod(2):totable()) -- distinct
+    local first = s:select(2, 1):one_hot(3):sum(1):totable()
+    for i, p in ipairs({ 0.2, 0.5, 0.3 }) do
+      assert(math.abs(first[i] - rows * p) <= 4 * math.sqrt(rows * p * (1 - p)), "first " .. i)
+    end
+  end)
+
+  it("draws the same numbers on both backends, fresh ones each step from one compiled graph", function()
+    local w = ltc.tensor({ { 1, 2, 3, 4, 5 }, { 5, 0, 1, 0, 2 } })
+    ltc.manual_seed(5)
+    local a, b = w:multinomial(3):totable(), w:multinomial(3, true):totable()
+    ltc.set_backend("ref")
+    ltc.manual_seed(5)
+    local ok, err = pcall(function()
+      assert.are.same(a, w:multinomial(3):totable())
+      assert.are.same(b, w:multinomial(3, true):totable())
+    end)
+    ltc.set_backend("cpu")
+    assert(ok, err)
+    ltc.metrics.reset()
+    local seen = {}
+    for _ = 1, 4 do seen[#seen + 1] = table.concat(ltc.tensor({ 1, 1, 1, 1 }):multinomial(4):totable(), ",") end
+    assert.are.equal(1, ltc.metrics.counter("UncachedCompile"))
+    assert(seen[1] ~= seen[2] or seen[2] ~= seen[3] or seen[3] ~= seen[4], "no fresh draws")
+  end)
+
+  it("rejects bad weights, naming the row and the weight, and goes on", function()
+    assert.has_error(function() ltc.tensor({ 0.5, -1 }):multinomial(1):totable() end,
+      "multinomial: weight 2 of row 1 is -1 (must be finite and >= 0)")
+    assert.has_error(function() ltc.tensor({ { 1, 1 }, { 0, 0 } }):multinomial(1, true):totable() end,
+      "multinomial: row 2 has 0 positive weights, needs at least 1")
+    assert.has_error(function() ltc.tensor({ 0.5, 0 }):multinomial(2):totable() end,
+      "multinomial: row 1 has 1 positive weights, fewer than num_samples without replacement")
+    assert.has_error(function() ltc.tensor({ 0.5, 0 }):multinomial(3) end,
+      "multinomial: cannot draw 3 samples from 2 categories without replacement")
+    assert.has_error(function() ltc.tensor({ 1, 2 }, "int64"):multinomial(1) end,
+      "multinomial: weights must be float32 or float64, got int64")
+    assert.are.same({ 2 }, ltc.tensor({ 0, 1 }):multinomial(1):totable())
+  end)
+end)
+
+describe("randperm", function()
+  it("is a permutation of 1..n, the same on both backends, different each call", function()
+    ltc.manual_seed(9)
+    local p, q = ltc.randperm(50), ltc.randperm(50, "int32")
+    local sorted = p:sort():totable()
+    for i = 1, 50 do assert.are.equal(i, sorted[i]) end
+    assert.are.equal("int32", q:dtype())
+    assert.are_not.same(p:totable(), q:to("int64"):totable())
+    ltc.set_backend("ref")
+    ltc.manual_seed(9)
+    local r = ltc.randperm(50):totable()
+    ltc.set_backend("cpu")
+    assert.are.same(p:totable(), r)
+    assert.are.same({}, ltc.randperm(0):totable())
+    assert.has_error(function() ltc.randperm(-1) end, "randperm: size must be >= 0, got -1")
+  end)
+end)
+
+describe("reductions over several dims", function()
+  it("send the gradient back to every reduced element", function()
+    local x = ltc.ones({ 2, 3, 4 }, "float64"):requires_grad_()
+    x:sum({ 1, 3 }):sum():backward()
+    assert.are.same(ltc.ones({ 2, 3, 4 }, "float64"):totable(), x.grad:totable())
+    local y = ltc.arange(6):reshape({ 2, 3 }):double():requires_grad_()
+    y:var({ 1, 2 }, 0):backward() -- d/dy mean((y - m)^2) = 2 (y - m) / n
+    local g = y.grad:totable()
+    assert(math.abs(g[1][1] - 2 * (0 - 2.5) / 6) < 1e-12)
+  end)
+
+  it("reject a repeated or out-of-range dim and a bad correction", function()
+    local x = ltc.zeros(2, 3)
+    assert.has_error(function() x:sum({ 1, -2 }) end, "sum: dim 1 appears twice in the dims")
+    assert.has_error(function() x:mean({ 3 }) end, "mean: dim 3 out of range for a 2-d tensor")
+    assert.has_error(function() x:var(1, -1) end, "var: correction must be a number >= 0 or a boolean, got -1")
+  end)
+end)

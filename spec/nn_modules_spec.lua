@@ -181,3 +181,24 @@ describe("module options", function()
     assert.are.same({ 1, 1, 1 }, nn.Dropout { p = 0.5 }:eval()(ltc.ones(3)):totable())
   end)
 end)
+
+describe("forward hooks", function()
+  it("see inputs and output, may replace them, and come off with remove()", function()
+    local m = nn.Linear(2, 1)
+    ltc.no_grad(function() m.weight:fill_(1); m.bias:fill_(0) end)
+    local seen = {}
+    local h = m:register_forward_hook(function(mod, inputs, out)
+      seen[#seen + 1] = { mod == m, inputs[1]:totable(), out:totable() }
+      return out * 10
+    end)
+    local p = m:register_forward_pre_hook(function(_, inputs) return inputs[1] + 1 end)
+    assert.are.same({ { 50 } }, m(ltc.tensor({ { 1, 2 } })):totable())
+    assert.are.same({ { true, { { 2, 3 } }, { { 5 } } } }, seen) -- the pre-hook's inputs
+    h.remove()
+    p.remove()
+    assert.are.same({ { 3 } }, m(ltc.tensor({ { 1, 2 } })):totable())
+    assert.are.equal(1, #seen)
+    assert.has_error(function() m:register_forward_hook(3) end,
+      "register_forward_hook: a function expected, got number")
+  end)
+end)

@@ -215,3 +215,7 @@ describe("lr_scheduler", function()
       "OneCycleLR: optimizer must support momentum or betas with cycle_momentum enabled")
   end)
 end)
+
+-- the fixtures are large Lua tables: free them after this file, so later specs that
+-- collect garbage often do not walk them on every collection
+teardown(function() fx = nil end)

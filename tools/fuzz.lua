@@ -3,8 +3,9 @@
 -- Generates random programs over the ops of codegen/ops.yaml (read from gen/ops_meta.lua):
 -- literals and creation ops of every dtype, shapes with 0-size and size-1 dims, broadcasting,
 -- views (transpose, narrow, select, view, ...) and in-place writes through them (copy_,
--- fill_, add_, t[i] = v), reads and syncs at random points, and references dropped mid-graph
--- (with a full GC). Each program runs on the CPU backend and on the reference backend
+-- fill_, add_, t[i] = v), reads and syncs at random points, references dropped mid-graph
+-- (with a full GC), and leaves that require grad with backward calls whose gradients are read
+-- back (the saved tensors must go with the graph: the leak check covers them). Each program runs on the CPU backend and on the reference backend
 -- (tools/fuzz_runner.lua): every statement must succeed on both or fail on both with a Lua
 -- error, read-back and final values must agree within a tolerance by dtype, and no tensor may
 -- outlive the program. A failing program is shrunk (statements dropped while it still fails)
@@ -16,11 +17,15 @@
 -- shrinks the program that was running by re-running candidates in fresh processes, writes it
 -- out, and starts a new worker after it.
 --
+-- `--backend opencl` runs each program on the OpenCL backend (require "ltc.opencl") instead of
+-- the CPU backend, against the reference backend the same way.
+--
 -- usage: lua5.4 tools/fuzz.lua [--seed S] [--n N] [--out DIR] [--only I] [--verbose]
+--                              [--backend cpu|opencl]
 local here = debug.getinfo(1, "S").source:match("^@(.*)/[^/]*$") or "tools"
 local root = here:match("^(.*)/tools$") or "."
 
-local opts = { seed = 1, n = 2000, out = root .. "/fuzz/failures", start = 1 }
+local opts = { seed = 1, n = 2000, out = root .. "/fuzz/failures", start = 1, backend = "cpu" }
 do
   local i = 1
   while i <= #arg do
@@ -34,6 +39,7 @@ do
     elseif a == "--worker" then opts.worker = true
     elseif a == "--current" then opts.current = val()
     elseif a == "--verbose" then opts.verbose = true
+    elseif a == "--backend" then opts.backend = val()
     elseif a == "--stats" then opts.stats = true
     else io.stderr:write("fuzz: unknown option " .. a .. "\n"); os.exit(2) end
     i = i + 1
@@ -71,9 +77,9 @@ if not opts.worker and not opts.only and not opts.stats then
     amplified = 0 }
   local t0 = os.time()
   while start <= stop do
-    local cmd = string.format("%s %s --worker --seed %d --start %d --n %d --out %s --current %s",
-      LUA, shell_quote(here .. "/fuzz.lua"), opts.seed, start, stop - start + 1,
-      shell_quote(opts.out), shell_quote(current))
+    local cmd = string.format("%s %s --worker --seed %d --start %d --n %d --out %s --current %s" ..
+      " --backend %s", LUA, shell_quote(here .. "/fuzz.lua"), opts.seed, start, stop - start + 1,
+      shell_quote(opts.out), shell_quote(current), shell_quote(opts.backend))
     local p = assert(io.popen(cmd, "r"))
     local last, done = nil, false
     for line in p:lines() do
@@ -106,9 +112,9 @@ if not opts.worker and not opts.only and not opts.stats then
     local text = read_file(current)
     print(string.format("CRASH program %s (worker %s %s)", tostring(last), how, tostring(code)))
     if last and text then
-      local cmd2 = string.format("%s %s --only %d --seed %d --out %s --current %s", LUA,
-        shell_quote(here .. "/fuzz.lua"), last, opts.seed, shell_quote(opts.out),
-        shell_quote(current .. ".crash"))
+      local cmd2 = string.format("%s %s --only %d --seed %d --out %s --current %s --backend %s",
+        LUA, shell_quote(here .. "/fuzz.lua"), last, opts.seed, shell_quote(opts.out),
+        shell_quote(current .. ".crash"), shell_quote(opts.backend))
       -- --only with a crash file shrinks by subprocess runs (see below)
       write_file(current .. ".crash", text)
       os.execute(cmd2)
@@ -130,6 +136,17 @@ end
 local ltc = require "ltc"
 local runner = dofile(RUNNER_PATH)
 local META = dofile(root .. "/gen/ops_meta.lua")
+if opts.backend ~= "cpu" then -- another backend under test: its module registers it
+  local ok, mod = pcall(require, "ltc." .. opts.backend)
+  local avail, why = ok and (not mod.available or mod.available()), ok and nil or mod
+  if ok and mod.available then avail, why = mod.available() end
+  if not avail then
+    print("fuzz: --backend " .. opts.backend .. " skipped: " .. tostring(why):gsub("\n.*", ""))
+    os.exit(0)
+  end
+  if mod.open then mod.open() end
+  runner.backend = opts.backend
+end
 
 local DTYPES = { "float32", "float64", "int32", "int64", "bool" }
 local FLOATS = { "float32", "float64" }
@@ -236,7 +253,7 @@ Gen.__index = Gen
 
 local function new_gen(seed)
   local g = setmetatable({ stmts = {}, V = {}, vars = {}, next_id = 1, seed = seed,
-    R = {} }, Gen)
+    R = {}, leaves = {} }, Gen)
   return g
 end
 
@@ -249,7 +266,7 @@ function Gen:emit(code, uses, defs)
   for _, id in ipairs(defs or {}) do
     local t = self.V[id]
     if ok and ltc.is_tensor(t) then
-      self.vars[id] = { id = id, shape = t:size(), dtype = t:dtype() }
+      self.vars[id] = { id = id, shape = t:size(), dtype = t:dtype(), req = t.requires_grad }
     else
       self.vars[id] = nil
     end
@@ -304,8 +321,33 @@ function Gen:create(shape, dtype)
     code = string.format("V[%d] = ltc.%s(%s, %q)", id, pick({ "zeros", "ones" }),
       shape_text(shape), dtype)
   end
+  -- a leaf that requires grad, for the backward statements
+  local leaf = (dtype == "float32" or dtype == "float64") and chance(0.3)
+  if leaf then code = code .. string.format("; V[%d]:requires_grad_()", id) end
   self:emit(code, {}, { id })
+  if leaf and self.vars[id] then self.leaves[#self.leaves + 1] = id end
   return self.vars[id]
+end
+
+-- A backward from a tensor that requires grad (through sum() when it has several elements,
+-- sometimes with retain_graph), then the gradients of every leaf still there, read back:
+-- autograd must give the same on both backends (the graph is the same; only kernels differ).
+function Gen:backward_stmt()
+  local v = self:rand_var(function(x) return x.req end)
+  if not v then return self:op_stmt() end
+  local k = #self.stmts + 1
+  local uses, reads = { v.id }, {}
+  for _, id in ipairs(self.leaves) do
+    if self.vars[id] then
+      uses[#uses + 1] = id
+      reads[#reads + 1] = string.format("V[%d].grad and V[%d].grad:totable() or false", id, id)
+    end
+  end
+  local opts = chance(0.2) and "{ retain_graph = true }" or ""
+  local out = numel(v.shape) == 1 and string.format("V[%d]", v.id)
+    or string.format("V[%d]:sum()", v.id)
+  self:emit(string.format("%s:backward(%s); R[%d] = { %s }", out, opts, k,
+    table.concat(reads, ", ")), uses, {})
 end
 
 -- A shape that broadcasts with s (often s itself).
@@ -686,7 +728,8 @@ local function generate(seed, index)
     elseif r < 0.75 then g:inplace_stmt()
     elseif r < 0.82 then g:emit("ltc.sync()", {}, {})
     elseif r < 0.9 then g:read_stmt()
-    elseif r < 0.95 then g:drop_stmt()
+    elseif r < 0.93 then g:drop_stmt()
+    elseif r < 0.97 then g:backward_stmt()
     else g:create() end
   end
   -- the generator's own tensors (traced, never run) go away before the real runs
@@ -725,9 +768,11 @@ local function script_text(prog, seed, index, kind, desc)
     "-- Run: LUA_PATH='lua/?.lua;lua/?/init.lua;;' LUA_CPATH='build/?.so;;' lua5.4 <this file>",
     "-- Exits with status 1 while the CPU and reference backends disagree.",
     "local ltc = require \"ltc\"",
+    opts.backend ~= "cpu" and ("require \"ltc." .. opts.backend .. "\"") or "",
     "local runner = (function()",
     read_file(RUNNER_PATH),
     "end)()",
+    "runner.backend = \"" .. opts.backend .. "\"",
     "local S = {",
   }
   for _, s in ipairs(prog) do

@@ -143,21 +143,26 @@ end
 
 --- check(ltc, prog, seed): runs prog on cpu and on ref and compares: nil or (kind, text),
 -- then the number of statements that failed (on cpu).
+M.backend = "cpu" -- the backend under test (tools/fuzz.lua --backend)
+
 function M.check(ltc, prog, seed)
-  local a = M.run(ltc, prog, "cpu", seed)
+  local be = M.backend
+  local a = M.run(ltc, prog, be, seed)
   local b = M.run(ltc, prog, "ref", seed)
   ltc.set_backend("cpu")
-  local kind, desc = M.compare(a, b)
+  local kind, desc = M.compare(a, b, { be, "ref" })
   if not kind then
     -- the same program again (its graphs now come from the compile cache) ...
-    local c = M.run(ltc, prog, "cpu", seed)
-    kind, desc = M.compare(a, c, { "cpu", "cpu (cached)" })
+    local c = M.run(ltc, prog, be, seed)
+    ltc.set_backend("cpu")
+    kind, desc = M.compare(a, c, { be, be .. " (cached)" })
   end
   if not kind then
     -- ... and synced after every statement: where the graph is cut must not matter
-    local e = M.run(ltc, prog, "cpu", seed, true)
+    local e = M.run(ltc, prog, be, seed, true)
+    ltc.set_backend("cpu")
     if not e.eager_err then
-      kind, desc = M.compare(a, e, { "cpu", "cpu (eager)" }, true)
+      kind, desc = M.compare(a, e, { be, be .. " (eager)" }, true)
       if kind then kind = "eager" end
     end
   end

@@ -168,6 +168,33 @@ case("mode_dim1", [np.array([[1, 2], [1, 3], [2, 3], [2, 2]], dtype=np.int32)],
 case("mode_f32", [np.array([1, 2.5, -1, 0.5, 1, 2.5], dtype=np.float32)], lambda x: vi(torch.mode(x)),
      "x:mode()", 0)
 
+# ---- reductions over several dims, var/std with correction, amax/amin --------------------------
+
+case("sum_dims_keep", [f32(2, 3, 4)], lambda x: torch.sum(x, (0, 2), keepdim=True), "x:sum({1, 3}, true)", 1e-6)
+case("sum_dims_neg_i32", [i32(2, 3, 4)], lambda x: torch.sum(x, (-1, 1)), "x:sum({-1, 2})", 0)
+case("sum_dims_empty_table", [f64(2, 3)], lambda x: torch.sum(x, ()), "x:sum({})", 1e-12)
+case("mean_dims", [f64(3, 2, 4, 2)], lambda x: torch.mean(x, (1, 3)), "x:mean({2, 4})", 1e-12)
+case("logsumexp_dims", [f32(2, 3, 4)], lambda x: torch.logsumexp(x, (0, 1), keepdim=True),
+     "x:logsumexp({1, 2}, true)", 1e-6)
+case("norm_dims", [f32(2, 3, 4)], lambda x: torch.linalg.vector_norm(x, 2, (0, 2)), "x:norm(2, {1, 3})", 1e-6)
+case("norm_dims_inf", [f64(2, 3, 4)], lambda x: torch.linalg.vector_norm(x, float("inf"), (1, 2), keepdim=True),
+     "x:norm(math.huge, {2, 3}, true)", 0)
+case("norm_dims_1", [f32(3, 2, 2)], lambda x: torch.linalg.vector_norm(x, 1, (0, 1)), "x:norm(1, {1, 2})", 1e-6)
+case("var_dims", [f64(2, 3, 4)], lambda x: torch.var(x, (0, 2)), "x:var({1, 3})", 1e-12)
+case("var_dims_biased_keep", [f32(2, 3, 4)], lambda x: torch.var(x, (1, 2), unbiased=False, keepdim=True),
+     "x:var({2, 3}, false, true)", 1e-5)
+case("var_correction", [f64(3, 5)], lambda x: torch.var(x, 1, correction=2), "x:var(2, 2)", 1e-12)
+case("var_correction_0_all", [f64(3, 5)], lambda x: torch.var(x, None, correction=0), "x:var(nil, 0)", 1e-12)
+case("var_correction_half_keep", [f32(4, 3)], lambda x: torch.from_numpy(np.var(x.numpy(), axis=0, ddof=0.5, keepdims=True)),
+     "x:var(1, 0.5, true)", 1e-5)
+case("std_dims_correction", [f64(2, 3, 4)], lambda x: torch.std(x, (0, 2), correction=3), "x:std({1, 3}, 3)", 1e-12)
+case("std_correction_1", [f32(3, 4)], lambda x: torch.std(x, -1, correction=1), "x:std(-1, 1)", 1e-5)
+case("amax_dims", [f32(2, 3, 4)], lambda x: torch.amax(x, (0, 2)), "x:amax({1, 3})", 0)
+case("amax_dim_keep_i64", [i64(3, 4)], lambda x: torch.amax(x, 1, keepdim=True), "x:amax(2, true)", 0)
+case("amax_all", [f64(3, 4)], torch.amax, "x:amax()", 0)
+case("amin_dims_keep", [f32(2, 3, 4)], lambda x: torch.amin(x, (1, 2), keepdim=True), "x:amin({2, 3}, true)", 0)
+case("amin_nan", [np.array([[1, np.nan], [0, -1]], dtype=np.float32)], lambda x: torch.amin(x, 0), "x:amin(1)", 0)
+
 
 if __name__ == "__main__":
     gen_fixtures.write(CASES, OUT, "tools/gen_fixtures_ops.py")

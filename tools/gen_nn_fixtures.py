@@ -5,6 +5,7 @@ values PyTorch computes, written as Lua tables (inputs and expected outputs side
 Run with Debian's Python (python3-torch): /usr/bin/python3 tools/gen_nn_fixtures.py
 Labels are written 1-based (ltc's convention); PyTorch gets them 0-based.
 """
+import math
 import sys
 import torch
 import torch.nn as nn
@@ -269,11 +270,112 @@ def sched_cases():
     return out
 
 
+def layers():
+    """Activations, normalisation, pooling, convolutions, resizing and attention: inputs,
+    parameters (PyTorch's names), outputs and the gradient of sum(out * gw) for the input."""
+    torch.manual_seed(0)
+    out = {}
+
+    def grad_case(fn, x, extra=None):
+        x = x.clone().requires_grad_()
+        y = fn(x)
+        gw = torch.randn(*y.shape)
+        (y * gw).sum().backward()
+        c = {"x": x.detach(), "out": y.detach(), "gw": gw, "grad": x.grad}
+        c.update(extra or {})
+        return c
+
+    x = torch.randn(3, 4) * 2
+    out["leaky_relu"] = grad_case(lambda t: F.leaky_relu(t, 0.2), x)
+    out["elu"] = grad_case(lambda t: F.elu(t, 0.5), x)
+    out["silu"] = grad_case(F.silu, x)
+    out["mish"] = grad_case(F.mish, x)
+    out["softplus"] = grad_case(lambda t: F.softplus(t, 2.0, 1.0), x)
+    out["hardtanh"] = grad_case(lambda t: F.hardtanh(t, -0.5, 0.7), x)
+
+    def module_case(m, x, train=True):
+        m.train(train)
+        c = grad_case(m, x, {"params": {k: v.detach().clone() for k, v in m.named_parameters()}})
+        c["buffers"] = {k: v.detach().clone() for k, v in m.named_buffers()}
+        return c
+
+    bn = nn.BatchNorm2d(3, momentum=0.2)
+    with torch.no_grad():
+        bn.weight.uniform_(0.5, 1.5); bn.bias.uniform_(-0.5, 0.5)
+    c = module_case(bn, torch.randn(4, 3, 2, 2))
+    bn.eval()
+    c["eval_out"] = bn(c["x"]).detach()
+    out["batchnorm2d"] = c
+    bn1 = nn.BatchNorm1d(3)
+    out["batchnorm1d"] = module_case(bn1, torch.randn(5, 3))
+    gn = nn.GroupNorm(2, 4)
+    with torch.no_grad():
+        gn.weight.uniform_(0.5, 1.5); gn.bias.uniform_(-0.5, 0.5)
+    out["groupnorm"] = module_case(gn, torch.randn(2, 4, 3))
+    out["avgpool"] = module_case(nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True, count_include_pad=False), torch.randn(1, 2, 5, 5))
+    out["adaptive"] = module_case(nn.AdaptiveAvgPool2d((3, 2)), torch.randn(1, 2, 5, 7))
+    out["conv1d"] = module_case(nn.Conv1d(3, 4, 3, stride=2, padding=1), torch.randn(2, 3, 7))
+    ct = nn.ConvTranspose2d(3, 2, 3, stride=2, padding=1, output_padding=1)
+    c = module_case(ct, torch.randn(1, 3, 3, 4))
+    c["grad_w"] = ct.weight.grad
+    out["convtranspose2d"] = c
+    out["up_nearest"] = module_case(nn.Upsample(scale_factor=2, mode="nearest"), torch.randn(1, 2, 2, 3))
+    out["up_bilinear"] = module_case(nn.Upsample(size=(5, 7), mode="bilinear", align_corners=False), torch.randn(1, 2, 3, 4))
+    out["up_bilinear_ac"] = module_case(nn.Upsample(size=(5, 7), mode="bilinear", align_corners=True), torch.randn(1, 2, 3, 4))
+
+    def sdpa(q, k, v, attn_mask=None, is_causal=False):
+        """PyTorch 2's F.scaled_dot_product_attention (torch 1.13 has none), written out."""
+        s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if is_causal:
+            attn_mask = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()
+        if attn_mask is not None:
+            s = s.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool else s + attn_mask
+        return torch.softmax(s, -1) @ v
+
+    q, k, v = torch.randn(2, 2, 4, 8), torch.randn(2, 2, 5, 8), torch.randn(2, 2, 5, 6)
+    bmask = torch.rand(4, 5) > 0.3
+    bmask[:, 0] = True
+    fmask = torch.randn(4, 5)
+    out["sdpa_bool"] = grad_case(lambda t: sdpa(t, k, v, attn_mask=bmask), q, {"k": k, "v": v, "mask": bmask})
+    out["sdpa_float"] = grad_case(lambda t: sdpa(t, k, v, attn_mask=fmask), q, {"k": k, "v": v, "mask": fmask})
+    kc, vc = torch.randn(2, 2, 4, 8), torch.randn(2, 2, 4, 6)
+    out["sdpa_causal"] = grad_case(lambda t: sdpa(t, kc, vc, is_causal=True), q, {"k": kc, "v": vc})
+
+    mha = nn.MultiheadAttention(8, 2)
+    L, N, S = 4, 2, 5
+    kx, vx = torch.randn(S, N, 8), torch.randn(S, N, 8)
+    kpm = torch.zeros(N, S, dtype=torch.bool)
+    kpm[1, 3:] = True
+    am = torch.rand(L, S) > 0.8
+    am[:, 0] = False
+    qx = torch.randn(L, N, 8).requires_grad_()
+    o, w = mha(qx, kx, vx, key_padding_mask=kpm, attn_mask=am)
+    gw = torch.randn(*o.shape)
+    (o * gw).sum().backward()
+    out["mha"] = {"x": qx.detach(), "k": kx, "v": vx, "kpm": kpm, "am": am, "out": o.detach(),
+                  "weights": w.detach(), "gw": gw, "grad": qx.grad,
+                  "params": {k2: v2.detach() for k2, v2 in mha.named_parameters()}}
+    for name, o2 in [("enc_post", {}), ("enc_pre_gelu", {"norm_first": True, "activation": "gelu"})]:
+        layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, **o2)
+        with torch.no_grad():
+            for n2, p2 in layer.named_parameters():
+                if "norm" in n2 or n2.endswith("in_proj_bias") or n2.endswith("out_proj.bias"):
+                    p2.uniform_(-0.5, 1.5)
+        src = torch.randn(5, 2, 8)
+        mask = torch.triu(torch.ones(5, 5, dtype=torch.bool), 1)
+        c = grad_case(lambda t: layer(t, src_mask=mask), src,
+                      {"params": {k2: v2.detach() for k2, v2 in layer.named_parameters()}, "opts": o2})
+        out[name] = c
+    return out
+
+
 if __name__ == "__main__":
     which = sys.argv[1:] or ["losses"]
     if "losses" in which:
         write("spec/fixtures/nn_losses.lua", losses())
     if "optim" in which:
         write("spec/fixtures/nn_optim.lua", {"optim": optim_cases(), "sched": sched_cases()})
+    if "layers" in which:
+        write("spec/fixtures/nn_layers.lua", layers())
     if "rnn" in which:
         write("spec/fixtures/nn_rnn.lua", rnn())

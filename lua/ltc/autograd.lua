@@ -57,10 +57,13 @@ local function root_of(x)
   return w and w.base or x
 end
 
+local WEAK_KEYS = { __mode = "k" }
+
 local function save_in(node, x)
-  local r = root_of(x)
+  local w = VIEW[x]
+  local r = w and w.base or x
   local set = SAVERS[r]
-  if not set then set = setmetatable({}, { __mode = "k" }); SAVERS[r] = set end
+  if not set then set = setmetatable({}, WEAK_KEYS); SAVERS[r] = set end
   set[node] = true
 end
 
@@ -439,9 +442,31 @@ local function pick(ov, ...)
   return D[ov[#ov][1]]
 end
 
+-- entry -> true when its arguments need no packing (no int... run) and no dim wrapping
+local SIMPLE = setmetatable({}, { __mode = "k" })
+
+local function simple_args(entry)
+  local s = SIMPLE[entry]
+  if s == nil then
+    s = true
+    for _, spec in ipairs(entry.args) do
+      if spec[2] == "ints_varargs" or spec[2] == "dim" then s = false end
+    end
+    SIMPLE[entry] = s
+  end
+  return s
+end
+
 -- The arguments in schema order: runs of integers packed, defaults filled in, dims made
 -- positive (1-based) against the first tensor's rank.
 local function normalize(entry, ...)
+  if simple_args(entry) then
+    local a, args = { ... }, entry.args
+    local n = #args
+    for i = 1, n do if a[i] == nil then a[i] = args[i][3] end end
+    for i = n + 1, select("#", ...) do a[i] = nil end
+    return a
+  end
   local a, pos, nd = {}, 1, nil
   for i, spec in ipairs(entry.args) do
     local kind, v = spec[2], (select(pos, ...))
@@ -508,11 +533,62 @@ local function edge_of(t)
   return FN[t] or { leaf = t }
 end
 
+-- The arguments' edges into a node: edges and needs per Tensor/Tensor[] argument; false when
+-- no argument needs grad.
+local function edges_of(entry, a)
+  local needs, edges, any = {}, {}, false
+  local k = 0
+  for i, spec in ipairs(entry.args) do
+    local kind = spec[2]
+    if kind == "tensor" then
+      k = k + 1
+      local e = edge_of(a[i])
+      edges[k], needs[k] = e, e and true or false
+      any = any or e and true
+    elseif kind == "list" then
+      k = k + 1
+      local v = a[i]
+      if type(v) == "table" then
+        local es, need = {}, false
+        for j, t in ipairs(v) do es[j] = edge_of(t); need = need or es[j] and true end
+        edges[k], needs[k] = es, need
+        any = any or need
+      else
+        edges[k], needs[k] = false, false
+      end
+    end
+  end
+  return any and needs, edges
+end
+
+-- record() of an op with one output o (most ops): no table of outputs; a node's outs are
+-- only needed to make a zero gradient for an output that got none, which a single output
+-- never lacks.
+local function record1(entry, o, ...)
+  local a = normalize(entry, ...)
+  local needs, edges = edges_of(entry, a)
+  if not needs then return o end
+  local node = { entry = entry, a = a, needs = needs, edges = edges }
+  if core.is_tensor(o) and FLOAT[o:dtype()] then
+    REQ[o] = true
+    FN[o] = { node = node, nr = 1 }
+  end
+  if entry.save_result then a.result = { o } end
+  for _, v in pairs(a) do
+    if core.is_tensor(v) then save_in(node, v)
+    elseif type(v) == "table" then
+      for _, x in ipairs(v) do if core.is_tensor(x) then save_in(node, x) end end
+    end
+  end
+  return o
+end
+
 -- Builds the node of one call and marks the differentiable outputs.
 local function record(raw, ov, ...)
   local entry = pick(ov, ...)
+  if not entry or entry.not_differentiable then return raw(...) end
+  if entry.n_outputs == 1 then return record1(entry, raw(...), ...) end
   local outs = pack(raw(...))
-  if not entry or entry.not_differentiable then return unpack(outs, 1, outs.n) end
   local a = normalize(entry, ...)
   local needs, edges, any = {}, {}, false
   local k = 0
@@ -539,9 +615,9 @@ local function record(raw, ov, ...)
   for r = 1, outs.n do
     local o = outs[r]
     if core.is_tensor(o) then
-      node.outs[r] = { o:size(), o:dtype() }
       local dt = o:dtype()
-      if dt == "float32" or dt == "float64" then
+      node.outs[r] = { o:size(), dt }
+      if FLOAT[dt] then
         REQ[o] = true
         FN[o] = { node = node, nr = r }
       end
@@ -895,14 +971,27 @@ local function describe(entry, k)
   return "?"
 end
 
+local OWNED = setmetatable({}, { __mode = "k" }) -- gradients accumulate_leaf made itself
 local function accumulate_leaf(t, g)
   local prev = GRAD[t]
-  GRAD[t] = prev and prev + g or g
+  if not prev then GRAD[t] = g; return end
+  if prev.requires_grad or g.requires_grad then GRAD[t] = prev + g; return end
+  -- in place, into a gradient of its own (prev may be shared with another leaf): a sync
+  -- that fails then puts it back to its value before this backward (issue 17)
+  if not OWNED[prev] then
+    prev = prev:clone()
+    OWNED[prev] = true
+    GRAD[t] = prev
+  end
+  prev:add_(g)
 end
 
 -- Brings g to the input's shape (summing broadcast dims) and dtype.
 local function fit(g, t)
-  g = sum_to(g, t:size())
+  -- a gradient is its input's broadcast: same rank and element count means same size
+  if not (core.is_tensor(t) and g:dim() == t:dim() and g:numel() == t:numel()) then
+    g = sum_to(g, t:size())
+  end
   local dt = t:dtype()
   if g:dtype() ~= dt then g = g:to(dt) end
   return g
@@ -921,13 +1010,13 @@ local function route(edge, g, input)
   end
 end
 
--- The nodes reachable from `root`, consumers before producers.
+-- The nodes reachable from `root`, consumers before producers (a depth-first post order,
+-- reversed; the stack is two arrays, not a table per entry).
 local function topo(root)
   local order, seen = {}, { [root] = true }
-  local stack = { { root, 0 } }
-  while #stack > 0 do
-    local top = stack[#stack]
-    local node = top[1]
+  local sn, si, sp = { root }, { 0 }, 1
+  while sp > 0 do
+    local node = sn[sp]
     local kids = node.kids
     if not kids then
       kids = {}
@@ -941,19 +1030,22 @@ local function topo(root)
       end
       node.kids = kids
     end
-    top[2] = top[2] + 1
-    local kid = kids[top[2]]
+    local i = si[sp] + 1
+    si[sp] = i
+    local kid = kids[i]
     if kid == nil then
-      stack[#stack] = nil
+      sn[sp] = nil
+      sp = sp - 1
       order[#order + 1] = node
     elseif not seen[kid] then
       seen[kid] = true
-      stack[#stack + 1] = { kid, 0 }
+      sp = sp + 1
+      sn[sp], si[sp] = kid, 0
     end
   end
-  local rev = {}
-  for i = #order, 1, -1 do rev[#rev + 1] = order[i] end
-  return rev
+  local n = #order
+  for i = 1, n // 2 do order[i], order[n + 1 - i] = order[n + 1 - i], order[i] end
+  return order
 end
 
 local function run_backward(root, grad, retain)
@@ -981,7 +1073,7 @@ local function run_backward(root, grad, retain)
       end
       local grads = {}
       for r = 1, entry.n_outputs do grads[r] = buf[r] end
-      if grads[1] == nil and node.outs[1] then
+      if grads[1] == nil and node.outs and node.outs[1] then
         grads[1] = core.zeros(node.outs[1][1], node.outs[1][2])
       end
       local res = entry.backward(node.a, grads, node.needs)

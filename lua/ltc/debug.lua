@@ -50,6 +50,10 @@ M.backend_text = core.debug_backend_text
 -- nodes ("node %0 device_data: shape f32[64,4] now f32[32,4]").
 M.explain_recompile = core.debug_explain_recompile
 
+--- ltc.debug.view_steps(t): how many view ops t's record holds from its base (0: not a view).
+-- Chains of narrows of one dim, reshapes and undone transposes stay short (issue 17, r07).
+M.view_steps = core.debug_view_steps
+
 --- ltc.debug.explain_jit(f): why the ltc.jit callable f captured again, as text: one line
 -- per recapture (the last 8), naming the argument whose shape or dtype changed or the Lua
 -- value that changed ("call 7: upvalue model.2.training changed (true -> false)"), and

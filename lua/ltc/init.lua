@@ -8,6 +8,7 @@ local core = require "ltc.core"
 local autograd = require "ltc.autograd"
 autograd.install(core) -- op functions record grad_fn nodes (lua/ltc/autograd.lua)
 require("ltc.ops").install(core) -- ops written in Lua, conv2d/pooling front ends (lua/ltc/ops.lua)
+require("ltc.reductions").install(core) -- several dims at once, var/std correction, amax/amin
 require("ltc.torch7").install(core) -- Torch7 idioms: nElement, resize_, t[{...}] (lua/ltc/torch7.lua)
 
 local M = {}
@@ -130,6 +131,22 @@ M.config = setmetatable({ list = core.config_list }, {
     end
   end,
 })
+
+--- ltc.use_deterministic_algorithms(mode): with true, results do not depend on the thread
+-- count (PyTorch's name). Only float GEMMs (matmul, linear, addmm, bmm, conv2d's im2col
+-- path) differed: OpenBLAS splits their sums by thread, so they run on one OpenBLAS thread
+-- (the LTC_DETERMINISTIC option). Cost: large GEMMs lose OpenBLAS's threads (up to the
+-- core count slower; other kernels keep their threads). ltc.are_deterministic_algorithms_enabled()
+-- reads it back.
+function M.use_deterministic_algorithms(mode)
+  if type(mode) ~= "boolean" then
+    error("use_deterministic_algorithms: mode must be a boolean, got " .. type(mode), 2)
+  end
+  core.config_assign("LTC_DETERMINISTIC", mode and 1 or 0)
+end
+function M.are_deterministic_algorithms_enabled()
+  return core.config_value("LTC_DETERMINISTIC") == 1
+end
 
 --- ltc.debug: ir, dot, render, backend_text, explain_recompile, pending (lua/ltc/debug.lua).
 M.debug = require "ltc.debug"

@@ -44,50 +44,25 @@ end
 -- reads what ltc.io.save_npz writes; ltc.io.load_npz reads np.savez files (not
 -- np.savez_compressed ones).
 
-local CRC = {}
-for i = 0, 255 do
-  local c = i
-  for _ = 1, 8 do c = (c & 1) ~= 0 and (0xEDB88320 ~ (c >> 1)) or (c >> 1) end
-  CRC[i] = c
-end
+local crc32 = core.crc32 -- zlib's
 
-local function crc32(s)
-  local c = 0xFFFFFFFF
-  for i = 1, #s do c = CRC[(c ~ s:byte(i)) & 0xFF] ~ (c >> 8) end
-  return c ~ 0xFFFFFFFF
-end
+-- The .npy bytes of tensor t, made in memory (core.npy_bytes).
+local function npy_bytes(t) return core.npy_bytes(t) end
 
-local function read_all(path)
-  local f = assert(io.open(path, "rb"))
-  local data = f:read("a")
-  f:close()
-  return data
-end
-
--- The .npy bytes of tensor t (written and read back through a temporary file).
-local function npy_bytes(t)
-  local tmp = os.tmpname()
-  local ok, err = pcall(core.save, tmp, t)
-  if not ok then os.remove(tmp); error(err, 0) end
-  local data = read_all(tmp)
-  os.remove(tmp)
-  return data
-end
-
+-- The tensor of a member's .npy bytes, read in memory; an error names the member.
 local function npy_tensor(bytes, what)
-  local tmp = os.tmpname()
-  local f = assert(io.open(tmp, "wb"))
-  f:write(bytes)
-  f:close()
-  local ok, t = pcall(core.load, tmp)
-  os.remove(tmp)
-  if not ok then error(string.format("load: member '%s': %s", what, tostring(t)), 0) end
+  local ok, t = pcall(core.npy_load_bytes, bytes, what)
+  if not ok then
+    error(string.format("member '%s': %s", what, (tostring(t):gsub("^load: ", ""))), 0)
+  end
   return t
 end
 
 --- ltc.io.save_npz(path, tensors): writes a table {name = tensor} (a state dict) to one
 -- .npz file, a member "<name>.npy" per entry in sorted name order. Syncs the tensors.
--- Raises on a value that is not a tensor or a file that cannot be written.
+-- Raises on a value that is not a tensor, or when the file cannot be written: every write
+-- and the close are checked (a full disk is an error, not a truncated file). Each member
+-- is written as soon as it is made, so memory holds one member at a time.
 function M.save_npz(path, tensors)
   local names = {}
   for k, v in pairs(tensors) do
@@ -96,28 +71,37 @@ function M.save_npz(path, tensors)
     names[#names + 1] = k
   end
   table.sort(names)
-  local parts, central, offset = {}, {}, 0
+  local f, err = io.open(path, "wb")
+  if not f then error("save: cannot write '" .. path .. "': " .. tostring(err), 2) end
+  local function put(...)
+    local ok, werr = f:write(...)
+    if not ok then
+      f:close()
+      error("save: cannot write '" .. path .. "': " .. tostring(werr), 3)
+    end
+  end
+  local central, offset = {}, 0
   for _, name in ipairs(names) do
-    local fname, data = name .. ".npy", npy_bytes(tensors[name])
+    local fname = name .. ".npy"
+    local ok, data = pcall(npy_bytes, tensors[name])
+    if not ok then f:close(); error(data, 2) end
     if #data >= 0xFFFFFFFF or offset >= 0xFFFFFFFF then
+      f:close()
       error("save: '" .. name .. "' is too large for a .npz file without zip64", 2)
     end
     local crc = crc32(data)
     -- local file header: version 2.0, no flags, stored, no time stamp
     local head = string.pack("<I4I2I2I2I2I2I4I4I4I2I2", 0x04034b50, 20, 0, 0, 0, 0x21,
       crc, #data, #data, #fname, 0)
-    parts[#parts + 1] = head .. fname
-    parts[#parts + 1] = data
+    put(head, fname, data)
     central[#central + 1] = string.pack("<I4I2I2I2I2I2I2I4I4I4I2I2I2I2I2I4I4", 0x02014b50,
       20, 20, 0, 0, 0, 0x21, crc, #data, #data, #fname, 0, 0, 0, 0, 0, offset) .. fname
     offset = offset + #head + #fname + #data
   end
   local cd = table.concat(central)
-  local tail = string.pack("<I4I2I2I2I2I4I4I2", 0x06054b50, 0, 0, #names, #names, #cd, offset, 0)
-  local f, err = io.open(path, "wb")
-  if not f then error("save: cannot write '" .. path .. "': " .. tostring(err), 2) end
-  f:write(table.concat(parts), cd, tail)
-  f:close()
+  put(cd, string.pack("<I4I2I2I2I2I4I4I2", 0x06054b50, 0, 0, #names, #names, #cd, offset, 0))
+  local ok, cerr = f:close()
+  if not ok then error("save: cannot write '" .. path .. "': " .. tostring(cerr), 2) end
 end
 
 -- The position of the end-of-central-directory record of a zip archive: the last "PK\5\6"
@@ -129,35 +113,52 @@ local function find_eocd(data)
 end
 
 --- ltc.io.load_npz(path): the {name = tensor} table of a .npz file (the inverse of
--- save_npz; members named "<name>.npy"). Raises on a file that is not a zip archive, a
--- compressed member, or a CRC mismatch.
+-- save_npz; members named "<name>.npy"). Raises, naming load and the archive, on a file
+-- that is not a zip archive or is truncated, a record or offset outside the file, a
+-- compressed member, or a CRC mismatch; a bad member's error names the member.
 function M.load_npz(path)
   local f, err = io.open(path, "rb")
   if not f then error("load: cannot open '" .. path .. "': " .. tostring(err), 2) end
   local data = f:read("a")
   f:close()
+  if not data then error("load: cannot read '" .. path .. "'", 2) end
+  local function bad(what) error(string.format("load: '%s': %s", path, what), 3) end
+  -- string.unpack at pos, or an error naming the archive when the record is outside it
+  local function unpack(fmt, pos, what)
+    if pos < 1 or pos + string.packsize(fmt) - 1 > #data then
+      bad(what .. " lies outside the file (truncated or corrupt)")
+    end
+    return string.unpack(fmt, data, pos)
+  end
   local eocd = find_eocd(data)
-  if not eocd then error("load: '" .. path .. "' is not a .npz (zip) file", 2) end
-  local _, _, _, _, count, _, cd_off = string.unpack("<I4I2I2I2I2I4I4", data, eocd)
+  if not eocd then
+    error(string.format("load: '%s' is not a .npz (zip) file", path), 2)
+  end
+  local _, _, _, _, count, _, cd_off = unpack("<I4I2I2I2I2I4I4", eocd, "the end-of-central-directory record")
   local out, pos = {}, cd_off + 1
-  for _ = 1, count do
+  for i = 1, count do
     local sig, _, _, flags, method, _, _, crc, csize, _, nlen, xlen, clen, _, _, _, loff =
-      string.unpack("<I4I2I2I2I2I2I2I4I4I4I2I2I2I2I2I4I4", data, pos)
-    if sig ~= 0x02014b50 then error("load: '" .. path .. "': bad zip central directory", 2) end
+      unpack("<I4I2I2I2I2I2I2I4I4I4I2I2I2I2I2I4I4", pos, "central directory entry " .. i)
+    if sig ~= 0x02014b50 then bad("bad zip central directory (entry " .. i .. ")") end
+    if pos + 45 + nlen > #data then bad("central directory entry " .. i .. "'s name lies outside the file") end
     local fname = data:sub(pos + 46, pos + 45 + nlen)
     pos = pos + 46 + nlen + xlen + clen
     if method ~= 0 or flags & 1 ~= 0 then
-      error(string.format("load: '%s': member '%s' is compressed or encrypted (only "
-        .. "np.savez's stored members are read)", path, fname), 2)
+      bad(string.format("member '%s' is compressed or encrypted (only np.savez's stored members are read)", fname))
     end
-    local lnlen, lxlen = string.unpack("<I2I2", data, loff + 27)
+    local lsig, lnlen, lxlen = unpack("<I4", loff + 1, "member '" .. fname .. "''s local header"),
+      unpack("<I2I2", loff + 27, "member '" .. fname .. "''s local header")
+    if lsig ~= 0x04034b50 then bad("member '" .. fname .. "': bad local header") end
     local start = loff + 31 + lnlen + lxlen
+    if start + csize - 1 > #data then bad(string.format("member '%s' is truncated or corrupt (past the end)", fname)) end
     local bytes = data:sub(start, start + csize - 1)
-    if #bytes ~= csize or crc32(bytes) ~= crc then
-      error(string.format("load: '%s': member '%s' is truncated or corrupt (CRC-32)", path, fname), 2)
+    if crc32(bytes) ~= crc then
+      bad(string.format("member '%s' is truncated or corrupt (CRC-32)", fname))
     end
     local name = fname:gsub("%.npy$", "")
-    out[name] = npy_tensor(bytes, fname)
+    local ok, t = pcall(npy_tensor, bytes, fname)
+    if not ok then bad(tostring(t)) end
+    out[name] = t
   end
   return out
 end
@@ -165,9 +166,14 @@ end
 --- ltc.save(path, value): a tensor to a .npy file, or a table {name = tensor} (a state
 -- dict) to a .npz file (save_npz).
 function M.save(path, value)
+  if type(path) ~= "string" then
+    error("save: bad argument #1 (a path string expected, got " .. type(path) .. ")", 2)
+  end
   if core.is_tensor(value) then return core.save(path, value) end
   if type(value) ~= "table" then
-    error("save: a tensor or a table of tensors expected, got " .. type(value), 2)
+    local what = getmetatable(value) and getmetatable(value).__name == "ltc.Tensor"
+      and "a closed tensor" or type(value)
+    error("save: a tensor or a table of tensors expected, got " .. what, 2)
   end
   return M.save_npz(path, value)
 end
@@ -175,12 +181,20 @@ end
 --- ltc.load(path): the tensor of a .npy file, or the {name = tensor} table of a .npz
 -- file (a zip archive: "PK" at the start and an end-of-central-directory record).
 function M.load(path)
+  if type(path) ~= "string" then
+    error("load: bad argument #1 (a path string expected, got " .. type(path) .. ")", 2)
+  end
   local f = io.open(path, "rb")
   local data = f and f:read(2)
-  if data == "PK" then data = data .. (f:read("a") or "") end
   if f then f:close() end
-  if data == "PK" or (data and data:sub(1, 2) == "PK" and find_eocd(data)) then
-    return M.load_npz(path)
+  if data and data:sub(1, 2) == "PK" then
+    local ok, res = pcall(M.load_npz, path)
+    if ok then return res end
+    if tostring(res):find("is not a .npz (zip) file", 1, true) then
+      error(string.format("load: '%s' is not a .npy file, and not a .npz (zip) file: a truncated "
+        .. "zip archive (no end-of-central-directory record)", path), 2)
+    end
+    error(res, 0)
   end
   return core.load(path)
 end

@@ -409,7 +409,10 @@ function M.jit(fn, opts)
   local function capture(args)
     statics = make_statics(args)
     local call = fill_statics(statics, args)
-    local g = core.Graph { keep_graph = false }
+    -- the graph implementation of the backend syncs run on (cpu captures ref too)
+    local dev = core.get_backend()
+    if not core.has_graph_impl(dev) then dev = "cpu" end
+    local g = core.Graph { keep_graph = false, device = dev }
     local frozen = core.counter("GraphFrozenInput")
     local cap = { live = live }
     local groots = guard_roots(fn, args)

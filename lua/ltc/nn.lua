@@ -199,6 +199,36 @@ local function module_newindex(self, k, v)
   end
 end
 
+-- m(...): forward, with the hooks of register_forward_pre_hook / register_forward_hook
+local function call_module(self, ...)
+  local pre, post = rawget(self, "_forward_pre_hooks"), rawget(self, "_forward_hooks")
+  if not pre and not post then return self:forward(...) end
+  local args = table.pack(...)
+  for _, h in ipairs(pre or {}) do
+    local r = h.fn(self, args)
+    if r ~= nil then args = type(r) == "table" and not ltc.is_tensor(r) and r or { r, n = 1 } end
+  end
+  local out = table.pack(self:forward(table.unpack(args, 1, args.n or #args)))
+  for _, h in ipairs(post or {}) do
+    local r = h.fn(self, args, out[1])
+    if r ~= nil then out[1] = r end
+  end
+  return table.unpack(out, 1, out.n)
+end
+
+-- a hook handle: handle:remove() takes the hook out of its list
+local function add_hook(self, field, fn, what)
+  if type(fn) ~= "function" then error(what .. ": a function expected, got " .. type(fn), 3) end
+  local list = rawget(self, field)
+  if not list then list = {}; rawset(self, field, list) end
+  local h = { fn = fn }
+  list[#list + 1] = h
+  return { remove = function()
+    for i, x in ipairs(list) do if x == h then table.remove(list, i); break end end
+    if #list == 0 then rawset(self, field, nil) end
+  end }
+end
+
 --- nn.class(name [, parent]): a module class; calling it makes an instance and runs __init.
 -- In __init, `self.fc = nn.Linear(...)` registers a submodule and `self.w =
 -- nn.Parameter(t)` a parameter (see "Writing a module" in the README).
@@ -217,7 +247,7 @@ function nn.class(name, parent)
   cls.__newindex = module_newindex
   cls.__len = function(self) return #rawget(self, "_modules") end
   cls.__name = "ltc.nn." .. name
-  cls.__call = function(self, ...) return self:forward(...) end
+  cls.__call = call_module
   cls.__tostring = function(self) return self:describe() end
   return setmetatable(cls, {
     __index = parent or Module,
@@ -231,6 +261,18 @@ function nn.class(name, parent)
 end
 
 function Module:__init() end
+
+--- m:register_forward_hook(fn): after every call m(...), fn(m, inputs, output) runs (inputs:
+-- the arguments as a table with n); a non-nil result replaces the output (the first
+-- result). m:register_forward_pre_hook(fn): before every call, fn(m, inputs); a non-nil
+-- result replaces the arguments (a table of them, or one tensor). Both return a handle whose
+-- remove() takes the hook off (PyTorch's RemovableHandle).
+function Module:register_forward_hook(fn)
+  return add_hook(self, "_forward_hooks", fn, "register_forward_hook")
+end
+function Module:register_forward_pre_hook(fn)
+  return add_hook(self, "_forward_pre_hooks", fn, "register_forward_pre_hook")
+end
 
 --- m:register_parameter(name, t): t (a float tensor, or nil for an absent one such as a
 -- bias=false Linear's bias) becomes a parameter: a leaf that requires grad, found as m[name],
@@ -760,5 +802,7 @@ end
 nn._private = { check_module = check_module, set = set, uniform = uniform }
 require("ltc.nn_loss")(nn, F)
 require("ltc.nn_rnn")(nn, F)
+require("ltc.nn_layers")(nn, F)
+require("ltc.nn_attention")(nn, F)
 
 return nn

@@ -118,6 +118,13 @@ function Optimizer:step()
         local grad = p.grad
         if grad ~= nil then
           local st = self.state[p]
+          -- state made by a step whose sync failed has no value: that step never happened
+          -- for it, so start over as at the first step (issue 17)
+          if st then
+            for _, v in pairs(st) do
+              if ltc.is_tensor(v) and not v:has_value() then st = nil; break end
+            end
+          end
           if not st then st = {}; self.state[p] = st end
           p.data = self.update(p, grad, st, g)
         end

@@ -5,6 +5,7 @@
 -- the state is made at the first step and updated in place after it, and step counts are
 -- float64 0-d tensors, so no step after the first recompiles.
 local ltc = require "ltc"
+local live = require("ltc.jit").live -- lr read live at replay under ltc.jit (as optim.lua)
 
 return function(optim, class)
   local Optimizer = optim.Optimizer
@@ -162,9 +163,9 @@ return function(optim, class)
     if o.momentum > 0 then
       local b = buf(st, "momentum_buffer", p)
       b:mul_(o.momentum):add_(g / avg)
-      return p - o.lr * b
+      return p - live(o, "lr") * b
     end
-    return p - o.lr * (g / avg)
+    return p - live(o, "lr") * (g / avg)
   end)
 
   --- optim.Adagrad(params, {lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
@@ -175,7 +176,7 @@ return function(optim, class)
     g = decay(g, p, o)
     local sum = buf(st, "sum", p, o.initial_accumulator_value)
     sum:add_(g * g)
-    local clr = o.lr / ((t - 1) * o.lr_decay + 1)
+    local clr = live(o, "lr") / ((t - 1) * o.lr_decay + 1)
     return p - g / (sum:sqrt() + o.eps) * clr
   end)
 
@@ -188,7 +189,7 @@ return function(optim, class)
       sq:mul_(o.rho):add_(g * g * (1 - o.rho))
       local d = (acc + o.eps):sqrt() / (sq + o.eps):sqrt() * g
       acc:mul_(o.rho):add_(d * d * (1 - o.rho))
-      return p - o.lr * d
+      return p - live(o, "lr") * d
     end)
 
   --- optim.Adamax(params, {lr=2e-3, betas={0.9, 0.999}, eps=1e-8, weight_decay=0}): m = b1 m
@@ -201,7 +202,7 @@ return function(optim, class)
       local m, u = buf(st, "exp_avg", p), buf(st, "exp_inf", p)
       m:mul_(b1):add_(g * (1 - b1))
       u:copy_(ltc.maximum(u * b2, g:abs() + o.eps))
-      return p - m / u * (o.lr / (1 - b1 ^ t))
+      return p - m / u * (live(o, "lr") / (1 - b1 ^ t))
     end)
 
   --- optim.NAdam(params, {lr=2e-3, betas={0.9, 0.999}, eps=1e-8, weight_decay=0,
@@ -221,8 +222,8 @@ return function(optim, class)
     m:mul_(b1):add_(g * (1 - b1))
     v:mul_(b2):add_(g * g * (1 - b2))
     local denom = (v / (1 - b2 ^ t)):sqrt() + o.eps
-    local c1 = (1 - mu) / (1 - prod) * (-o.lr)
-    local c2 = mu_next / (1 - prod * mu_next) * (-o.lr)
+    local c1 = (1 - mu) / (1 - prod) * (-live(o, "lr"))
+    local c2 = mu_next / (1 - prod * mu_next) * (-live(o, "lr"))
     return p + g / denom * c1 + m / denom * c2
   end)
 
@@ -244,7 +245,7 @@ return function(optim, class)
       local rect = ((rho_t - 4) * (rho_t - 2) * rho_inf / (rho_t * ((rho_inf - 4) * (rho_inf - 2))))
         :clamp(0):sqrt()
       local adaptive = bc2:sqrt() / (v:sqrt() + o.eps)
-      local rectified = mhat * adaptive * (rect * o.lr)
-      return p - ltc.where(rho_t:gt(5), rectified, mhat * o.lr)
+      local rectified = mhat * adaptive * (rect * live(o, "lr"))
+      return p - ltc.where(rho_t:gt(5), rectified, mhat * live(o, "lr"))
     end)
 end

@@ -35,6 +35,17 @@ extern const ltc_kernel_fn ltc_cpu_kernels[];
 /* Generated (gen/ref_ops.c): the reference backend's kernel for every op of ops.yaml. */
 extern const ltc_kernel_fn ltc_ref_kernels[];
 
+/* ---- integer arithmetic that wraps --------------------------------------------------------- */
+
+/* Integer tensors wrap on overflow, as PyTorch's do (two's complement: int32 2^31-1 + 1 is
+ * -2^31, -INT64_MIN is INT64_MIN). Signed overflow is undefined in C, so kernels compute in
+ * the unsigned type of the same width and convert back (implementation-defined, modulo 2^N
+ * in GCC and Clang). LTC_WRAP_U(x) is x as that unsigned type (int8_t bool bytes stay as
+ * they are: their sums cannot overflow an int). Used by ops.yaml's `expr_int`, so both the
+ * CPU and the reference backend's generated loops stay defined under UBSan. */
+#define LTC_WRAP_U(x) \
+    _Generic((x), int32_t: (uint32_t)(x), int64_t: (uint64_t)(x), default: (x))
+
 /* Integer power b^e as PyTorch computes it for integer tensors (the `expr_int` of pow in
  * ops.yaml): exact, by squaring, wrapping around on overflow; for e < 0, 1 for b == 1, +-1
  * for b == -1 (by e's parity) and 0 otherwise (0 too: no division by zero). */

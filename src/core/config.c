@@ -3,6 +3,8 @@
  * under the same names (ltc.config in Lua). Integer options have a range; string options
  * (LTC_SAVE_GRAPHS, LTC_SAVE_GRAPHS_FMT) may restrict their values.
  */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +34,9 @@ static option options[] = {
      "other conv2d)"},
     {"LTC_PROFILE", 0, 0, 1,
      "CPU backend: time each plan step; ltc.debug.backend_text shows the mean time per step"},
+    {"LTC_DETERMINISTIC", 0, 0, 1,
+     "results independent of the thread count: OpenBLAS GEMMs run on one thread "
+     "(ltc.use_deterministic_algorithms)"},
 };
 
 typedef struct {
@@ -66,12 +71,21 @@ void ltc_config_init(void) {
         const char *v = getenv(options[i].name);
         if (!v || !*v) continue;
         char *end;
+        errno = 0;
         long long x = strtoll(v, &end, 10);
-        if (*end == 0 && x >= options[i].min && x <= options[i].max) options[i].value = x;
+        if (*end == 0 && !errno && x >= options[i].min && x <= options[i].max)
+            options[i].value = x;
+        else /* once: the environment is read once */
+            fprintf(stderr, "ltc: warning: %s=%s is invalid (expected an integer in %lld..%lld); "
+                    "using the default %lld\n", options[i].name, v, (long long)options[i].min,
+                    (long long)options[i].max, (long long)options[i].value);
     }
     for (size_t i = 0; i < N_STR_OPTIONS; i++) {
         const char *v = getenv(str_options[i].name);
         if (v && str_allowed(&str_options[i], v)) str_options[i].value = strdup(v);
+        else if (v)
+            fprintf(stderr, "ltc: warning: %s=%s is invalid; using the default \"%s\"\n",
+                    str_options[i].name, v, str_options[i].def);
     }
 }
 

@@ -38,7 +38,18 @@ struct ltc_tensor {
                           * restored if the sync computing the new value fails */
     char *failed;        /* the error of the failed sync that was to compute it (owned; the
                           * tensor then has no value: reading or using it is that error) */
+    ltc_value *history;  /* while pending after in-place writes: the value it held before
+                          * each write since it was last computed, oldest first (retained
+                          * nodes; a NULL node stands for its data, kept as `committed`). A
+                          * failed sync goes back to the newest one that does not depend on
+                          * the failure (executor.c). Owned; cleared when data is installed. */
+    int n_history, cap_history;
 };
+
+/* Before an in-place write replaces t's value: appends the value it holds to t->history
+ * (nothing for a tensor with no value; an allocation failure only shortens the history). */
+void ltc_tensor_history_push(ltc_tensor *t);
+void ltc_tensor_history_clear(ltc_tensor *t);
 
 /* t's value is about to become pending IR: its data, if any, is kept as t->committed (unless
  * an older value is kept already) instead of released, for a failed sync to restore. */

@@ -4,6 +4,7 @@
  * nearest recently compiled graph), LTC_SAVE_GRAPHS dumps, and the source locations of nodes
  * (LTC_IR_DEBUG). PyTorch LTC: core/ir_dump_util.cpp (ToText, ToDot), debug_util.cpp.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -574,11 +575,17 @@ static void save_graph(const ltc_lowering_ctx *ctx, ltc_hash h, const char *path
         sb_add(&b, "\n");
     }
     FILE *f = b.failed ? NULL : fopen(path, "a");
-    if (f) {
-        fwrite(b.s, 1, b.len, f);
-        fclose(f);
-    } else {
+    bool ok = f && fwrite(b.s, 1, b.len, f) == b.len;
+    if (f) ok &= fclose(f) == 0;
+    if (!ok) {
+        /* counted every time, reported once (the compile itself goes on) */
+        static bool warned;
         ltc_counter_add("SaveGraphsFailed", 1);
+        if (!warned) {
+            warned = true;
+            fprintf(stderr, "ltc: warning: LTC_SAVE_GRAPHS: cannot write %s: %s (counted as "
+                    "SaveGraphsFailed)\n", path, b.failed ? "out of memory" : strerror(errno));
+        }
     }
     free(b.s);
 }

@@ -10,12 +10,19 @@ static _Thread_local char err_buf[1024];
 const char *ltc_last_error(void) { return err_buf; }
 
 ltc_status ltc_errorf(ltc_status st, const char *fmt, ...) {
+    /* formatted aside first: an argument may be ltc_last_error() itself ("load: %s: %s") */
+    char tmp[sizeof err_buf];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err_buf, sizeof err_buf, fmt, ap);
+    vsnprintf(tmp, sizeof tmp, fmt, ap);
     va_end(ap);
+    memcpy(err_buf, tmp, sizeof err_buf);
     return st;
 }
+
+static _Thread_local int err_node = -1;
+void ltc_error_set_node(int index) { err_node = index; }
+int ltc_error_node(void) { return err_node; }
 
 ltc_status ltc_error_prefix(ltc_status st, const char *op) {
     size_t n = strlen(op), len = strlen(err_buf);

@@ -264,6 +264,7 @@ static ltc_status run_graph(graph *g) {
         goto done;
     }
     for (int i = 0; i < g->n_params; i++) args[i] = g->params[i]->data;
+    ltc_error_set_node(-1);
     double t0 = ltc_now_ns();
     st = b->iface->execute(b, c, args, outs);
     ltc_metric_add_sample("ExecuteTime", ltc_now_ns() - t0);
@@ -285,23 +286,98 @@ done:
     return st;
 }
 
-/* A sync failed at compile or execute (a label out of range, out of memory, ...). Its
- * tensors must leave the pending set, or the failure comes back on every later sync of
- * unrelated work; and what does not depend on the failure must not be lost. So each of
- * them is computed again on its own (a graph of its pending IR only): the ones that succeed
- * keep their values; for the others, a tensor written in place since its last value goes
- * back to that value (a training step's parameters and optimizer state keep their values
- * from before the failed step), and a new result, with no value to go back to, is marked
- * failed (using it raises the error). Not for a trim sync (its error is reported by the next
+/* ---- a failed sync loses nothing ------------------------------------------------------ */
+
+/* A sync failed at compile or execute (a label out of range, an index out of bounds, out of
+ * memory, ...). Its tensors must leave the pending set, or the failure comes back on every
+ * later sync of unrelated work, and what does not depend on the failure must not be lost.
+ *
+ * When the backend names the failing node (ltc_error_node), the nodes that depend on it are
+ * marked, and each pending tensor whose value depends on it goes back to the newest value
+ * it held that does not (its history of in-place writes since it was last computed: the
+ * valid writes before the failing one stay; its data from before the step when every write
+ * depends on the failure). A view is re-derived from its base. A new result with no such
+ * value is marked failed (using it raises the error). Then everything is computed again in
+ * one graph: the part of the step that does not depend on the failure costs one more run
+ * (PyTorch, eager, would have stopped at the failing op with the earlier ops done). Another
+ * failure in that run repeats this; a failure at an unknown node falls back to computing
+ * each pending tensor on its own. Not for a trim sync (its error is reported by the next
  * sync, which does this) or inside a graph capture (the capture ends with the error). The
  * original error stays the thread's last error. */
-static void isolate_failure(graph *g, ltc_status st) {
-    size_t len = strlen(ltc_last_error());
-    char *msg = malloc(len + 1);
-    if (msg) memcpy(msg, ltc_last_error(), len + 1);
-    /* A graph with collectives (ltc_comm.h) is not run again piecewise: the other ranks
-     * would not run the same pieces, and the ranks would fall out of step. Each of its
-     * tensors goes back to its value or is marked failed. */
+
+/* Whether value v is a node of g that depends on the failing node (dep, by post order). */
+static bool depends(const graph *g, const uint8_t *dep, ltc_value v) {
+    const ltc_node *n = v.node;
+    return n && n->mark == epoch && n->index >= 0 && n->index < g->n && g->post[n->index] == n &&
+           dep[n->index];
+}
+
+/* Puts t back on a value that does not depend on the failure, or marks it failed. */
+static void rewind_tensor(ltc_tensor *t, const graph *g, const uint8_t *dep, const char *msg) {
+    int h = t->n_history - 1;
+    while (h >= 0 && depends(g, dep, t->history[h])) h--;
+    ltc_node_release(t->ir.node);
+    t->ir = (ltc_value){NULL, 0};
+    if (h >= 0 && t->history[h].node) { /* an earlier pending value: computed again */
+        t->ir = t->history[h];
+        t->history[h].node = NULL;
+        for (int i = h + 1; i < t->n_history; i++) ltc_node_release(t->history[i].node);
+        t->n_history = h;
+    } else if (t->committed) { /* its data from before the writes */
+        t->data = t->committed;
+        t->committed = NULL;
+        ltc_tensor_history_clear(t);
+    } else {
+        ltc_tensor_history_clear(t);
+        if (!t->failed) t->failed = strdup(msg);
+    }
+    t->generation++; /* its views are re-derived from the value it went back to */
+}
+
+/* One round of recovery from a failure at post-order node f of g: the number of tensors
+ * put back or marked failed (0 also when out of memory). */
+static int rewind_dependents(graph *g, int f, const char *msg) {
+    uint8_t *dep = calloc((size_t)g->n + 1, 1);
+    if (!dep) return 0;
+    int changed = 0;
+    epoch++; /* g's marks and indices again (a graph dump during the run may have walked) */
+    for (int i = 0; i < g->n; i++) g->post[i]->mark = epoch, g->post[i]->index = i;
+    dep[f] = 1;
+    for (int i = f + 1; i < g->n; i++) {
+        const ltc_node *n = g->post[i];
+        for (int k = 0; k < n->n_operands && !dep[i]; k++) dep[i] = dep[n->operands[k].node->index];
+    }
+    /* bases and plain tensors first, then views (re-derived from their bases' new values) */
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < g->n_tensors; i++) {
+            ltc_tensor *t = g->tensors[i].t;
+            if (!!t->base != pass || !depends(g, dep, t->ir)) continue;
+            changed++;
+            if (!t->base) {
+                rewind_tensor(t, g, dep, msg);
+                continue;
+            }
+            ltc_node_release(t->ir.node);
+            t->ir = (ltc_value){NULL, 0};
+            ltc_data_release(t->committed);
+            t->committed = NULL;
+            ltc_tensor_history_clear(t);
+            if (t->base->failed) {
+                if (!t->failed) t->failed = strdup(msg);
+                t->generation = t->base->generation;
+            } else {
+                t->generation = t->base->generation - 1; /* stale: refreshed when read */
+            }
+        }
+    free(dep);
+    return changed;
+}
+
+/* The old way, when the failing node is unknown: each pending tensor computed on its own.
+ * A graph with collectives (ltc_comm.h) is not run again piecewise: the other ranks would
+ * not run the same pieces, and the ranks would fall out of step. Each of its tensors goes
+ * back to its value or is marked failed. */
+static void isolate_each(graph *g) {
     bool collective = false;
     for (int i = 0; i < g->n && !collective; i++) collective = ltc_op_is_collective(g->post[i]->op);
     for (int i = 0; i < g->n_tensors; i++) {
@@ -317,6 +393,7 @@ static void isolate_failure(graph *g, ltc_status st) {
         if (!rst) continue;
         ltc_node_release(t->ir.node);
         t->ir = (ltc_value){NULL, 0};
+        ltc_tensor_history_clear(t);
         if (t->committed) {
             ltc_data_release(t->data);
             t->data = t->committed;
@@ -325,7 +402,40 @@ static void isolate_failure(graph *g, ltc_status st) {
             t->failed = strdup(ltc_last_error());
         }
     }
-    if (msg) ltc_errorf(st, "%s", msg);
+}
+
+static char *dup_error(void) {
+    size_t len = strlen(ltc_last_error());
+    char *msg = malloc(len + 1);
+    if (msg) memcpy(msg, ltc_last_error(), len + 1);
+    return msg;
+}
+
+static void isolate_failure(graph *g, ltc_status st) {
+    char *orig = dup_error(), *msg = dup_error();
+    graph cur = *g, next = {0};
+    bool own = false; /* cur is ours to free (not the caller's g) */
+    /* collectives: no second run (see isolate_each) */
+    bool collective = false;
+    for (int i = 0; i < g->n && !collective; i++) collective = ltc_op_is_collective(g->post[i]->op);
+    for (int round = 0; round < 16; round++) {
+        int f = ltc_error_node();
+        if (!msg || collective || f < 0 || f >= cur.n || !rewind_dependents(&cur, f, msg)) {
+            isolate_each(&cur);
+            break;
+        }
+        ltc_error_set_node(-1);
+        if (collect(&next) || !run_graph(&next)) break; /* the rest computed */
+        if (own) graph_free(&cur);
+        cur = next, own = true;
+        memset(&next, 0, sizeof next);
+        free(msg);
+        msg = dup_error();
+    }
+    graph_free(&next);
+    if (own) graph_free(&cur);
+    if (orig) ltc_errorf(st, "%s", orig);
+    free(orig);
     free(msg);
 }
 

@@ -63,10 +63,13 @@ ltc_status ltc_read_idx(const char *path, ltc_dtype dtype, double scale, double 
     int64_t dims[LTC_MAX_DIMS];
     for (int d = 0; d < ndim; d++) dims[d] = (int64_t)be(p + 4 + 4 * d, 4);
     ltc_shape s;
-    if ((st = ltc_shape_make(&s, dtype, ndim, dims))) goto fail;
+    if ((st = ltc_shape_make(&s, dtype, ndim, dims))) {
+        st = ltc_errorf(st, "read_idx: '%s': %s", path, ltc_last_error());
+        goto fail;
+    }
     int64_t n = ltc_shape_numel(&s);
     size_t head = 4 + 4 * (size_t)ndim;
-    if (len - head < (size_t)n * (size_t)esize) {
+    if ((len - head) / (size_t)esize < (uint64_t)n) { /* no product: it could overflow */
         st = ltc_errorf(LTC_ERR_IO, "read_idx: '%s' is truncated: %zu data bytes for %lld "
                         "elements of %d bytes", path, len - head, (long long)n, esize);
         goto fail;

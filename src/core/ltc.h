@@ -39,6 +39,12 @@ const char *ltc_last_error(void);
 ltc_status ltc_errorf(ltc_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Prefixes the current message with "<op>: " (used by the generated op entries). */
 ltc_status ltc_error_prefix(ltc_status st, const char *op);
+/* Which node of a computation failed: a backend whose execute fails at one node calls
+ * ltc_error_set_node with that node's index in the lowering context's post order; the
+ * executor resets it to -1 before each execute and reads it after a failure, so that only
+ * the nodes that depend on the failing one lose their value (executor.c). -1: unknown. */
+void ltc_error_set_node(int post_index);
+int ltc_error_node(void);
 
 /* ---- dtypes ----------------------------------------------------------------------- */
 
@@ -129,6 +135,13 @@ const ltc_shape *ltc_tensor_shape(const ltc_tensor *t);
 bool ltc_tensor_is_weak(const ltc_tensor *t);
 /* True when the tensor's value is pending IR (not yet computed). */
 bool ltc_tensor_is_pending(const ltc_tensor *t);
+/* False when the sync that was to compute t failed and t had no earlier value to go back to
+ * (using t raises that sync's error). */
+bool ltc_tensor_has_value(const ltc_tensor *t);
+/* The number of view ops recorded from t's base to t (0 for a tensor that is not a view).
+ * Steps that compose are merged (narrows of one dim, reshapes, a transpose undone), so a
+ * chain of such views does not grow it. For ltc.debug.view_steps and the specs. */
+int ltc_tensor_view_steps(const ltc_tensor *t);
 /* In-place writes (PyTorch's Tensor.copy_ and the `_` ops). Both are seen by t's base and
  * every other view of it; values are recorded lazily like any op.
  * ltc_tensor_copy_: t's values become src broadcast to t's shape and cast to t's dtype.
@@ -223,6 +236,11 @@ ltc_status ltc_read_idx(const char *path, ltc_dtype dtype, double scale, double 
  * and a message naming the path and the problem. */
 ltc_status ltc_save_npy(const char *path, ltc_tensor *t);
 ltc_status ltc_load_npy(const char *path, ltc_tensor **out);
+/* The same in memory (the members of a .npz archive, ltc.io): ltc_save_npy_bytes returns a
+ * malloc'd buffer (*out, *len; the caller frees it); ltc_load_npy_bytes reads `len` bytes,
+ * naming them `name` in errors. */
+ltc_status ltc_save_npy_bytes(ltc_tensor *t, char **out, size_t *len);
+ltc_status ltc_load_npy_bytes(const void *bytes, size_t len, const char *name, ltc_tensor **out);
 
 /* ---- configuration -------------------------------------------------------------------- */
 

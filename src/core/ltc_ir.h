@@ -108,6 +108,10 @@ typedef struct ltc_attr_info {
  * by hand may carry other attributes; check node->n_attrs against *n before using names. */
 const ltc_attr_info *ltc_op_attrs(int op, int *n);
 bool ltc_op_is_view(int op);     /* generated from ops.yaml's `view: true` */
+/* An elementwise op's value as a C expression of x, y, z (its operands, in order) and of
+ * its attribute names, from ops.yaml's `expr` (`expr_int` when integer and given); NULL for
+ * ops without one. *out_bool (may be NULL) says whether the result is bool. Generated. */
+const char *ltc_op_expr(int op, bool integer, bool *out_bool);
 
 /* ---- tensors as the executor sees them ---------------------------------------------------- */
 

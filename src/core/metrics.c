@@ -47,11 +47,24 @@ int64_t *ltc_counter_slot(const char *name) {
     pthread_mutex_lock(&lock);
     for (int i = 0; i < n_counters && !slot; i++)
         if (strcmp(counters[i].name, name) == 0) slot = &counters[i].value;
-    if (!slot && n_counters < MAX_COUNTERS) {
-        counter *c = &counters[n_counters];
-        snprintf(c->name, sizeof c->name, "%s", name);
-        slot = &c->value;
-        __atomic_store_n(&n_counters, n_counters + 1, __ATOMIC_RELEASE);
+    if (!slot) {
+        /* the last slot is shared by every name past the table's size, named so in the
+         * report, with one warning: a counter is never silently 0 */
+        bool full = n_counters >= MAX_COUNTERS - 1;
+        const char *nm = full ? "OtherCounters" : name;
+        if (full && n_counters == MAX_COUNTERS) slot = &counters[MAX_COUNTERS - 1].value;
+        else {
+            counter *c = &counters[n_counters];
+            snprintf(c->name, sizeof c->name, "%s", nm);
+            slot = &c->value;
+            __atomic_store_n(&n_counters, n_counters + 1, __ATOMIC_RELEASE);
+        }
+        static bool warned;
+        if (full && !warned) {
+            warned = true;
+            fprintf(stderr, "ltc: warning: more than %d counter names; \"%s\" and later ones "
+                    "are counted together as OtherCounters\n", MAX_COUNTERS - 1, name);
+        }
     }
     pthread_mutex_unlock(&lock);
     return slot;

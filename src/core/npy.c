@@ -27,7 +27,9 @@ static const char *descr_of(ltc_dtype dt) {
     }
 }
 
-ltc_status ltc_save_npy(const char *path, ltc_tensor *t) {
+/* Writes t as .npy to the file `path`, or (mem) to a new malloc'd buffer *mem of *mem_len
+ * bytes; `path` names it in errors. */
+static ltc_status save_npy(const char *path, ltc_tensor *t, char **mem, size_t *mem_len) {
     const ltc_shape *s = ltc_tensor_shape(t);
     size_t nbytes = ltc_shape_nbytes(s);
     void *data = malloc(nbytes ? nbytes : 1);
@@ -52,7 +54,7 @@ ltc_status ltc_save_npy(const char *path, ltc_tensor *t) {
     unsigned char pre[10];
     memcpy(pre, magic, 6);
     pre[6] = 1, pre[7] = 0, pre[8] = (unsigned char)(len & 0xff), pre[9] = (unsigned char)(len >> 8);
-    FILE *f = fopen(path, "wb");
+    FILE *f = mem ? open_memstream(mem, mem_len) : fopen(path, "wb");
     if (!f) {
         free(data);
         return ltc_errorf(LTC_ERR_IO, "save: cannot open %s: %s", path, strerror(errno));
@@ -61,8 +63,18 @@ ltc_status ltc_save_npy(const char *path, ltc_tensor *t) {
               (!nbytes || fwrite(data, 1, nbytes, f) == nbytes);
     ok &= fclose(f) == 0;
     free(data);
-    if (!ok) return ltc_errorf(LTC_ERR_IO, "save: cannot write %s: %s", path, strerror(errno));
+    if (!ok) {
+        if (mem) free(*mem), *mem = NULL;
+        return ltc_errorf(LTC_ERR_IO, "save: cannot write %s: %s", path, strerror(errno));
+    }
     return LTC_OK;
+}
+
+ltc_status ltc_save_npy(const char *path, ltc_tensor *t) { return save_npy(path, t, NULL, NULL); }
+
+ltc_status ltc_save_npy_bytes(ltc_tensor *t, char **out, size_t *len) {
+    *out = NULL;
+    return save_npy("a .npy in memory", t, out, len);
 }
 
 /* Finds the value of 'key' in the header dict; returns a pointer just past "'key':" and
@@ -136,9 +148,8 @@ static ltc_status parse_header(const char *path, const char *h, ltc_shape *s) {
     return LTC_OK;
 }
 
-ltc_status ltc_load_npy(const char *path, ltc_tensor **out) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return ltc_errorf(LTC_ERR_IO, "load: cannot open %s: %s", path, strerror(errno));
+/* Reads a .npy from f (closed here); `path` names it in errors. */
+static ltc_status load_npy(FILE *f, const char *path, ltc_tensor **out) {
     ltc_status st = LTC_OK;
     char *header = NULL;
     void *data = NULL;
@@ -193,4 +204,17 @@ done:
     free(data);
     fclose(f);
     return st;
+}
+
+ltc_status ltc_load_npy(const char *path, ltc_tensor **out) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return ltc_errorf(LTC_ERR_IO, "load: cannot open %s: %s", path, strerror(errno));
+    return load_npy(f, path, out);
+}
+
+ltc_status ltc_load_npy_bytes(const void *bytes, size_t len, const char *name, ltc_tensor **out) {
+    if (len < 8) return ltc_errorf(LTC_ERR_IO, "load: %s is not a .npy file (no \\x93NUMPY magic)", name);
+    FILE *f = fmemopen((void *)bytes, len, "rb");
+    if (!f) return ltc_errorf(LTC_ERR_NOMEM, "load: %s: %s", name, strerror(errno));
+    return load_npy(f, name, out);
 }

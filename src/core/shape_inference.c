@@ -30,6 +30,13 @@ ltc_status ltc_shape_creation(const int64_t *size, int n_size, ltc_dtype dtype, 
     return ltc_shape_make(out, dtype == LTC_DTYPE_NONE ? LTC_F32 : dtype, n_size, size);
 }
 
+ltc_status ltc_shape_rand(const int64_t *size, int n_size, ltc_dtype dtype, ltc_shape *out) {
+    if (dtype != LTC_DTYPE_NONE && !ltc_dtype_is_float(dtype))
+        return ltc_errorf(LTC_ERR_ARG, "dtype %s is not a floating dtype (random samples are "
+                          "float32 or float64)", ltc_dtype_name(dtype));
+    return ltc_shape_creation(size, n_size, dtype, out);
+}
+
 ltc_status ltc_shape_scalar_tensor(double value, ltc_dtype dtype, ltc_shape *out) {
     ltc_status st = ltc_dtype_check_f64(value, dtype == LTC_DTYPE_NONE ? LTC_F32 : dtype);
     if (st) return st;

@@ -25,6 +25,9 @@ ltc_status ltc_broadcast_shapes(const ltc_shape *a, const ltc_shape *b, ltc_shap
 
 /* creation */
 ltc_status ltc_shape_creation(const int64_t *size, int n_size, ltc_dtype dtype, ltc_shape *out);
+/* rand, randn: as creation, and the dtype must be float32 or float64 (PyTorch raises at the
+ * call for an integer or bool dtype). */
+ltc_status ltc_shape_rand(const int64_t *size, int n_size, ltc_dtype dtype, ltc_shape *out);
 ltc_status ltc_shape_scalar_tensor(double value, ltc_dtype dtype, ltc_shape *out);
 ltc_status ltc_shape_full(const int64_t *size, int n_size, const ltc_shape *fill_value,
                           ltc_dtype dtype, ltc_shape *out);
@@ -175,6 +178,12 @@ ltc_status ltc_shape_repeat(const ltc_shape *self, const int64_t *repeats, int n
 ltc_status ltc_shape_flip(const ltc_shape *self, const int64_t *dims, int n_dims, ltc_shape *out);
 
 /* more linear algebra (shape_linalg.c): one floating dtype */
+/* multinomial: weights [C] or [N, C] of a floating dtype; num_samples <= C without
+ * replacement. randperm: size >= 0, int64 unless dtype says (not bool). (shape_more.c) */
+ltc_status ltc_shape_multinomial(const ltc_shape *self, int64_t num_samples, bool replacement,
+                                 ltc_shape *out);
+ltc_status ltc_shape_randperm(int64_t size, ltc_dtype dtype, ltc_shape *out);
+
 /* sorting and selection (shape_sort.c); median uses ltc_shape_max, median.dim and mode
  * ltc_shape_max_dim */
 ltc_status ltc_shape_sort(const ltc_shape *self, int64_t dim, bool descending, ltc_shape *out);

@@ -1,6 +1,6 @@
 /* shape_more.c - shape and dtype rules of masked_fill, scatter, the nn functions mse_loss,
  * dropout, embedding, layer_norm and batch_norm, and the creation ops linspace, eye, randint
- * and bernoulli; declared in shape_inference.h. Index data is 1-based. */
+ * bernoulli, multinomial and randperm; declared in shape_inference.h. Index data is 1-based. */
 #include <math.h>
 #include <string.h>
 
@@ -208,4 +208,30 @@ ltc_status ltc_shape_bernoulli_p(const ltc_shape *self, double p, ltc_shape *out
 ltc_status ltc_shape_copy(const ltc_shape *self, ltc_shape *out) {
     *out = *self;
     return LTC_OK;
+}
+
+ltc_status ltc_shape_multinomial(const ltc_shape *self, int64_t num_samples, bool replacement,
+                                 ltc_shape *out) {
+    char s[128];
+    if (self->ndim != 1 && self->ndim != 2)
+        return ltc_errorf(LTC_ERR_ARG, "self must be weights [C] or [N, C], got %s", SHAPE_STR(self, s));
+    if (!ltc_dtype_is_float(self->dtype))
+        return ltc_errorf(LTC_ERR_ARG, "weights must be float32 or float64, got %s",
+                          ltc_dtype_name(self->dtype));
+    int64_t ncat = self->dims[self->ndim - 1];
+    if (ncat == 0) return ltc_errorf(LTC_ERR_ARG, "self %s has no categories", SHAPE_STR(self, s));
+    if (num_samples < 0)
+        return ltc_errorf(LTC_ERR_ARG, "num_samples must be >= 0, got %lld", (long long)num_samples);
+    if (!replacement && num_samples > ncat)
+        return ltc_errorf(LTC_ERR_ARG, "cannot draw %lld samples from %lld categories without "
+                          "replacement", (long long)num_samples, (long long)ncat);
+    int64_t d[2] = {self->dims[0], num_samples};
+    if (self->ndim == 1) d[0] = num_samples;
+    return ltc_shape_make(out, LTC_I64, self->ndim, d);
+}
+
+ltc_status ltc_shape_randperm(int64_t size, ltc_dtype dtype, ltc_shape *out) {
+    if (size < 0) return ltc_errorf(LTC_ERR_ARG, "size must be >= 0, got %lld", (long long)size);
+    if (dtype == LTC_BOOL) return ltc_errorf(LTC_ERR_ARG, "dtype bool cannot hold 1..size");
+    return ltc_shape_make(out, dtype == LTC_DTYPE_NONE ? LTC_I64 : dtype, 1, &size);
 }

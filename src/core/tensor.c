@@ -58,6 +58,8 @@ void ltc_tensor_release(ltc_tensor *t) {
     ltc_data_release(t->data);
     ltc_data_release(t->committed);
     free(t->failed);
+    ltc_tensor_history_clear(t);
+    free(t->history);
     ltc_tensor_release(t->base);
     free(t->steps);
     ltc_slab_free(t, sizeof *t);
@@ -169,6 +171,8 @@ ltc_status ltc_tensor_from_float(double v, bool weak, ltc_tensor **out) {
 const ltc_shape *ltc_tensor_shape(const ltc_tensor *t) { return &t->shape; }
 bool ltc_tensor_is_weak(const ltc_tensor *t) { return t->weak; }
 
+bool ltc_tensor_has_value(const ltc_tensor *t) { return !t->failed; }
+
 bool ltc_tensor_is_pending(const ltc_tensor *t) {
     return ltc_view_stale(t) || (t->ir.node && t->ir.node->op != LTC_OP_DEVICE_DATA);
 }
@@ -207,7 +211,27 @@ ltc_status ltc_tensor_from_value(ltc_value v, ltc_tensor **out) {
     return LTC_OK;
 }
 
+void ltc_tensor_history_push(ltc_tensor *t) {
+    ltc_value v = t->ir;
+    if (!v.node && !t->data) return; /* no value (failed) */
+    if (v.node && v.node->op == LTC_OP_DEVICE_DATA) v = (ltc_value){NULL, 0}; /* its data */
+    if (t->n_history == t->cap_history) {
+        int nc = t->cap_history ? t->cap_history * 2 : 4;
+        ltc_value *h = realloc(t->history, sizeof *h * (size_t)nc);
+        if (!h) return;
+        t->history = h;
+        t->cap_history = nc;
+    }
+    t->history[t->n_history++] = (ltc_value){ltc_node_retain(v.node), v.index};
+}
+
+void ltc_tensor_history_clear(ltc_tensor *t) {
+    for (int i = 0; i < t->n_history; i++) ltc_node_release(t->history[i].node);
+    t->n_history = 0;
+}
+
 void ltc_tensor_set_data(ltc_tensor *t, ltc_data *d) {
+    ltc_tensor_history_clear(t);
     ltc_data_retain(d);
     ltc_data_release(t->data);
     t->data = d;
@@ -244,6 +268,18 @@ static ltc_status read_elem(ltc_tensor *t, int64_t flat, double *f, int64_t *i) 
     }
     if (!t->data) return ltc_errorf(LTC_ERR_STATE, "tensor has no data after sync");
     const char *p = (const char *)t->data->ptr + (size_t)flat * ltc_dtype_size(t->shape.dtype);
+    uint64_t elem = 0; /* device data (no host address): the one element, read through the backend */
+    if (!t->data->ptr) {
+        ltc_backend *b = t->data->backend;
+        void *all = malloc(t->data->nbytes ? t->data->nbytes : 1);
+        if (!all) return ltc_errorf(LTC_ERR_NOMEM, "out of memory reading a value");
+        ltc_status st = b->iface->data_to_host(b, t->data, all);
+        if (!st) memcpy(&elem, (char *)all + (size_t)flat * ltc_dtype_size(t->shape.dtype),
+                        ltc_dtype_size(t->shape.dtype));
+        free(all);
+        if (st) return st;
+        p = (const char *)&elem;
+    }
     switch (t->shape.dtype) {
     case LTC_F32: *f = *(const float *)p; *i = (int64_t)*f; break;
     case LTC_F64: *f = *(const double *)p; *i = (int64_t)*f; break;

@@ -37,6 +37,16 @@ static ltc_dtype result_type(ltc_tensor *const *ts, int n) {
     return combine(tier[0], combine(tier[1], tier[2]));
 }
 
+/* The bytes of a 0-d value: d->ptr for host-memory backends, else a copy read through the
+ * backend's data_to_host into buf (a device backend's data has no host address). */
+static const void *scalar_bytes(const ltc_data *d, uint64_t *buf) {
+    *buf = 0;
+    if (d->ptr) return d->ptr;
+    if (d->nbytes <= sizeof *buf && d->backend->iface->data_to_host)
+        (void)d->backend->iface->data_to_host(d->backend, d, buf);
+    return buf;
+}
+
 /* A weak scalar with data converts on the host: the graph gets a parameter of the right
  * dtype, not a cast node. */
 static ltc_status convert_weak(ltc_tensor *t, ltc_dtype dt, ltc_tensor **out) {
@@ -44,7 +54,8 @@ static ltc_status convert_weak(ltc_tensor *t, ltc_dtype dt, ltc_tensor **out) {
     int64_t i;
     /* read from the data directly: not a value read that a graph capture refuses (the
      * scalar is a constant of the capture, see ltc_trace_promote) */
-    const void *p = t->data->ptr;
+    uint64_t sbuf;
+    const void *p = scalar_bytes(t->data, &sbuf);
     switch (t->shape.dtype) {
     case LTC_F32: f = *(const float *)p; i = (int64_t)f; break;
     case LTC_F64: f = *(const double *)p; i = (int64_t)f; break;
@@ -72,7 +83,8 @@ static bool special_scalar(ltc_tensor *t, ltc_dtype dt, ltc_tensor **out, ltc_st
         ltc_capture_is_static(t))
         return false;
     double f;
-    const void *p = t->data->ptr;
+    uint64_t sbuf;
+    const void *p = scalar_bytes(t->data, &sbuf);
     switch (t->shape.dtype) {
     case LTC_F32: f = *(const float *)p; break;
     case LTC_F64: f = *(const double *)p; break;

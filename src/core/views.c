@@ -10,6 +10,44 @@
 #include "core.h"
 #include "shape_inference.h"
 
+/* Ops that keep the elements in row-major order (a view back undoes them). */
+static bool reshapes(int op) {
+    return op == LTC_OP_VIEW || op == LTC_OP_RESHAPE || op == LTC_OP_UNSQUEEZE ||
+           op == LTC_OP_SQUEEZE || op == LTC_OP_SQUEEZE_DIM || op == LTC_OP_FLATTEN;
+}
+
+/* A narrow step's 0-based start. */
+static int64_t narrow_start(const ltc_view_step *s) {
+    int64_t size = s->in_shape.dims[s->attrs[0].i], start = s->attrs[1].i;
+    return start == size + 1 ? size : ltc_index_wrap(start, size);
+}
+
+/* One step doing what a then b do, written into *a; false when they do not compose. So a
+ * view's steps do not grow with the views taken before it when those compose: narrows of
+ * one dim, reshapes of reshapes, a transpose undone (r07: consuming a buffer with narrow,
+ * x = x:t() in a loop). */
+static bool compose(ltc_view_step *a, const ltc_view_step *b) {
+    ltc_view_step m = *a;
+    m.out_shape = b->out_shape;
+    bool undo = (a->op == LTC_OP_T && b->op == LTC_OP_T) ||
+                (a->op == LTC_OP_TRANSPOSE && b->op == LTC_OP_TRANSPOSE &&
+                 ((a->attrs[0].i == b->attrs[0].i && a->attrs[1].i == b->attrs[1].i) ||
+                  (a->attrs[0].i == b->attrs[1].i && a->attrs[1].i == b->attrs[0].i)));
+    if ((reshapes(a->op) && reshapes(b->op)) || undo) { /* one view to b's sizes */
+        m.op = LTC_OP_VIEW;
+        m.n_attrs = 1;
+        memset(m.attrs, 0, sizeof m.attrs);
+        m.attrs[0] = ltc_attr_ints(m.out_shape.dims, m.out_shape.ndim);
+    } else if (a->op == LTC_OP_NARROW && b->op == LTC_OP_NARROW && a->attrs[0].i == b->attrs[0].i) {
+        m.attrs[1] = ltc_attr_int(narrow_start(a) + narrow_start(b) + 1);
+        m.attrs[2] = b->attrs[2];
+    } else {
+        return false;
+    }
+    *a = m;
+    return true;
+}
+
 ltc_status ltc_view_record(ltc_tensor *out, ltc_tensor *src, int op, const ltc_attr *attrs,
                            int n_attrs) {
     if (n_attrs > 4) return ltc_errorf(LTC_ERR_ARG, "%s: too many view attributes", ltc_op_name(op));
@@ -17,19 +55,24 @@ ltc_status ltc_view_record(ltc_tensor *out, ltc_tensor *src, int op, const ltc_a
     ltc_view_step *steps = malloc(sizeof *steps * (size_t)(src->n_steps + 1));
     if (!steps) return ltc_errorf(LTC_ERR_NOMEM, "%s: out of memory", ltc_op_name(op));
     if (src->n_steps) memcpy(steps, src->steps, sizeof *steps * (size_t)src->n_steps);
-    ltc_view_step *s = &steps[src->n_steps];
-    memset(s, 0, sizeof *s);
-    s->op = op;
-    s->n_attrs = n_attrs;
-    if (n_attrs) memcpy(s->attrs, attrs, sizeof(ltc_attr) * (size_t)n_attrs);
-    s->in_shape = src->shape;
-    s->out_shape = out->shape;
+    ltc_view_step s;
+    memset(&s, 0, sizeof s);
+    s.op = op;
+    s.n_attrs = n_attrs;
+    if (n_attrs) memcpy(s.attrs, attrs, sizeof(ltc_attr) * (size_t)n_attrs);
+    s.in_shape = src->shape;
+    s.out_shape = out->shape;
+    int n = src->n_steps;
+    if (n == 0 || !compose(&steps[n - 1], &s)) steps[n++] = s;
+    while (n >= 2 && compose(&steps[n - 2], &steps[n - 1])) n--; /* t(t(x)) then a view */
     out->base = ltc_tensor_retain(base);
     out->steps = steps;
-    out->n_steps = src->n_steps + 1;
+    out->n_steps = n;
     out->generation = base->generation;
     return LTC_OK;
 }
+
+int ltc_tensor_view_steps(const ltc_tensor *t) { return t->base ? t->n_steps : 0; }
 
 /* Applies one view step to v (a new node; the caller owns the returned reference). */
 static ltc_node *apply_step(const ltc_view_step *s, ltc_value v) {
@@ -151,10 +194,17 @@ done:
 /* Installs node n (a reference taken over) as t's value: pending, or the data of a
  * DEVICE_DATA node. */
 static void set_value(ltc_tensor *t, ltc_node *n) {
+    ltc_tensor_history_push(t);
     ltc_data *d = n->op == LTC_OP_DEVICE_DATA ? ltc_data_retain(n->data) : NULL;
     ltc_node_release(t->ir.node);
-    if (d) ltc_data_release(t->data);
-    else ltc_tensor_keep_committed(t);
+    if (d) { /* a computed value: nothing older to go back to */
+        ltc_data_release(t->data);
+        ltc_data_release(t->committed);
+        t->committed = NULL;
+        ltc_tensor_history_clear(t);
+    } else {
+        ltc_tensor_keep_committed(t);
+    }
     t->data = d;
     t->ir = (ltc_value){n, 0};
 }

@@ -1,6 +1,7 @@
 /* creation.c - CPU kernels of the creation ops: zeros, ones, full, arange, rand, randn, empty,
- * linspace, eye, randint, bernoulli. */
+ * linspace, eye, randint, bernoulli, multinomial, randperm. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "elementwise.h"
@@ -219,5 +220,118 @@ ltc_status ltc_cpu_kernel_bernoulli_p(const ltc_kernel_args *a) {
         if (os->dtype == LTC_F32) ((float *)a->out[0])[i] = (float)v;
         else ltc_cpu_convert((char *)a->out[0] + (size_t)i * es, os->dtype, &v, LTC_F64, 1);
     }
+    return LTC_OK;
+}
+
+/* ---- multinomial and randperm -------------------------------------------------------------
+ * Draw j (0-based) of a random op whose output has `numel` elements lives at counter
+ * offset + j % numel of the key seed + (j / numel) * K (K odd): the first numel draws are the
+ * ordinary stream, and further ones (multinomial without replacement wants one per
+ * category) come from other keys of the op's own counter range, so they overlap no other
+ * op's draws. ltc_rng_uniform_f64's key is the seed. */
+static double draw_f64(uint64_t seed, uint64_t offset, int64_t numel, int64_t j) {
+    return ltc_rng_uniform_f64(seed + (uint64_t)(j / numel) * 0x9E3779B97F4A7C15ull, offset,
+                               j % numel);
+}
+
+typedef struct {
+    double key;
+    int64_t cat;
+} keyed;
+
+/* Descending key, then ascending category (a total order: the result is deterministic). */
+static int by_key_desc(const void *a, const void *b) {
+    const keyed *x = a, *y = b;
+    if (x->key != y->key) return x->key > y->key ? -1 : 1;
+    return (x->cat > y->cat) - (x->cat < y->cat);
+}
+
+/* multinomial(Tensor self, int num_samples, bool replacement): per row, with replacement
+ * the first c whose cumulative weight exceeds u * total (binary search), without it the
+ * num_samples largest keys log(u_c) / w_c (categories of weight 0 never). */
+ltc_status ltc_cpu_kernel_multinomial(const ltc_kernel_args *a) {
+    uint64_t seed, offset;
+    rng_state(a, &seed, &offset);
+    const ltc_shape *s = &a->in_shapes[0];
+    const int64_t ncat = s->dims[s->ndim - 1], rows = s->ndim == 2 ? s->dims[0] : 1;
+    const int64_t ns = a->attrs[0].i, numel = rows * ns;
+    const bool repl = a->attrs[1].i != 0;
+    if (numel == 0) return LTC_OK;
+    double *w = malloc((size_t)ncat * sizeof(double));
+    keyed *k = malloc((size_t)ncat * sizeof(keyed));
+    ltc_status st = LTC_OK;
+    if (!w || !k) {
+        st = ltc_errorf(LTC_ERR_NOMEM, "multinomial: out of memory");
+        goto done;
+    }
+    int64_t *out = a->out[0];
+    for (int64_t r = 0; r < rows; r++) {
+        ltc_cpu_convert(w, LTC_F64, (const char *)a->in[0] + (size_t)(r * ncat) * ltc_dtype_size(s->dtype),
+                        s->dtype, ncat);
+        double total = 0;
+        int64_t positive = 0;
+        for (int64_t c = 0; c < ncat; c++) {
+            if (!(w[c] >= 0) || isinf(w[c])) {
+                st = ltc_errorf(LTC_ERR_ARG, "multinomial: weight %lld of row %lld is %g (must be "
+                                "finite and >= 0)", (long long)c + 1, (long long)r + 1, w[c]);
+                goto done;
+            }
+            positive += w[c] > 0;
+            total += w[c];
+            if (repl) w[c] = total; /* the cumulative sum */
+        }
+        if (positive == 0 || (!repl && positive < ns)) {
+            st = ltc_errorf(LTC_ERR_ARG, "multinomial: row %lld has %lld positive weights, %s",
+                            (long long)r + 1, (long long)positive,
+                            repl ? "needs at least 1" : "fewer than num_samples without replacement");
+            goto done;
+        }
+        if (repl) {
+            for (int64_t j = 0; j < ns; j++) {
+                double u = draw_f64(seed, offset, numel, r * ns + j) * total;
+                int64_t lo = 0, hi = ncat - 1; /* the first c with w[c] > u */
+                while (lo < hi) {
+                    int64_t mid = lo + (hi - lo) / 2;
+                    if (w[mid] > u) hi = mid;
+                    else lo = mid + 1;
+                }
+                out[r * ns + j] = lo + 1;
+            }
+        } else {
+            for (int64_t c = 0; c < ncat; c++) {
+                /* draw (row r, category c): slot r * ns + c % ns, key c / ns */
+                double u = draw_f64(seed, offset, numel, (c / ns) * numel + r * ns + c % ns);
+                k[c].key = w[c] > 0 ? log(u) / w[c] : -INFINITY;
+                k[c].cat = c;
+            }
+            qsort(k, (size_t)ncat, sizeof(keyed), by_key_desc);
+            for (int64_t j = 0; j < ns; j++) out[r * ns + j] = k[j].cat + 1;
+        }
+    }
+done:
+    free(w), free(k);
+    return st;
+}
+
+/* randperm(int n, ScalarType? dtype): the 1-based positions of n uniform draws in
+ * ascending order of the draws (ties, which need equal 53-bit draws, by position). */
+ltc_status ltc_cpu_kernel_randperm(const ltc_kernel_args *a) {
+    uint64_t seed, offset;
+    rng_state(a, &seed, &offset);
+    const ltc_shape *os = &a->out_shapes[0];
+    const int64_t n = ltc_shape_numel(os);
+    keyed *k = malloc((size_t)(n > 0 ? n : 1) * sizeof(keyed));
+    if (!k) return ltc_errorf(LTC_ERR_NOMEM, "randperm: out of memory for %lld elements", (long long)n);
+    for (int64_t i = 0; i < n; i++) {
+        k[i].key = -ltc_rng_uniform_f64(seed, offset, i); /* descending -key: ascending draw */
+        k[i].cat = i;
+    }
+    qsort(k, (size_t)n, sizeof(keyed), by_key_desc);
+    size_t es = ltc_dtype_size(os->dtype);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t v = k[i].cat + 1;
+        ltc_cpu_convert((char *)a->out[0] + (size_t)i * es, os->dtype, &v, LTC_I64, 1);
+    }
+    free(k);
     return LTC_OK;
 }

@@ -482,6 +482,7 @@ static int build_sub(builder *bd, const int *m, int n, plan_step *out) {
     /* the step */
     memset(out, 0, sizeof *out);
     out->op = p->steps[m[n - 1]].op;
+    out->node = p->steps[m[n - 1]].node;
     out->fn = ltc_cpu_fused_kernel;
     out->n_in = n_ext;
     out->n_out = n_store;

@@ -24,12 +24,12 @@ static void rows_cols(const ltc_shape *s, int64_t *n, int64_t *c) {
 static inline int64_t target_at(const ltc_kernel_args *a, int k, int64_t i) {
     ltc_dtype dt = a->in_shapes[k].dtype;
     int64_t v = dt == LTC_I64 ? ((const int64_t *)a->in[k])[i] : ((const int32_t *)a->in[k])[i];
-    return v - 1;
+    return (int64_t)((uint64_t)v - 1); /* INT64_MIN wraps (defined); label() rejects it */
 }
 
 /* The 0-based class of row i, or a negative value (with the error set) if out of range. */
 static int64_t label(const ltc_kernel_args *a, int k, int64_t i, int64_t c, const char *op) {
-    int64_t v = target_at(a, k, i) + 1;
+    int64_t v = (int64_t)((uint64_t)target_at(a, k, i) + 1);
     if (v < 1 || v > c) {
         ltc_errorf(LTC_ERR_ARG, "%s: target %lld out of range for %lld classes (labels are "
                    "1-based)", op, (long long)v, (long long)c);

@@ -229,6 +229,7 @@ cpu_plan *ltc_cpu_plan_build(const ltc_lowering_ctx *ctx, const ltc_kernel_fn *k
         }
         plan_step *s = &p->steps[p->n_steps++];
         s->op = n->op;
+        s->node = i;
         s->fn = fn;
         s->source = n->source;
         if (eager) {
@@ -325,12 +326,12 @@ ltc_status ltc_cpu_plan_run_with(cpu_plan *p, ltc_data *const *args, ltc_data **
         uint64_t t0 = prof ? now_ns() : 0;
         if ((st = sp->fn(&a))) {
             ltc_error_prefix(st, ltc_op_name(sp->op));
-            char msg[512];
-            snprintf(msg, sizeof msg, "%s", ltc_last_error());
-            if (sp->source) /* a lazy error names the line that traced the op */
+            if (sp->source) { /* LTC_IR_DEBUG: a lazy error names the line that traced the op */
+                char msg[512];
+                snprintf(msg, sizeof msg, "%s", ltc_last_error());
                 ltc_errorf(st, "%s (the op was traced at %s)", msg, sp->source);
-            else
-                ltc_errorf(st, "%s (LTC_IR_DEBUG=1 names the line that traced it)", msg);
+            }
+            ltc_error_set_node(sp->node);
             goto fail;
         }
         if (prof) {

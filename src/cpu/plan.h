@@ -27,6 +27,8 @@ typedef struct {
 
 typedef struct {
     int op;
+    int node;             /* the post-order index of its IR node (a fused step: the last
+                           * member's), reported with ltc_error_set_node when it fails */
     ltc_kernel_fn fn;
     char *fallback;       /* eager fallback: the counter it bumps ("EagerFallback::<op>"),
                            * when fn is the reference kernel; NULL otherwise. Owned. */

@@ -230,7 +230,12 @@ void ltc_cpu_parallel_for(int64_t n, int64_t grain, ltc_cpu_range_fn fn, void *c
 
 void ltc_cpu_blas_prepare(int64_t macs) {
     ltc_cpu_blas_core();
-    int threads = macs < LTC_GEMM_SMALL || atomic_load(&blas_single) ? 1 : ltc_cpu_threads();
+    static int64_t *deterministic;
+    if (!deterministic) deterministic = ltc_config_slot("LTC_DETERMINISTIC");
+    /* LTC_DETERMINISTIC: one OpenBLAS thread, so the bits do not depend on the thread count
+     * (OpenBLAS splits a GEMM's sums differently by thread count) */
+    int threads = macs < LTC_GEMM_SMALL || atomic_load(&blas_single) || *deterministic
+                      ? 1 : ltc_cpu_threads();
     if (threads > 1) atomic_store(&pool.quiet, true); /* our spinning workers make way */
     blas_use(threads);
 }

@@ -3,6 +3,9 @@
 # elsewhere `make` says it skips it. The module links the core (core.so, found beside it
 # through its rpath) and Open MPI; the core links no MPI.
 
+# `make deps` installs Open MPI too (a make run that installs it builds the module next time)
+DEBIAN_PKGS += libopenmpi-dev openmpi-bin
+
 HAVE_MPI := $(shell (pkg-config --exists ompi || command -v mpicc) >/dev/null 2>&1 && echo yes)
 ifeq ($(HAVE_MPI),yes)
 MPI_CFLAGS := $(shell pkg-config --cflags ompi 2>/dev/null || mpicc --showme:compile)
@@ -29,3 +32,16 @@ install-dist: all
 	@if [ -f $(BUILD)/ltc/distributed.so ]; then \
 	  install -D -m 755 $(BUILD)/ltc/distributed.so $(DESTDIR)$(INST_LIBDIR)/ltc/distributed.so; \
 	else echo "install: ltc.distributed not built (no Open MPI), not installed"; fi
+
+# The main job across processes: Fashion-MNIST data-parallel over DIST_NP ranks of one
+# machine (--oversubscribe; --allow-run-as-root when root), one compute thread each.
+DIST_NP ?= 2
+demo-dist: all
+	@if ! command -v mpirun >/dev/null 2>&1 || [ ! -f $(BUILD)/ltc/distributed.so ]; then \
+	  echo "demo-dist: needs Open MPI (sudo apt-get install libopenmpi-dev openmpi-bin, then make)"; \
+	  exit 1; fi
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 LTC_BUILD=$(BUILD) \
+	  mpirun $$([ "$$(id -u)" = 0 ] && echo --allow-run-as-root) --oversubscribe -np $(DIST_NP) \
+	  -x LTC_NUM_THREADS=1 -x OPENBLAS_NUM_THREADS=1 \
+	  bin/ltc examples/fashion_mnist.lua --distributed --data $(FASHION_MNIST_DIR) \
+	  --plot $(BUILD)/fashion_mnist_dist_loss.svg

@@ -2,7 +2,7 @@
  * (lua/ltc/distributed.lua loads it and builds the user-facing API on it). Functions:
  *   init(check, timeout) -> rank, size      finalize()            is_initialized()
  *   rank(), size()                          barrier()             abort(code)
- *   set_options(check, timeout)             stats() -> {calls, bytes, seconds}
+ *   set_options(check, timeout)             stats() -> {calls, bytes, seconds, wait_seconds}
  *   reset_stats()
  * When the Lua state closes (the script ended or raised an error) the module finalizes:
  * see ltc_dist_finalize. */
@@ -75,6 +75,8 @@ static int l_stats(lua_State *L) {
     lua_setfield(L, -2, "bytes");
     lua_pushnumber(L, s.seconds);
     lua_setfield(L, -2, "seconds");
+    lua_pushnumber(L, s.wait_seconds);
+    lua_setfield(L, -2, "wait_seconds");
     return 1;
 }
 

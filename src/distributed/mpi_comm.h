@@ -14,6 +14,7 @@ typedef struct ltc_dist_stats {
     int64_t calls;
     int64_t bytes;
     double seconds;
+    double wait_seconds; /* of seconds: in descriptor exchanges (waiting for the slowest rank) */
 } ltc_dist_stats;
 
 /* Initialises MPI (MPI_Init_thread, from the environment mpirun sets; a lone process is

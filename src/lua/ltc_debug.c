@@ -158,7 +158,14 @@ static int l_config_list(lua_State *L) {
     return 1;
 }
 
+/* core.debug_view_steps(t): see ltc_tensor_view_steps. */
+static int l_debug_view_steps(lua_State *L) {
+    lua_pushinteger(L, ltc_tensor_view_steps(ltcL_checktensor(L, 1, "view_steps")));
+    return 1;
+}
+
 static const luaL_Reg debug_functions[] = {
+    {"debug_view_steps", l_debug_view_steps},
     {"debug_ir", l_debug_ir},
     {"debug_dot", l_debug_dot},
     {"debug_backend_text", l_debug_backend_text},

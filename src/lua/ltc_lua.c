@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <zlib.h>
 
 #include "ltc_backend.h"
 #include "ltc_graph.h"
@@ -83,16 +84,22 @@ int ltcL_checkoperands(lua_State *L, int arg, ltc_tensor **out, int max, const c
         luaL_error(L, "%s: bad argument #%d (a table of tensors expected, got %s)", fname, arg,
                    luaL_typename(L, arg));
     int n = (int)luaL_len(L, arg);
+    if (n < 0) luaL_error(L, "%s: bad argument #%d (the list's length is %d)", fname, arg, n);
     if (n > max) luaL_error(L, "%s: at most %d tensors, got %d", fname, max, n);
+    /* Read once: the entries are copied into a plain table and checked there, then taken
+     * from it with raw reads. A list whose __index answers differently on a second read
+     * cannot see one, and one that raises does so before any reference is taken. */
+    lua_createtable(L, n, 0);
+    int copy = lua_gettop(L);
     for (int i = 1; i <= n; i++) {
         lua_geti(L, arg, i);
         if (lua_type(L, -1) != LUA_TNUMBER && !ltcL_testtensor(L, -1))
             luaL_error(L, "%s: bad argument #%d (entry %d is %s, expected ltc.Tensor or number)",
                        fname, arg, i, luaL_typename(L, -1));
-        lua_pop(L, 1);
+        lua_rawseti(L, copy, i);
     }
     for (int i = 1; i <= n; i++) {
-        lua_geti(L, arg, i);
+        lua_rawgeti(L, copy, i);
         out[i - 1] = ltcL_operand(L, lua_gettop(L));
         lua_pop(L, 1);
         if (!out[i - 1]) {
@@ -100,6 +107,7 @@ int ltcL_checkoperands(lua_State *L, int arg, ltc_tensor **out, int max, const c
             ltcL_error(L);
         }
     }
+    lua_pop(L, 1);
     return n;
 }
 
@@ -170,12 +178,23 @@ int64_t ltcL_checkdim(lua_State *L, int arg, bool opt, const char *fname) {
 /* Every sync from Lua first collects garbage (LTC_SYNC_GC, ltc_trim.c): tensors that are
  * unreachable but not yet finalized would otherwise join the graph as roots, making the
  * graph (and its hash) depend on the collector's timing. */
+/* A Graph dropped by a Lua error between capture_begin and capture_end keeps its thread
+ * capturing until it is finalized, and the young collection of each sync may not reach it
+ * (it has grown old). So while a capture is active, a sync or a read runs a full collection
+ * first: the next one after the error ends the capture (issue 17, r18). A capture that is
+ * still in use pays one full collection per sync (captures are short). */
+static void collect_for_sync(lua_State *L) {
+    if (ltc_capture_active()) lua_gc(L, LUA_GCCOLLECT);
+    else ltcL_collect(L);
+}
+
 static void sync_all(lua_State *L) {
-    ltcL_collect(L);
+    collect_for_sync(L);
     if (ltc_sync()) ltcL_error(L);
 }
 
 static void sync_if_pending(lua_State *L, ltc_tensor *t) {
+    if (ltc_capture_active()) collect_for_sync(L);
     if (ltc_capture_check_read()) ltcL_error(L); /* a value read during a graph capture */
     if (ltc_tensor_is_pending(t)) sync_all(L);
 }
@@ -626,6 +645,29 @@ static int l_is_tensor(lua_State *L) {
     return 1;
 }
 
+/* t:has_value(): false when the sync that was to compute t failed (t->failed: using t raises
+ * that error). Lets the optimizers drop state made by a step whose sync failed. */
+static int l_has_value(lua_State *L) {
+    lua_pushboolean(L, ltc_tensor_has_value(ltcL_checktensor(L, 1, "has_value")));
+    return 1;
+}
+
+/* core.crc32(s [, crc]): the CRC-32 of string s (zlib's crc32, as zip archives use),
+ * continuing from crc when given (ltc.io's .npz reader and writer). */
+static int l_crc32(lua_State *L) {
+    size_t len;
+    const char *s = luaL_checklstring(L, 1, &len);
+    uLong crc = (uLong)luaL_optinteger(L, 2, 0);
+    while (len > 0) { /* zlib takes a uInt length */
+        uInt n = len > 0x40000000u ? 0x40000000u : (uInt)len;
+        crc = crc32(crc, (const Bytef *)s, n);
+        s += n;
+        len -= n;
+    }
+    lua_pushinteger(L, (lua_Integer)crc);
+    return 1;
+}
+
 /* core.read_gz(path): the file's bytes as a string, gunzipped when it is gzip. */
 static int l_read_gz(lua_State *L) {
     char *data;
@@ -657,6 +699,26 @@ static int l_save(lua_State *L) {
     return 0;
 }
 
+/* core.npy_bytes(t): t as the bytes of a .npy file (a string). */
+static int l_npy_bytes(lua_State *L) {
+    char *buf;
+    size_t len;
+    if (ltc_save_npy_bytes(ltcL_checktensor(L, 1, "save"), &buf, &len)) return ltcL_error(L);
+    lua_pushlstring(L, buf, len);
+    free(buf);
+    return 1;
+}
+
+/* core.npy_load_bytes(s, name): the tensor of the .npy bytes s (name: for errors). */
+static int l_npy_load_bytes(lua_State *L) {
+    size_t len;
+    const char *s = luaL_checklstring(L, 1, &len);
+    ltc_tensor *t;
+    if (ltc_load_npy_bytes(s, len, luaL_checkstring(L, 2), &t)) return ltcL_error(L);
+    ltcL_pushtensor(L, t);
+    return 1;
+}
+
 /* core.load(path): a tensor read from a NumPy .npy file. */
 static int l_load(lua_State *L) {
     ltc_tensor *t;
@@ -681,7 +743,8 @@ static int l_read_idx(lua_State *L) {
 static const luaL_Reg core_functions[] = {
     {"set_backend", l_set_backend}, {"get_backend", l_get_backend},
     {"save", l_save}, {"load", l_load},
-    {"read_gz", l_read_gz}, {"read_idx", l_read_idx},
+    {"read_gz", l_read_gz}, {"read_idx", l_read_idx}, {"crc32", l_crc32},
+    {"npy_bytes", l_npy_bytes}, {"npy_load_bytes", l_npy_load_bytes},
     {"_set_", l_set_}, {"_strides", l_strides},
     {"tensor", l_tensor}, {"sync", l_sync}, {"manual_seed", l_manual_seed},
     {"counter", l_counter}, {"counter_names", l_counter_names}, {"metrics_report", l_report},
@@ -693,7 +756,7 @@ static const luaL_Reg core_functions[] = {
 
 static const luaL_Reg core_methods[] = {
     {"copy_", l_copy_}, {"item", l_item}, {"totable", l_totable}, {"size", l_size}, {"dim", l_dim},
-    {"numel", l_numel}, {"dtype", l_dtype}, {NULL, NULL},
+    {"numel", l_numel}, {"dtype", l_dtype}, {"has_value", l_has_value}, {NULL, NULL},
 };
 
 /* Operators: metamethod -> the generated op function of that name. */

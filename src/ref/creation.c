@@ -1,5 +1,6 @@
 /* creation.c - reference kernels of the creation ops. */
 #include <math.h>
+#include <stdlib.h>
 
 #include "ltc_rng.h"
 #include "ref.h"
@@ -131,5 +132,91 @@ ltc_status ltc_ref_kernel_bernoulli_p(const ltc_kernel_args *a) {
     double p = udt == LTC_F32 ? (float)a->attrs[0].f : a->attrs[0].f;
     for (int64_t i = 0; i < ltc_shape_numel(os); i++)
         ltc_ref_set_i64(a->out[0], os->dtype, i, uniform_as(udt, st, i) < p);
+    return LTC_OK;
+}
+
+/* Draw j of a random op whose output has numel elements (src/cpu/creation.c says why):
+ * counter offset + j % numel, key seed + (j / numel) * K. */
+static double draw_f64(const int64_t *st, int64_t numel, int64_t j) {
+    return ltc_rng_uniform_f64((uint64_t)st[0] + (uint64_t)(j / numel) * 0x9E3779B97F4A7C15ull,
+                               (uint64_t)st[1], j % numel);
+}
+
+/* multinomial(Tensor self, int num_samples, bool replacement): for each row and sample,
+ * with replacement the first category whose running sum of weights exceeds u * total;
+ * without, the categories in decreasing order of log(u_c) / w_c (weight 0: never), picked
+ * one by one (the first of equal keys). */
+ltc_status ltc_ref_kernel_multinomial(const ltc_kernel_args *a) {
+    const ltc_shape *s = &a->in_shapes[0];
+    const int64_t *st = a->in[a->n_in - 1];
+    const int64_t ncat = s->dims[s->ndim - 1], rows = s->ndim == 2 ? s->dims[0] : 1;
+    const int64_t ns = a->attrs[0].i, numel = rows * ns;
+    if (numel == 0) return LTC_OK;
+    double *key = malloc((size_t)ncat * sizeof(double));
+    if (!key) return ltc_errorf(LTC_ERR_NOMEM, "multinomial: out of memory");
+    for (int64_t r = 0; r < rows; r++) {
+        double total = 0;
+        int64_t positive = 0;
+        for (int64_t c = 0; c < ncat; c++) {
+            double w = ltc_ref_get(a->in[0], s->dtype, r * ncat + c);
+            if (!(w >= 0) || isinf(w)) {
+                free(key);
+                return ltc_errorf(LTC_ERR_ARG, "multinomial: weight %lld of row %lld is %g (must "
+                                  "be finite and >= 0)", (long long)c + 1, (long long)r + 1, w);
+            }
+            total += w;
+            positive += w > 0;
+        }
+        if (positive == 0 || (a->attrs[1].i == 0 && positive < ns)) {
+            free(key);
+            return ltc_errorf(LTC_ERR_ARG, "multinomial: row %lld has %lld positive weights, %s",
+                              (long long)r + 1, (long long)positive,
+                              a->attrs[1].i ? "needs at least 1"
+                                            : "fewer than num_samples without replacement");
+        }
+        for (int64_t j = 0; j < ns; j++) {
+            int64_t pick = 0;
+            if (a->attrs[1].i) {
+                double u = draw_f64(st, numel, r * ns + j) * total, run = 0;
+                for (pick = 0; pick < ncat - 1; pick++) {
+                    run += ltc_ref_get(a->in[0], s->dtype, r * ncat + pick);
+                    if (run > u) break;
+                }
+            } else {
+                if (j == 0)
+                    for (int64_t c = 0; c < ncat; c++) {
+                        double w = ltc_ref_get(a->in[0], s->dtype, r * ncat + c);
+                        double u = draw_f64(st, numel, (c / ns) * numel + r * ns + c % ns);
+                        key[c] = w > 0 ? log(u) / w : -INFINITY;
+                    }
+                pick = -1;
+                for (int64_t c = 0; c < ncat; c++)
+                    if (!isnan(key[c]) && (pick < 0 || key[c] > key[pick])) pick = c;
+                key[pick] = NAN; /* taken */
+            }
+            ltc_ref_set_i64(a->out[0], LTC_I64, r * ns + j, pick + 1);
+        }
+    }
+    free(key);
+    return LTC_OK;
+}
+
+/* randperm(int n, ScalarType? dtype): position i (1-based) of the permutation is the
+ * position of the i-th smallest of n uniform draws (the first of equal ones). */
+ltc_status ltc_ref_kernel_randperm(const ltc_kernel_args *a) {
+    const ltc_shape *os = &a->out_shapes[0];
+    const int64_t *st = a->in[a->n_in - 1];
+    const int64_t n = ltc_shape_numel(os);
+    double *u = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+    if (!u) return ltc_errorf(LTC_ERR_NOMEM, "randperm: out of memory");
+    for (int64_t i = 0; i < n; i++) u[i] = ltc_rng_uniform_f64((uint64_t)st[0], (uint64_t)st[1], i);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t best = -1;
+        for (int64_t j = 0; j < n; j++)
+            if (!isnan(u[j]) && (best < 0 || u[j] < u[best])) best = j;
+        u[best] = NAN; /* taken */
+        ltc_ref_set_i64(a->out[0], os->dtype, i, best + 1);
+    }
+    free(u);
     return LTC_OK;
 }

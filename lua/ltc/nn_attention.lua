@@ -1,0 +1,171 @@
+--- ltc.nn attention (PyTorch's nn.functional.scaled_dot_product_attention,
+-- nn.MultiheadAttention, nn.TransformerEncoderLayer), added to ltc.nn by lua/ltc/nn.lua:
+-- require("ltc.nn_attention")(nn, F). Parameter names, initialisation and mask conventions
+-- are PyTorch's, so state dicts carry over (spec/nn_layers_spec.lua compares outputs).
+--
+-- scaled_dot_product_attention is written over the ops here: it materialises the [L, S]
+-- score matrix of each head (issue 15 asks for a fused op whose CPU kernel works block by
+-- block; that op is not written yet).
+local ltc = require "ltc"
+
+return function(nn, F)
+  local check_options, set, check_size = nn.check_options, nn.option_set, nn.check_size
+  local uniform = nn.init.uniform
+
+  --- F.scaled_dot_product_attention(q [..., L, E], k [..., S, E], v [..., S, Ev] [,
+  -- {attn_mask, dropout_p=0, is_causal=false, scale=1/sqrt(E)}]) -> [..., L, Ev]:
+  -- softmax(q k^T * scale + mask) v. attn_mask (broadcast to [..., L, S]) is a bool tensor
+  -- whose true entries take part (PyTorch's convention) or a float tensor added to the
+  -- scores; is_causal lets position i see positions <= i (the top-left causal mask).
+  function F.scaled_dot_product_attention(q, k, v, opts)
+    opts = check_options("scaled_dot_product_attention", opts,
+      set("attn_mask", "dropout_p", "is_causal", "scale"), 2)
+    local E = q:size(-1)
+    local L, S = q:size(-2), k:size(-2)
+    if k:size(-1) ~= E or v:size(-2) ~= S then
+      error(string.format("scaled_dot_product_attention: q [..., %d, %d], k [..., %d, %d] and v "
+        .. "[..., %d, %d] do not fit", L, E, S, k:size(-1), v:size(-2), v:size(-1)), 2)
+    end
+    if opts.is_causal and opts.attn_mask then
+      error("scaled_dot_product_attention: give attn_mask or is_causal, not both", 2)
+    end
+    local scores = q:matmul(k:transpose(-2, -1)) * (opts.scale or 1 / math.sqrt(E))
+    local mask = opts.attn_mask
+    if opts.is_causal then mask = ltc.ones({ L, S }, "bool"):tril() end
+    if mask then
+      if mask:dtype() == "bool" then scores = scores:masked_fill(mask:logical_not(), -math.huge)
+      else scores = scores + mask end
+    end
+    local w = scores:softmax(-1)
+    local p = opts.dropout_p or 0
+    if p > 0 then w = F.dropout(w, p, true) end
+    return w:matmul(v), w
+  end
+
+  local function xavier_uniform(rows, cols)
+    return uniform({ rows, cols }, math.sqrt(6 / (rows + cols)))
+  end
+
+  --- nn.MultiheadAttention(embed_dim, num_heads [, {dropout=0, bias=true, batch_first=false}]):
+  -- parameters in_proj_weight [3E, E] (xavier uniform), in_proj_bias [3E] (zeros), out_proj
+  -- (Linear(E, E), bias zeros). mha(query, key, value [, {key_padding_mask, need_weights=true,
+  -- attn_mask, average_attn_weights=true, is_causal}]) with query [L, N, E] (batch_first: [N,
+  -- L, E]) returns the output of query's size and the attention weights [N, L, S] (averaged
+  -- over heads; [N, heads, L, S] otherwise; nil unless need_weights). Masks follow
+  -- nn.MultiheadAttention: key_padding_mask [N, S] and a bool attn_mask [L, S] mark with true
+  -- what must NOT be attended; a float attn_mask is added to the scores.
+  nn.MultiheadAttention = nn.class("MultiheadAttention")
+  function nn.MultiheadAttention:__init(E, heads, opts)
+    check_size("MultiheadAttention", "embed_dim", E)
+    check_size("MultiheadAttention", "num_heads", heads)
+    if E % heads ~= 0 then
+      error(string.format("MultiheadAttention: embed_dim %d must be divisible by num_heads %d", E, heads), 3)
+    end
+    opts = check_options("MultiheadAttention", opts, set("dropout", "bias", "batch_first"), 3)
+    self.embed_dim, self.num_heads, self.head_dim = E, heads, E // heads
+    self.dropout, self.batch_first = opts.dropout or 0, opts.batch_first == true
+    self:register_parameter("in_proj_weight", xavier_uniform(3 * E, E))
+    if opts.bias ~= false then self:register_parameter("in_proj_bias", ltc.zeros(3 * E)) end
+    self.out_proj = nn.Linear(E, E, { bias = opts.bias ~= false })
+    if self.out_proj.bias then ltc.no_grad(function() self.out_proj.bias:zero_() end) end
+  end
+
+  function nn.MultiheadAttention:forward(query, key, value, opts)
+    opts = check_options("MultiheadAttention", opts, set("key_padding_mask", "need_weights",
+      "attn_mask", "average_attn_weights", "is_causal"), 2)
+    local E, Hh, D = self.embed_dim, self.num_heads, self.head_dim
+    key, value = key or query, value or key or query
+    if query:dim() ~= 3 or query:size(3) ~= E then
+      error(string.format("MultiheadAttention: query of size [%s] must be 3-d with embed_dim %d last",
+        table.concat(query:size(), ", "), E), 2)
+    end
+    if self.batch_first then
+      query, key, value = query:transpose(1, 2), key:transpose(1, 2), value:transpose(1, 2)
+    end
+    local L, N, S = query:size(1), query:size(2), key:size(1)
+    local w, b = self.in_proj_weight, self.in_proj_bias
+    local function proj(x, i)
+      local wi = w:narrow(1, (i - 1) * E + 1, E)
+      local bi = b and b:narrow(1, (i - 1) * E + 1, E)
+      return F.linear(x, wi, bi) -- [len, N, E]
+    end
+    -- [len, N, E] -> [N, H, len, D]
+    local function heads(x, len) return x:reshape({ len, N, Hh, D }):permute({ 2, 3, 1, 4 }) end
+    local q, k, v = heads(proj(query, 1), L), heads(proj(key, 2), S), heads(proj(value, 3), S)
+    -- the masks as one float mask added to the scores (-inf where not attended)
+    local mask
+    local am = opts.attn_mask
+    if opts.is_causal and am == nil then am = ltc.ones({ L, S }, "bool"):triu(1) end
+    if am then
+      if am:dtype() == "bool" then mask = ltc.zeros(am:size(), query:dtype()):masked_fill(am, -math.huge)
+      else mask = am end
+    end
+    if opts.key_padding_mask then
+      local kp = opts.key_padding_mask
+      local m = kp:dtype() == "bool" and ltc.zeros(kp:size(), query:dtype()):masked_fill(kp, -math.huge) or kp
+      m = m:reshape({ N, 1, 1, S })
+      mask = mask and mask + m or m
+    end
+    local p = self.training and self.dropout or 0
+    local out, weights = F.scaled_dot_product_attention(q, k, v, { attn_mask = mask, dropout_p = p })
+    out = out:permute({ 3, 1, 2, 4 }):reshape({ L, N, E }) -- [L, N, E]
+    out = self.out_proj(out)
+    if self.batch_first then out = out:transpose(1, 2) end
+    if opts.need_weights == false then return out, nil end
+    if opts.average_attn_weights ~= false then weights = weights:mean(2) end
+    return out, weights
+  end
+  function nn.MultiheadAttention:extra_repr()
+    return string.format("embed_dim=%d, num_heads=%d", self.embed_dim, self.num_heads)
+  end
+
+  --- nn.TransformerEncoderLayer(d_model, nhead [, {dim_feedforward=2048, dropout=0.1,
+  -- activation="relu"|"gelu", layer_norm_eps=1e-5, batch_first=false, norm_first=false,
+  -- bias=true}]): self-attention and a feed-forward block, each with a residual; post-norm
+  -- (x = norm(x + block(x))) or, with norm_first, pre-norm (x = x + block(norm(x))). PyTorch's
+  -- submodule names (self_attn, linear1, linear2, norm1, norm2). layer(src [, {src_mask,
+  -- src_key_padding_mask, is_causal}]).
+  nn.TransformerEncoderLayer = nn.class("TransformerEncoderLayer")
+  function nn.TransformerEncoderLayer:__init(d, nhead, opts)
+    opts = check_options("TransformerEncoderLayer", opts, set("dim_feedforward", "dropout",
+      "activation", "layer_norm_eps", "batch_first", "norm_first", "bias"), 3)
+    local ff, p = opts.dim_feedforward or 2048, opts.dropout or 0.1
+    local act = opts.activation or "relu"
+    if act ~= "relu" and act ~= "gelu" then
+      error("TransformerEncoderLayer: activation must be 'relu' or 'gelu', not '" .. tostring(act) .. "'", 3)
+    end
+    local bias = opts.bias ~= false
+    self.self_attn = nn.MultiheadAttention(d, nhead, { dropout = p, bias = bias, batch_first = opts.batch_first })
+    self.linear1 = nn.Linear(d, ff, { bias = bias })
+    self.dropout = nn.Dropout(p)
+    self.linear2 = nn.Linear(ff, d, { bias = bias })
+    self.norm_first = opts.norm_first == true
+    self.norm1 = nn.LayerNorm(d, { eps = opts.layer_norm_eps or 1e-5, bias = bias })
+    self.norm2 = nn.LayerNorm(d, { eps = opts.layer_norm_eps or 1e-5, bias = bias })
+    self.dropout1 = nn.Dropout(p)
+    self.dropout2 = nn.Dropout(p)
+    self.activation = act
+  end
+  function nn.TransformerEncoderLayer:forward(src, opts)
+    opts = check_options("TransformerEncoderLayer", opts, set("src_mask", "src_key_padding_mask", "is_causal"), 2)
+    local function sa(x)
+      local out = self.self_attn(x, x, x, { attn_mask = opts.src_mask, key_padding_mask =
+        opts.src_key_padding_mask, need_weights = false, is_causal = opts.is_causal })
+      return self.dropout1(out)
+    end
+    local function ff(x)
+      local h = self.linear1(x)
+      h = self.activation == "gelu" and h:gelu() or h:relu()
+      return self.dropout2(self.linear2(self.dropout(h)))
+    end
+    local x = src
+    if self.norm_first then
+      x = x + sa(self.norm1(x))
+      x = x + ff(self.norm2(x))
+    else
+      x = self.norm1(x + sa(x))
+      x = self.norm2(x + ff(x))
+    end
+    return x
+  end
+end

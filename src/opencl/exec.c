@@ -1,0 +1,237 @@
+/*
+ * exec.c - running a computation: parameters bound to their buffers (data of another
+ * backend uploaded), each step enqueued in order on the device's in-order queue (kernels,
+ * CLBlast GEMMs, aliases), eager-fallback steps run on the host with the reference
+ * kernels, intermediates returned to the allocator after their last use, and the error
+ * flag of index-checking kernels read at the end.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ltc_kernel.h"
+#include "ocl.h" /* first: sets CL_TARGET_OPENCL_VERSION */
+#include <clblast_c.h>
+
+static ltc_status alloc_slot(ocl_comp *c, ocl_buf **bufs, int slot) {
+    if (bufs[slot]) return LTC_OK;
+    bufs[slot] = ocl_buf_new(ltc_shape_nbytes(&c->slots[slot].shape));
+    return bufs[slot] ? LTC_OK : LTC_ERR_NOMEM;
+}
+
+static ltc_status run_kernel(ocl_comp *c, ocl_step *s, ocl_buf **bufs, ocl_buf *err) {
+    cl_kernel k = c->kernels[s->kernel];
+    ltc_status st;
+    for (int a = 0; a < s->n_args; a++)
+        if (s->args[a].kind == 'o' && (st = alloc_slot(c, bufs, s->args[a].slot))) return st;
+    if (!s->global) return LTC_OK;
+    cl_int e = CL_SUCCESS;
+    for (int a = 0; a < s->n_args && e == CL_SUCCESS; a++) {
+        const ocl_arg *g = &s->args[a];
+        switch (g->kind) {
+        case 'o':
+        case 'b': e = clSetKernelArg(k, (cl_uint)a, sizeof(cl_mem), &bufs[g->slot]->mem); break;
+        case 'e': e = clSetKernelArg(k, (cl_uint)a, sizeof(cl_mem), &err->mem); break;
+        case 'l': {
+            cl_long v = g->l;
+            e = clSetKernelArg(k, (cl_uint)a, sizeof v, &v);
+            break;
+        }
+        case 'f': {
+            cl_float v = (cl_float)g->f;
+            e = clSetKernelArg(k, (cl_uint)a, sizeof v, &v);
+            break;
+        }
+        default: {
+            cl_double v = g->f;
+            e = clSetKernelArg(k, (cl_uint)a, sizeof v, &v);
+            break;
+        }
+        }
+    }
+    if (e == CL_SUCCESS)
+        e = clEnqueueNDRangeKernel(ocl.queue, k, 1, NULL, &s->global, NULL, 0, NULL, NULL);
+    if (e != CL_SUCCESS)
+        return ltc_errorf(LTC_ERR_BACKEND, "opencl: %s: running kernel %s on %s failed: %s",
+                          ltc_op_name(s->op), c->kernel_names[s->kernel], ocl.info.name,
+                          ocl_err(e));
+    return LTC_OK;
+}
+
+static ltc_status run_gemm(ocl_comp *c, ocl_step *s, ocl_buf **bufs) {
+    ltc_status st = alloc_slot(c, bufs, s->out);
+    if (st) return st;
+    double alpha = s->args[0].f, beta = s->args[1].f;
+    if (!s->m || !s->n || !s->batch) return LTC_OK;
+    if (!s->k) { /* an empty sum: the bias as filled, or 0 */
+        if (s->bias >= 0) return LTC_OK;
+        cl_uchar zero = 0;
+        cl_int e = clEnqueueFillBuffer(ocl.queue, bufs[s->out]->mem, &zero, 1, 0,
+                                       ltc_shape_nbytes(&c->slots[s->out].shape), 0, NULL, NULL);
+        return e == CL_SUCCESS ? LTC_OK
+                               : ltc_errorf(LTC_ERR_BACKEND, "opencl: fill failed: %s", ocl_err(e));
+    }
+    size_t m = (size_t)s->m, n = (size_t)s->n, k = (size_t)s->k;
+    size_t lda = s->ta ? m : k, ldb = s->tb ? k : n, ldc = n;
+    CLBlastTranspose ta = s->ta ? CLBlastTransposeYes : CLBlastTransposeNo;
+    CLBlastTranspose tb = s->tb ? CLBlastTransposeYes : CLBlastTransposeNo;
+    cl_mem A = bufs[s->a]->mem, B = bufs[s->bslot]->mem, C = bufs[s->out]->mem;
+    CLBlastStatusCode r;
+    if (s->batch > 1) {
+        size_t sa = m * k, sb = k * n, sc = m * n, bt = (size_t)s->batch;
+        r = s->dtype == LTC_F64
+                ? CLBlastDgemmStridedBatched(CLBlastLayoutRowMajor, ta, tb, m, n, k, alpha, A, 0,
+                                             lda, sa, B, 0, ldb, sb, beta, C, 0, ldc, sc, bt,
+                                             &ocl.queue, NULL)
+                : CLBlastSgemmStridedBatched(CLBlastLayoutRowMajor, ta, tb, m, n, k,
+                                             (float)alpha, A, 0, lda, sa, B, 0, ldb, sb,
+                                             (float)beta, C, 0, ldc, sc, bt, &ocl.queue, NULL);
+    } else {
+        r = s->dtype == LTC_F64
+                ? CLBlastDgemm(CLBlastLayoutRowMajor, ta, tb, m, n, k, alpha, A, 0, lda, B, 0,
+                               ldb, beta, C, 0, ldc, &ocl.queue, NULL)
+                : CLBlastSgemm(CLBlastLayoutRowMajor, ta, tb, m, n, k, (float)alpha, A, 0, lda,
+                               B, 0, ldb, (float)beta, C, 0, ldc, &ocl.queue, NULL);
+    }
+    if (r != CLBlastSuccess)
+        return ltc_errorf(LTC_ERR_BACKEND, "opencl: %s: CLBlast gemm %zux%zux%zu on %s failed "
+                          "(CLBlast status %d)", ltc_op_name(s->op), m, n, k, ocl.info.name, (int)r);
+    return LTC_OK;
+}
+
+/* The op on the host with the reference backend's kernel: operands read back, results
+ * written to new device buffers. */
+static ltc_status run_fallback(ocl_comp *c, ocl_step *s, ocl_buf **bufs) {
+    (void)c;
+    ltc_status st = LTC_OK;
+    void *in[8] = {0}, *out[8] = {0};
+    if (s->n_out > 8) return ltc_errorf(LTC_ERR_BACKEND, "opencl: %s: too many outputs",
+                                        ltc_op_name(s->op));
+    ltc_kernel_fn fn = ltc_ref_kernels[s->op];
+    if (!fn) return ltc_errorf(LTC_ERR_BACKEND, "opencl: %s has no kernel", ltc_op_name(s->op));
+    for (int k = 0; k < s->n_in && !st; k++) {
+        size_t nb = ltc_shape_nbytes(&s->shapes[k]);
+        if (!(in[k] = malloc(nb ? nb : 1))) st = ltc_errorf(LTC_ERR_NOMEM, "opencl: out of memory");
+        else st = ocl_read(bufs[s->in[k]], in[k], nb);
+    }
+    for (int k = 0; k < s->n_out && !st; k++) {
+        size_t nb = ltc_shape_nbytes(&s->shapes[s->n_in + k]);
+        if (!(out[k] = calloc(nb ? nb : 1, 1))) st = ltc_errorf(LTC_ERR_NOMEM, "opencl: out of memory");
+    }
+    if (!st) {
+        ltc_kernel_args a = {
+            .op = s->op, .attrs = s->attrs, .n_attrs = s->n_attrs, .n_in = s->n_in,
+            .in_shapes = s->shapes, .in = (const void *const *)in, .n_out = s->n_out,
+            .out_shapes = s->shapes + s->n_in, .out = out,
+        };
+        st = fn(&a);
+    }
+    for (int k = 0; k < s->n_out && !st; k++) {
+        size_t nb = ltc_shape_nbytes(&s->shapes[s->n_in + k]);
+        if (!(bufs[s->out + k] = ocl_buf_new(nb))) st = LTC_ERR_NOMEM;
+        else st = ocl_write(bufs[s->out + k], out[k], nb);
+    }
+    for (int k = 0; k < 8; k++) {
+        free(in[k]);
+        free(out[k]);
+    }
+    if (!st) {
+        char name[96];
+        snprintf(name, sizeof name, "EagerFallback::%s", ltc_op_name(s->op));
+        ltc_counter_add(name, 1);
+    }
+    return st;
+}
+
+static ltc_status check_error(ocl_comp *c, ocl_buf *err) {
+    cl_long v[2] = {0, 0};
+    ltc_status st = ocl_read(err, v, sizeof v);
+    if (st || !v[0]) return st;
+    int i = (int)v[0] - 1;
+    if (i < 0 || i >= c->n_steps) return ltc_errorf(LTC_ERR_ARG, "opencl: bad error flag");
+    const ocl_step *s = &c->steps[i];
+    if (s->op == LTC_OP_CROSS_ENTROPY || s->op == LTC_OP_CROSS_ENTROPY_BACKWARD)
+        return ltc_errorf(LTC_ERR_ARG, "%s: target %lld out of range for %lld classes (labels "
+                          "are 1-based)", ltc_op_name(s->op), (long long)v[1], (long long)s->k);
+    return ltc_errorf(LTC_ERR_ARG, "%s: index %lld out of range (1..%lld; indices are 1-based)",
+                      ltc_op_name(s->op), (long long)v[1], (long long)s->k);
+}
+
+/* One run at a time: a computation's kernels are shared (the compile cache serves every
+ * thread) and clSetKernelArg on a shared kernel is not thread-safe. */
+static pthread_mutex_t run_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static ltc_status run_locked(ocl_comp *c, ltc_data *const *args, ltc_data **outs);
+
+ltc_status ocl_run(ocl_comp *c, ltc_data *const *args, ltc_data **outs) {
+    pthread_mutex_lock(&run_lock);
+    ltc_status st = run_locked(c, args, outs);
+    pthread_mutex_unlock(&run_lock);
+    return st;
+}
+
+static ltc_status run_locked(ocl_comp *c, ltc_data *const *args, ltc_data **outs) {
+    ltc_status st = LTC_OK;
+    ocl_buf **bufs = calloc((size_t)c->n_slots + 1, sizeof *bufs);
+    bool *keep = calloc((size_t)c->n_slots + 1, 1);
+    ocl_buf *err = NULL;
+    int r = 0;
+    if (!bufs || !keep) {
+        st = ltc_errorf(LTC_ERR_NOMEM, "opencl: out of memory");
+        goto done;
+    }
+    for (int i = 0; i < c->n_roots; i++) keep[c->root_slots[i]] = true;
+    for (int i = 0; i < c->n_slots && !st; i++) {
+        int p = c->slots[i].param;
+        if (p < 0) continue;
+        ocl_buf *b, *tmp;
+        if (!(st = ocl_data_buffer(args[p], &b, &tmp))) bufs[i] = tmp ? tmp : ocl_buf_retain(b);
+    }
+    if (!st && c->checks) {
+        static const cl_long zero[2] = {0, 0};
+        if (!(err = ocl_buf_new(sizeof zero))) st = LTC_ERR_NOMEM;
+        else st = ocl_write(err, zero, sizeof zero);
+    }
+    for (int i = 0; i < c->n_steps && !st; i++) {
+        ocl_step *s = &c->steps[i];
+        switch (s->kind) {
+        case OCL_STEP_ALIAS: bufs[s->out] = ocl_buf_retain(bufs[s->in[0]]); break;
+        case OCL_STEP_KERNEL: st = run_kernel(c, s, bufs, err); break;
+        case OCL_STEP_GEMM: st = run_gemm(c, s, bufs); break;
+        case OCL_STEP_FALLBACK: st = run_fallback(c, s, bufs); break;
+        }
+        for (int k = 0; k < c->n_slots && !st; k++) /* intermediates past their last use */
+            if (c->last_use[k] == i && !keep[k] && bufs[k]) {
+                ocl_buf_release(bufs[k]);
+                bufs[k] = NULL;
+            }
+    }
+    if (!st) {
+        cl_int e = clFinish(ocl.queue);
+        if (e != CL_SUCCESS)
+            st = ltc_errorf(LTC_ERR_BACKEND, "opencl: the device %s failed while running (%s): "
+                            "device lost?", ocl.info.name, ocl_err(e));
+    }
+    if (!st && err) st = check_error(c, err);
+    for (r = 0; r < c->n_roots && !st; r++) {
+        int slot = c->root_slots[r];
+        if (!bufs[slot]) {
+            st = ltc_errorf(LTC_ERR_BACKEND, "opencl: output %d was never computed", r);
+            break;
+        }
+        if (!(outs[r] = ocl_data_wrap(bufs[slot], &c->slots[slot].shape))) st = LTC_ERR_NOMEM;
+    }
+    if (st)
+        for (int k = 0; k < r && k < c->n_roots; k++) {
+            ltc_data_release(outs[k]);
+            outs[k] = NULL;
+        }
+done:
+    if (bufs)
+        for (int i = 0; i < c->n_slots; i++) ocl_buf_release(bufs[i]);
+    ocl_buf_release(err);
+    free(bufs);
+    free(keep);
+    return st;
+}

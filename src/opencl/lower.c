@@ -1,0 +1,1009 @@
+/*
+ * lower.c - lowering one graph (post order) into an OpenCL computation: value slots, steps
+ * and the program's source.
+ *
+ *  - Elementwise ops (those with an `expr` in ops.yaml, casts and fills) are fused: a node
+ *    used once, by an elementwise node of the same size, is inlined into its consumer's
+ *    expression, so a chain becomes one kernel. Operands outside the group are read in
+ *    place: same size (index i), one element (index 0), or broadcast (strides as kernel
+ *    arguments, 0 on broadcast dims).
+ *  - Views of contiguous data (view, reshape, flatten, squeeze, unsqueeze, clone, a cast
+ *    to the same dtype) alias their operand's buffer; permute/transpose/t/expand copy
+ *    through a strided kernel, and a 2-d transpose feeding a matrix product is folded into
+ *    CLBlast's transpose flag instead.
+ *  - Matrix products (mm, matmul, bmm, linear, addmm) are CLBlast GEMM steps (batched for
+ *    bmm); reductions, softmax, cross_entropy and index ops have kernels of kernels.c.
+ *  - Every other op is an eager-fallback step: the reference backend's kernel on the host,
+ *    operands read back and results written to the device, counted as EagerFallback::<op>.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ocl.h"
+
+typedef struct lw {
+    const ltc_lowering_ctx *ctx;
+    ocl_comp *c;
+    int *slot_of;   /* per node: its first output's slot */
+    int *uses;      /* per node: references to output 0 (operands and roots) */
+    int *consumer;  /* per node: the last node using output 0 */
+    bool *is_root;
+    bool *inlined;  /* elementwise, folded into its consumer's kernel */
+    bool *skip;     /* a transpose every user folds into its GEMM */
+    int *ew_stamp;  /* per node: the elementwise kernel that computed it last (group id) */
+    int ew_groups;
+    bool fp64;
+    int cap_slots, cap_steps;
+    char **bodies;  /* kernel sources with the placeholder name */
+    int cap_kernels;
+} lw;
+
+#define KNAME "__KNAME__"
+
+static ltc_status nomem(void) { return ltc_errorf(LTC_ERR_NOMEM, "opencl: out of memory lowering"); }
+
+static int new_slot(lw *w, const ltc_shape *s) {
+    ocl_comp *c = w->c;
+    if (c->n_slots == w->cap_slots) {
+        int cap = w->cap_slots ? w->cap_slots * 2 : 64;
+        ocl_slot *p = realloc(c->slots, sizeof *p * (size_t)cap);
+        if (!p) return -1;
+        c->slots = p;
+        w->cap_slots = cap;
+    }
+    c->slots[c->n_slots] = (ocl_slot){.shape = *s, .param = -1};
+    return c->n_slots++;
+}
+
+static ocl_step *new_step(lw *w, ocl_step_kind kind, int op, int out) {
+    ocl_comp *c = w->c;
+    if (c->n_steps == w->cap_steps) {
+        int cap = w->cap_steps ? w->cap_steps * 2 : 32;
+        ocl_step *p = realloc(c->steps, sizeof *p * (size_t)cap);
+        if (!p) return NULL;
+        c->steps = p;
+        w->cap_steps = cap;
+    }
+    ocl_step *s = &c->steps[c->n_steps++];
+    memset(s, 0, sizeof *s);
+    s->kind = kind;
+    s->op = op;
+    s->out = out;
+    s->n_out = 1;
+    s->bias = -1;
+    return s;
+}
+
+/* The index of kernel `body` (with KNAME as its name) in the program, added if new. */
+static int add_kernel(lw *w, ocl_sb *body) {
+    if (body->oom || !body->s) return -1;
+    ocl_comp *c = w->c;
+    for (int i = 0; i < c->n_kernels; i++)
+        if (!strcmp(w->bodies[i], body->s)) {
+            free(body->s);
+            return i;
+        }
+    if (c->n_kernels == w->cap_kernels) {
+        int cap = w->cap_kernels ? w->cap_kernels * 2 : 16;
+        char **p = realloc(w->bodies, sizeof *p * (size_t)cap);
+        if (!p) return -1;
+        w->bodies = p;
+        w->cap_kernels = cap;
+    }
+    w->bodies[c->n_kernels] = body->s;
+    return c->n_kernels++;
+}
+
+static void arg_buf(ocl_step *s, char kind, int slot) {
+    s->args[s->n_args++] = (ocl_arg){.kind = kind, .slot = slot};
+}
+static void arg_long(ocl_step *s, int64_t v) {
+    s->args[s->n_args++] = (ocl_arg){.kind = 'l', .l = v};
+}
+
+static int64_t prod(const ltc_shape *s, int from, int to) {
+    int64_t p = 1;
+    for (int d = from; d < to; d++) p *= s->dims[d];
+    return p;
+}
+
+/* ---- elementwise groups ------------------------------------------------------------------ */
+
+static const char *const float_fns[] = {"exp", "log", "tanh", "floor", "ceil", "pow", "sqrt",
+                                        "log1p", "expm1", "sin", "cos", "erf", "fmod",
+                                        "isinf", "nearbyint", NULL};
+
+/* OpenCL C builtins an expr may call (the rest of ops.yaml's C is operators). */
+static const char *const cl_builtins[] = {
+    "exp", "log", "tanh", "floor", "ceil", "pow", "sqrt", "log1p", "expm1", "sin", "cos",
+    "erf", "erfc", "fmod", "isinf", "isnan", "isfinite", "nearbyint", "rint", "round", "trunc",
+    "fabs", "fmin", "fmax", "atan", "asin", "acos", "atan2", "sinh", "cosh", "tan", "asinh",
+    "acosh", "atanh", "lgamma", "tgamma", "exp2", "log2", "log10", "cbrt", "hypot",
+    "copysign", "signbit",
+    "LTC_WRAP_U", /* ltc_kernel.h's wrapping integer arithmetic; the preamble defines it */
+    NULL};
+
+static bool is_ident(char ch) {
+    return ch == '_' || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+           (ch >= '0' && ch <= '9');
+}
+
+static bool expr_calls(const char *e, const char *fn) {
+    size_t n = strlen(fn);
+    for (const char *p = e; (p = strstr(p, fn)); p += n)
+        if ((p == e || !is_ident(p[-1])) && !is_ident(p[n])) return true;
+    return false;
+}
+
+/* The expr of an elementwise node, or NULL when the node is not lowered as elementwise. */
+static const char *ew_expr_of(const ltc_node *n) {
+    switch (n->op) {
+    case LTC_OP_TO: return n->n_operands == 1 ? "x" : NULL;
+    case LTC_OP_ONES: return "1";
+    case LTC_OP_ZEROS: return "0";
+    case LTC_OP_FULL: return n->n_operands == 1 ? "x" : NULL;
+    case LTC_OP_CLONE:
+    case LTC_OP_CONTIGUOUS: return NULL; /* aliases */
+    default: break;
+    }
+    if (n->n_outputs != 1) return NULL;
+    ltc_dtype cdt = n->n_operands ? n->operands[0].node->shapes[n->operands[0].index].dtype
+                                  : n->shapes[0].dtype;
+    bool out_bool = false;
+    const char *probe = ltc_op_expr(n->op, false, &out_bool);
+    if (!probe) return NULL;
+    if (!out_bool) cdt = n->shapes[0].dtype;
+    bool integer = !ltc_dtype_is_float(cdt);
+    const char *e = ltc_op_expr(n->op, integer, NULL);
+    if (integer)
+        for (int i = 0; float_fns[i]; i++)
+            if (expr_calls(e, float_fns[i])) return NULL;
+    /* every function the expr calls must be an OpenCL C builtin (the CPU's own helpers,
+     * ltc_math_*, are not): else the op runs through the fallback */
+    for (const char *p = e; *p; p++) {
+        if (!is_ident(*p) || (p > e && is_ident(p[-1])) || (*p >= '0' && *p <= '9')) continue;
+        const char *q = p;
+        while (is_ident(*q)) q++;
+        const char *r = q;
+        while (*r == ' ') r++;
+        if (*r == '(') {
+            bool known = false;
+            for (int i = 0; cl_builtins[i] && !known; i++)
+                known = strlen(cl_builtins[i]) == (size_t)(q - p) &&
+                        !strncmp(cl_builtins[i], p, (size_t)(q - p));
+            if (!known) return NULL;
+        }
+        p = q - 1;
+    }
+    return e;
+}
+
+static bool same_dims(const ltc_shape *a, const ltc_shape *b) {
+    if (a->ndim != b->ndim) return false;
+    for (int d = 0; d < a->ndim; d++)
+        if (a->dims[d] != b->dims[d]) return false;
+    return true;
+}
+
+typedef struct group {
+    const ltc_shape *out;
+    int id;       /* stamps w->ew_stamp of the nodes already computed in this kernel */
+    ocl_sb stmts; /* one `T vN = ...;` per node of the group, operands first */
+    int n_leaves;
+    int leaf_slot[16];
+    char leaf_kind[16]; /* 's' same size, 'o' one element, 'b' broadcast */
+} group;
+
+static void put_literal(ocl_sb *b, double v) {
+    if (isnan(v)) ocl_sb_printf(b, "NAN");
+    else if (isinf(v)) ocl_sb_printf(b, v > 0 ? "INFINITY" : "(-INFINITY)");
+    else {
+        char t[64];
+        snprintf(t, sizeof t, "%.17g", v);
+        if (!strpbrk(t, ".e")) strcat(t, ".0");
+        ocl_sb_printf(b, "(%s)", t);
+    }
+}
+
+static ltc_status ew_stmt(lw *w, int ni, group *g);
+
+/* Appends operand k of node n as an expression: inlined nodes recurse, others are leaves. */
+static ltc_status ew_operand(lw *w, const ltc_node *n, int k, group *g, ocl_sb *e) {
+    const ltc_node *o = n->operands[k].node;
+    int oi = o->index;
+    if (w->inlined[oi] && n->operands[k].index == 0) {
+        ltc_status st = ew_stmt(w, oi, g);
+        if (!st) ocl_sb_printf(e, "v%d", oi);
+        return st;
+    }
+    int slot = w->slot_of[oi] + n->operands[k].index;
+    const ltc_shape *s = &w->c->slots[slot].shape;
+    int li = -1;
+    for (int i = 0; i < g->n_leaves; i++)
+        if (g->leaf_slot[i] == slot) li = i;
+    if (li < 0) {
+        if (g->n_leaves == 16)
+            return ltc_errorf(LTC_ERR_BACKEND, "opencl: a fused kernel with over 16 operands");
+        li = g->n_leaves++;
+        g->leaf_slot[li] = slot;
+        g->leaf_kind[li] = same_dims(s, g->out) ? 's' : ltc_shape_numel(s) == 1 ? 'o' : 'b';
+    }
+    ocl_sb_printf(e, "L%d", li);
+    return LTC_OK;
+}
+
+/* Emits `T vN = <expr>;` for node ni into the group's statements (its operands' first),
+ * once per kernel: an operand named several times by an expr is computed once. */
+static ltc_status ew_stmt(lw *w, int ni, group *g) {
+    if (w->ew_stamp[ni] == g->id) return LTC_OK;
+    ocl_sb ebuf = {0}, *e = &ebuf;
+    const ltc_node *n = w->ctx->post_order[ni];
+    const char *x = ew_expr_of(n);
+    ltc_dtype odt = n->shapes[0].dtype;
+    int n_ai = 0;
+    const ltc_attr_info *ai = ltc_op_attrs(n->op, &n_ai);
+    if (odt == LTC_BOOL) ocl_sb_printf(e, "((uchar)((");
+    else ocl_sb_printf(e, "((%s)(", ocl_ctype(odt));
+    if (n->op == LTC_OP_SCALAR_TENSOR && n->n_attrs > 0) {
+        put_literal(e, n->attrs[0].kind == LTC_ATTR_FLOAT ? n->attrs[0].f : (double)n->attrs[0].i);
+        x = "";
+    }
+    for (const char *p = x; *p;) {
+        if (is_ident(*p) && !(*p >= '0' && *p <= '9') && (p == x || !is_ident(p[-1]))) {
+            const char *q = p;
+            while (is_ident(*q)) q++;
+            size_t len = (size_t)(q - p);
+            ltc_status st = LTC_OK;
+            bool done = false;
+            if (len == 1 && (*p == 'x' || *p == 'y' || *p == 'z')) {
+                int k = *p - 'x';
+                if (k >= n->n_operands) {
+                    free(ebuf.s);
+                    return ltc_errorf(LTC_ERR_BACKEND, "opencl: %s: expr names operand %c",
+                                      ltc_op_name(n->op), *p);
+                }
+                st = ew_operand(w, n, k, g, e);
+                done = true;
+            }
+            for (int a = 0; a < n_ai && a < n->n_attrs && !done; a++) {
+                if (strlen(ai[a].name) != len || strncmp(ai[a].name, p, len)) continue;
+                const ltc_attr *at = &n->attrs[a];
+                put_literal(e, at->kind == LTC_ATTR_FLOAT ? at->f : (double)at->i);
+                done = true;
+            }
+            if (st) {
+                free(ebuf.s);
+                return st;
+            }
+            if (!done) ocl_sb_printf(e, "%.*s", (int)len, p);
+            p = q;
+        } else if (*p >= '0' && *p <= '9') { /* a number: copy whole (1e-5, 0.5f) */
+            const char *q = p;
+            while (is_ident(*q) || *q == '.' ||
+                   ((*q == '-' || *q == '+') && (q[-1] == 'e' || q[-1] == 'E')))
+                q++;
+            ocl_sb_printf(e, "%.*s", (int)(q - p), p);
+            p = q;
+        } else {
+            ocl_sb_printf(e, "%c", *p++);
+        }
+    }
+    ocl_sb_printf(e, odt == LTC_BOOL ? ") != 0))" : "))");
+    if (e->oom) {
+        free(ebuf.s);
+        return nomem();
+    }
+    ocl_sb_printf(&g->stmts, "    %s v%d = %s;\n", ocl_ctype(odt), ni, ebuf.s);
+    free(ebuf.s);
+    w->ew_stamp[ni] = g->id;
+    return g->stmts.oom ? nomem() : LTC_OK;
+}
+
+/* One kernel for the elementwise group rooted at node ni, writing slot out. */
+static ltc_status lower_ew(lw *w, int ni, int out) {
+    const ltc_node *n = w->ctx->post_order[ni];
+    group g = {.out = &n->shapes[0], .id = ++w->ew_groups};
+    ltc_status st = ew_stmt(w, ni, &g);
+    if (st) {
+        free(g.stmts.s);
+        return st;
+    }
+    int r = g.out->ndim;
+    ocl_sb b = {0};
+    ocl_sb_printf(&b, "__kernel void " KNAME "(__global %s *out", ocl_ctype(g.out->dtype));
+    for (int i = 0; i < g.n_leaves; i++)
+        ocl_sb_printf(&b, ", __global const %s *in%d",
+                      ocl_ctype(w->c->slots[g.leaf_slot[i]].shape.dtype), i);
+    ocl_sb_printf(&b, ", long n");
+    bool any_b = false;
+    for (int i = 0; i < g.n_leaves; i++) any_b |= g.leaf_kind[i] == 'b';
+    if (any_b)
+        for (int d = 0; d < r; d++) ocl_sb_printf(&b, ", long d%d", d);
+    for (int i = 0; i < g.n_leaves; i++)
+        if (g.leaf_kind[i] == 'b')
+            for (int d = 0; d < r; d++) ocl_sb_printf(&b, ", long s%d_%d", i, d);
+    ocl_sb_printf(&b, ") {\n    long i = get_global_id(0);\n    if (i >= n) return;\n");
+    if (any_b) {
+        ocl_sb_printf(&b, "    long rest = i, c;\n");
+        for (int l = 0; l < g.n_leaves; l++)
+            if (g.leaf_kind[l] == 'b') ocl_sb_printf(&b, "    long o%d = 0;\n", l);
+        for (int d = r - 1; d >= 0; d--) {
+            ocl_sb_printf(&b, "    c = rest %% d%d; rest /= d%d;", d, d);
+            for (int l = 0; l < g.n_leaves; l++)
+                if (g.leaf_kind[l] == 'b') ocl_sb_printf(&b, " o%d += c * s%d_%d;", l, l, d);
+            ocl_sb_printf(&b, "\n");
+        }
+    }
+    for (int l = 0; l < g.n_leaves; l++) {
+        const char *t = ocl_ctype(w->c->slots[g.leaf_slot[l]].shape.dtype);
+        if (g.leaf_kind[l] == 's') ocl_sb_printf(&b, "    %s L%d = in%d[i];\n", t, l, l);
+        else if (g.leaf_kind[l] == 'o') ocl_sb_printf(&b, "    %s L%d = in%d[0];\n", t, l, l);
+        else ocl_sb_printf(&b, "    %s L%d = in%d[o%d];\n", t, l, l, l);
+    }
+    ocl_sb_printf(&b, "%s    out[i] = v%d;\n}\n\n", g.stmts.s, ni);
+    free(g.stmts.s);
+    int k = add_kernel(w, &b);
+    if (k < 0) return nomem();
+    int n_args = 2 + g.n_leaves + (any_b ? r : 0);
+    for (int l = 0; l < g.n_leaves; l++) n_args += g.leaf_kind[l] == 'b' ? r : 0;
+    if (n_args > OCL_MAX_ARGS)
+        return ltc_errorf(LTC_ERR_BACKEND, "opencl: %s: a fused kernel needs %d arguments (at "
+                          "most %d)", ltc_op_name(n->op), n_args, OCL_MAX_ARGS);
+    ocl_step *s = new_step(w, OCL_STEP_KERNEL, n->op, out);
+    if (!s) return nomem();
+    s->kernel = k;
+    s->global = (size_t)ltc_shape_numel(g.out);
+    arg_buf(s, 'o', out);
+    for (int l = 0; l < g.n_leaves; l++) arg_buf(s, 'b', g.leaf_slot[l]);
+    arg_long(s, (int64_t)s->global);
+    if (any_b)
+        for (int d = 0; d < r; d++) arg_long(s, g.out->dims[d]);
+    for (int l = 0; l < g.n_leaves; l++) {
+        if (g.leaf_kind[l] != 'b') continue;
+        const ltc_shape *ls = &w->c->slots[g.leaf_slot[l]].shape;
+        int off = r - ls->ndim;
+        int64_t stride = 1, strides[LTC_MAX_DIMS] = {0};
+        for (int d = ls->ndim - 1; d >= 0; d--) {
+            strides[d + off] = ls->dims[d] == 1 ? 0 : stride;
+            stride *= ls->dims[d];
+        }
+        for (int d = 0; d < r; d++) arg_long(s, strides[d]);
+    }
+    return LTC_OK;
+}
+
+/* ---- the other families -------------------------------------------------------------------- */
+
+/* A strided copy from slot in (shape is) to slot out: out coordinate d reads input dim
+ * src_dim[d] (-1: broadcast, stride 0). */
+static ltc_status lower_strided(lw *w, int op, int in, int out, const int *src_dim) {
+    const ltc_shape *os = &w->c->slots[out].shape, *is = &w->c->slots[in].shape;
+    int r = os->ndim;
+    ocl_sb b = {0};
+    ocl_sb_printf(&b, "%s", ""); /* keep b.s non-NULL */
+    ocl_k_strided(&b, KNAME, os->dtype, r);
+    int k = add_kernel(w, &b);
+    ocl_step *s = k < 0 ? NULL : new_step(w, OCL_STEP_KERNEL, op, out);
+    if (!s) return nomem();
+    s->kernel = k;
+    s->global = (size_t)ltc_shape_numel(os);
+    arg_buf(s, 'o', out);
+    arg_buf(s, 'b', in);
+    arg_long(s, (int64_t)s->global);
+    int64_t istr[LTC_MAX_DIMS], st = 1;
+    for (int d = is->ndim - 1; d >= 0; d--) {
+        istr[d] = st;
+        st *= is->dims[d];
+    }
+    for (int d = 0; d < r; d++) arg_long(s, os->dims[d]);
+    for (int d = 0; d < r; d++)
+        arg_long(s, src_dim[d] < 0 || is->dims[src_dim[d]] == 1 ? 0 : istr[src_dim[d]]);
+    return LTC_OK;
+}
+
+/* Fills slot out with slot in broadcast (PyTorch rules: trailing dims aligned). */
+static ltc_status lower_broadcast(lw *w, int op, int in, int out) {
+    const ltc_shape *os = &w->c->slots[out].shape, *is = &w->c->slots[in].shape;
+    int map[LTC_MAX_DIMS];
+    for (int d = 0; d < os->ndim; d++) {
+        int id = d - (os->ndim - is->ndim);
+        map[d] = id < 0 ? -1 : id;
+    }
+    return lower_strided(w, op, in, out, map);
+}
+
+static bool is_t2d(const ltc_node *n) {
+    if (n->op == LTC_OP_T) return n->shapes[0].ndim == 2;
+    if (n->op == LTC_OP_TRANSPOSE) return n->shapes[0].ndim == 2;
+    return false;
+}
+
+/* Which operands of node n a GEMM reads with a folded transpose (bit k: operand k). */
+static unsigned gemm_peel_mask(const ltc_node *n) {
+    if (!ltc_dtype_is_float(n->shapes[0].dtype) || n->n_outputs != 1) return 0;
+    switch (n->op) {
+    case LTC_OP_MM: return 3;
+    case LTC_OP_MATMUL:
+        return n->operands[0].node->shapes[n->operands[0].index].ndim == 2 &&
+                       n->operands[1].node->shapes[n->operands[1].index].ndim == 2
+                   ? 3 : 0;
+    case LTC_OP_LINEAR:
+    case LTC_OP_LINEAR_NOBIAS: return 2;
+    case LTC_OP_ADDMM: return 6;
+    default: return 0;
+    }
+}
+
+/* Operand k of n as a GEMM input: its slot, with a 2-d transpose folded into *trans. */
+static int gemm_operand(lw *w, const ltc_node *n, int k, bool *trans) {
+    const ltc_node *o = n->operands[k].node;
+    if (((gemm_peel_mask(n) >> k) & 1u) && n->operands[k].index == 0 && is_t2d(o) &&
+        w->skip[o->index]) {
+        *trans = !*trans;
+        return w->slot_of[o->operands[0].node->index] + o->operands[0].index;
+    }
+    return w->slot_of[o->index] + n->operands[k].index;
+}
+
+static ltc_status lower_gemm(lw *w, const ltc_node *n, int out) {
+    bool ta = false, tb = false;
+    int a, b, fill = -1;
+    int64_t m, nn, k, batch = 1;
+    double alpha = 1, beta = 0;
+    const ltc_shape *os = &n->shapes[0];
+    const ltc_shape *as = &n->operands[0].node->shapes[n->operands[0].index];
+    const ltc_shape *bs = &n->operands[1].node->shapes[n->operands[1].index];
+    switch (n->op) {
+    case LTC_OP_LINEAR:
+    case LTC_OP_LINEAR_NOBIAS:
+        tb = true;
+        a = gemm_operand(w, n, 0, &ta);
+        b = gemm_operand(w, n, 1, &tb);
+        k = bs->dims[1];
+        nn = bs->dims[0];
+        m = k ? ltc_shape_numel(as) / k : 0;
+        if (n->op == LTC_OP_LINEAR) fill = w->slot_of[n->operands[2].node->index] + n->operands[2].index;
+        break;
+    case LTC_OP_ADDMM: {
+        a = gemm_operand(w, n, 1, &ta);
+        b = gemm_operand(w, n, 2, &tb);
+        const ltc_shape *m1 = &n->operands[1].node->shapes[n->operands[1].index];
+        m = m1->dims[0];
+        k = m1->dims[1];
+        nn = os->dims[1];
+        fill = w->slot_of[n->operands[0].node->index] + n->operands[0].index;
+        beta = n->n_attrs > 0 ? n->attrs[0].f : 1;
+        alpha = n->n_attrs > 1 ? n->attrs[1].f : 1;
+        break;
+    }
+    default: /* mm, matmul, bmm */
+        a = gemm_operand(w, n, 0, &ta);
+        b = gemm_operand(w, n, 1, &tb);
+        k = as->dims[as->ndim - 1];
+        nn = bs->dims[bs->ndim - 1];
+        if (bs->ndim == 2) {
+            m = k ? ltc_shape_numel(as) / k : prod(as, 0, as->ndim - 1);
+        } else {
+            m = as->dims[as->ndim - 2];
+            batch = prod(os, 0, os->ndim - 2);
+        }
+        break;
+    }
+    if (fill >= 0) {
+        ltc_status st = lower_broadcast(w, n->op, fill, out);
+        if (st) return st;
+        if (n->op != LTC_OP_ADDMM) beta = 1;
+    }
+    ocl_step *s = new_step(w, OCL_STEP_GEMM, n->op, out);
+    if (!s) return nomem();
+    s->a = a;
+    s->bslot = b;
+    s->bias = fill >= 0 ? fill : -1;
+    s->ta = ta;
+    s->tb = tb;
+    s->m = m;
+    s->n = nn;
+    s->k = k;
+    s->batch = batch;
+    s->dtype = os->dtype;
+    s->args[0] = (ocl_arg){.kind = 'd', .f = alpha};
+    s->args[1] = (ocl_arg){.kind = 'd', .f = beta};
+    return LTC_OK;
+}
+
+static bool gemm_lowerable(const ltc_node *n) {
+    if (n->n_outputs != 1) return false;
+    ltc_dtype dt = n->shapes[0].dtype;
+    if (dt != LTC_F32 && dt != LTC_F64) return false;
+    for (int i = 0; i < n->n_operands; i++)
+        if (n->operands[i].node->shapes[n->operands[i].index].dtype != dt) return false;
+    const ltc_shape *as = n->n_operands > 1 ? &n->operands[0].node->shapes[n->operands[0].index] : NULL;
+    const ltc_shape *bs = n->n_operands > 1 ? &n->operands[1].node->shapes[n->operands[1].index] : NULL;
+    switch (n->op) {
+    case LTC_OP_MM: return true;
+    case LTC_OP_BMM: return true;
+    case LTC_OP_MATMUL:
+        if (as->ndim >= 2 && bs->ndim == 2) return true;
+        if (as->ndim == 3 && bs->ndim == 3 && as->dims[0] == bs->dims[0]) return true;
+        return false;
+    case LTC_OP_LINEAR:
+    case LTC_OP_LINEAR_NOBIAS: return as->ndim >= 1 && bs->ndim == 2;
+    case LTC_OP_ADDMM: return n->n_attrs >= 2;
+    default: return false;
+    }
+}
+
+/* A kernel step of a hand-written family; `body` already holds the kernel source. */
+static ocl_step *family_step(lw *w, ocl_sb *b, int op, int out, size_t global) {
+    int k = add_kernel(w, b);
+    ocl_step *s = k < 0 ? NULL : new_step(w, OCL_STEP_KERNEL, op, out);
+    if (!s) return NULL;
+    s->kernel = k;
+    s->global = global;
+    return s;
+}
+
+static int opslot(lw *w, const ltc_node *n, int k) {
+    return w->slot_of[n->operands[k].node->index] + n->operands[k].index;
+}
+
+static ltc_status lower_reduce(lw *w, const ltc_node *n, int out, char kind, int64_t dim) {
+    const ltc_shape *is = &n->operands[0].node->shapes[n->operands[0].index];
+    int64_t outer = 1, len = ltc_shape_numel(is), inner = 1;
+    if (dim != LTC_NONE && is->ndim > 0) {
+        outer = prod(is, 0, (int)dim);
+        len = is->dims[dim];
+        inner = prod(is, (int)dim + 1, is->ndim);
+    }
+    ocl_sb b = {0};
+    ocl_k_reduce(&b, KNAME, kind, is->dtype, n->shapes[0].dtype, ocl.info.fp64);
+    ocl_step *s = family_step(w, &b, n->op, out, (size_t)(outer * inner));
+    if (!s) return nomem();
+    arg_buf(s, 'o', out);
+    if (kind == 'D' || kind == 'E') {
+        arg_buf(s, 'o', out + 1);
+        s->n_out = 2;
+    }
+    arg_buf(s, 'b', opslot(w, n, 0));
+    arg_long(s, outer);
+    arg_long(s, len);
+    arg_long(s, inner);
+    return LTC_OK;
+}
+
+static ltc_status lower_family(lw *w, const ltc_node *n, int out, bool *done) {
+    *done = true;
+    ocl_sb b = {0};
+    ocl_step *s;
+    const ltc_shape *s0 = n->n_operands ? &n->operands[0].node->shapes[n->operands[0].index] : NULL;
+    int64_t dim = n->n_attrs > 0 && n->attrs[0].kind == LTC_ATTR_INT ? n->attrs[0].i : LTC_NONE;
+    switch (n->op) {
+    case LTC_OP_SUM: return lower_reduce(w, n, out, 's', dim);
+    case LTC_OP_MEAN:
+        if (!ltc_dtype_is_float(n->shapes[0].dtype)) break;
+        return lower_reduce(w, n, out, 'm', dim);
+    case LTC_OP_MAX: return lower_reduce(w, n, out, 'M', LTC_NONE);
+    case LTC_OP_MIN: return lower_reduce(w, n, out, 'N', LTC_NONE);
+    case LTC_OP_ARGMAX: return lower_reduce(w, n, out, 'a', dim);
+    case LTC_OP_ARGMIN: return lower_reduce(w, n, out, 'i', dim);
+    case LTC_OP_MAX_DIM: return lower_reduce(w, n, out, 'D', dim);
+    case LTC_OP_MIN_DIM: return lower_reduce(w, n, out, 'E', dim);
+    case LTC_OP_SOFTMAX:
+    case LTC_OP_LOG_SOFTMAX: {
+        if (!ltc_dtype_is_float(s0->dtype) || s0->ndim == 0) break;
+        ocl_k_softmax(&b, KNAME, s0->dtype, n->op == LTC_OP_LOG_SOFTMAX);
+        int64_t outer = prod(s0, 0, (int)dim), inner = prod(s0, (int)dim + 1, s0->ndim);
+        if (!(s = family_step(w, &b, n->op, out, (size_t)(outer * inner)))) return nomem();
+        arg_buf(s, 'o', out);
+        arg_buf(s, 'b', opslot(w, n, 0));
+        arg_long(s, outer);
+        arg_long(s, s0->dims[dim]);
+        arg_long(s, inner);
+        return LTC_OK;
+    }
+    case LTC_OP_CROSS_ENTROPY: {
+        const ltc_shape *ts = &n->operands[1].node->shapes[n->operands[1].index];
+        if (!ltc_dtype_is_float(s0->dtype) || s0->ndim < 1 || s0->ndim > 2) break;
+        int64_t rows = s0->ndim == 2 ? s0->dims[0] : 1, c = s0->dims[s0->ndim - 1];
+        int red = (int)n->attrs[0].i;
+        ltc_shape rs;
+        int64_t rd[1] = {rows};
+        ltc_shape_make(&rs, s0->dtype, 1, rd);
+        int tmp = red == 0 ? out : new_slot(w, &rs);
+        if (tmp < 0) return nomem();
+        ocl_k_ce_rows(&b, KNAME, s0->dtype, ts->dtype);
+        if (!(s = family_step(w, &b, n->op, tmp, (size_t)rows))) return nomem();
+        arg_buf(s, 'o', tmp);
+        arg_buf(s, 'b', opslot(w, n, 0));
+        arg_buf(s, 'b', opslot(w, n, 1));
+        arg_long(s, rows);
+        arg_long(s, c);
+        arg_buf(s, 'e', -1);
+        arg_long(s, w->c->n_steps - 1);
+        s->checks = true;
+        s->k = c;
+        if (red == 0) return LTC_OK;
+        ocl_sb r = {0};
+        ocl_k_reduce(&r, KNAME, red == 1 ? 'm' : 's', s0->dtype, s0->dtype, ocl.info.fp64);
+        if (!(s = family_step(w, &r, n->op, out, 1))) return nomem();
+        arg_buf(s, 'o', out);
+        arg_buf(s, 'b', tmp);
+        arg_long(s, 1);
+        arg_long(s, rows);
+        arg_long(s, 1);
+        return LTC_OK;
+    }
+    case LTC_OP_CROSS_ENTROPY_BACKWARD: {
+        const ltc_shape *xs = &n->operands[1].node->shapes[n->operands[1].index];
+        const ltc_shape *ts = &n->operands[2].node->shapes[n->operands[2].index];
+        if (!ltc_dtype_is_float(xs->dtype) || xs->ndim < 1 || xs->ndim > 2 ||
+            s0->dtype != xs->dtype)
+            break;
+        int64_t rows = xs->ndim == 2 ? xs->dims[0] : 1, c = xs->dims[xs->ndim - 1];
+        int red = (int)n->attrs[0].i;
+        ocl_k_ce_backward(&b, KNAME, xs->dtype, ts->dtype, red == 0 && s0->ndim > 0);
+        if (!(s = family_step(w, &b, n->op, out, (size_t)rows))) return nomem();
+        arg_buf(s, 'o', out);
+        arg_buf(s, 'b', opslot(w, n, 0));
+        arg_buf(s, 'b', opslot(w, n, 1));
+        arg_buf(s, 'b', opslot(w, n, 2));
+        arg_long(s, rows);
+        arg_long(s, c);
+        s->args[s->n_args++] = (ocl_arg){.kind = xs->dtype == LTC_F64 ? 'd' : 'f',
+                                         .f = red == 1 && rows ? 1.0 / (double)rows : 1.0};
+        arg_buf(s, 'e', -1);
+        arg_long(s, w->c->n_steps - 1);
+        s->checks = true;
+        s->k = c;
+        return LTC_OK;
+    }
+    case LTC_OP_INDEX_SELECT:
+    case LTC_OP_EMBEDDING: {
+        int src = n->op == LTC_OP_EMBEDDING ? 0 : 0, idx = 1;
+        const ltc_shape *is = &n->operands[idx].node->shapes[n->operands[idx].index];
+        if (is->dtype != LTC_I64 && is->dtype != LTC_I32) break;
+        int64_t d = n->op == LTC_OP_EMBEDDING ? 0 : dim;
+        if (s0->ndim == 0) break;
+        int64_t outer = prod(s0, 0, (int)d), len = s0->dims[d], inner = prod(s0, (int)d + 1, s0->ndim);
+        int64_t m = ltc_shape_numel(is);
+        ocl_k_index_select(&b, KNAME, s0->dtype, is->dtype);
+        if (!(s = family_step(w, &b, n->op, out, (size_t)(outer * m * inner)))) return nomem();
+        arg_buf(s, 'o', out);
+        arg_buf(s, 'b', opslot(w, n, src));
+        arg_buf(s, 'b', opslot(w, n, idx));
+        arg_long(s, outer);
+        arg_long(s, len);
+        arg_long(s, m);
+        arg_long(s, inner);
+        arg_buf(s, 'e', -1);
+        arg_long(s, w->c->n_steps - 1);
+        s->checks = true;
+        s->k = len;
+        return LTC_OK;
+    }
+    case LTC_OP_PERMUTE:
+    case LTC_OP_TRANSPOSE:
+    case LTC_OP_T: {
+        int r = n->shapes[0].ndim, map[LTC_MAX_DIMS];
+        for (int d = 0; d < r; d++) map[d] = d;
+        if (n->op == LTC_OP_PERMUTE) {
+            for (int d = 0; d < r; d++) { /* int[] dims are stored as written: 1-based or negative */
+                int64_t v = n->attrs[0].ints[d];
+                map[d] = (int)(v > 0 ? v - 1 : v + r);
+                if (map[d] < 0 || map[d] >= r) map[d] = d;
+            }
+        } else if (n->op == LTC_OP_TRANSPOSE) {
+            int d0 = (int)n->attrs[0].i, d1 = (int)n->attrs[1].i;
+            map[d0] = d1;
+            map[d1] = d0;
+        } else if (r == 2) {
+            map[0] = 1;
+            map[1] = 0;
+        }
+        return lower_strided(w, n->op, opslot(w, n, 0), out, map);
+    }
+    case LTC_OP_EXPAND:
+    case LTC_OP_BROADCAST_TO: return lower_broadcast(w, n->op, opslot(w, n, 0), out);
+    default: break;
+    }
+    *done = false;
+    return LTC_OK;
+}
+
+static bool is_alias(const ltc_node *n) {
+    switch (n->op) {
+    case LTC_OP_VIEW:
+    case LTC_OP_RESHAPE:
+    case LTC_OP_FLATTEN:
+    case LTC_OP_SQUEEZE:
+    case LTC_OP_SQUEEZE_DIM:
+    case LTC_OP_UNSQUEEZE:
+    case LTC_OP_CLONE:
+    case LTC_OP_CONTIGUOUS: return n->n_operands == 1;
+    case LTC_OP_TO:
+        return n->n_operands == 1 &&
+               n->operands[0].node->shapes[n->operands[0].index].dtype == n->shapes[0].dtype;
+    default: return false;
+    }
+}
+
+static ltc_status lower_fallback(lw *w, const ltc_node *n, int out) {
+    if (n->n_operands > 8)
+        return ltc_errorf(LTC_ERR_BACKEND, "opencl: %s with %d operands has no fallback",
+                          ltc_op_name(n->op), n->n_operands);
+    ocl_step *s = new_step(w, OCL_STEP_FALLBACK, n->op, out);
+    if (!s) return nomem();
+    s->n_out = n->n_outputs;
+    s->n_in = n->n_operands;
+    for (int k = 0; k < n->n_operands; k++) s->in[k] = opslot(w, n, k);
+    s->n_attrs = n->n_attrs;
+    s->attrs = malloc(sizeof(ltc_attr) * (size_t)(n->n_attrs + 1));
+    s->shapes = malloc(sizeof(ltc_shape) * (size_t)(n->n_operands + n->n_outputs));
+    if (!s->attrs || !s->shapes) return nomem();
+    if (n->n_attrs) memcpy(s->attrs, n->attrs, sizeof(ltc_attr) * (size_t)n->n_attrs);
+    for (int k = 0; k < n->n_operands; k++)
+        s->shapes[k] = n->operands[k].node->shapes[n->operands[k].index];
+    for (int k = 0; k < n->n_outputs; k++) s->shapes[n->n_operands + k] = n->shapes[k];
+    return LTC_OK;
+}
+
+bool ocl_op_lowered(int op) {
+    switch (op) {
+    case LTC_OP_TO: case LTC_OP_ONES: case LTC_OP_ZEROS: case LTC_OP_FULL:
+    case LTC_OP_SCALAR_TENSOR: case LTC_OP_VIEW: case LTC_OP_RESHAPE: case LTC_OP_FLATTEN:
+    case LTC_OP_SQUEEZE: case LTC_OP_SQUEEZE_DIM: case LTC_OP_UNSQUEEZE: case LTC_OP_CLONE:
+    case LTC_OP_CONTIGUOUS: case LTC_OP_MM: case LTC_OP_BMM: case LTC_OP_MATMUL:
+    case LTC_OP_LINEAR: case LTC_OP_LINEAR_NOBIAS: case LTC_OP_ADDMM: case LTC_OP_SUM:
+    case LTC_OP_MEAN: case LTC_OP_MAX: case LTC_OP_MIN: case LTC_OP_ARGMAX: case LTC_OP_ARGMIN:
+    case LTC_OP_MAX_DIM: case LTC_OP_MIN_DIM: case LTC_OP_SOFTMAX: case LTC_OP_LOG_SOFTMAX:
+    case LTC_OP_CROSS_ENTROPY: case LTC_OP_CROSS_ENTROPY_BACKWARD: case LTC_OP_INDEX_SELECT:
+    case LTC_OP_EMBEDDING: case LTC_OP_PERMUTE: case LTC_OP_TRANSPOSE: case LTC_OP_T:
+    case LTC_OP_EXPAND: case LTC_OP_BROADCAST_TO: case LTC_OP_DEVICE_DATA:
+        return true;
+    default: break;
+    }
+    /* an elementwise op whose float expr calls only OpenCL builtins */
+    ltc_node probe = {.op = (uint16_t)op, .n_outputs = 1};
+    ltc_shape f32 = {.dtype = LTC_F32};
+    probe.shapes = &f32;
+    return ew_expr_of(&probe) != NULL;
+}
+
+/* ---- the graph ------------------------------------------------------------------------------ */
+
+static ltc_status lower_node(lw *w, int ni) {
+    const ltc_node *n = w->ctx->post_order[ni];
+    int out = w->slot_of[ni];
+    if (n->op == LTC_OP_DEVICE_DATA || w->inlined[ni] || w->skip[ni]) return LTC_OK;
+    if (is_alias(n)) {
+        ocl_step *s = new_step(w, OCL_STEP_ALIAS, n->op, out);
+        if (!s) return nomem();
+        s->in[0] = opslot(w, n, 0);
+        s->n_in = 1;
+        return LTC_OK;
+    }
+    if (ew_expr_of(n)) return lower_ew(w, ni, out);
+    if (gemm_lowerable(n)) return lower_gemm(w, n, out);
+    bool done;
+    ltc_status st = lower_family(w, n, out, &done);
+    if (st || done) return st;
+    return lower_fallback(w, n, out);
+}
+
+/* At most this many buffers a fused kernel reads (its operands outside the group). */
+#define MAX_LEAVES 8
+
+/* Marks elementwise nodes to inline and transposes to fold into GEMMs. A node is inlined
+ * into its consumer when it is elementwise, used once, by an elementwise node of the same
+ * size; if a group would read more than MAX_LEAVES buffers, its largest candidates become
+ * kernels of their own. */
+static void plan_fusion(lw *w) {
+    const ltc_lowering_ctx *ctx = w->ctx;
+    int *leaves = calloc((size_t)ctx->n_nodes + 1, sizeof *leaves);
+    for (int i = 0; i < ctx->n_nodes && leaves; i++) { /* no memory: no fusion */
+        const ltc_node *c = ctx->post_order[i];
+        leaves[i] = 1;
+        if (!ew_expr_of(c) || is_alias(c)) continue;
+        bool cand[16] = {false};
+        int cnt = 0;
+        for (int k = 0; k < c->n_operands && k < 16; k++) {
+            const ltc_node *n = c->operands[k].node;
+            int ni = n->index;
+            cand[k] = c->operands[k].index == 0 && n->op != LTC_OP_DEVICE_DATA &&
+                      !w->is_root[ni] && w->uses[ni] == 1 && w->consumer[ni] == i &&
+                      ew_expr_of(n) && n->n_outputs == 1 && !is_alias(n) &&
+                      same_dims(&n->shapes[0], &c->shapes[0]) && leaves[ni] < MAX_LEAVES;
+            cnt += cand[k] ? leaves[ni] : 1;
+        }
+        while (cnt > MAX_LEAVES) { /* give up the candidate reading the most */
+            int best = -1;
+            for (int k = 0; k < c->n_operands && k < 16; k++)
+                if (cand[k] && (best < 0 || leaves[c->operands[k].node->index] >
+                                                leaves[c->operands[best].node->index]))
+                    best = k;
+            if (best < 0) break;
+            cand[best] = false;
+            cnt -= leaves[c->operands[best].node->index] - 1;
+        }
+        for (int k = 0; k < c->n_operands && k < 16; k++)
+            if (cand[k]) w->inlined[c->operands[k].node->index] = true;
+        leaves[i] = cnt;
+    }
+    free(leaves);
+    /* a 2-d transpose whose every use is a GEMM operand with a folded transpose */
+    for (int i = 0; i < ctx->n_nodes; i++) {
+        const ltc_node *n = ctx->post_order[i];
+        if (!is_t2d(n) || w->is_root[i]) continue;
+        bool all = w->uses[i] > 0;
+        for (int j = i + 1; j < ctx->n_nodes && all; j++) {
+            const ltc_node *c = ctx->post_order[j];
+            for (int k = 0; k < c->n_operands; k++) {
+                if (c->operands[k].node != n) continue;
+                if (!gemm_lowerable(c) || !((gemm_peel_mask(c) >> k) & 1u) || is_alias(c))
+                    all = false;
+            }
+        }
+        w->skip[i] = all;
+    }
+}
+
+ltc_status ocl_lower(const ltc_lowering_ctx *ctx, ocl_comp **out) {
+    ltc_status st = LTC_OK;
+    int nn = ctx->n_nodes;
+    lw w = {.ctx = ctx};
+    ocl_comp *c = calloc(1, sizeof *c);
+    w.c = c;
+    w.slot_of = calloc((size_t)nn + 1, sizeof *w.slot_of);
+    w.uses = calloc((size_t)nn + 1, sizeof *w.uses);
+    w.consumer = malloc(sizeof *w.consumer * ((size_t)nn + 1));
+    w.is_root = calloc((size_t)nn + 1, 1);
+    w.inlined = calloc((size_t)nn + 1, 1);
+    w.skip = calloc((size_t)nn + 1, 1);
+    w.ew_stamp = calloc((size_t)nn + 1, sizeof *w.ew_stamp);
+    if (!c || !w.slot_of || !w.uses || !w.consumer || !w.is_root || !w.inlined || !w.skip ||
+        !w.ew_stamp) {
+        st = nomem();
+        goto fail;
+    }
+    for (int i = 0; i < nn; i++) {
+        const ltc_node *n = ctx->post_order[i];
+        w.consumer[i] = -1;
+        w.slot_of[i] = c->n_slots;
+        for (int k = 0; k < n->n_outputs; k++) {
+            if (new_slot(&w, &n->shapes[k]) < 0) {
+                st = nomem();
+                goto fail;
+            }
+            if (ltc_dtype_is_float(n->shapes[k].dtype) && n->shapes[k].dtype == LTC_F64) w.fp64 = true;
+        }
+        for (int k = 0; k < n->n_operands; k++) {
+            int oi = n->operands[k].node->index;
+            if (n->operands[k].index == 0) w.uses[oi]++;
+            w.consumer[oi] = i;
+        }
+    }
+    for (int p = 0; p < ctx->n_params; p++) c->slots[w.slot_of[ctx->params[p]->index]].param = p;
+    c->n_roots = ctx->n_roots;
+    c->root_slots = malloc(sizeof(int) * ((size_t)ctx->n_roots + 1));
+    if (!c->root_slots) {
+        st = nomem();
+        goto fail;
+    }
+    for (int r = 0; r < ctx->n_roots; r++) {
+        int ni = ctx->roots[r].node->index;
+        w.is_root[ni] = true;
+        w.uses[ni]++;
+        c->root_slots[r] = w.slot_of[ni] + ctx->roots[r].index;
+    }
+    plan_fusion(&w);
+    for (int i = 0; i < nn && !st; i++) st = lower_node(&w, i);
+    if (st) goto fail;
+    /* the program: the preamble then every kernel under its name */
+    if (c->n_kernels) {
+        ocl_sb src = {0};
+        ocl_src_preamble(&src, w.fp64 || ocl.info.fp64);
+        c->kernel_names = calloc((size_t)c->n_kernels, sizeof *c->kernel_names);
+        if (!c->kernel_names) {
+            st = nomem();
+            goto fail;
+        }
+        for (int k = 0; k < c->n_kernels; k++) {
+            char name[32];
+            snprintf(name, sizeof name, "k%d", k);
+            c->kernel_names[k] = strdup(name);
+            const char *body = w.bodies[k], *at = strstr(body, KNAME);
+            if (!at || !c->kernel_names[k]) {
+                st = nomem();
+                goto fail;
+            }
+            ocl_sb_printf(&src, "%.*s%s%s", (int)(at - body), body, name, at + strlen(KNAME));
+        }
+        if (src.oom) {
+            free(src.s);
+            st = nomem();
+            goto fail;
+        }
+        c->source = src.s;
+        if ((st = ocl_program_get(c->source, &c->program))) goto fail;
+        c->kernels = calloc((size_t)c->n_kernels, sizeof *c->kernels);
+        if (!c->kernels) {
+            st = nomem();
+            goto fail;
+        }
+        for (int k = 0; k < c->n_kernels; k++) {
+            cl_int e;
+            c->kernels[k] = clCreateKernel(c->program, c->kernel_names[k], &e);
+            if (e != CL_SUCCESS) {
+                st = ltc_errorf(LTC_ERR_BACKEND, "opencl: clCreateKernel(%s) failed: %s",
+                                c->kernel_names[k], ocl_err(e));
+                goto fail;
+            }
+        }
+    }
+    /* last reads of each slot, so a run frees intermediates early */
+    c->last_use = malloc(sizeof(int) * ((size_t)c->n_slots + 1));
+    if (!c->last_use) {
+        st = nomem();
+        goto fail;
+    }
+    for (int i = 0; i < c->n_slots; i++) c->last_use[i] = -1;
+    for (int i = 0; i < c->n_steps; i++) {
+        ocl_step *s = &c->steps[i];
+        c->checks |= s->checks;
+        for (int a = 0; a < s->n_args && s->kind == OCL_STEP_KERNEL; a++)
+            if (s->args[a].kind == 'b') c->last_use[s->args[a].slot] = i;
+        for (int k = 0; k < s->n_in && s->kind != OCL_STEP_KERNEL; k++) c->last_use[s->in[k]] = i;
+        if (s->kind == OCL_STEP_GEMM) {
+            c->last_use[s->a] = i;
+            c->last_use[s->bslot] = i;
+        }
+    }
+    for (int k = 0; k < c->n_kernels; k++) free(w.bodies[k]);
+    free(w.bodies);
+    free(w.slot_of);
+    free(w.uses);
+    free(w.consumer);
+    free(w.is_root);
+    free(w.inlined);
+    free(w.skip);
+    free(w.ew_stamp);
+    *out = c;
+    return LTC_OK;
+fail:
+    if (c)
+        for (int k = 0; k < c->n_kernels; k++) free(w.bodies[k]);
+    free(w.bodies);
+    free(w.slot_of);
+    free(w.uses);
+    free(w.consumer);
+    free(w.is_root);
+    free(w.inlined);
+    free(w.skip);
+    free(w.ew_stamp);
+    ocl_comp_free(c);
+    return st;
+}
+
+void ocl_comp_free(ocl_comp *c) {
+    if (!c) return;
+    for (int i = 0; i < c->n_steps; i++) {
+        free(c->steps[i].attrs);
+        free(c->steps[i].shapes);
+    }
+    if (c->kernels)
+        for (int k = 0; k < c->n_kernels; k++)
+            if (c->kernels[k]) clReleaseKernel(c->kernels[k]);
+    if (c->kernel_names)
+        for (int k = 0; k < c->n_kernels; k++) free(c->kernel_names[k]);
+    if (c->program) clReleaseProgram(c->program);
+    free(c->kernels);
+    free(c->kernel_names);
+    free(c->steps);
+    free(c->slots);
+    free(c->root_slots);
+    free(c->source);
+    free(c->last_use);
+    free(c);
+}

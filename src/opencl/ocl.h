@@ -1,0 +1,195 @@
+/*
+ * ocl.h - the OpenCL device backend's internal interface (module ltc/opencl.so).
+ *
+ * The backend reaches the core only through ltc.h, ltc_ir.h, ltc_backend.h, ltc_graph.h and
+ * the op enum (gen/ltc_ops.h). Its data is device memory (a cl_mem behind a reference-counted
+ * buffer); a computation is a list of steps (a generated kernel, a CLBlast GEMM, or an op run
+ * on the host by the reference kernels: the eager fallback, counted) over value slots.
+ *
+ * Files: device.c (platforms, devices, context, queue, errors), mem.c (buffers, the caching
+ * allocator, the data slots), lower.c (a graph to steps and OpenCL C), kernels.c (the
+ * source of the hand-written kernel families), program.c (build, memory and disk cache),
+ * exec.c (running steps), lua_opencl.c (the Lua module).
+ */
+#ifndef LTC_OCL_H
+#define LTC_OCL_H
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
+#include <CL/cl.h>
+
+#include "ltc_backend.h"
+#include "ltc_graph.h"
+#include "ltc_ops.h"
+
+/* ---- device ------------------------------------------------------------------------------- */
+
+typedef struct ocl_device_info {
+    int platform, device; /* indices as clGetPlatformIDs / clGetDeviceIDs list them */
+    char platform_name[128], name[128], vendor[128], version[64];
+    uint64_t global_mem, max_alloc;
+    int compute_units;
+    bool fp64;
+} ocl_device_info;
+
+/* The state of the one device the backend runs on (chosen at first use). */
+typedef struct ocl_state {
+    bool ready;
+    ocl_device_info info;
+    cl_platform_id platform;
+    cl_device_id device;
+    cl_context ctx;
+    cl_command_queue queue;
+} ocl_state;
+
+extern ocl_state ocl;
+
+/* Lists every device of every platform into out (at most max); returns the count, or -1
+ * with the error set when no OpenCL platform exists. */
+int ocl_list_devices(ocl_device_info *out, int max);
+/* Opens the device: `spec` is "P:D" (platform and device index) or a number (the n-th
+ * device overall) or NULL (LTC_OPENCL_DEVICE, else the first GPU, else the first device).
+ * Idempotent once open. */
+ltc_status ocl_open(const char *spec);
+/* Text of an OpenCL error code ("CL_OUT_OF_RESOURCES"). */
+const char *ocl_err(cl_int e);
+
+/* ---- memory ------------------------------------------------------------------------------- */
+
+/* A device buffer, reference counted: values of a graph may alias one (views) and
+ * backend data wrap one. Freed buffers go back to the caching allocator. */
+typedef struct ocl_buf {
+    int32_t refcount;
+    cl_mem mem;
+    size_t nbytes;   /* asked for */
+    size_t cap;      /* allocated (size class) */
+} ocl_buf;
+
+/* A new buffer of nbytes (from the cache when one of its size class is free). On failure
+ * the error names the bytes and the device, NULL returned. */
+ocl_buf *ocl_buf_new(size_t nbytes);
+ocl_buf *ocl_buf_retain(ocl_buf *b);
+void ocl_buf_release(ocl_buf *b);
+/* Frees every cached (unused) buffer. */
+void ocl_mem_trim(void);
+/* Device data of this backend: data->ptr is NULL (the core must go through the transfer
+ * slots), the buffer lives behind the header. */
+typedef struct ocl_data {
+    ltc_data base;
+    ocl_buf *buf;
+} ocl_data;
+
+ltc_backend *ocl_backend(void);
+/* The graph implementation's factory (capture.c), registered for "opencl". */
+ltc_graph *ocl_graph_new(const ltc_graph_args *args);
+/* A new data header over buf (retains it). */
+ltc_data *ocl_data_wrap(ocl_buf *buf, const ltc_shape *shape);
+/* The buffer of data made by any backend: this backend's own (borrowed: *tmp = NULL), or an
+ * upload of another backend's host data (a new buffer in *tmp the caller releases). */
+ltc_status ocl_data_buffer(const ltc_data *d, ocl_buf **out, ocl_buf **tmp);
+ltc_status ocl_write(ocl_buf *b, const void *host, size_t nbytes);
+ltc_status ocl_read(ocl_buf *b, void *host, size_t nbytes);
+
+/* ---- computations ------------------------------------------------------------------------- */
+
+typedef enum {
+    OCL_STEP_KERNEL,   /* a kernel of the program over slots, with long/size arguments */
+    OCL_STEP_GEMM,     /* CLBlast GEMM (batched when batch > 1) */
+    OCL_STEP_FALLBACK, /* the reference kernel of one op on the host */
+    OCL_STEP_ALIAS,    /* out slot = in slot (a view of contiguous data) */
+} ocl_step_kind;
+
+#define OCL_MAX_ARGS 96
+
+typedef struct ocl_arg {
+    char kind;   /* 'b' buffer (slot), 'l' long, 'f' float, 'd' double */
+    int slot;
+    int64_t l;
+    double f;
+} ocl_arg;
+
+typedef struct ocl_step {
+    ocl_step_kind kind;
+    int out;               /* the slot written (first output) */
+    int n_out;             /* fallback: several outputs (slots out .. out+n_out-1) */
+    /* KERNEL */
+    int kernel;            /* index into the computation's kernels */
+    size_t global;         /* work items */
+    int n_args;
+    ocl_arg args[OCL_MAX_ARGS];
+    /* GEMM: C[b] = alpha A[b] B[b] (+ beta C) row-major; A m x k, B k x n */
+    int a, bslot, bias;    /* bias slot or -1: C starts as bias broadcast over rows */
+    bool ta, tb;
+    int64_t m, n, k, batch;
+    ltc_dtype dtype;
+    /* FALLBACK and error messages */
+    int op;
+    int n_in;
+    int in[8];
+    ltc_attr *attrs;       /* owned copies */
+    int n_attrs;
+    ltc_shape *shapes;     /* n_in input shapes then n_out output shapes, owned */
+    bool checks;           /* writes the error flag (index ranges) */
+} ocl_step;
+
+typedef struct ocl_slot {
+    ltc_shape shape;
+    int param;             /* >= 0: the parameter it holds */
+} ocl_slot;
+
+typedef struct ocl_comp {
+    int n_slots;
+    ocl_slot *slots;
+    int n_steps;
+    ocl_step *steps;
+    int *root_slots;       /* n_roots */
+    int n_roots;
+    char *source;          /* the program's OpenCL C (NULL when no kernel) */
+    char **kernel_names;
+    int n_kernels;
+    cl_program program;    /* retained from the program cache */
+    cl_kernel *kernels;
+    int *last_use;         /* per slot: the last step reading it (-1 none) */
+    bool checks;
+} ocl_comp;
+
+ltc_status ocl_lower(const ltc_lowering_ctx *ctx, ocl_comp **out);
+/* Whether the backend lowers op on the device (float32 operands; some ops fall back for
+ * other dtypes or shapes: integer pow, 1-d matmul, ...). */
+bool ocl_op_lowered(int op);
+void ocl_comp_free(ocl_comp *c);
+ltc_status ocl_run(ocl_comp *c, ltc_data *const *args, ltc_data **outs);
+
+/* Builds (or finds in the memory cache, then the disk cache) the program of `source`.
+ * Returns a retained program. A build error prints the source and the log into the error. */
+ltc_status ocl_program_get(const char *source, cl_program *out);
+void ocl_program_cache_clear(void);
+/* Builds src uncached (a source that fails shows the build-error path). */
+ltc_status ocl_program_try(const char *src);
+/* The source and build log of the last failed build ("" if none). */
+const char *ocl_last_build_log(void);
+
+/* ---- kernel sources (kernels.c) ------------------------------------------------------------ */
+
+/* A growable string (s is NULL until the first append; free(s) when done). */
+typedef struct ocl_sb {
+    char *s;
+    size_t len, cap;
+    bool oom;
+} ocl_sb;
+void ocl_sb_printf(ocl_sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* OpenCL C type of a dtype ("float", "double", "int", "long", "uchar"). */
+const char *ocl_ctype(ltc_dtype dt);
+/* Appends the preamble every program starts with. */
+void ocl_src_preamble(ocl_sb *b, bool fp64);
+void ocl_k_reduce(ocl_sb *b, const char *name, char kind, ltc_dtype in, ltc_dtype out, bool fp64);
+void ocl_k_softmax(ocl_sb *b, const char *name, ltc_dtype dt, bool log);
+void ocl_k_ce_rows(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it);
+void ocl_k_ce_backward(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it, bool per_row);
+void ocl_k_index_select(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it);
+void ocl_k_strided(ocl_sb *b, const char *name, ltc_dtype dt, int r);
+void ocl_mem_set_limit(size_t bytes);
+
+#endif

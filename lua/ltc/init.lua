@@ -11,6 +11,7 @@ require("ltc.ops").install(core) -- ops written in Lua, conv2d/pooling front end
 require("ltc.reductions").install(core) -- several dims at once, var/std correction, amax/amin
 require("ltc.einsum").install(core) -- ltc.einsum, lowered to permute/reshape/bmm
 require("ltc.indexing").install(core) -- take_along_dim, index_fill/copy, masked_scatter, unfold, unique, im2col
+require("ltc.torch7").install(core) -- Torch7 idioms: nElement, resize_, t[{...}] (lua/ltc/torch7.lua)
 
 local M = {}
 for name, fn in pairs(core) do
@@ -73,41 +74,11 @@ function methods.zero_(t) return t:copy_(0) end
 -- printing, in Torch7's layout: rows of right-aligned values, then a footer
 -- "[ltc.float32 of size 2x3 on cpu:0]" (the tensor's device). Printing syncs.
 
-local function fmt_values(flat, is_float)
-  local all_int, maxabs = true, 0
-  for _, v in ipairs(flat) do
-    if type(v) == "number" then
-      if v ~= v or v == math.huge or v == -math.huge then all_int = false
-      else
-        if v ~= floor(v) then all_int = false end
-        if math.abs(v) > maxabs then maxabs = math.abs(v) end
-      end
-    end
-  end
-  local fmt
-  if not is_float or (all_int and maxabs < 1e9) then fmt = "%d"
-  elseif maxabs ~= 0 and (maxabs >= 1e5 or maxabs < 1e-3) then fmt = "%.4e"
-  else fmt = "%.4f" end
-  local out, width = {}, 0
-  for i, v in ipairs(flat) do
-    local s
-    if type(v) == "boolean" then s = tostring(v)
-    elseif v ~= v then s = "nan"
-    elseif v == math.huge then s = "inf"
-    elseif v == -math.huge then s = "-inf"
-    elseif fmt == "%d" then s = string.format("%d", floor(v))
-    else s = string.format(fmt, v) end
-    out[i] = s
-    if #s > width then width = #s end
-  end
-  return out, width
-end
-
-local function flatten(tbl, out)
-  if type(tbl) ~= "table" then out[#out + 1] = tbl; return out end
-  for _, v in ipairs(tbl) do flatten(v, out) end
-  return out
-end
+local printing = require "ltc.print" -- the body's layout, summarised past a threshold
+printing.install(core) -- t:size() is an ltc.Size
+--- ltc.set_printoptions{threshold=, edgeitems=, precision=, sci_mode=, profile=} and
+-- ltc.Size(list) (lua/ltc/print.lua).
+M.set_printoptions, M.Size = printing.set_printoptions, printing.Size
 
 mt.__tostring = function(t)
   local size, dtype = t:size(), t:dtype()
@@ -116,35 +87,7 @@ mt.__tostring = function(t)
   local footer = #size == 0 and string.format("[ltc.%s scalar on %s]", dtype, t:device())
     or string.format("[ltc.%s of size %s on %s]", dtype, table.concat(dims, "x"), t:device())
   if t:numel() == 0 then return footer end
-  local strs, width = fmt_values(flatten(t:totable(), {}), dtype:sub(1, 5) == "float")
-  local lines, pos = {}, 1
-  local function cell() local s = strs[pos]; pos = pos + 1; return string.rep(" ", width - #s + 1) .. s end
-  local function matrix(rows, cols)
-    for _ = 1, rows do
-      local row = {}
-      for c = 1, cols do row[c] = cell() end
-      lines[#lines + 1] = table.concat(row, " ")
-    end
-  end
-  local nd = #size
-  if nd == 0 then lines[1] = cell()
-  elseif nd == 1 then matrix(size[1], 1)
-  elseif nd == 2 then matrix(size[1], size[2])
-  else
-    local rows, cols, nslices = size[nd - 1], size[nd], t:numel() // (size[nd - 1] * size[nd])
-    local idx = {}
-    for i = 1, nd - 2 do idx[i] = 1 end
-    for _ = 1, nslices do
-      lines[#lines + 1] = "(" .. table.concat(idx, ",") .. ",.,.) = "
-      matrix(rows, cols)
-      lines[#lines + 1] = ""
-      for i = nd - 2, 1, -1 do
-        idx[i] = idx[i] + 1
-        if idx[i] <= size[i] then break end
-        idx[i] = 1
-      end
-    end
-  end
+  local lines = printing.body(t, core)
   lines[#lines + 1] = footer
   return table.concat(lines, "\n")
 end

@@ -92,8 +92,28 @@ function M.install(core)
     end
     dim = wrap_dim(t, dim or 1, "chunk")
     local n = t:size(dim)
-    return t:split(math.max((n + chunks - 1) // chunks, n == 0 and 0 or 1), dim)
+    if n == 0 then -- PyTorch: `chunks` empty pieces
+      local out = {}
+      for i = 1, chunks do out[i] = t:narrow(dim, 1, 0) end
+      return out
+    end
+    return t:split(math.max((n + chunks - 1) // chunks, 1), dim)
   end, true)
+
+  --- ltc.cat(tensors [, dim]): the generated cat, skipping empty 1-d tensors among others
+  -- (PyTorch's legacy rule: torch.cat([tensor([]), ones(2, 3)], -2) is ones(2, 3)).
+  local raw_cat = core.cat
+  def("cat", function(tensors, ...)
+    if type(tensors) == "table" and #tensors > 1 then
+      local keep, skipped = {}, false
+      for _, t in ipairs(tensors) do
+        if core.is_tensor(t) and t:dim() == 1 and t:size(1) == 0 then skipped = true
+        else keep[#keep + 1] = t end
+      end
+      if skipped and #keep > 0 then tensors = keep end
+    end
+    return raw_cat(tensors, ...)
+  end)
 
   ---------------------------------------------------------------------------------------
   -- convolution and pooling: PyTorch's argument order and defaults
@@ -300,12 +320,30 @@ function M.install(core)
       return raw(a, b, ...)
     end
   end
+  --- a - b, t:sub(b), ltc.sub(a, b) with a bool tensor on either side raise, as PyTorch's
+  -- "Subtraction, the `-` operator, with a bool tensor is not supported" (a Lua number is
+  -- promoted first, so the generated shape rule alone sees only bool - bool).
+  local function sub_checked(raw)
+    return function(a, b, ...)
+      if (is_tensor(a) and a:dtype() == "bool") or (is_tensor(b) and b:dtype() == "bool") then
+        error("sub: subtraction with a bool tensor is not supported, as in PyTorch (use "
+          .. "logical_xor for two masks, logical_not to invert one)", 2)
+      end
+      return raw(a, b, ...)
+    end
+  end
+  -- Replaces op `name` (function, method and metamethod) by check(raw).
   local mt = core.metatable
-  local raw_pow = core.pow
-  local pow = pow_checked(raw_pow)
-  core.pow = pow
-  if methods.pow == raw_pow then methods.pow = pow else methods.pow = pow_checked(methods.pow) end
-  mt.__pow = mt.__pow == raw_pow and pow or pow_checked(mt.__pow)
+  local function guard(name, meta, check)
+    local raw = core[name]
+    local fn = check(raw)
+    core[name] = fn
+    if methods[name] == raw then methods[name] = fn
+    elseif methods[name] then methods[name] = check(methods[name]) end
+    mt[meta] = mt[meta] == raw and fn or check(mt[meta])
+  end
+  guard("pow", "__pow", pow_checked)
+  guard("sub", "__sub", sub_checked)
 end
 
 return M

@@ -149,6 +149,19 @@ int ltc_tensor_view_steps(const ltc_tensor *t);
  * would lose the category, e.g. a float result into an int tensor, which is an error). */
 ltc_status ltc_tensor_copy_(ltc_tensor *t, ltc_tensor *src);
 ltc_status ltc_tensor_assign_(ltc_tensor *t, ltc_tensor *value);
+/* Torch7's / PyTorch's resize_ underneath: t (not a view) takes value's sizes and value
+ * (same dtype), in place; t's views then raise when read ("its base was resized"). A failed
+ * sync of the new value leaves t failed rather than restored. LTC_ERR_ARG for a view or
+ * another dtype. */
+ltc_status ltc_tensor_set_(ltc_tensor *t, ltc_tensor *value);
+/* The strides and storage offset (in elements) PyTorch would give t: those of its view ops
+ * applied to its contiguous base (strides.c). False when no strides express t (a `view` of
+ * a non-contiguous tensor, which ltc allows and PyTorch refuses). */
+bool ltc_tensor_strides(const ltc_tensor *t, int64_t *strides, int64_t *offset);
+/* PyTorch's computeStride: the strides of `old` (with strides ost) reshaped to ndims[nnd]
+ * as a view, into nst; false when a view cannot express it (reshape must copy). */
+bool ltc_strides_reshape(const ltc_shape *old, const int64_t *ost, const int64_t *ndims, int nnd,
+                         int64_t *nst);
 
 /* Copies the tensor's values into `host` (ltc_shape_nbytes bytes). Syncs if pending. */
 ltc_status ltc_tensor_to_host(ltc_tensor *t, void *host);

@@ -187,6 +187,10 @@ ltc_status ltc_shape_pool2d(const ltc_shape *self, const int64_t *kernel_size, i
         (st = need_pair(padding, n_padding, 0, "padding")) ||
         (st = need_pair(dilation, n_dilation, 1, "dilation")))
         return st;
+    for (int d = self->ndim - 3; d < self->ndim; d++) /* PyTorch: only the batch may be 0 */
+        if (self->dims[d] == 0)
+            return ltc_errorf(LTC_ERR_ARG, "input must have nonzero channels, height and width "
+                              "(only the batch may be 0, as in PyTorch), got %s", SHAPE_STR(self, a));
     for (int i = 0; i < 2; i++)
         if (2 * padding[i] > kernel_size[i])
             return ltc_errorf(LTC_ERR_ARG, "padding {%lld, %lld} must be at most half of "

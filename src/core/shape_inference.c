@@ -73,6 +73,18 @@ ltc_status ltc_shape_binary(const ltc_shape *self, const ltc_shape *other, ltc_s
     return ltc_broadcast_shapes(self, other, out);
 }
 
+ltc_status ltc_shape_sub(const ltc_shape *self, const ltc_shape *other, ltc_shape *out) {
+    if (self->dtype == LTC_BOOL || other->dtype == LTC_BOOL)
+        return ltc_errorf(LTC_ERR_ARG, "subtraction with a bool tensor is not supported, as in "
+                          "PyTorch (use logical_xor for two masks, logical_not to invert one)");
+    return ltc_shape_binary(self, other, out);
+}
+
+ltc_status ltc_shape_sign(const ltc_shape *self, ltc_shape *out) {
+    *out = *self;
+    return LTC_OK;
+}
+
 ltc_status ltc_shape_compare(const ltc_shape *self, const ltc_shape *other, ltc_shape *out) {
     out->dtype = LTC_BOOL;
     return ltc_broadcast_shapes(self, other, out);

@@ -36,6 +36,11 @@ ltc_status ltc_shape_arange(double start, double end, double step, ltc_dtype dty
 
 /* elementwise */
 ltc_status ltc_shape_binary(const ltc_shape *self, const ltc_shape *other, ltc_shape *out);
+/* sub: ltc_shape_binary, but a bool operand is an error (PyTorch: "Subtraction, the `-`
+ * operator, with a bool tensor is not supported"). */
+ltc_status ltc_shape_sub(const ltc_shape *self, const ltc_shape *other, ltc_shape *out);
+/* sign: self's shape and dtype, bool included (PyTorch: sign of a bool tensor is itself). */
+ltc_status ltc_shape_sign(const ltc_shape *self, ltc_shape *out);
 ltc_status ltc_shape_compare(const ltc_shape *self, const ltc_shape *other, ltc_shape *out);
 ltc_status ltc_shape_unary(const ltc_shape *self, ltc_shape *out);
 ltc_status ltc_shape_to(const ltc_shape *self, ltc_dtype dtype, ltc_shape *out);

@@ -79,8 +79,22 @@ static ltc_node *apply_step(const ltc_view_step *s, ltc_value v) {
     return ltc_node_new(s->op, &v, 1, s->attrs, s->n_attrs, &s->out_shape, 1);
 }
 
+#define RESIZED "its base was resized (resize_) after the view was made"
+
 ltc_status ltc_view_refresh(ltc_tensor *t) {
     if (!ltc_view_stale(t)) return LTC_OK;
+    if (t->n_steps && !ltc_shape_equal(&t->base->shape, &t->steps[0].in_shape)) {
+        /* the base was resized (ltc_tensor_set_): the view has no value any more; using it
+         * raises, and syncs of other tensors go on without it */
+        if (!t->failed && !(t->failed = strdup(RESIZED)))
+            return ltc_errorf(LTC_ERR_NOMEM, "view: out of memory");
+        ltc_node_release(t->ir.node);
+        t->ir = (ltc_value){NULL, 0};
+        ltc_data_release(t->data);
+        t->data = NULL;
+        t->generation = t->base->generation;
+        return LTC_OK;
+    }
     ltc_value v;
     ltc_status st = ltc_tensor_value(t->base, &v);
     if (st) return st;
@@ -195,6 +209,26 @@ static void set_value(ltc_tensor *t, ltc_node *n) {
     t->ir = (ltc_value){n, 0};
 }
 
+ltc_status ltc_tensor_set_(ltc_tensor *t, ltc_tensor *value) {
+    if (t->base)
+        return ltc_errorf(LTC_ERR_ARG, "resize_: cannot resize a view (resize its base, or a clone)");
+    if (value->shape.dtype != t->shape.dtype)
+        return ltc_errorf(LTC_ERR_ARG, "resize_: the value is %s, the tensor %s",
+                          ltc_dtype_name(value->shape.dtype), ltc_dtype_name(t->shape.dtype));
+    ltc_value v;
+    ltc_status st = ltc_tensor_value(value, &v);
+    if (st) return st;
+    set_value(t, ltc_node_retain(v.node));
+    if (v.index) t->ir.index = v.index;
+    if (t->committed) { /* the old data has the old sizes: nothing to restore into t */
+        ltc_data_release(t->committed);
+        t->committed = NULL;
+    }
+    t->shape = value->shape;
+    t->generation++;
+    return LTC_OK;
+}
+
 ltc_status ltc_tensor_assign_(ltc_tensor *t, ltc_tensor *value) {
     char a[128], b[128];
     const ltc_shape *ts = &t->shape, *vs = &value->shape;
@@ -219,6 +253,10 @@ ltc_status ltc_tensor_assign_(ltc_tensor *t, ltc_tensor *value) {
         set_value(t, ltc_node_retain(v.node));
         if (v.index) t->ir.index = v.index;
         t->generation++;
+        goto done;
+    }
+    if (!ltc_shape_equal(&t->base->shape, &t->steps[0].in_shape)) {
+        st = ltc_errorf(LTC_ERR_STATE, "in-place write through a view: %s", RESIZED);
         goto done;
     }
     if ((st = ltc_view_refresh(t))) goto done;

@@ -198,6 +198,7 @@ cpu_plan *ltc_cpu_plan_build(const ltc_lowering_ctx *ctx, const ltc_kernel_fn *k
         s->op = n->op;
         s->node = i;
         s->fn = fn;
+        s->source = n->source;
         s->n_in = n->n_operands;
         s->n_out = n->n_outputs;
         s->n_attrs = n->n_attrs;
@@ -286,6 +287,11 @@ ltc_status ltc_cpu_plan_run_with(cpu_plan *p, ltc_data *const *args, ltc_data **
         uint64_t t0 = prof ? now_ns() : 0;
         if ((st = sp->fn(&a))) {
             ltc_error_prefix(st, ltc_op_name(sp->op));
+            if (sp->source) { /* LTC_IR_DEBUG: a lazy error names the line that traced the op */
+                char msg[512];
+                snprintf(msg, sizeof msg, "%s", ltc_last_error());
+                ltc_errorf(st, "%s (the op was traced at %s)", msg, sp->source);
+            }
             ltc_error_set_node(sp->node);
             goto fail;
         }

@@ -38,6 +38,8 @@ typedef struct {
     struct ltc_fused *fused; /* a fused step's group (fuse.h), passed as the kernel's ctx;
                               * owned. NULL for a one-kernel step */
     uint64_t prof_ns, prof_runs; /* LTC_PROFILE: wall time spent in this step, and runs */
+    const char *source;   /* LTC_IR_DEBUG: "file:line" of the Lua code that traced the node
+                           * (static; of the first graph compiled to this plan), or NULL */
 } plan_step;
 
 typedef struct {

@@ -297,6 +297,30 @@ static int l_tensor(lua_State *L) {
     return 1;
 }
 
+/* core._set_(t, value): ltc_tensor_set_ (resize_ in lua/ltc/torch7.lua). Returns t. */
+static int l_set_(lua_State *L) {
+    ltc_tensor *t = ltcL_checktensor(L, 1, "resize_"), *v = ltcL_checktensor(L, 2, "resize_");
+    if (ltc_tensor_set_(t, v)) return luaL_error(L, "%s", ltc_last_error());
+    lua_settop(L, 1);
+    return 1;
+}
+
+/* core._strides(t): PyTorch's strides of t (a table) and its storage offset, or nil when no
+ * strides express it (ltc_tensor_strides; stride() and isContiguous() in lua/ltc/torch7.lua). */
+static int l_strides(lua_State *L) {
+    ltc_tensor *t = ltcL_checktensor(L, 1, "stride");
+    int64_t st[LTC_MAX_DIMS], off;
+    if (!ltc_tensor_strides(t, st, &off)) return 0;
+    int nd = ltc_tensor_shape(t)->ndim;
+    lua_createtable(L, nd, 0);
+    for (int d = 0; d < nd; d++) {
+        lua_pushinteger(L, (lua_Integer)st[d]);
+        lua_rawseti(L, -2, d + 1);
+    }
+    lua_pushinteger(L, (lua_Integer)off);
+    return 2;
+}
+
 /* ---- reading values ---------------------------------------------------------------------------- */
 
 static void push_elem(lua_State *L, ltc_tensor *t, int64_t flat) {
@@ -430,9 +454,16 @@ static int t_index(lua_State *L) {
         ltcL_pushtensor(L, out);
         return 1;
     }
-    if (lua_type(L, 2) == LUA_TTABLE) /* Torch7's t[{i, j}] / t[{{a, b}, j}]: not (yet) taken */
+    if (lua_type(L, 2) == LUA_TTABLE) { /* Torch7's t[{i, j}] / t[{{a, b}, j}]: __slice */
+        if (lua_getfield(L, lua_upvalueindex(2), "__slice") == LUA_TFUNCTION) {
+            lua_pushvalue(L, 1);
+            lua_pushvalue(L, 2);
+            lua_call(L, 2, 1);
+            return 1;
+        }
         return luaL_error(L, "index: a table index (Torch7's t[{...}]) is not supported; use "
                           "t[i][j], t:select(dim, i) or t:narrow(dim, start, length)");
+    }
     lua_pushvalue(L, 2);
     if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
     if (lua_getfield(L, lua_upvalueindex(2), "__getters") != LUA_TTABLE) return 0;
@@ -461,6 +492,14 @@ static int t_newindex(lua_State *L) {
         ltc_tensor_release(slot);
         ltc_tensor_release(v);
         if (st) return luaL_error(L, "newindex: %s", ltc_last_error());
+        return 0;
+    }
+    if (lua_type(L, 2) == LUA_TTABLE && /* Torch7's t[{...}] = v: __slice_assign */
+        lua_getfield(L, lua_upvalueindex(1), "__slice_assign") == LUA_TFUNCTION) {
+        lua_pushvalue(L, 1);
+        lua_pushvalue(L, 2);
+        lua_pushvalue(L, 3);
+        lua_call(L, 3, 0);
         return 0;
     }
     if (lua_getfield(L, lua_upvalueindex(1), "__setters") == LUA_TTABLE) {
@@ -721,6 +760,7 @@ static const luaL_Reg core_functions[] = {
     {"save", l_save}, {"load", l_load},
     {"read_gz", l_read_gz}, {"read_idx", l_read_idx}, {"crc32", l_crc32},
     {"npy_bytes", l_npy_bytes}, {"npy_load_bytes", l_npy_load_bytes},
+    {"_set_", l_set_}, {"_strides", l_strides},
     {"tensor", l_tensor}, {"sync", l_sync}, {"manual_seed", l_manual_seed},
     {"counter", l_counter}, {"counter_names", l_counter_names}, {"metrics_report", l_report},
     {"metrics_reset", l_reset}, {"config_get", l_config_get}, {"config_set", l_config_set},

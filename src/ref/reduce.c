@@ -200,7 +200,8 @@ ltc_status ltc_ref_kernel_norm(const ltc_kernel_args *a) {
             double r = p == -INFINITY ? INFINITY : 0;
             for (int64_t j = 0; j < n; j++) {
                 double v = fabs(ltc_ref_get(a->in[0], is->dtype, AT(o, j, k)));
-                if (isnan(v)) r = v;
+                if (p == 0) r += v != 0; /* NaN is nonzero: counted, as PyTorch */
+                else if (isnan(v)) r = v;
                 else if (isnan(r)) continue;
                 else if (p == INFINITY) r = v > r ? v : r;
                 else if (p == -INFINITY) r = v < r ? v : r;

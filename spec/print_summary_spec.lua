@@ -16,32 +16,32 @@ describe("tostring of a large tensor", function()
       " 997000  997001  997002  ...  997997  997998  997999",
       " 998000  998001  998002  ...  998997  998998  998999",
       " 999000  999001  999002  ...  999997  999998  999999",
-      "[ltc.int64 of size 1000x1000 on cpu]",
+      "[ltc.int64 of size 1000x1000 on cpu:0]",
     }
     assert.equal(table.concat(want, "\n"), s)
   end)
 
   it("honours threshold and edgeitems", function()
     ltc.set_printoptions { threshold = 10, edgeitems = 1 }
-    assert.equal("  0  ...   3\n ...\n  8  ...  11\n[ltc.int64 of size 3x4 on cpu]",
+    assert.equal("  0  ...   3\n ...\n  8  ...  11\n[ltc.int64 of size 3x4 on cpu:0]",
       tostring(ltc.arange(0, 12):view(3, 4)))
-    assert.equal("  0\n ...\n 11\n[ltc.int64 of size 12 on cpu]", tostring(ltc.arange(0, 12)))
+    assert.equal("  0\n ...\n 11\n[ltc.int64 of size 12 on cpu:0]", tostring(ltc.arange(0, 12)))
     assert.equal("(1,.,.) = \n  0  ...   2\n\n...\n\n(4,.,.) = \n  9  ...  11\n\n"
-      .. "[ltc.int64 of size 4x1x3 on cpu]", tostring(ltc.arange(0, 12):view(4, 1, 3)))
+      .. "[ltc.int64 of size 4x1x3 on cpu:0]", tostring(ltc.arange(0, 12):view(4, 1, 3)))
     ltc.set_printoptions { threshold = math.huge }
-    assert.equal(" 0\n 1\n 2\n 3\n[ltc.int64 of size 4 on cpu]", tostring(ltc.arange(0, 4)))
+    assert.equal(" 0\n 1\n 2\n 3\n[ltc.int64 of size 4 on cpu:0]", tostring(ltc.arange(0, 4)))
   end)
 
   it("honours precision and sci_mode, and profile resets them", function()
     ltc.set_printoptions { precision = 2 }
-    assert.equal("  1.50\n -2.25\n[ltc.float32 of size 2 on cpu]", tostring(ltc.tensor { 1.5, -2.25 }))
+    assert.equal("  1.50\n -2.25\n[ltc.float32 of size 2 on cpu:0]", tostring(ltc.tensor { 1.5, -2.25 }))
     ltc.set_printoptions { sci_mode = true }
-    assert.equal("  1.50e+00\n -2.25e+00\n[ltc.float32 of size 2 on cpu]",
+    assert.equal("  1.50e+00\n -2.25e+00\n[ltc.float32 of size 2 on cpu:0]",
       tostring(ltc.tensor { 1.5, -2.25 }))
     ltc.set_printoptions { sci_mode = false, precision = 1 }
-    assert.equal(" 123456.5\n[ltc.float64 of size 1 on cpu]", tostring(ltc.tensor({ 123456.5 }, "float64")))
+    assert.equal(" 123456.5\n[ltc.float64 of size 1 on cpu:0]", tostring(ltc.tensor({ 123456.5 }, "float64")))
     ltc.set_printoptions { profile = "default" }
-    assert.equal("  1.5000\n -2.2500\n[ltc.float32 of size 2 on cpu]", tostring(ltc.tensor { 1.5, -2.25 }))
+    assert.equal("  1.5000\n -2.2500\n[ltc.float32 of size 2 on cpu:0]", tostring(ltc.tensor { 1.5, -2.25 }))
   end)
 
   it("rejects unknown options and bad values, naming them", function()
@@ -50,7 +50,7 @@ describe("tostring of a large tensor", function()
     assert.matches("edgeitems must be a whole number >= 0 %(got %-1%)", e { edgeitems = -1 })
     assert.matches("sci_mode must be true, false or nil", e { sci_mode = "yes" })
     assert.matches("unknown profile 'long'", e { profile = "long" })
-    assert.equal(" 1.5000\n[ltc.float32 of size 1 on cpu]", tostring(ltc.tensor { 1.5 })) -- unchanged
+    assert.equal(" 1.5000\n[ltc.float32 of size 1 on cpu:0]", tostring(ltc.tensor { 1.5 })) -- unchanged
   end)
 end)
 

@@ -175,30 +175,11 @@ end
 -- (slowly, keeping the keys) to that value.
 local function path_to(roots, live, skip, target)
   local seen, n, keys, kinds = {}, 0, {}, {}
-  local function label(depth)
-    local out = {}
-    for d = 1, depth do
-      local k, kind = keys[d], kinds[d]
-      if kind == "root" then
-        if k ~= "fn" then out[#out + 1] = k end
-      elseif kind == "upvalue" then
-        out[#out + 1] = (#out > 0 and " upvalue " or "upvalue ") .. k
-      elseif type(k) == "string" then
-        out[#out + 1] = (k:match("^[%a_][%w_]*$") or k:match("^%d+$")) and "." .. k
-        or string.format("[%q]", k)
-      elseif type(k) == "number" then
-        out[#out + 1] = "[" .. k .. "]"
-      else
-        out[#out + 1] = "[" .. (is_tensor(k) and "a tensor" or type(k)) .. "]"
-      end
-    end
-    return table.concat(out)
-  end
   local go
   local function visit(container, key, kind, v, depth)
     n = n + 1
     keys[depth], kinds[depth] = key, kind
-    if n == target then return label(depth) end
+    if n == target then return path_of(keys, kinds, depth) end
     local lv = live[container]
     if lv and lv[key] then return nil end
     local tv = type(v)

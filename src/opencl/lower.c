@@ -962,18 +962,8 @@ ltc_status ocl_lower(const ltc_lowering_ctx *ctx, ocl_comp **out) {
             c->last_use[s->bslot] = i;
         }
     }
-    for (int k = 0; k < c->n_kernels; k++) free(w.bodies[k]);
-    free(w.bodies);
-    free(w.slot_of);
-    free(w.uses);
-    free(w.consumer);
-    free(w.is_root);
-    free(w.inlined);
-    free(w.skip);
-    free(w.ew_stamp);
     *out = c;
-    return LTC_OK;
-fail:
+fail: /* the walk's scratch, on success and failure alike; c itself only on failure */
     if (c)
         for (int k = 0; k < c->n_kernels; k++) free(w.bodies[k]);
     free(w.bodies);
@@ -984,7 +974,7 @@ fail:
     free(w.inlined);
     free(w.skip);
     free(w.ew_stamp);
-    ocl_comp_free(c);
+    if (st) ocl_comp_free(c);
     return st;
 }
 

@@ -239,6 +239,135 @@ static void emit_trace(strbuf *b, const gen_op *op) {
     sb_free(&args);
 }
 
+/* The ltc_ag_kind an argument is recorded as when present. */
+static const char *ag_kind(arg_type t) {
+    switch (t) {
+    case ARG_TENSOR:
+    case ARG_SCALAR: return "LTC_AG_TENSOR";
+    case ARG_TENSOR_LIST: return "LTC_AG_LIST";
+    case ARG_FLOAT:
+    case ARG_FLOAT_OPT: return "LTC_AG_FLOAT";
+    case ARG_BOOL: return "LTC_AG_BOOL";
+    case ARG_INTS: return "LTC_AG_INTS";
+    case ARG_DTYPE:
+    case ARG_DTYPE_OPT: return "LTC_AG_DTYPE";
+    default: return "LTC_AG_INT";
+    }
+}
+
+/* Whether autograd records the op: it is differentiable (or has no `derivatives:`, which
+ * makes differentiating it an error at backward) and has tensor operands. */
+static bool records(const gen_op *op) {
+    return !op->not_differentiable && (op_n_operands(op) > 0 || op_has_list(op));
+}
+
+/* Emits step h: when grad mode is on and an operand requires grad, the autograd record of
+ * the call (its arguments as the formulas see them: dims 1-based, absent ones NONE). */
+static void emit_record(strbuf *b, const gen_op *op) {
+    if (!records(op)) return;
+    strbuf cond = {0};
+    for (int i = 0; i < op->n_args; i++) {
+        const gen_arg *a = &op->args[i];
+        if (arg_is_operand(a->type)) sb_printf(&cond, "%sltc_ag_wants(%s)", cond.len ? " || " : "", a->name);
+        else if (a->type == ARG_TENSOR_LIST)
+            sb_printf(&cond, "%sltc_ag_wants_list(%s, n_%s)", cond.len ? " || " : "", a->name, a->name);
+    }
+    sb_printf(b, "    if (st == LTC_OK && ltc_grad_mode && (%s)) {\n", cond.s);
+    sb_free(&cond);
+    sb_printf(b, "        ltc_ag_arg ag[%d];\n        memset(ag, 0, sizeof ag);\n", op->n_args);
+    for (int i = 0; i < op->n_args; i++) {
+        const gen_arg *a = &op->args[i];
+        const char *n = a->name;
+        switch (a->type) {
+        case ARG_TENSOR:
+        case ARG_SCALAR:
+            sb_printf(b, "        ag[%d].kind = LTC_AG_TENSOR, ag[%d].t = %s;\n", i, i, n);
+            break;
+        case ARG_TENSOR_LIST:
+            sb_printf(b, "        ag[%d].kind = LTC_AG_LIST, ag[%d].list = (ltc_tensor **)%s, "
+                         "ag[%d].n = n_%s;\n", i, i, n, i, n);
+            break;
+        case ARG_INTS:
+            sb_printf(b, "        ag[%d].kind = LTC_AG_INTS, ag[%d].ints = (int64_t *)%s, "
+                         "ag[%d].n = n_%s;\n", i, i, n, i, n);
+            break;
+        case ARG_FLOAT:
+            sb_printf(b, "        ag[%d].kind = LTC_AG_FLOAT, ag[%d].f = %s;\n", i, i, n);
+            break;
+        case ARG_FLOAT_OPT:
+            sb_printf(b, "        if (!isnan(%s)) ag[%d].kind = LTC_AG_FLOAT, ag[%d].f = %s;\n", n,
+                      i, i, n);
+            break;
+        case ARG_BOOL:
+            sb_printf(b, "        ag[%d].kind = LTC_AG_BOOL, ag[%d].b = %s;\n", i, i, n);
+            break;
+        case ARG_DTYPE:
+            sb_printf(b, "        ag[%d].kind = LTC_AG_DTYPE, ag[%d].i = (int64_t)%s;\n", i, i, n);
+            break;
+        case ARG_DTYPE_OPT:
+            sb_printf(b, "        if ((int)%s >= 0) ag[%d].kind = LTC_AG_DTYPE, ag[%d].i = "
+                         "(int64_t)%s;\n", n, i, i, n);
+            break;
+        case ARG_DIM: /* wrapped to 0-based above: the formulas see it 1-based */
+            sb_printf(b, "        ag[%d].kind = LTC_AG_INT, ag[%d].i = %s + 1;\n", i, i, n);
+            break;
+        case ARG_DIM_OPT:
+            sb_printf(b, "        if (%s != LTC_NONE) ag[%d].kind = LTC_AG_INT, ag[%d].i = %s + 1;\n",
+                      n, i, i, n);
+            break;
+        case ARG_INT_OPT:
+            sb_printf(b, "        if (%s != LTC_NONE) ag[%d].kind = LTC_AG_INT, ag[%d].i = %s;\n",
+                      n, i, i, n);
+            break;
+        default:
+            sb_printf(b, "        ag[%d].kind = LTC_AG_INT, ag[%d].i = %s;\n", i, i, n);
+            break;
+        }
+    }
+    sb_printf(b, "        st = ltc_ag_record(%s, ag, %d, out, %d);\n    }\n", op->enum_name,
+              op->n_args, op->n_rets);
+}
+
+/* The derivative table's skeleton (ltc_derivative.h) with no C backwards: the binding's
+ * foreign backward runs every formula. (Until the C formulas are generated.) */
+static void emit_derivative_table(const gen_model *m, strbuf *b) {
+    for (int i = 0; i < m->n_ops; i++) {
+        const gen_op *op = &m->ops[i];
+        if (!op_has_entry(op)) continue;
+        sb_printf(b, "static const ltc_ag_kind kinds_%s[%d] = {", op->cname, op->n_args + 1);
+        for (int a = 0; a < op->n_args; a++) sb_printf(b, "%s, ", ag_kind(op->args[a].type));
+        sb_printf(b, "LTC_AG_NONE};\nstatic const bool formula_%s[%d] = {", op->cname, op->n_args + 1);
+        for (int a = 0; a < op->n_args; a++) {
+            bool f = false;
+            for (int k = 0; k < op->n_derivs; k++)
+                f |= !strcmp(op->deriv_inputs[k], op->args[a].name);
+            sb_printf(b, "%s, ", f ? "true" : "false");
+        }
+        sb_puts(b, "false};\n");
+    }
+    sb_puts(b, "\nstatic const ltc_derivative derivatives[LTC_OP_COUNT] = {\n");
+    for (int i = 0; i < m->n_ops; i++) {
+        const gen_op *op = &m->ops[i];
+        if (!op_has_entry(op)) continue;
+        bool save = false;
+        for (int k = 0; k < op->n_derivs; k++) {
+            if (op->n_rets == 1) save |= expr_uses(op->deriv_exprs[k], "result");
+            for (int r = 0; r < op->n_rets; r++)
+                if (op->ret_names[r]) save |= expr_uses(op->deriv_exprs[k], op->ret_names[r]);
+        }
+        sb_printf(b, "    [%s] = {\"%s\", %s, %d, %d, kinds_%s, %s, %s, %s, formula_%s, NULL},\n",
+                  op->enum_name, op->full_name, op->enum_name, op->n_args, op->n_rets, op->cname,
+                  op->not_differentiable ? "true" : "false", op->view ? "true" : "false",
+                  save ? "true" : "false", op->cname);
+    }
+    sb_puts(b, "};\n\nconst ltc_derivative *ltc_derivative_of(int op) {\n"
+               "    return op >= 0 && op < LTC_OP_COUNT && derivatives[op].name ? &derivatives[op] : NULL;\n}\n\n"
+               "const ltc_derivative *ltc_derivative_find(const char *name) {\n"
+               "    for (int i = 0; i < LTC_OP_COUNT; i++)\n"
+               "        if (derivatives[i].name && !strcmp(derivatives[i].name, name)) return &derivatives[i];\n"
+               "    return NULL;\n}\n");
+}
+
 /* Emits one op's tracing entry. */
 static void emit_entry(strbuf *b, const gen_op *op) {
     int n_fixed = op_n_operands(op);
@@ -267,6 +396,7 @@ static void emit_entry(strbuf *b, const gen_op *op) {
     emit_dims(b, op);
     emit_shape_call(b, op);
     emit_trace(b, op);
+    emit_record(b, op);
     sb_puts(b, "cleanup:\n");
     if (op->random) sb_puts(b, "    if (rng) ltc_tensor_release(rng);\n");
     if (op->dtypes != DTYPES_NONE && op->promote_mask) {
@@ -323,7 +453,7 @@ void emit_ops_c(const gen_model *m, const gen_options *o, strbuf *b) {
                 "attributes in schema order (dims 0-based, ScalarType as its int value, -1 "
                 "when absent) and builds the node with ltc_trace. Random ops take the "
                 "generator state as an extra last operand.");
-    sb_puts(b, "#include <math.h>\n\n#include \"ltc_ir.h\"\n#include \"shape_inference.h\"\n\n");
+    sb_puts(b, "#include <math.h>\n#include <string.h>\n\n#include \"ltc_derivative.h\"\n#include \"ltc_ir.h\"\n#include \"shape_inference.h\"\n\n");
     sb_puts(b, "static const char *const op_names[LTC_OP_COUNT] = {\n");
     for (int i = 0; i < m->n_ops; i++)
         sb_printf(b, "    [%s] = \"%s\",\n", m->ops[i].enum_name, m->ops[i].full_name);
@@ -349,4 +479,6 @@ void emit_ops_c(const gen_model *m, const gen_options *o, strbuf *b) {
         sb_puts(b, "\n");
         emit_entry(b, &m->ops[i]);
     }
+    sb_puts(b, "\n");
+    emit_derivative_table(m, b);
 }

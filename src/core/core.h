@@ -48,7 +48,17 @@ struct ltc_tensor {
     int ordinal;          /* and the device's ordinal */
     bool any_device;      /* joins an op on any device (a generator state, like a Lua
                            * number's weak scalar): the executor moves its data */
+    /* autograd (autograd.h): its state, NULL until autograd sees it; for a view, the base's
+     * generation when its history was last set (a write to the base since makes the view's
+     * history stale); a detach() alias is a view of values but has its own history */
+    struct ltc_ag_meta *ag;
+    uint64_t ag_gen;
+    bool ag_detached;
 };
+
+typedef struct ltc_ag_meta ltc_ag_meta;
+/* Frees t's autograd state (tensor.c, when t goes). */
+void ltc_ag_meta_free(ltc_tensor *t);
 
 /* Before an in-place write replaces t's value: appends the value it holds to t->history
  * (nothing for a tensor with no value; an allocation failure only shortens the history). */
@@ -74,6 +84,9 @@ void ltc_tensor_keep_committed(ltc_tensor *t);
 ltc_status ltc_tensor_failed_error(const ltc_tensor *t);
 
 /* views.c */
+/* ltc_tensor_assign_ and ltc_tensor_copy_ without autograd: the value write alone. */
+ltc_status ltc_tensor_assign_raw(ltc_tensor *t, ltc_tensor *value);
+ltc_status ltc_tensor_copy_raw(ltc_tensor *t, ltc_tensor *src);
 /* Records that `out` = op(src, attrs) is a view of src. */
 ltc_status ltc_view_record(ltc_tensor *out, ltc_tensor *src, int op, const ltc_attr *attrs,
                            int n_attrs);

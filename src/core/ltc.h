@@ -315,6 +315,7 @@ ltc_source_fn ltc_debug_source_hook(void **ud);
 }
 #endif
 
+#include "ltc_autograd.h" /* autograd: grad mode, backward */
 #include "ltc_ops.h" /* generated: op enum and op entry points */
 
 #endif

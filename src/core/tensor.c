@@ -62,6 +62,7 @@ void ltc_tensor_release(ltc_tensor *t) {
     free(t->failed);
     ltc_tensor_history_clear(t);
     free(t->history);
+    if (t->ag) ltc_ag_meta_free(t);
     ltc_tensor_release(t->base);
     free(t->steps);
     ltc_slab_free(t, sizeof *t);

@@ -65,10 +65,16 @@ ltc_status ltc_view_record(ltc_tensor *out, ltc_tensor *src, int op, const ltc_a
     int n = src->n_steps;
     if (n == 0 || !compose(&steps[n - 1], &s)) steps[n++] = s;
     while (n >= 2 && compose(&steps[n - 2], &steps[n - 1])) n--; /* t(t(x)) then a view */
+    /* a composed view that gives back its input's sizes in order (a transpose undone, a
+     * reshape back) is no step at all */
+    if (n > 0 && steps[n - 1].op == LTC_OP_VIEW &&
+        ltc_shape_equal(&steps[n - 1].in_shape, &steps[n - 1].out_shape))
+        n--;
     out->base = ltc_tensor_retain(base);
     out->steps = steps;
     out->n_steps = n;
     out->generation = base->generation;
+    out->ag_gen = base->generation;
     return LTC_OK;
 }
 
@@ -229,7 +235,7 @@ ltc_status ltc_tensor_set_(ltc_tensor *t, ltc_tensor *value) {
     return LTC_OK;
 }
 
-ltc_status ltc_tensor_assign_(ltc_tensor *t, ltc_tensor *value) {
+ltc_status ltc_tensor_assign_raw(ltc_tensor *t, ltc_tensor *value) {
     char a[128], b[128];
     const ltc_shape *ts = &t->shape, *vs = &value->shape;
     if (ts->ndim != vs->ndim || memcmp(ts->dims, vs->dims, sizeof(int64_t) * (size_t)ts->ndim))
@@ -272,14 +278,14 @@ done:
     return st;
 }
 
-ltc_status ltc_tensor_copy_(ltc_tensor *t, ltc_tensor *src) {
+ltc_status ltc_tensor_copy_raw(ltc_tensor *t, ltc_tensor *src) {
     ltc_tensor *b = NULL;
     ltc_status st;
     const ltc_shape *ss = &src->shape;
     /* broadcast to t's sizes in t's dtype: one broadcast_to node (none when they match) */
     bool same = ss->ndim == t->shape.ndim &&
                 !memcmp(ss->dims, t->shape.dims, sizeof(int64_t) * (size_t)ss->ndim);
-    if (same && ss->dtype == t->shape.dtype) return ltc_tensor_assign_(t, src);
+    if (same && ss->dtype == t->shape.dtype) return ltc_tensor_assign_raw(t, src);
     if ((st = ltc_broadcast_to(src, t->shape.dims, t->shape.ndim, &b))) return st;
     if (b->shape.dtype != t->shape.dtype) {
         ltc_tensor *c;
@@ -289,7 +295,7 @@ ltc_status ltc_tensor_copy_(ltc_tensor *t, ltc_tensor *src) {
         if (st) return st;
         b = c;
     }
-    st = ltc_tensor_assign_(t, b);
+    st = ltc_tensor_assign_raw(t, b);
     ltc_tensor_release(b);
     return st;
 }

@@ -53,6 +53,13 @@ void ltcL_pushtensor(lua_State *L, ltc_tensor *t) {
 
 int ltcL_error(lua_State *L) { return luaL_error(L, "%s", ltc_last_error()); }
 
+int ltcL_error_prefixed(lua_State *L, const char *op) {
+    const char *m = ltc_last_error();
+    size_t n = strlen(op);
+    if (!strncmp(m, op, n) && m[n] == ':') return luaL_error(L, "%s", m);
+    return luaL_error(L, "%s: %s", op, m);
+}
+
 /* __gc and __close: safe to call twice. */
 static int t_close(lua_State *L) {
     ltc_tensor **ud = test_ud(L, 1);
@@ -488,10 +495,10 @@ static int t_newindex(lua_State *L) {
             ltc_tensor_release(slot);
             return ltcL_error(L);
         }
-        ltc_status st = ltc_tensor_copy_(slot, v);
+        ltc_status st = ltc_tensor_write_(slot, v, true, "newindex");
         ltc_tensor_release(slot);
         ltc_tensor_release(v);
-        if (st) return luaL_error(L, "newindex: %s", ltc_last_error());
+        if (st) return ltcL_error_prefixed(L, "newindex");
         return 0;
     }
     if (lua_type(L, 2) == LUA_TTABLE && /* Torch7's t[{...}] = v: __slice_assign */
@@ -523,7 +530,7 @@ static int l_copy_(lua_State *L) {
     if (!v) return ltcL_error(L);
     ltc_status st = ltc_tensor_copy_(t, v);
     ltc_tensor_release(v);
-    if (st) return luaL_error(L, "copy_: %s", ltc_last_error());
+    if (st) return ltcL_error_prefixed(L, "copy_");
     lua_settop(L, 1);
     return 1;
 }
@@ -532,9 +539,10 @@ static int l_copy_(lua_State *L) {
  * not lose the category: a float result cannot go into an int tensor). The in-place ops
  * (add_, mul_, ...) of lua/ltc/init.lua are built on it. Returns t. */
 static int l_assign_(lua_State *L) {
-    ltc_tensor *t = ltcL_checktensor(L, 1, "assign_");
-    ltc_tensor *v = ltcL_checktensor(L, 2, "assign_");
-    if (ltc_tensor_assign_(t, v)) return luaL_error(L, "%s", ltc_last_error());
+    const char *name = luaL_optstring(L, 3, "assign_");
+    ltc_tensor *t = ltcL_checktensor(L, 1, name);
+    ltc_tensor *v = ltcL_checktensor(L, 2, name);
+    if (ltc_tensor_write_(t, v, false, name)) return luaL_error(L, "%s", ltc_last_error());
     lua_settop(L, 1);
     return 1;
 }
@@ -819,6 +827,7 @@ int luaopen_ltc_core(lua_State *L) {
     ltcL_open_graph(L);
     ltcL_open_builtins(L);
     ltcL_open_device(L);
+    ltcL_open_autograd(L);
 
     lua_newtable(L); /* methods */
     luaL_setfuncs(L, ltc_lua_methods, 0);

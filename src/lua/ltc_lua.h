@@ -70,6 +70,8 @@ void ltcL_collect(lua_State *L);
 void ltcL_pushtensor(lua_State *L, ltc_tensor *t);
 /* Raises the core's last error as a Lua error. */
 int ltcL_error(lua_State *L);
+/* The same, as "<op>: message" unless the message already starts with "<op>:". */
+int ltcL_error_prefixed(lua_State *L, const char *op);
 
 /* ltc_debug.c: adds the debug and config functions to the table on top of the stack and
  * installs the LTC_IR_DEBUG source hook for this state. */
@@ -77,6 +79,9 @@ void ltcL_open_debug(lua_State *L);
 /* ltc_builtins.c: registers the built-in backends (ltc_builtins.h) and adds the functions
  * only they answer (_blas_core) to that table. */
 void ltcL_open_builtins(lua_State *L);
+/* ltc_autograd.c: adds core._ag (the autograd engine's functions) to that table and
+ * installs the foreign backward (Lua formulas) hook. */
+void ltcL_open_autograd(lua_State *L);
 /* ltc_device.c: adds backends() (and the device functions) to that table. */
 void ltcL_open_device(lua_State *L);
 /* ltc_graph.c: adds ltc.Graph, graph_pool_handle, has_graph_impl, ... to that table. */

@@ -1,0 +1,417 @@
+/*
+ * autograd.c - recording: grad_fn nodes attached to the outputs of ops traced with an
+ * operand that requires grad, the values they save, and a tensor's autograd state (PyTorch's
+ * AutogradMeta, Node, SavedVariable). The backward walk is autograd_engine.c; views and
+ * in-place writes are autograd_inplace.c.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autograd.h"
+
+_Thread_local bool ltc_grad_mode = true;
+
+bool ltc_set_grad_enabled(bool on) {
+    bool prev = ltc_grad_mode;
+    ltc_grad_mode = on;
+    return prev;
+}
+
+/* ---- a tensor's autograd state ------------------------------------------------------------ */
+
+ltc_ag_meta *ltc_ag_meta_of(ltc_tensor *t) {
+    if (!t->ag && !(t->ag = calloc(1, sizeof *t->ag)))
+        ltc_errorf(LTC_ERR_NOMEM, "autograd: out of memory");
+    return t->ag;
+}
+
+/* Forgets that t is output nr of fn (fn's weak pointer to it). */
+static void unlink_output(ltc_tensor *t, ltc_grad_fn *fn, int nr) {
+    if (fn && fn->outs && nr < fn->n_outputs && fn->outs[nr] == t) fn->outs[nr] = NULL;
+}
+
+void ltc_ag_meta_free(ltc_tensor *t) {
+    ltc_ag_meta *m = t->ag;
+    t->ag = NULL;
+    unlink_output(t, m->fn, m->nr);
+    ltc_grad_fn_release(m->fn);
+    ltc_tensor_release(m->grad);
+    free(m);
+}
+
+ltc_status ltc_ag_set_history(ltc_tensor *t, ltc_grad_fn *fn, int nr, bool req) {
+    if (!fn && !req && !t->ag) return LTC_OK;
+    ltc_ag_meta *m = ltc_ag_meta_of(t);
+    if (!m) return LTC_ERR_NOMEM;
+    ltc_grad_fn_retain(fn);
+    unlink_output(t, m->fn, m->nr);
+    ltc_grad_fn_release(m->fn);
+    m->fn = fn;
+    m->nr = nr;
+    m->requires_grad = fn != NULL || req;
+    if (t->base) t->ag_gen = t->base->generation;
+    return LTC_OK;
+}
+
+ltc_status ltc_ag_edge_of(ltc_tensor *t, ltc_edge *e) {
+    memset(e, 0, sizeof *e);
+    if (ltc_ag_stale(t)) {
+        ltc_status st = ltc_ag_refresh(t);
+        if (st) return st;
+    }
+    ltc_ag_meta *m = t->ag;
+    if (!m || !m->requires_grad) return LTC_OK;
+    if (m->fn) e->fn = m->fn, e->nr = m->nr;
+    else e->leaf = t;
+    return LTC_OK;
+}
+
+ltc_status ltc_ag_refresh(ltc_tensor *t) {
+    ltc_tensor *base = t->base;
+    t->ag_gen = base->generation;
+    if (!ltc_grad_mode) return LTC_OK;
+    if (!(base->ag && base->ag->requires_grad)) return ltc_ag_set_history(t, NULL, 0, false);
+    ltc_tensor *x = ltc_tensor_retain(base);
+    ltc_status st = LTC_OK;
+    for (int i = 0; i < t->n_steps && !st; i++) {
+        ltc_tensor *y = NULL;
+        st = ltc_ag_apply_step(x, &t->steps[i], &y);
+        ltc_tensor_release(x);
+        x = y;
+    }
+    if (!st) {
+        ltc_ag_meta *m = x->ag;
+        st = ltc_ag_set_history(t, m ? m->fn : NULL, m ? m->nr : 0, m && m->requires_grad);
+        t->ag_gen = base->generation;
+    }
+    ltc_tensor_release(x);
+    return st;
+}
+
+/* ---- nodes ----------------------------------------------------------------------------------- */
+
+ltc_grad_fn *ltc_grad_fn_new(ag_kind kind, int n_args, int n_saved, int n_outputs) {
+    ltc_grad_fn *fn = calloc(1, sizeof *fn);
+    if (!fn) goto nomem;
+    fn->refcount = 1;
+    fn->kind = kind;
+    fn->n_args = n_args;
+    fn->n_saved = n_saved;
+    fn->n_outputs = n_outputs;
+    fn->args = calloc((size_t)n_args + 1, sizeof *fn->args);
+    fn->needs = calloc((size_t)n_args + 1, sizeof *fn->needs);
+    fn->saved = calloc((size_t)n_saved + 1, sizeof *fn->saved);
+    fn->edges = calloc((size_t)n_saved + 1, sizeof *fn->edges);
+    fn->in_shapes = calloc((size_t)n_saved + 1, sizeof *fn->in_shapes);
+    fn->out_shapes = calloc((size_t)n_outputs + 1, sizeof *fn->out_shapes);
+    fn->outs = calloc((size_t)n_outputs + 1, sizeof *fn->outs);
+    fn->out_versions = calloc((size_t)n_outputs + 1, sizeof *fn->out_versions);
+    if (fn->args && fn->needs && fn->saved && fn->edges && fn->in_shapes && fn->out_shapes && fn->outs &&
+        fn->out_versions)
+        return fn;
+    ltc_grad_fn_release(fn);
+nomem:
+    ltc_errorf(LTC_ERR_NOMEM, "autograd: out of memory recording an op");
+    return NULL;
+}
+
+ltc_grad_fn *ltc_grad_fn_retain(ltc_grad_fn *fn) {
+    if (fn) fn->refcount++;
+    return fn;
+}
+
+void ltc_grad_fn_free_saved(ltc_grad_fn *fn) {
+    for (int i = 0; i < fn->n_saved; i++) {
+        ltc_tensor_release(fn->saved[i].t);
+        ltc_node_release(fn->saved[i].value.node);
+        fn->saved[i] = (ag_saved){0};
+    }
+    if (fn->out_values)
+        for (int r = 0; r < fn->n_outputs; r++) {
+            ltc_node_release(fn->out_values[r].node);
+            fn->out_values[r] = (ltc_value){0};
+        }
+    fn->freed = true;
+}
+
+/* Nodes are freed with an explicit stack: a long chain of histories (an RNN over many steps)
+ * would otherwise recurse once per node. */
+void ltc_grad_fn_release(ltc_grad_fn *fn) {
+    ltc_grad_fn **stack = NULL;
+    int n = 0, cap = 0;
+    while (fn) {
+        if (--fn->refcount == 0) {
+            for (int i = 0; i < fn->n_saved; i++) {
+                ltc_edge *e = &fn->edges[i];
+                if (e->fn) {
+                    if (n == cap) {
+                        int nc = cap ? cap * 2 : 64;
+                        ltc_grad_fn **ns = realloc(stack, sizeof *ns * (size_t)nc);
+                        if (!ns) { /* cannot defer: release recursively */
+                            ltc_grad_fn_release(e->fn);
+                            e->fn = NULL;
+                            continue;
+                        }
+                        stack = ns;
+                        cap = nc;
+                    }
+                    stack[n++] = e->fn;
+                }
+                ltc_tensor_release(e->leaf);
+            }
+            if (!fn->freed) ltc_grad_fn_free_saved(fn);
+            for (int i = 0; i < fn->n_args; i++) {
+                free(fn->args[i].ints);
+                free(fn->args[i].list);
+            }
+            for (int r = 0; fn->gbuf && r < fn->n_outputs; r++) ltc_tensor_release(fn->gbuf[r]);
+            free(fn->gbuf);
+            free(fn->args);
+            free(fn->needs);
+            free(fn->saved);
+            free(fn->edges);
+            free(fn->in_shapes);
+            free(fn->out_shapes);
+            free(fn->outs);
+            free(fn->out_versions);
+            free(fn->out_values);
+            free(fn->steps);
+            free(fn);
+        }
+        fn = n ? stack[--n] : NULL;
+    }
+    free(stack);
+}
+
+ltc_status ltc_ag_save(ltc_grad_fn *fn, int i, ltc_tensor *t, const ltc_edge *e) {
+    ltc_value v;
+    ltc_status st = ltc_tensor_value(t, &v);
+    if (st) return st;
+    fn->in_shapes[i] = t->shape;
+    fn->saved[i].t = ltc_tensor_retain(t);
+    fn->saved[i].version = ltc_ag_version(t);
+    fn->saved[i].value = v;
+    ltc_node_retain(v.node);
+    if (e) {
+        fn->edges[i] = *e;
+        ltc_grad_fn_retain(e->fn);
+        ltc_tensor_retain(e->leaf);
+    }
+    return LTC_OK;
+}
+
+ltc_status ltc_ag_set_outputs(ltc_grad_fn *fn, ltc_tensor *const *outs, int n) {
+    for (int r = 0; r < n; r++) {
+        ltc_tensor *o = outs[r];
+        if (!o) continue;
+        fn->out_shapes[r] = o->shape;
+        fn->out_versions[r] = ltc_ag_version(o);
+        if (!ltc_dtype_is_float(o->shape.dtype)) continue;
+        ltc_status st = ltc_ag_set_history(o, fn, r, true);
+        if (st) return st;
+        fn->outs[r] = o;
+    }
+    return LTC_OK;
+}
+
+static ltc_status with_edge(ltc_tensor *t, const ltc_edge *e, ltc_grad_fn *self_fn, int self_nr) {
+    if (!ltc_grad_mode) return LTC_OK;
+    if (self_fn) return ltc_ag_set_history(t, self_fn, self_nr, true);
+    if (e && e->fn) return ltc_ag_set_history(t, e->fn, e->nr, true);
+    return LTC_OK;
+}
+
+ltc_status ltc_ag_unpack(ltc_grad_fn *fn, int i, ltc_tensor **out) {
+    ag_saved *s = &fn->saved[i];
+    if (fn->freed || !s->t)
+        return ltc_errorf(LTC_ERR_STATE, "backward: trying to backward through %s a second time "
+                          "(its saved tensors were freed; pass {retain_graph = true} to the "
+                          "first backward)", fn->name);
+    if (ltc_ag_version(s->t) == s->version && !s->t->failed) {
+        *out = ltc_tensor_retain(s->t);
+        return LTC_OK;
+    }
+    /* written in place since: its value then, with the history it had then */
+    ltc_tensor *t;
+    ltc_status st = ltc_tensor_from_value(s->value, &t);
+    if (st) return st;
+    t->backend = s->t->backend, t->ordinal = s->t->ordinal;
+    /* (a leaf's old value gets no history: a leaf that requires grad is only written under
+     * no_grad, and then PyTorch raises at backward) */
+    if ((st = with_edge(t, &fn->edges[i], NULL, 0))) {
+        ltc_tensor_release(t);
+        return st;
+    }
+    *out = t;
+    return LTC_OK;
+}
+
+ltc_status ltc_ag_unpack_result(ltc_grad_fn *fn, int r, ltc_tensor **out) {
+    ltc_tensor *o = fn->outs[r];
+    if (o && ltc_ag_version(o) == fn->out_versions[r] && !o->failed) {
+        *out = ltc_tensor_retain(o);
+        return LTC_OK;
+    }
+    if (fn->freed || !fn->out_values || !fn->out_values[r].node)
+        return ltc_errorf(LTC_ERR_STATE, "backward: trying to backward through %s a second time "
+                          "(its saved tensors were freed; pass {retain_graph = true} to the "
+                          "first backward)", fn->name);
+    ltc_tensor *t;
+    ltc_status st = ltc_tensor_from_value(fn->out_values[r], &t);
+    if (st) return st;
+    if ((st = with_edge(t, NULL, fn, r))) {
+        ltc_tensor_release(t);
+        return st;
+    }
+    *out = t;
+    return LTC_OK;
+}
+
+/* ---- recording (called by the generated op entries) ------------------------------------- */
+
+bool ltc_ag_wants(const ltc_tensor *t) {
+    return t && ((t->ag && t->ag->requires_grad) || (t->base && !t->ag_detached && t->base->ag));
+}
+
+bool ltc_ag_wants_list(ltc_tensor *const *ts, int n) {
+    for (int i = 0; i < n; i++)
+        if (ltc_ag_wants(ts[i])) return true;
+    return false;
+}
+
+static int count_saved(const ltc_ag_arg *args, int n_args) {
+    int k = 0;
+    for (int i = 0; i < n_args; i++)
+        k += args[i].kind == LTC_AG_TENSOR ? 1 : args[i].kind == LTC_AG_LIST ? args[i].n : 0;
+    return k;
+}
+
+ltc_status ltc_ag_record(int op, const ltc_ag_arg *args, int n_args, ltc_tensor **outs,
+                         int n_outs) {
+    const ltc_derivative *d = ltc_derivative_of(op);
+    if (!d || d->not_differentiable) return LTC_OK;
+    /* the operands' edges first: nothing is made when none needs grad */
+    ltc_edge stack_edges[8], *edges = stack_edges;
+    int n_saved = count_saved(args, n_args);
+    if (n_saved > 8 && !(edges = calloc((size_t)n_saved, sizeof *edges)))
+        return ltc_errorf(LTC_ERR_NOMEM, "%s: out of memory recording for autograd", d->name);
+    ltc_status st = LTC_OK;
+    bool any = false;
+    for (int i = 0, k = 0; i < n_args && !st; i++) {
+        if (args[i].kind == LTC_AG_TENSOR) {
+            if (!(st = ltc_ag_edge_of(args[i].t, &edges[k]))) any |= edges[k].fn || edges[k].leaf;
+            k++;
+        } else if (args[i].kind == LTC_AG_LIST) {
+            for (int j = 0; j < args[i].n && !st; j++, k++)
+                if (!(st = ltc_ag_edge_of(args[i].list[j], &edges[k])))
+                    any |= edges[k].fn || edges[k].leaf;
+        }
+    }
+    if (st || !any) goto done;
+    ltc_grad_fn *fn = ltc_grad_fn_new(AG_OP, n_args, n_saved, n_outs);
+    if (!fn) {
+        st = LTC_ERR_NOMEM;
+        goto done;
+    }
+    fn->d = d;
+    fn->name = d->name;
+    for (int i = 0, k = 0; i < n_args && !st; i++) {
+        ltc_ag_arg *a = &fn->args[i];
+        *a = args[i];
+        a->ints = NULL, a->list = NULL;
+        if (args[i].kind == LTC_AG_TENSOR) {
+            if (!(st = ltc_ag_save(fn, k, args[i].t, &edges[k]))) {
+                a->t = fn->saved[k].t;
+                fn->needs[i] = edges[k].fn || edges[k].leaf;
+            }
+            k++;
+        } else if (args[i].kind == LTC_AG_LIST) {
+            if (!(a->list = malloc(sizeof *a->list * (size_t)(args[i].n + 1)))) {
+                st = ltc_errorf(LTC_ERR_NOMEM, "%s: out of memory recording for autograd", d->name);
+                break;
+            }
+            for (int j = 0; j < args[i].n && !st; j++, k++) {
+                if (!(st = ltc_ag_save(fn, k, args[i].list[j], &edges[k]))) {
+                    a->list[j] = fn->saved[k].t;
+                    fn->needs[i] |= edges[k].fn || edges[k].leaf;
+                }
+            }
+        } else if (args[i].kind == LTC_AG_INTS) {
+            if (!(a->ints = malloc(sizeof *a->ints * (size_t)(args[i].n + 1)))) {
+                st = ltc_errorf(LTC_ERR_NOMEM, "%s: out of memory recording for autograd", d->name);
+                break;
+            }
+            if (args[i].n) memcpy(a->ints, args[i].ints, sizeof *a->ints * (size_t)args[i].n);
+        }
+    }
+    if (!st && d->save_result) {
+        if (!(fn->out_values = calloc((size_t)n_outs, sizeof *fn->out_values)))
+            st = ltc_errorf(LTC_ERR_NOMEM, "%s: out of memory recording for autograd", d->name);
+        for (int r = 0; r < n_outs && !st; r++) {
+            ltc_value v;
+            if (!(st = ltc_tensor_value(outs[r], &v))) {
+                fn->out_values[r] = v;
+                ltc_node_retain(v.node);
+            }
+        }
+    }
+    if (!st) st = ltc_ag_set_outputs(fn, outs, n_outs);
+    ltc_grad_fn_release(fn); /* the outputs hold it */
+done:
+    if (edges != stack_edges) free(edges);
+    return st;
+}
+
+/* ---- the tensor API ---------------------------------------------------------------------- */
+
+bool ltc_requires_grad(ltc_tensor *t) {
+    if (ltc_ag_stale(t) && ltc_ag_refresh(t)) return false;
+    return t->ag && t->ag->requires_grad;
+}
+
+ltc_status ltc_set_requires_grad(ltc_tensor *t, bool flag) {
+    if (ltc_ag_stale(t)) {
+        ltc_status st = ltc_ag_refresh(t);
+        if (st) return st;
+    }
+    if (t->ag && t->ag->fn)
+        return ltc_errorf(LTC_ERR_ARG, "requires_grad: only leaf tensors can be changed (use "
+                          "detach())");
+    if (flag && !ltc_dtype_is_float(t->shape.dtype))
+        return ltc_errorf(LTC_ERR_ARG, "requires_grad: only floating-point tensors can require "
+                          "grad, not %s", ltc_dtype_name(t->shape.dtype));
+    return ltc_ag_set_history(t, NULL, 0, flag);
+}
+
+bool ltc_is_leaf(ltc_tensor *t) {
+    if (ltc_ag_stale(t)) (void)ltc_ag_refresh(t);
+    return !(t->ag && t->ag->fn);
+}
+
+const char *ltc_grad_fn_name(ltc_tensor *t, int *output) {
+    if (ltc_ag_stale(t)) (void)ltc_ag_refresh(t);
+    if (!t->ag || !t->ag->fn) return NULL;
+    if (output) *output = t->ag->nr + 1;
+    return t->ag->fn->name;
+}
+
+ltc_tensor *ltc_grad_get(ltc_tensor *t) { return t->ag ? t->ag->grad : NULL; }
+
+void ltc_grad_set(ltc_tensor *t, ltc_tensor *g) {
+    if (!g && !t->ag) return;
+    ltc_ag_meta *m = ltc_ag_meta_of(t);
+    if (!m) return;
+    ltc_tensor_retain(g);
+    ltc_tensor_release(m->grad);
+    m->grad = g;
+    m->grad_owned = false;
+}
+
+ltc_status ltc_detach(ltc_tensor *t, ltc_tensor **out) {
+    bool prev = ltc_set_grad_enabled(false);
+    ltc_status st = ltc_view(t, t->shape.dims, t->shape.ndim, out);
+    ltc_set_grad_enabled(prev);
+    if (!st) (*out)->ag_detached = true;
+    return st;
+}

@@ -1,0 +1,370 @@
+/*
+ * autograd_engine.c - the backward walk (PyTorch's autograd::Engine, single-threaded): the
+ * nodes reachable from a tensor in reverse topological order, each one's backward called
+ * with the sum of the gradients its outputs received, the results fitted to the inputs'
+ * shapes and routed on, and gradients accumulated into the leaves.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "autograd.h"
+
+static ltc_foreign_backward_fn foreign;
+static void *foreign_ud;
+
+void ltc_autograd_set_foreign(ltc_foreign_backward_fn fn, void *ud) {
+    foreign = fn;
+    foreign_ud = ud;
+}
+
+static _Thread_local uint32_t walk_mark;
+
+/* g summed over the dims it was broadcast along down to `s`, in s's dtype (new reference;
+ * takes over g's). */
+static ltc_status fit(ltc_tensor *g, const ltc_shape *s, ltc_tensor **out) {
+    ltc_status st = LTC_OK;
+    ltc_tensor *x = NULL;
+    bool same = g->shape.ndim == s->ndim &&
+                ltc_shape_numel(&g->shape) == ltc_shape_numel(s);
+    if (!same) {
+        for (int k = g->shape.ndim - s->ndim; k > 0 && !st; k--) {
+            if (!(st = ltc_sum(g, 1, false, &x))) {
+                ltc_tensor_release(g);
+                g = x;
+            }
+        }
+        for (int i = 0; i < s->ndim && !st; i++) {
+            if (s->dims[i] != 1 || g->shape.dims[i] == 1) continue;
+            if (!(st = ltc_sum(g, i + 1, true, &x))) {
+                ltc_tensor_release(g);
+                g = x;
+            }
+        }
+    }
+    if (!st && g->shape.dtype != s->dtype && !(st = ltc_to(g, s->dtype, &x))) {
+        ltc_tensor_release(g);
+        g = x;
+    }
+    if (st) ltc_tensor_release(g);
+    else *out = g;
+    return st;
+}
+
+static bool requires(ltc_tensor *t) { return t->ag && t->ag->requires_grad; }
+
+/* Adds g (taken over) into leaf t's grad. An existing gradient of its own that needs no grad
+ * is updated in place (so a sync that fails restores it, issue 17); one shared with another
+ * tensor is copied first. */
+static ltc_status accumulate(ltc_tensor *t, ltc_tensor *g) {
+    ltc_ag_meta *m = ltc_ag_meta_of(t);
+    if (!m) {
+        ltc_tensor_release(g);
+        return LTC_ERR_NOMEM;
+    }
+    ltc_tensor *prev = m->grad, *sum = NULL;
+    ltc_status st = LTC_OK;
+    if (!prev) {
+        m->grad = g;
+        m->grad_owned = false;
+        return LTC_OK;
+    }
+    if (requires(prev) || requires(g)) {
+        if (!(st = ltc_add(prev, g, &sum))) {
+            ltc_tensor_release(prev);
+            m->grad = sum;
+            m->grad_owned = false;
+        }
+        ltc_tensor_release(g);
+        return st;
+    }
+    if (!m->grad_owned) {
+        ltc_tensor *c = NULL;
+        if ((st = ltc_clone(prev, &c))) goto done;
+        ltc_tensor_release(prev);
+        m->grad = prev = c;
+        m->grad_owned = true;
+    }
+    if (!(st = ltc_add(prev, g, &sum))) st = ltc_tensor_assign_raw(prev, sum);
+done:
+    ltc_tensor_release(sum);
+    ltc_tensor_release(g);
+    return st;
+}
+
+/* Sends g (taken over) along edge e into an input of shape s. */
+static ltc_status route(const ltc_edge *e, ltc_tensor *g, const ltc_shape *s) {
+    ltc_status st = fit(g, s, &g);
+    if (st) return st;
+    if (e->leaf) return accumulate(e->leaf, g);
+    ltc_grad_fn *fn = e->fn;
+    if (!fn->gbuf && !(fn->gbuf = calloc((size_t)fn->n_outputs, sizeof *fn->gbuf))) {
+        ltc_tensor_release(g);
+        return ltc_errorf(LTC_ERR_NOMEM, "backward: out of memory");
+    }
+    ltc_tensor *prev = fn->gbuf[e->nr];
+    if (!prev) {
+        fn->gbuf[e->nr] = g;
+        return LTC_OK;
+    }
+    ltc_tensor *sum = NULL;
+    st = ltc_add(prev, g, &sum);
+    ltc_tensor_release(g);
+    if (st) return st;
+    ltc_tensor_release(prev);
+    fn->gbuf[e->nr] = sum;
+    return LTC_OK;
+}
+
+/* The nodes reachable from root, consumers before producers (a depth-first post order,
+ * reversed) into *order (malloc'd). */
+static ltc_status topo(ltc_grad_fn *root, ltc_grad_fn ***order, int *n_order) {
+    uint32_t mark = ++walk_mark;
+    int cap = 64, n = 0, sp = 0, scap = 64;
+    ltc_grad_fn **out = malloc(sizeof *out * (size_t)cap);
+    ltc_grad_fn **stack = malloc(sizeof *stack * (size_t)scap);
+    if (!out || !stack) goto nomem;
+    root->mark = mark;
+    root->kid_at = 0;
+    stack[sp++] = root;
+    while (sp > 0) {
+        ltc_grad_fn *fn = stack[sp - 1];
+        ltc_grad_fn *kid = NULL;
+        while (fn->kid_at < fn->n_saved && !kid) {
+            ltc_grad_fn *k = fn->edges[fn->kid_at++].fn;
+            if (k && k->mark != mark) kid = k;
+        }
+        if (!kid) {
+            sp--;
+            if (n == cap) {
+                ltc_grad_fn **no = realloc(out, sizeof *no * (size_t)(cap *= 2));
+                if (!no) goto nomem;
+                out = no;
+            }
+            out[n++] = fn;
+            continue;
+        }
+        kid->mark = mark;
+        kid->kid_at = 0;
+        if (sp == scap) {
+            ltc_grad_fn **ns = realloc(stack, sizeof *ns * (size_t)(scap *= 2));
+            if (!ns) goto nomem;
+            stack = ns;
+        }
+        stack[sp++] = kid;
+    }
+    for (int i = 0; i < n / 2; i++) {
+        ltc_grad_fn *x = out[i];
+        out[i] = out[n - 1 - i];
+        out[n - 1 - i] = x;
+    }
+    free(stack);
+    *order = out;
+    *n_order = n;
+    return LTC_OK;
+nomem:
+    free(out);
+    free(stack);
+    return ltc_errorf(LTC_ERR_NOMEM, "backward: out of memory");
+}
+
+/* Calls an op node's backward: its arguments with the saved values unpacked. */
+static ltc_status op_backward(ltc_grad_fn *fn, ltc_tensor *const *grads, ltc_ag_grad *g) {
+    const ltc_derivative *d = fn->d;
+    bool any = false;
+    for (int i = 0; i < fn->n_args; i++) any |= d->has_formula[i];
+    if (!any)
+        return ltc_errorf(LTC_ERR_ARG, "backward: op '%s' has no derivative formula (add "
+                          "`derivatives:` to its entry in codegen/ops.yaml)", d->name);
+    for (int i = 0; i < fn->n_args; i++)
+        if (fn->needs[i] && !d->has_formula[i])
+            return ltc_errorf(LTC_ERR_ARG, "backward: the derivative of op '%s' with respect to "
+                              "its argument %d is not implemented (codegen/ops.yaml)", d->name,
+                              i + 1);
+    if (!d->backward && !foreign)
+        return ltc_errorf(LTC_ERR_ARG, "backward: op '%s' has no derivative formula (add "
+                          "`derivatives:` to its entry in codegen/ops.yaml)", d->name);
+    ltc_status st = LTC_OK;
+    ltc_ag_arg *a = calloc((size_t)fn->n_args + 1, sizeof *a);
+    ltc_tensor **results = calloc((size_t)fn->n_outputs + 1, sizeof *results);
+    if (!a || !results) {
+        st = ltc_errorf(LTC_ERR_NOMEM, "backward: out of memory");
+        goto done;
+    }
+    for (int i = 0, k = 0; i < fn->n_args && !st; i++) {
+        a[i] = fn->args[i];
+        if (a[i].kind == LTC_AG_TENSOR) {
+            a[i].t = NULL;
+            st = ltc_ag_unpack(fn, k++, &a[i].t);
+        } else if (a[i].kind == LTC_AG_LIST) {
+            a[i].list = calloc((size_t)a[i].n + 1, sizeof *a[i].list);
+            if (!a[i].list) st = ltc_errorf(LTC_ERR_NOMEM, "backward: out of memory");
+            for (int j = 0; j < a[i].n && !st; j++) st = ltc_ag_unpack(fn, k++, &a[i].list[j]);
+        }
+    }
+    for (int r = 0; r < fn->n_outputs && !st && d->save_result; r++)
+        st = ltc_ag_unpack_result(fn, r, &results[r]);
+    if (!st) {
+        st = d->backward ? d->backward(a, results, grads, fn->needs, g)
+                         : foreign(foreign_ud, d, a, results, grads, fn->needs, g);
+    }
+done:
+    for (int i = 0; a && i < fn->n_args; i++) {
+        if (a[i].kind == LTC_AG_TENSOR) ltc_tensor_release(a[i].t);
+        else if (a[i].kind == LTC_AG_LIST && a[i].list) {
+            for (int j = 0; j < a[i].n; j++) ltc_tensor_release(a[i].list[j]);
+            free(a[i].list);
+        }
+    }
+    for (int r = 0; results && r < fn->n_outputs; r++) ltc_tensor_release(results[r]);
+    free(a);
+    free(results);
+    return st;
+}
+
+static void free_grads(ltc_ag_grad *g, int n) {
+    for (int i = 0; i < n; i++) {
+        ltc_tensor_release(g[i].t);
+        for (int j = 0; g[i].list && j < g[i].n; j++) ltc_tensor_release(g[i].list[j]);
+        free(g[i].list);
+        g[i] = (ltc_ag_grad){0};
+    }
+}
+
+/* Runs one node: its backward, then the gradients routed to its inputs. */
+static ltc_status run_node(ltc_grad_fn *fn, bool retain) {
+    ltc_status st = LTC_OK;
+    ltc_tensor **grads = calloc((size_t)fn->n_outputs + 1, sizeof *grads);
+    ltc_ag_grad *g = calloc((size_t)fn->n_args + 1, sizeof *g);
+    if (!grads || !g) {
+        st = ltc_errorf(LTC_ERR_NOMEM, "backward: out of memory");
+        goto done;
+    }
+    for (int r = 0; r < fn->n_outputs && !st; r++) {
+        grads[r] = fn->gbuf[r];
+        fn->gbuf[r] = NULL;
+        if (!grads[r]) {
+            const ltc_shape *s = &fn->out_shapes[r];
+            st = ltc_zeros(s->dims, s->ndim, s->dtype, &grads[r]);
+        }
+    }
+    if (st) goto done;
+    if (fn->kind == AG_OP) {
+        if (fn->freed) {
+            st = ltc_errorf(LTC_ERR_STATE, "backward: trying to backward through %s a second time "
+                            "(its saved tensors were freed; pass {retain_graph = true} to the "
+                            "first backward)", fn->name);
+            goto done;
+        }
+        if ((st = op_backward(fn, grads, g))) goto done;
+        for (int i = 0, k = 0; i < fn->n_args && !st; i++) {
+            const ltc_ag_arg *a = &fn->args[i];
+            if (a->kind == LTC_AG_TENSOR) {
+                if (fn->needs[i] && g[i].t && (fn->edges[k].fn || fn->edges[k].leaf)) {
+                    st = route(&fn->edges[k], g[i].t, &fn->in_shapes[k]);
+                    g[i].t = NULL;
+                }
+                k++;
+            } else if (a->kind == LTC_AG_LIST) {
+                for (int j = 0; j < a->n && !st; j++, k++) {
+                    if (!fn->needs[i] || !g[i].list || j >= g[i].n || !g[i].list[j]) continue;
+                    if (fn->edges[k].fn || fn->edges[k].leaf) {
+                        st = route(&fn->edges[k], g[i].list[j], &fn->in_shapes[k]);
+                        g[i].list[j] = NULL;
+                    }
+                }
+            }
+        }
+        if (!st && !retain) ltc_grad_fn_free_saved(fn);
+    } else {
+        ltc_tensor *gi[2] = {NULL, NULL};
+        if ((st = ltc_ag_inplace_backward(fn, grads[0], gi))) goto done;
+        for (int i = 0; i < fn->n_saved; i++) {
+            if (!gi[i]) continue;
+            if (!st && (fn->edges[i].fn || fn->edges[i].leaf))
+                st = route(&fn->edges[i], gi[i], &fn->in_shapes[i]);
+            else ltc_tensor_release(gi[i]);
+        }
+    }
+done:
+    if (g) free_grads(g, fn->n_args);
+    for (int r = 0; grads && r < fn->n_outputs; r++) ltc_tensor_release(grads[r]);
+    free(grads);
+    free(g);
+    return st;
+}
+
+static ltc_status walk(ltc_tensor *root, ltc_tensor *grad, bool retain) {
+    ltc_ag_meta *m = root->ag;
+    ltc_tensor *g = ltc_tensor_retain(grad);
+    if (!m->fn) return accumulate(root, g);
+    ltc_grad_fn *top = ltc_grad_fn_retain(m->fn);
+    ltc_grad_fn **order = NULL;
+    int n = 0;
+    ltc_status st = topo(top, &order, &n);
+    if (st) {
+        ltc_tensor_release(g);
+        ltc_grad_fn_release(top);
+        return st;
+    }
+    if (!top->gbuf && !(top->gbuf = calloc((size_t)top->n_outputs, sizeof *top->gbuf))) {
+        st = ltc_errorf(LTC_ERR_NOMEM, "backward: out of memory");
+        ltc_tensor_release(g);
+    } else {
+        ltc_tensor_release(top->gbuf[m->nr]);
+        top->gbuf[m->nr] = g;
+    }
+    for (int i = 0; i < n && !st; i++) {
+        ltc_grad_fn *fn = order[i];
+        bool any = false;
+        for (int r = 0; fn->gbuf && r < fn->n_outputs; r++) any |= fn->gbuf[r] != NULL;
+        if (any) st = run_node(fn, retain);
+    }
+    for (int i = 0; i < n; i++) { /* after a failure: the gradients in flight */
+        ltc_grad_fn *fn = order[i];
+        for (int r = 0; fn->gbuf && r < fn->n_outputs; r++) {
+            ltc_tensor_release(fn->gbuf[r]);
+            fn->gbuf[r] = NULL;
+        }
+    }
+    free(order);
+    ltc_grad_fn_release(top);
+    return st;
+}
+
+/* "2x3" (as Lua's table.concat(t:size(), "x")). */
+static const char *size_x(const ltc_shape *s, char *buf, size_t n) {
+    size_t at = 0;
+    buf[0] = 0;
+    for (int i = 0; i < s->ndim && at < n; i++)
+        at += (size_t)snprintf(buf + at, n - at, "%s%lld", i ? "x" : "", (long long)s->dims[i]);
+    return buf;
+}
+
+ltc_status ltc_backward(ltc_tensor *t, ltc_tensor *grad, bool retain_graph, bool create_graph) {
+    ltc_status st;
+    if (ltc_ag_stale(t) && (st = ltc_ag_refresh(t))) return st;
+    if (!(t->ag && t->ag->requires_grad))
+        return ltc_errorf(LTC_ERR_ARG, "backward: the tensor does not require grad and has no "
+                          "grad_fn");
+    char a[160], b[160];
+    ltc_tensor *g = NULL;
+    if (!grad) {
+        if (ltc_shape_numel(&t->shape) != 1)
+            return ltc_errorf(LTC_ERR_ARG, "backward: grad can be implicitly created only for a "
+                              "tensor with one element, not size %s; pass grad",
+                              size_x(&t->shape, a, sizeof a));
+        if ((st = ltc_ones(t->shape.dims, t->shape.ndim, t->shape.dtype, &g))) return st;
+    } else {
+        if (grad->shape.ndim != t->shape.ndim ||
+            memcmp(grad->shape.dims, t->shape.dims, sizeof(int64_t) * (size_t)t->shape.ndim))
+            return ltc_errorf(LTC_ERR_ARG, "backward: grad has size %s, the tensor %s",
+                              size_x(&grad->shape, a, sizeof a), size_x(&t->shape, b, sizeof b));
+        g = ltc_tensor_retain(grad);
+    }
+    bool prev = ltc_set_grad_enabled(create_graph);
+    st = walk(t, g, retain_graph || create_graph);
+    ltc_set_grad_enabled(prev);
+    ltc_tensor_release(g);
+    return st;
+}

@@ -21,8 +21,10 @@ bool ltc_set_grad_enabled(bool on) {
 /* ---- a tensor's autograd state ------------------------------------------------------------ */
 
 ltc_ag_meta *ltc_ag_meta_of(ltc_tensor *t) {
-    if (!t->ag && !(t->ag = calloc(1, sizeof *t->ag)))
-        ltc_errorf(LTC_ERR_NOMEM, "autograd: out of memory");
+    if (!t->ag) {
+        memset(&t->ag_meta, 0, sizeof t->ag_meta);
+        t->ag = &t->ag_meta;
+    }
     return t->ag;
 }
 
@@ -37,7 +39,6 @@ void ltc_ag_meta_free(ltc_tensor *t) {
     unlink_output(t, m->fn, m->nr);
     ltc_grad_fn_release(m->fn);
     ltc_tensor_release(m->grad);
-    free(m);
 }
 
 ltc_status ltc_ag_set_history(ltc_tensor *t, ltc_grad_fn *fn, int nr, bool req) {
@@ -91,29 +92,44 @@ ltc_status ltc_ag_refresh(ltc_tensor *t) {
 
 /* ---- nodes ----------------------------------------------------------------------------------- */
 
+/* Carves n items of size sz (aligned to 8) from *p. */
+static void *carve(char **p, size_t n, size_t sz) {
+    void *r = *p;
+    *p += (n * sz + 7) & ~(size_t)7;
+    return r;
+}
+
+/* One block holds the node and its arrays (a node is made per recorded op: one malloc). */
 ltc_grad_fn *ltc_grad_fn_new(ag_kind kind, int n_args, int n_saved, int n_outputs) {
-    ltc_grad_fn *fn = calloc(1, sizeof *fn);
-    if (!fn) goto nomem;
+    size_t na = (size_t)(n_args ? n_args : 1), ns = (size_t)(n_saved ? n_saved : 1),
+           no = (size_t)(n_outputs ? n_outputs : 1);
+    size_t size = ((sizeof(ltc_grad_fn) + 7) & ~(size_t)7) + ((na * sizeof(ltc_ag_arg) + 7) & ~(size_t)7) +
+                  ((na * sizeof(bool) + 7) & ~(size_t)7) + ((ns * sizeof(ag_saved) + 7) & ~(size_t)7) +
+                  ((ns * sizeof(ltc_edge) + 7) & ~(size_t)7) + ((ns * sizeof(ltc_shape) + 7) & ~(size_t)7) +
+                  ((no * sizeof(ltc_shape) + 7) & ~(size_t)7) + ((no * sizeof(ltc_tensor *) + 7) & ~(size_t)7) +
+                  ((no * sizeof(uint64_t) + 7) & ~(size_t)7);
+    char *p = ltc_slab_alloc(size);
+    if (p) memset(p, 0, size);
+    if (!p) {
+        ltc_errorf(LTC_ERR_NOMEM, "autograd: out of memory recording an op");
+        return NULL;
+    }
+    ltc_grad_fn *fn = carve(&p, 1, sizeof *fn);
     fn->refcount = 1;
+    fn->size = size;
     fn->kind = kind;
     fn->n_args = n_args;
     fn->n_saved = n_saved;
     fn->n_outputs = n_outputs;
-    fn->args = calloc((size_t)n_args + 1, sizeof *fn->args);
-    fn->needs = calloc((size_t)n_args + 1, sizeof *fn->needs);
-    fn->saved = calloc((size_t)n_saved + 1, sizeof *fn->saved);
-    fn->edges = calloc((size_t)n_saved + 1, sizeof *fn->edges);
-    fn->in_shapes = calloc((size_t)n_saved + 1, sizeof *fn->in_shapes);
-    fn->out_shapes = calloc((size_t)n_outputs + 1, sizeof *fn->out_shapes);
-    fn->outs = calloc((size_t)n_outputs + 1, sizeof *fn->outs);
-    fn->out_versions = calloc((size_t)n_outputs + 1, sizeof *fn->out_versions);
-    if (fn->args && fn->needs && fn->saved && fn->edges && fn->in_shapes && fn->out_shapes && fn->outs &&
-        fn->out_versions)
-        return fn;
-    ltc_grad_fn_release(fn);
-nomem:
-    ltc_errorf(LTC_ERR_NOMEM, "autograd: out of memory recording an op");
-    return NULL;
+    fn->args = carve(&p, na, sizeof *fn->args);
+    fn->needs = carve(&p, na, sizeof *fn->needs);
+    fn->saved = carve(&p, ns, sizeof *fn->saved);
+    fn->edges = carve(&p, ns, sizeof *fn->edges);
+    fn->in_shapes = carve(&p, ns, sizeof *fn->in_shapes);
+    fn->out_shapes = carve(&p, no, sizeof *fn->out_shapes);
+    fn->outs = carve(&p, no, sizeof *fn->outs);
+    fn->out_versions = carve(&p, no, sizeof *fn->out_versions);
+    return fn;
 }
 
 ltc_grad_fn *ltc_grad_fn_retain(ltc_grad_fn *fn) {
@@ -167,17 +183,10 @@ void ltc_grad_fn_release(ltc_grad_fn *fn) {
             }
             for (int r = 0; fn->gbuf && r < fn->n_outputs; r++) ltc_tensor_release(fn->gbuf[r]);
             free(fn->gbuf);
-            free(fn->args);
-            free(fn->needs);
-            free(fn->saved);
-            free(fn->edges);
-            free(fn->in_shapes);
-            free(fn->out_shapes);
-            free(fn->outs);
-            free(fn->out_versions);
             free(fn->out_values);
             free(fn->steps);
-            free(fn);
+            free(fn->view_shape);
+            ltc_slab_free(fn, fn->size);
         }
         fn = n ? stack[--n] : NULL;
     }

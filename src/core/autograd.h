@@ -20,14 +20,7 @@ typedef struct ltc_edge {
     ltc_tensor *leaf;
 } ltc_edge;
 
-/* A tensor's autograd state (t->ag; NULL for a tensor autograd never saw). */
-struct ltc_ag_meta {
-    bool requires_grad; /* a leaf marked with requires_grad_, or a tensor with history */
-    bool grad_owned;    /* grad was made by backward's accumulation: updated in place */
-    ltc_grad_fn *fn;    /* its history (retained), NULL for a leaf */
-    int nr;             /* which output of fn it is */
-    ltc_tensor *grad;   /* the accumulated gradient (retained), or NULL */
-};
+/* A tensor's autograd state is t->ag (core.h's struct ltc_ag_meta, kept in the tensor). */
 
 /* What a node is. */
 typedef enum {
@@ -62,10 +55,11 @@ struct ltc_grad_fn {
     uint64_t *out_versions;
     ltc_value *out_values;   /* save_result: the outputs' values (retained) */
     bool freed;              /* the saved values were released (backward without retain) */
-    /* AG_COPY_SLICES: the view ops from base to view, the view's shape */
+    /* AG_COPY_SLICES: the view ops from base to view, the view's shape (owned) */
     ltc_view_step *steps;
     int n_steps;
-    ltc_shape view_shape;
+    ltc_shape *view_shape;
+    size_t size; /* of the node's block (slab.c) */
     /* the backward walk's scratch */
     ltc_tensor **gbuf; /* n_outputs gradients being summed */
     uint32_t mark;

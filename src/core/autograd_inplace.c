@@ -82,7 +82,7 @@ ltc_status ltc_ag_inplace_backward(ltc_grad_fn *fn, ltc_tensor *grad, ltc_tensor
     }
     if (fn->needs[0]) {
         ltc_tensor *z = NULL;
-        const ltc_shape *vs = &fn->view_shape;
+        const ltc_shape *vs = fn->view_shape;
         st = ltc_zeros(vs->dims, vs->ndim, vs->dtype, &z);
         if (!st) st = scatter_chain(grad, fn->steps, 0, fn->n_steps, z, &g[0]);
         ltc_tensor_release(z);
@@ -208,8 +208,10 @@ ltc_status ltc_tensor_write_(ltc_tensor *t, ltc_tensor *v, bool copy, const char
     ltc_shape view_shape = t->shape;
     ltc_grad_fn *fn = inplace_node(AG_COPY_SLICES, "copy_slices", e, shapes, 2, &base->shape);
     if (!fn) return LTC_ERR_NOMEM;
-    fn->view_shape = view_shape;
-    if (t->n_steps && !(fn->steps = malloc(sizeof *fn->steps * (size_t)t->n_steps))) {
+    fn->view_shape = malloc(sizeof *fn->view_shape);
+    if (fn->view_shape) *fn->view_shape = view_shape;
+    if (!fn->view_shape ||
+        (t->n_steps && !(fn->steps = malloc(sizeof *fn->steps * (size_t)t->n_steps)))) {
         ltc_grad_fn_release(fn);
         return ltc_errorf(LTC_ERR_NOMEM, "%s: out of memory", op);
     }

@@ -51,9 +51,16 @@ struct ltc_tensor {
     /* autograd (autograd.h): its state, NULL until autograd sees it; for a view, the base's
      * generation when its history was last set (a write to the base since makes the view's
      * history stale); a detach() alias is a view of values but has its own history */
-    struct ltc_ag_meta *ag;
+    struct ltc_ag_meta *ag; /* NULL, or &ag_meta */
     uint64_t ag_gen;
     bool ag_detached;
+    struct ltc_ag_meta {
+        bool requires_grad; /* a leaf marked with requires_grad_, or a tensor with history */
+        bool grad_owned;    /* grad was made by backward's accumulation: updated in place */
+        int nr;             /* which output of fn it is */
+        struct ltc_grad_fn *fn; /* its history (retained), NULL for a leaf */
+        ltc_tensor *grad;   /* the accumulated gradient (retained), or NULL */
+    } ag_meta;
 };
 
 typedef struct ltc_ag_meta ltc_ag_meta;
@@ -158,7 +165,7 @@ const char *ltc_debug_source(int op);
  * returns n bytes (uninitialised; NULL when out of memory), ltc_slab_free takes them back
  * with the same n (any thread). Blocks over LTC_SLAB_MAX bytes are plain malloc/free.
  * ltc_slab_trim frees the calling thread's kept blocks. */
-#define LTC_SLAB_MAX 512
+#define LTC_SLAB_MAX 1024
 void *ltc_slab_alloc(size_t n);
 void ltc_slab_free(void *p, size_t n);
 void ltc_slab_trim(void);

@@ -1090,8 +1090,11 @@ void emit_derivs_c(const gen_model *m, const gen_options *o, strbuf *b) {
                "    for (int i = 0; name && i < N_TABLE; i++)\n"
                "        if (!strcmp(table[i].name, name)) return &table[i];\n"
                "    return NULL;\n}\n");
-    printf("ltcgen: derivatives.c: %d of %d differentiable ops have a C backward\n", n_done, n_diff);
-    if (left.s) printf("ltcgen: left to the foreign backward:\n%s", left.s);
+    sb_printf(b, "\n/* %d of the %d differentiable ops have a C backward. */\n", n_done, n_diff);
+    /* said only when some are missing: a run that changes nothing prints nothing */
+    if (left.s)
+        printf("ltcgen: derivatives.c: %d of %d differentiable ops have a C backward; "
+               "left to the foreign backward:\n%s", n_done, n_diff, left.s);
     sb_free(&left);
     free(has_bw);
 }

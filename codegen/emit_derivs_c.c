@@ -299,6 +299,8 @@ typedef struct val {
     vtype ty;
     char c[200], n[120];
     int temp;
+    bool maybe_num; /* a tensor that may hold a Lua number (a weak scalar): an argument, a
+                       number made a tensor, or number arithmetic */
 } val;
 
 typedef struct ctx {
@@ -360,6 +362,7 @@ static bool to_tensor(ctx *x, val *v) {
              v->ty == V_INT ? "ltc_tensor_from_int" : "ltc_tensor_from_float", v->c, k);
     try_call(x, call);
     *v = temp_val(k);
+    v->maybe_num = true;
     return true;
 }
 
@@ -395,6 +398,7 @@ static val lower_name(ctx *x, const char *name) {
     case ARG_TENSOR:
     case ARG_SCALAR:
         v.ty = V_TENSOR;
+        v.maybe_num = true;
         fmtc(v.c, sizeof v.c, "a[%d].t", i);
         break;
     case ARG_TENSOR_LIST:
@@ -869,9 +873,10 @@ static val lower(ctx *x, node *e) {
         } else if (v.ty == V_TENSOR) {
             int k = new_temp(x);
             char call[300];
-            fmtc(call, sizeof call, "ltc_neg(%s, &t[%d])", v.c, k);
+            fmtc(call, sizeof call, "ltc_%s(%s, &t[%d])", v.maybe_num ? "grad_neg" : "neg", v.c, k);
             try_call(x, call);
             r = temp_val(k);
+            r.maybe_num = v.maybe_num;
         } else {
             fail(x, "unary minus of a %s", vtype_names[v.ty]);
         }
@@ -904,17 +909,25 @@ static val lower(ctx *x, node *e) {
         return r;
     }
     if (is_num(&a) && is_num(&b)) return num_binop(x, op, a, b);
-    static const char *const arith[][2] = {{"+", "add"}, {"-", "sub"},           {"*", "mul"},
-                                           {"/", "div"}, {"//", "floor_divide"}, {"^", "pow"},
-                                           {"%", "remainder"}};
+    /* operator, op, ltc_grad_arith's code */
+    static const char *const arith[][3] = {{"+", "add", "+"}, {"-", "sub", "-"},
+                                           {"*", "mul", "*"}, {"/", "div", "/"},
+                                           {"//", "floor_divide", "f"}, {"^", "pow", "^"},
+                                           {"%", "remainder", "%"}};
     for (size_t i = 0; i < sizeof arith / sizeof arith[0]; i++) {
         if (strcmp(op, arith[i][0]) != 0) continue;
         if (!to_tensor(x, &a) || !to_tensor(x, &b)) return a;
         int k = new_temp(x);
         char call[500];
-        fmtc(call, sizeof call, "ltc_%s(%s, %s, &t[%d])", arith[i][1], a.c, b.c, k);
+        /* two operands that may be Lua numbers: Lua's number arithmetic when they are */
+        if (a.maybe_num && b.maybe_num)
+            fmtc(call, sizeof call, "ltc_grad_arith(ltc_%s, '%s', %s, %s, &t[%d])", arith[i][1],
+                 arith[i][2], a.c, b.c, k);
+        else fmtc(call, sizeof call, "ltc_%s(%s, %s, &t[%d])", arith[i][1], a.c, b.c, k);
         try_call(x, call);
-        return temp_val(k);
+        val r = temp_val(k);
+        r.maybe_num = a.maybe_num && b.maybe_num;
+        return r;
     }
     fail(x, "the operator '%s'", op);
     return a;

@@ -55,6 +55,48 @@ bool ltc_grad_number(ltc_tensor *t, double *v, bool *is_int) {
     return ltc_tensor_read_f64(t, 0, v) == LTC_OK;
 }
 
+ltc_status ltc_grad_arith(ltc_grad_binop f, char op, ltc_tensor *a, ltc_tensor *b,
+                          ltc_tensor **out) {
+    double x, y;
+    bool xi, yi;
+    if (!ltc_grad_number(a, &x, &xi) || !ltc_grad_number(b, &y, &yi)) return f(a, b, out);
+    bool ints = xi && yi && op != '/' && op != '^';
+    if (ints) {
+        int64_t i = (int64_t)x, j = (int64_t)y, r;
+        switch (op) {
+        case '+': r = (int64_t)((uint64_t)i + (uint64_t)j); break;
+        case '-': r = (int64_t)((uint64_t)i - (uint64_t)j); break;
+        case '*': r = (int64_t)((uint64_t)i * (uint64_t)j); break;
+        default: /* 'f' (//) and '%' */
+            if (j == 0) return ltc_errorf(LTC_ERR_ARG, "attempt to perform 'n%s0'", op == '%' ? "%%" : "//");
+            if (j == -1) { r = op == '%' ? 0 : (int64_t)(0 - (uint64_t)i); break; }
+            r = i / j;
+            if ((i % j != 0) && ((i < 0) != (j < 0))) r--;
+            if (op == '%') r = i - r * j;
+        }
+        return ltc_tensor_from_int(r, true, out);
+    }
+    double r;
+    switch (op) {
+    case '+': r = x + y; break;
+    case '-': r = x - y; break;
+    case '*': r = x * y; break;
+    case '/': r = x / y; break;
+    case '^': r = pow(x, y); break;
+    case '%': r = fmod(x, y); if (r != 0 && (r < 0) != (y < 0)) r += y; break;
+    default: r = floor(x / y); break; /* 'f' (//) */
+    }
+    return ltc_tensor_from_float(r, true, out);
+}
+
+ltc_status ltc_grad_neg(ltc_tensor *t, ltc_tensor **out) {
+    double v;
+    bool is_int;
+    if (!ltc_grad_number(t, &v, &is_int)) return ltc_neg(t, out);
+    return is_int ? ltc_tensor_from_int((int64_t)(0 - (uint64_t)(int64_t)v), true, out)
+                  : ltc_tensor_from_float(-v, true, out);
+}
+
 ltc_status ltc_grad_size(const ltc_tensor *t, int64_t d, int64_t *out) {
     const ltc_shape *s = ltc_tensor_shape(t);
     int k;

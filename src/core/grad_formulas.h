@@ -39,6 +39,15 @@ ltc_status ltc_grad_where_s(ltc_tensor *cond, ltc_tensor *t, double v, bool v_in
  * its value in *v and whether it is an integer in *is_int. The Lua helpers branch on
  * type(x) == "number" for such operands; these do the same. */
 bool ltc_grad_number(ltc_tensor *t, double *v, bool *is_int);
+/* a <op> b where either may be a Lua number (ltc_grad_number): two numbers give Lua's result
+ * as a new weak scalar (op '+', '-', '*', '%' and 'f' (//) keep integers, '/' and '^'
+ * give floats; an integer // or % by 0 is LTC_ERR_ARG, as Lua raises), otherwise f(a, b).
+ * Two weak scalars through the op itself would give float32, not the float64 a Lua number
+ * stays. */
+ltc_status ltc_grad_arith(ltc_grad_binop f, char op, ltc_tensor *a, ltc_tensor *b,
+                          ltc_tensor **out);
+/* -t: a Lua number stays a number (a weak scalar of its type), otherwise ltc_neg. */
+ltc_status ltc_grad_neg(ltc_tensor *t, ltc_tensor **out);
 /* t:size(d) from Lua: d 1-based or negative; LTC_ERR_ARG when out of range. */
 ltc_status ltc_grad_size(const ltc_tensor *t, int64_t d, int64_t *out);
 /* t with a size-1 dim inserted at dim when a reduction along dim dropped it (dim given, not

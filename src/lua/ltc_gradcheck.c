@@ -108,13 +108,15 @@ static bool to_arg(lua_State *L, int idx, ltc_ag_kind k, gc_call *c, int i) {
     return false;
 }
 
-/* Reads n tensors from the table at idx into out; false with a message on the stack. */
-static bool tensors(lua_State *L, int idx, ltc_tensor **out, int n, const char *what) {
+/* Reads n tensors from the table at idx into out (nil entries NULL when `holes`); false with
+ * a message on the stack. */
+static bool tensors(lua_State *L, int idx, ltc_tensor **out, int n, bool holes, const char *what) {
     for (int j = 0; j < n; j++) {
         lua_geti(L, idx, j + 1);
+        bool nil = lua_isnil(L, -1);
         out[j] = ltcL_testtensor(L, -1);
         lua_pop(L, 1);
-        if (!out[j]) {
+        if (!out[j] && !(nil && holes)) {
             lua_pushfstring(L, "%s[%d] is not a tensor", what, j + 1);
             return false;
         }
@@ -125,7 +127,8 @@ static bool tensors(lua_State *L, int idx, ltc_tensor **out, int n, const char *
 /* core._c_backward(op_full_name, args, results, grads, needs) -> {gradient per schema
  * argument} (a tensor, a table of tensors for a Tensor[] argument, or nil), or nil when the
  * op has no C backward. args are the normalised arguments in schema order (dims positive),
- * results and grads one tensor per output, needs one boolean per schema argument. */
+ * results (nil where not saved) and grads one tensor per output, needs one boolean per schema
+ * argument. */
 static int l_c_backward(lua_State *L) {
     const char *name = luaL_checkstring(L, 1);
     luaL_checktype(L, 2, LUA_TTABLE);
@@ -159,8 +162,8 @@ static int l_c_backward(lua_State *L) {
         c.needs[i] = lua_toboolean(L, -1);
         lua_pop(L, 1);
     }
-    ok = ok && tensors(L, 3, c.results, d->n_outputs, "results") &&
-         tensors(L, 4, c.grads, d->n_outputs, "grads");
+    ok = ok && tensors(L, 3, c.results, d->n_outputs, true, "results") &&
+         tensors(L, 4, c.grads, d->n_outputs, false, "grads");
     if (!ok) {
         gc_free(&c);
         return luaL_error(L, "_c_backward(%s): %s", name, lua_tostring(L, -1));
@@ -190,7 +193,16 @@ static int l_c_backward(lua_State *L) {
     return 1;
 }
 
+/* core._c_backward_exists(op_full_name) -> whether the op's formulas were translated to C. */
+static int l_c_backward_exists(lua_State *L) {
+    const ltc_derivative *d = ltc_derivative_find(luaL_checkstring(L, 1));
+    lua_pushboolean(L, d && d->backward);
+    return 1;
+}
+
 void ltcL_open_gradcheck(lua_State *L) {
     lua_pushcfunction(L, l_c_backward);
     lua_setfield(L, -2, "_c_backward");
+    lua_pushcfunction(L, l_c_backward_exists);
+    lua_setfield(L, -2, "_c_backward_exists");
 }

@@ -40,11 +40,11 @@ PUBLIC_HDRS  = src/core/ltc.h src/core/ltc_ir.h src/core/ltc_rng.h src/backend/l
 BUILD   ?= build
 GEN     := gen
 GEN_FILES := $(GEN)/ltc_ops.h $(GEN)/ltc_ops.c $(GEN)/cpu_ops.c $(GEN)/ref_ops.c $(GEN)/lua_ops.c \
-             $(GEN)/ops.md $(GEN)/derivatives.lua $(GEN)/ops_meta.lua
+             $(GEN)/ops.md $(GEN)/derivatives.lua $(GEN)/derivatives.c $(GEN)/ops_meta.lua
 
 CORE_SRC := $(wildcard src/core/*.c src/backend/*.c src/cpu/*.c src/ref/*.c)
 LUA_SRC  := $(wildcard src/lua/*.c)
-GEN_SRC  := $(GEN)/ltc_ops.c $(GEN)/cpu_ops.c $(GEN)/ref_ops.c $(GEN)/lua_ops.c
+GEN_SRC  := $(GEN)/ltc_ops.c $(GEN)/cpu_ops.c $(GEN)/ref_ops.c $(GEN)/lua_ops.c $(GEN)/derivatives.c
 OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC) $(LUA_SRC) $(GEN_SRC))
 HDRS := $(filter-out src/opencl/%,$(wildcard src/*/*.h)) $(GEN)/ltc_ops.h
 
@@ -88,7 +88,8 @@ docs: $(GEN)/.stamp
 
 # ---- the C module ------------------------------------------------------------------------
 
-$(BUILD)/obj/src/core/%.o $(BUILD)/obj/src/backend/%.o $(BUILD)/obj/$(GEN)/ltc_ops.o: INC = $(INC_core)
+$(BUILD)/obj/src/core/%.o $(BUILD)/obj/src/backend/%.o $(BUILD)/obj/$(GEN)/ltc_ops.o \
+  $(BUILD)/obj/$(GEN)/derivatives.o: INC = $(INC_core)
 $(BUILD)/obj/src/cpu/%.o $(BUILD)/obj/$(GEN)/cpu_ops.o: INC = $(INC_cpu)
 $(BUILD)/obj/src/ref/%.o $(BUILD)/obj/$(GEN)/ref_ops.o: INC = $(INC_ref)
 $(BUILD)/obj/src/lua/%.o $(BUILD)/obj/$(GEN)/lua_ops.o: INC = $(INC_lua)

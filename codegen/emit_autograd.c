@@ -170,6 +170,8 @@ static bool uses_name(const gen_op *op, const char *name) {
     return false;
 }
 
+bool deriv_uses_name(const gen_op *op, const char *name) { return uses_name(op, name); }
+
 /* Lua's reserved words: an argument so named (lerp's `end`) is the local `<name>_` in the
  * generated function, and formulas that name it are rewritten to match. */
 static const char *const lua_keywords[] = {

@@ -150,7 +150,7 @@ int main(int argc, char **argv) {
     } files[] = {
         {"ltc_ops.h", emit_ops_h}, {"ltc_ops.c", emit_ops_c}, {NULL, emit_backend_c},
         {"lua_ops.c", emit_lua_c}, {"ops.md", emit_doc_md}, {"ref_ops.c", emit_ref_c},
-        {"derivatives.lua", emit_autograd_lua},
+        {"derivatives.lua", emit_autograd_lua}, {"derivatives.c", emit_derivs_c},
         {"ops_meta.lua", emit_meta_lua},
     };
     strbuf backend_file = {0};

@@ -825,6 +825,7 @@ int luaopen_ltc_core(lua_State *L) {
     luaL_setfuncs(L, core_functions, 0);
     ltcL_open_debug(L);
     ltcL_open_graph(L);
+    ltcL_open_gradcheck(L);
     ltcL_open_builtins(L);
     ltcL_open_device(L);
     ltcL_open_autograd(L);

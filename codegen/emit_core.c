@@ -239,22 +239,6 @@ static void emit_trace(strbuf *b, const gen_op *op) {
     sb_free(&args);
 }
 
-/* The ltc_ag_kind an argument is recorded as when present. */
-static const char *ag_kind(arg_type t) {
-    switch (t) {
-    case ARG_TENSOR:
-    case ARG_SCALAR: return "LTC_AG_TENSOR";
-    case ARG_TENSOR_LIST: return "LTC_AG_LIST";
-    case ARG_FLOAT:
-    case ARG_FLOAT_OPT: return "LTC_AG_FLOAT";
-    case ARG_BOOL: return "LTC_AG_BOOL";
-    case ARG_INTS: return "LTC_AG_INTS";
-    case ARG_DTYPE:
-    case ARG_DTYPE_OPT: return "LTC_AG_DTYPE";
-    default: return "LTC_AG_INT";
-    }
-}
-
 /* Whether autograd records the op: it is differentiable (or has no `derivatives:`, which
  * makes differentiating it an error at backward) and has tensor operands. */
 static bool records(const gen_op *op) {
@@ -326,46 +310,6 @@ static void emit_record(strbuf *b, const gen_op *op) {
     }
     sb_printf(b, "        st = ltc_ag_record(%s, ag, %d, out, %d);\n    }\n", op->enum_name,
               op->n_args, op->n_rets);
-}
-
-/* The derivative table's skeleton (ltc_derivative.h) with no C backwards: the binding's
- * foreign backward runs every formula. (Until the C formulas are generated.) */
-static void emit_derivative_table(const gen_model *m, strbuf *b) {
-    for (int i = 0; i < m->n_ops; i++) {
-        const gen_op *op = &m->ops[i];
-        if (!op_has_entry(op)) continue;
-        sb_printf(b, "static const ltc_ag_kind kinds_%s[%d] = {", op->cname, op->n_args + 1);
-        for (int a = 0; a < op->n_args; a++) sb_printf(b, "%s, ", ag_kind(op->args[a].type));
-        sb_printf(b, "LTC_AG_NONE};\nstatic const bool formula_%s[%d] = {", op->cname, op->n_args + 1);
-        for (int a = 0; a < op->n_args; a++) {
-            bool f = false;
-            for (int k = 0; k < op->n_derivs; k++)
-                f |= !strcmp(op->deriv_inputs[k], op->args[a].name);
-            sb_printf(b, "%s, ", f ? "true" : "false");
-        }
-        sb_puts(b, "false};\n");
-    }
-    sb_puts(b, "\nstatic const ltc_derivative derivatives[LTC_OP_COUNT] = {\n");
-    for (int i = 0; i < m->n_ops; i++) {
-        const gen_op *op = &m->ops[i];
-        if (!op_has_entry(op)) continue;
-        bool save = false;
-        for (int k = 0; k < op->n_derivs; k++) {
-            if (op->n_rets == 1) save |= expr_uses(op->deriv_exprs[k], "result");
-            for (int r = 0; r < op->n_rets; r++)
-                if (op->ret_names[r]) save |= expr_uses(op->deriv_exprs[k], op->ret_names[r]);
-        }
-        sb_printf(b, "    [%s] = {\"%s\", %s, %d, %d, kinds_%s, %s, %s, %s, formula_%s, NULL},\n",
-                  op->enum_name, op->full_name, op->enum_name, op->n_args, op->n_rets, op->cname,
-                  op->not_differentiable ? "true" : "false", op->view ? "true" : "false",
-                  save ? "true" : "false", op->cname);
-    }
-    sb_puts(b, "};\n\nconst ltc_derivative *ltc_derivative_of(int op) {\n"
-               "    return op >= 0 && op < LTC_OP_COUNT && derivatives[op].name ? &derivatives[op] : NULL;\n}\n\n"
-               "const ltc_derivative *ltc_derivative_find(const char *name) {\n"
-               "    for (int i = 0; i < LTC_OP_COUNT; i++)\n"
-               "        if (derivatives[i].name && !strcmp(derivatives[i].name, name)) return &derivatives[i];\n"
-               "    return NULL;\n}\n");
 }
 
 /* Emits one op's tracing entry. */
@@ -479,6 +423,4 @@ void emit_ops_c(const gen_model *m, const gen_options *o, strbuf *b) {
         sb_puts(b, "\n");
         emit_entry(b, &m->ops[i]);
     }
-    sb_puts(b, "\n");
-    emit_derivative_table(m, b);
 }

@@ -1081,7 +1081,7 @@ void emit_derivs_c(const gen_model *m, const gen_options *o, strbuf *b) {
         sb_printf(b, "    {\"%s\", %s, %d, %d, ", op->full_name, op->enum_name, op->n_args, op->n_rets);
         if (op->n_args) sb_printf(b, "kinds_%s, ", op->cname);
         else sb_puts(b, "NULL, ");
-        sb_printf(b, "%s, %s, %s, ", !op->has_derivs || op->not_differentiable ? "true" : "false",
+        sb_printf(b, "%s, %s, %s, ", op->not_differentiable ? "true" : "false",
                   op->view ? "true" : "false", save ? "true" : "false");
         if (op->n_args) sb_printf(b, "formulas_%s, ", op->cname);
         else sb_puts(b, "NULL, ");

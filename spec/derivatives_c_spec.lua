@@ -205,6 +205,8 @@ describe("the derivative formulas generated as C", function()
   local saved = {}
 
   setup(function()
+    -- the engine runs the Lua formulas (which compare themselves with the C ones)
+    core._ag.use_lua_formulas(true)
     for name, entry in pairs(D) do
       if entry.backward then
         saved[name] = entry.backward
@@ -219,6 +221,7 @@ describe("the derivative formulas generated as C", function()
   end)
 
   teardown(function()
+    core._ag.use_lua_formulas(false)
     for name, fn in pairs(saved) do D[name].backward = fn end
   end)
 

@@ -12,6 +12,9 @@
 
 static ltc_foreign_backward_fn foreign;
 static void *foreign_ud;
+static bool foreign_always;
+
+void ltc_autograd_use_foreign(bool always) { foreign_always = always; }
 
 void ltc_autograd_set_foreign(ltc_foreign_backward_fn fn, void *ud) {
     foreign = fn;
@@ -205,8 +208,9 @@ static ltc_status op_backward(ltc_grad_fn *fn, ltc_tensor *const *grads, ltc_ag_
     for (int r = 0; r < fn->n_outputs && !st && d->save_result; r++)
         st = ltc_ag_unpack_result(fn, r, &results[r]);
     if (!st) {
-        st = d->backward ? d->backward(a, results, grads, fn->needs, g)
-                         : foreign(foreign_ud, d, a, results, grads, fn->needs, g);
+        st = d->backward && !(foreign_always && foreign)
+                 ? d->backward(a, results, grads, fn->needs, g)
+                 : foreign(foreign_ud, d, a, results, grads, fn->needs, g);
     }
 done:
     for (int i = 0; a && i < fn->n_args; i++) {

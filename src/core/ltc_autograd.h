@@ -71,6 +71,9 @@ typedef ltc_status (*ltc_foreign_backward_fn)(void *ud, const struct ltc_derivat
                                               ltc_tensor *const *grads, const bool *needs,
                                               struct ltc_ag_grad *g);
 void ltc_autograd_set_foreign(ltc_foreign_backward_fn fn, void *ud);
+/* Sends every derivative to the foreign hook, C translation or not (the spec comparing the
+ * generated C formulas with the Lua ones uses it). */
+void ltc_autograd_use_foreign(bool always);
 
 /* Generated op entries: whether the op must be recorded for operand t (it requires grad, or
  * is a view whose base has autograd state), and the recording itself (autograd.c). */

@@ -114,7 +114,23 @@ static int ag_set_foreign(lua_State *L) {
 
 static void push_arg(lua_State *L, const ltc_ag_arg *a) {
     switch (a->kind) {
-    case LTC_AG_TENSOR: ltcL_pushtensor(L, ltc_tensor_retain(a->t)); break;
+    case LTC_AG_TENSOR:
+        if (ltc_tensor_is_weak(a->t)) { /* a Lua number, as the formulas were given it */
+            const ltc_shape *s = ltc_tensor_shape(a->t);
+            int64_t i;
+            double f;
+            if (ltc_dtype_is_float(s->dtype) && !ltc_tensor_read_f64(a->t, 0, &f)) {
+                lua_pushnumber(L, f);
+                break;
+            }
+            if (!ltc_dtype_is_float(s->dtype) && !ltc_tensor_read_i64(a->t, 0, &i)) {
+                if (s->dtype == LTC_BOOL) lua_pushboolean(L, i != 0);
+                else lua_pushinteger(L, i);
+                break;
+            }
+        }
+        ltcL_pushtensor(L, ltc_tensor_retain(a->t));
+        break;
     case LTC_AG_LIST:
         lua_createtable(L, a->n, 0);
         for (int j = 0; j < a->n; j++) {
@@ -231,7 +247,14 @@ static ltc_status foreign(void *ud, const ltc_derivative *d, const ltc_ag_arg *a
     return LTC_OK;
 }
 
+/* use_lua_formulas(flag): every backward runs its Lua formula (for the specs) */
+static int ag_use_lua_formulas(lua_State *L) {
+    ltc_autograd_use_foreign(lua_toboolean(L, 1));
+    return 0;
+}
+
 static const luaL_Reg ag_functions[] = {
+    {"use_lua_formulas", ag_use_lua_formulas},
     {"requires_grad", ag_requires_grad}, {"set_requires_grad", ag_set_requires_grad},
     {"is_leaf", ag_is_leaf}, {"grad_fn", ag_grad_fn}, {"grad", ag_grad},
     {"set_grad", ag_set_grad}, {"detach", ag_detach}, {"backward", ag_backward},

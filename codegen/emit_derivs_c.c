@@ -1066,6 +1066,10 @@ void emit_derivs_c(const gen_model *m, const gen_options *o, strbuf *b) {
         for (int k = 0; k < op->n_args; k++)
             sb_printf(b, "%s%s", k ? ", " : "",
                       !op->not_differentiable && formula_of(op, op->args[k].name) ? "true" : "false");
+        sb_printf(b, "};\nstatic const bool saves_%s[] = {", op->cname);
+        for (int k = 0; k < op->n_args; k++)
+            sb_printf(b, "%s%s", k ? ", " : "",
+                      !op->not_differentiable && deriv_uses_name(op, op->args[k].name) ? "true" : "false");
         sb_puts(b, "};\n");
     }
     sb_puts(b, "\nstatic const ltc_derivative table[] = {\n");
@@ -1085,7 +1089,9 @@ void emit_derivs_c(const gen_model *m, const gen_options *o, strbuf *b) {
                   op->view ? "true" : "false", save ? "true" : "false");
         if (op->n_args) sb_printf(b, "formulas_%s, ", op->cname);
         else sb_puts(b, "NULL, ");
-        if (has_bw[i]) sb_printf(b, "bw_%s},\n", op->cname);
+        if (has_bw[i]) sb_printf(b, "bw_%s, ", op->cname);
+        else sb_puts(b, "NULL, ");
+        if (op->n_args) sb_printf(b, "saves_%s},\n", op->cname);
         else sb_puts(b, "NULL},\n");
     }
     sb_puts(b, "};\n\n#define N_TABLE ((int)(sizeof table / sizeof table[0]))\n\n");

@@ -141,7 +141,8 @@ void ltc_grad_fn_free_saved(ltc_grad_fn *fn) {
     for (int i = 0; i < fn->n_saved; i++) {
         ltc_tensor_release(fn->saved[i].t);
         ltc_node_release(fn->saved[i].value.node);
-        fn->saved[i] = (ag_saved){0};
+        fn->saved[i].t = NULL;
+        fn->saved[i].value = (ltc_value){0};
     }
     if (fn->out_values)
         for (int r = 0; r < fn->n_outputs; r++) {
@@ -194,19 +195,21 @@ void ltc_grad_fn_release(ltc_grad_fn *fn) {
 }
 
 ltc_status ltc_ag_save(ltc_grad_fn *fn, int i, ltc_tensor *t, const ltc_edge *e) {
-    ltc_value v;
-    ltc_status st = ltc_tensor_value(t, &v);
-    if (st) return st;
     fn->in_shapes[i] = t->shape;
-    fn->saved[i].t = ltc_tensor_retain(t);
-    fn->saved[i].version = ltc_ag_version(t);
-    fn->saved[i].value = v;
-    ltc_node_retain(v.node);
     if (e) {
         fn->edges[i] = *e;
         ltc_grad_fn_retain(e->fn);
         ltc_tensor_retain(e->leaf);
     }
+    if (!fn->saves_values) return LTC_OK;
+    ltc_value v;
+    ltc_status st = ltc_tensor_value(t, &v);
+    if (st) return st;
+    fn->saved[i].kept = true;
+    fn->saved[i].t = ltc_tensor_retain(t);
+    fn->saved[i].version = ltc_ag_version(t);
+    fn->saved[i].value = v;
+    ltc_node_retain(v.node);
     return LTC_OK;
 }
 
@@ -233,6 +236,10 @@ static ltc_status with_edge(ltc_tensor *t, const ltc_edge *e, ltc_grad_fn *self_
 
 ltc_status ltc_ag_unpack(ltc_grad_fn *fn, int i, ltc_tensor **out) {
     ag_saved *s = &fn->saved[i];
+    if (!s->kept) { /* not saved: no formula reads it */
+        *out = NULL;
+        return LTC_OK;
+    }
     if (fn->freed || !s->t)
         return ltc_errorf(LTC_ERR_STATE, "backward: trying to backward through %s a second time "
                           "(its saved tensors were freed; pass {retain_graph = true} to the "
@@ -329,6 +336,7 @@ ltc_status ltc_ag_record(int op, const ltc_ag_arg *args, int n_args, ltc_tensor 
         ltc_ag_arg *a = &fn->args[i];
         *a = args[i];
         a->ints = NULL, a->list = NULL;
+        fn->saves_values = !d->saves || d->saves[i];
         if (args[i].kind == LTC_AG_TENSOR) {
             if (!(st = ltc_ag_save(fn, k, args[i].t, &edges[k]))) {
                 a->t = fn->saved[k].t;
@@ -354,6 +362,7 @@ ltc_status ltc_ag_record(int op, const ltc_ag_arg *args, int n_args, ltc_tensor 
             if (args[i].n) memcpy(a->ints, args[i].ints, sizeof *a->ints * (size_t)args[i].n);
         }
     }
+    fn->saves_values = true;
     if (!st && d->save_result) {
         if (!(fn->out_values = calloc((size_t)n_outs, sizeof *fn->out_values)))
             st = ltc_errorf(LTC_ERR_NOMEM, "%s: out of memory recording for autograd", d->name);

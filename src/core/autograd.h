@@ -32,6 +32,7 @@ typedef enum {
 /* A value saved for backward: the tensor as it was (retained) and the version of its root
  * then; if the root was written in place since, the value it had (a retained IR value). */
 typedef struct ag_saved {
+    bool kept; /* saved at all (a formula reads it) */
     ltc_tensor *t;
     uint64_t version;
     ltc_value value;
@@ -55,6 +56,7 @@ struct ltc_grad_fn {
     uint64_t *out_versions;
     ltc_value *out_values;   /* save_result: the outputs' values (retained) */
     bool freed;              /* the saved values were released (backward without retain) */
+    bool saves_values;       /* while recording: the argument being saved is read by a formula */
     /* AG_COPY_SLICES: the view ops from base to view, the view's shape (owned) */
     ltc_view_step *steps;
     int n_steps;

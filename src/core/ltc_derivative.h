@@ -78,6 +78,9 @@ typedef struct ltc_derivative {
     /* The generated C backward; NULL when the formulas could not be translated to C (the
      * engine then asks the binding's foreign backward, see autograd.h). */
     ltc_backward_fn backward;
+    /* per schema argument: a formula reads it, so a Tensor/Scalar/Tensor[] argument is saved
+     * at record time (the others reach the backward as NULL / empty lists) */
+    const bool *saves;
 } ltc_derivative;
 
 /* The generated table (gen/derivatives.c): the entry of an op by its LTC_OP_* number, NULL

@@ -686,7 +686,12 @@ function nn.Sequential:__init(...)
   for i, m in ipairs({ ... }) do self:add_module(tostring(i), m) end
 end
 function nn.Sequential:forward(x)
-  for _, m in ipairs(self:children()) do x = m(x) end
+  -- the children in order, read in place (no table per call: this is every step's path)
+  local slots = rawget(self, "_slots")
+  for _, n in ipairs(rawget(self, "_modules")) do
+    local m = slots[n]
+    if m ~= nil then x = m(x) end
+  end
   return x
 end
 function nn.Sequential:add(m) return self:add_module(tostring(#self._modules + 1), m) end

@@ -19,6 +19,8 @@ local ltc = require "ltc"
 local live = require("ltc.jit").live -- lr as a graph parameter under ltc.jit (read at replay)
 
 local optim = {}
+local core = require "ltc.core"
+local set_grad, get_grad, assign = core._ag.set_grad, core._ag.grad, core.assign_
 
 local Optimizer = {}
 Optimizer.__index = Optimizer
@@ -106,31 +108,38 @@ end
 --- opt:zero_grad(): every parameter's grad becomes nil (PyTorch's set_to_none default).
 function Optimizer:zero_grad()
   for _, g in ipairs(self.param_groups) do
-    for _, p in ipairs(g.params) do p.grad = nil end
+    for _, p in ipairs(g.params) do set_grad(p, nil) end
+  end
+end
+
+-- The body of step, run with grad mode off (no closure or table per step: the hot path).
+local function step_groups(self)
+  local state, update = self.state, self.update
+  for _, g in ipairs(self.param_groups) do
+    for _, p in ipairs(g.params) do
+      local grad = get_grad(p)
+      if grad ~= nil then
+        local st = state[p]
+        -- state made by a step whose sync failed has no value: that step never happened
+        -- for it, so start over as at the first step (issue 17)
+        if st then
+          for _, v in pairs(st) do
+            if ltc.is_tensor(v) and not v:has_value() then st = nil; break end
+          end
+        end
+        if not st then st = {}; state[p] = st end
+        assign(p, update(p, grad, st, g), "data")
+      end
+    end
   end
 end
 
 --- opt:step(): one update of every parameter that has a gradient (no recording).
 function Optimizer:step()
-  ltc.no_grad(function()
-    for _, g in ipairs(self.param_groups) do
-      for _, p in ipairs(g.params) do
-        local grad = p.grad
-        if grad ~= nil then
-          local st = self.state[p]
-          -- state made by a step whose sync failed has no value: that step never happened
-          -- for it, so start over as at the first step (issue 17)
-          if st then
-            for _, v in pairs(st) do
-              if ltc.is_tensor(v) and not v:has_value() then st = nil; break end
-            end
-          end
-          if not st then st = {}; self.state[p] = st end
-          p.data = self.update(p, grad, st, g)
-        end
-      end
-    end
-  end)
+  local prev = core._ag.set_grad_enabled(false)
+  local ok, err = pcall(step_groups, self)
+  core._ag.set_grad_enabled(prev)
+  if not ok then error(err, 2) end
 end
 
 --- optim.SGD(params, {lr, momentum=0, dampening=0, weight_decay=0, nesterov=false}):

@@ -115,6 +115,10 @@ static int ag_set_foreign(lua_State *L) {
 static void push_arg(lua_State *L, const ltc_ag_arg *a) {
     switch (a->kind) {
     case LTC_AG_TENSOR:
+        if (!a->t) { /* not saved: no formula reads it */
+            lua_pushnil(L);
+            break;
+        }
         if (ltc_tensor_is_weak(a->t)) { /* a Lua number, as the formulas were given it */
             const ltc_shape *s = ltc_tensor_shape(a->t);
             int64_t i;
@@ -134,6 +138,7 @@ static void push_arg(lua_State *L, const ltc_ag_arg *a) {
     case LTC_AG_LIST:
         lua_createtable(L, a->n, 0);
         for (int j = 0; j < a->n; j++) {
+            if (!a->list[j]) continue;
             ltcL_pushtensor(L, ltc_tensor_retain(a->list[j]));
             lua_rawseti(L, -2, j + 1);
         }

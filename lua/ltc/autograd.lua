@@ -14,8 +14,10 @@
 --   t.is_leaf, t.data (a detached alias; setting it replaces t's value in place).
 -- Methods: t:requires_grad_([flag]), t:backward([grad] [, {retain_graph = bool,
 --   create_graph = bool}]), t:detach(), t:zero_grad() (t.grad = nil).
+--   t:retain_grad(), t:register_hook(fn) (returns a handle with remove()).
 -- Functions: ltc.no_grad(fn, ...), ltc.enable_grad(fn, ...), ltc.is_grad_enabled(),
---   ltc.set_grad_enabled(flag), ltc.autograd.grad_fn_name(t).
+--   ltc.set_grad_enabled(flag), ltc.autograd.grad(outputs, inputs [, grad_outputs] [, opts]),
+--   ltc.autograd.grad_fn_name(t).
 --
 -- In-place writes (t:add_(x), t:copy_(x), t:fill_(v), t[i] = v) give the written tensor the
 -- history of its new value. A write through a view gives the view's base a CopySlices node
@@ -410,6 +412,30 @@ function A.backward(t, grad, opts)
   for _, h in ipairs(A.post_backward_hooks) do h(t) end
 end
 
+--- ltc.autograd.grad(outputs, inputs [, grad_outputs] [, opts]): the gradients of outputs
+-- (a tensor or a list) with respect to inputs (a tensor or a list), as multiple results in
+-- inputs' order, without touching any tensor's grad (PyTorch's torch.autograd.grad).
+-- grad_outputs: one gradient per output (default ones for one-element outputs). opts:
+-- retain_graph, create_graph (the results have history: gradients of gradients),
+-- allow_unused (nil for an input the outputs do not depend on, else an error).
+function A.grad(outputs, inputs, grad_outputs, opts)
+  if type(grad_outputs) == "table" and not core.is_tensor(grad_outputs) and grad_outputs[1] == nil
+      and next(grad_outputs) ~= nil then
+    grad_outputs, opts = nil, grad_outputs
+  end
+  opts = opts or {}
+  if core.is_tensor(outputs) then outputs = { outputs } end
+  if core.is_tensor(inputs) then inputs = { inputs } end
+  if core.is_tensor(grad_outputs) then grad_outputs = { grad_outputs } end
+  if type(outputs) ~= "table" or type(inputs) ~= "table" then
+    error("grad: outputs and inputs must be tensors or lists of tensors", 2)
+  end
+  local ok, r = pcall(AG.grad_of, outputs, inputs, grad_outputs,
+    opts.retain_graph or opts.create_graph, opts.create_graph, opts.allow_unused)
+  if not ok then error(r, 2) end
+  return unpack(r, 1, #inputs)
+end
+
 --- The functions backward calls after it has accumulated every gradient, in order, each
 -- with the tensor backward was called on (PyTorch's Engine::queue_callback, which DDP's
 -- Reducer uses). ltc.distributed's DistributedDataParallel averages gradients here. Add with
@@ -542,6 +568,22 @@ function A.install(c)
     return r
   end
   methods.backward = A.backward
+  --- t:retain_grad(): a tensor with history keeps its gradient in t.grad at backward
+  -- (PyTorch's retain_grad); t.retains_grad says whether it does.
+  function methods.retain_grad(t)
+    local ok, err = pcall(AG.retain_grad, t)
+    if not ok then error(err, 2) end
+  end
+  getters.retains_grad = AG.retains_grad
+  --- t:register_hook(fn): fn(grad) runs whenever the gradient with respect to t is computed,
+  -- before it is accumulated or passed on; a tensor it returns replaces the gradient (same
+  -- size). Returns a handle whose remove() takes the hook off (PyTorch's register_hook).
+  function methods.register_hook(t, fn)
+    if type(fn) ~= "function" then error("register_hook: a function expected, got " .. type(fn), 2) end
+    local ok, id = pcall(AG.register_hook, t, fn)
+    if not ok then error(id, 2) end
+    return { remove = function() AG.remove_hook(t, id) end }
+  end
   --- t:zero_grad(): t.grad = nil.
   function methods.zero_grad(t) AG.set_grad(t, nil) end
 end

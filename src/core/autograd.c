@@ -39,6 +39,7 @@ void ltc_ag_meta_free(ltc_tensor *t) {
     unlink_output(t, m->fn, m->nr);
     ltc_grad_fn_release(m->fn);
     ltc_tensor_release(m->grad);
+    ltc_ag_hooks_free(m);
 }
 
 ltc_status ltc_ag_set_history(ltc_tensor *t, ltc_grad_fn *fn, int nr, bool req) {

@@ -108,6 +108,9 @@ ltc_status ltc_ag_scatter_step(ltc_tensor *whole, ltc_tensor *src, const ltc_vie
 /* The backward of COPY_SLICES and OVERWRITE nodes (autograd_inplace.c). */
 ltc_status ltc_ag_inplace_backward(ltc_grad_fn *fn, ltc_tensor *grad, ltc_tensor **g);
 
+/* Drops the hooks of a tensor's state (autograd_engine.c). */
+void ltc_ag_hooks_free(ltc_ag_meta *m);
+
 /* The tensor's version: its root's count of in-place writes. */
 static inline uint64_t ltc_ag_version(const ltc_tensor *t) {
     return t->base ? t->base->generation : t->generation;

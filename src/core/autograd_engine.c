@@ -23,6 +23,102 @@ void ltc_autograd_set_foreign(ltc_foreign_backward_fn fn, void *ud) {
 
 static _Thread_local uint32_t walk_mark;
 
+/* ---- tensor hooks and retain_grad ---------------------------------------------------------- */
+
+static ltc_hook_run_fn hook_run;
+static ltc_hook_free_fn hook_free;
+static void *hook_ud;
+
+void ltc_autograd_set_hooks(ltc_hook_run_fn run, ltc_hook_free_fn free_fn, void *ud) {
+    hook_run = run;
+    hook_free = free_fn;
+    hook_ud = ud;
+}
+
+void ltc_ag_hooks_free(ltc_ag_meta *m) {
+    for (int i = 0; i < m->n_hooks; i++)
+        if (hook_free) hook_free(hook_ud, m->hooks[i]);
+    free(m->hooks);
+    m->hooks = NULL;
+    m->n_hooks = 0;
+}
+
+ltc_status ltc_register_hook(ltc_tensor *t, int id) {
+    if (!ltc_requires_grad(t))
+        return ltc_errorf(LTC_ERR_ARG, "register_hook: cannot register a hook on a tensor that "
+                          "does not require grad");
+    ltc_ag_meta *m = t->ag;
+    int *h = realloc(m->hooks, sizeof *h * (size_t)(m->n_hooks + 1));
+    if (!h) return ltc_errorf(LTC_ERR_NOMEM, "register_hook: out of memory");
+    h[m->n_hooks++] = id;
+    m->hooks = h;
+    return LTC_OK;
+}
+
+bool ltc_remove_hook(ltc_tensor *t, int id) {
+    ltc_ag_meta *m = t->ag;
+    for (int i = 0; m && i < m->n_hooks; i++) {
+        if (m->hooks[i] != id) continue;
+        memmove(&m->hooks[i], &m->hooks[i + 1], sizeof *m->hooks * (size_t)(m->n_hooks - i - 1));
+        m->n_hooks--;
+        if (hook_free) hook_free(hook_ud, id);
+        return true;
+    }
+    return false;
+}
+
+ltc_status ltc_retain_grad(ltc_tensor *t) {
+    if (!ltc_requires_grad(t))
+        return ltc_errorf(LTC_ERR_ARG, "retain_grad: can't retain_grad on a tensor that has "
+                          "requires_grad=False");
+    if (t->ag->fn) t->ag->retains_grad = true;
+    return LTC_OK;
+}
+
+bool ltc_retains_grad(ltc_tensor *t) {
+    return t->ag && t->ag->requires_grad && (!t->ag->fn || t->ag->retains_grad);
+}
+
+/* Runs t's hooks on *g (taken over; replaced by a hook's result). */
+static ltc_status run_hooks(ltc_tensor *t, ltc_tensor **g) {
+    ltc_ag_meta *m = t->ag;
+    for (int i = 0; m && i < m->n_hooks && hook_run; i++) {
+        ltc_tensor *r = NULL;
+        ltc_status st = hook_run(hook_ud, m->hooks[i], *g, &r);
+        if (st) return st;
+        if (r) {
+            ltc_tensor_release(*g);
+            *g = r;
+        }
+    }
+    return LTC_OK;
+}
+
+/* autograd.grad: the inputs whose gradients are captured instead of accumulated (NULL when
+ * backward accumulates). */
+typedef struct capture {
+    ltc_tensor *const *inputs;
+    ltc_edge *edges; /* each input's edge */
+    ltc_tensor **grads;
+    int n;
+} capture;
+static _Thread_local capture *capturing;
+
+/* Adds g (a new reference, kept) to the captured gradient k. */
+static ltc_status capture_add(int k, ltc_tensor *g) {
+    ltc_tensor *prev = capturing->grads[k];
+    if (!prev) {
+        capturing->grads[k] = ltc_tensor_retain(g);
+        return LTC_OK;
+    }
+    ltc_tensor *sum = NULL;
+    ltc_status st = ltc_add(prev, g, &sum);
+    if (st) return st;
+    ltc_tensor_release(prev);
+    capturing->grads[k] = sum;
+    return LTC_OK;
+}
+
 /* g summed over the dims it was broadcast along down to `s`, in s's dtype (new reference;
  * takes over g's). */
 static ltc_status fit(ltc_tensor *g, const ltc_shape *s, ltc_tensor **out) {
@@ -99,7 +195,17 @@ done:
 static ltc_status route(const ltc_edge *e, ltc_tensor *g, const ltc_shape *s) {
     ltc_status st = fit(g, s, &g);
     if (st) return st;
-    if (e->leaf) return accumulate(e->leaf, g);
+    if (e->leaf) {
+        if ((st = run_hooks(e->leaf, &g))) {
+            ltc_tensor_release(g);
+            return st;
+        }
+        if (!capturing) return accumulate(e->leaf, g);
+        for (int k = 0; k < capturing->n && !st; k++)
+            if (capturing->edges[k].leaf == e->leaf) st = capture_add(k, g);
+        ltc_tensor_release(g);
+        return st;
+    }
     ltc_grad_fn *fn = e->fn;
     if (!fn->gbuf && !(fn->gbuf = calloc((size_t)fn->n_outputs, sizeof *fn->gbuf))) {
         ltc_tensor_release(g);
@@ -121,12 +227,16 @@ static ltc_status route(const ltc_edge *e, ltc_tensor *g, const ltc_shape *s) {
 
 /* The nodes reachable from root, consumers before producers (a depth-first post order,
  * reversed) into *order (malloc'd). */
-static ltc_status topo(ltc_grad_fn *root, ltc_grad_fn ***order, int *n_order) {
+static ltc_status topo(ltc_grad_fn *const *roots, int n_roots, ltc_grad_fn ***order,
+                       int *n_order) {
     uint32_t mark = ++walk_mark;
     int cap = 64, n = 0, sp = 0, scap = 64;
     ltc_grad_fn **out = malloc(sizeof *out * (size_t)cap);
     ltc_grad_fn **stack = malloc(sizeof *stack * (size_t)scap);
     if (!out || !stack) goto nomem;
+    for (int ri = 0; ri < n_roots; ri++) {
+    ltc_grad_fn *root = roots[ri];
+    if (!root || root->mark == mark) continue;
     root->mark = mark;
     root->kid_at = 0;
     stack[sp++] = root;
@@ -155,6 +265,7 @@ static ltc_status topo(ltc_grad_fn *root, ltc_grad_fn ***order, int *n_order) {
             stack = ns;
         }
         stack[sp++] = kid;
+    }
     }
     for (int i = 0; i < n / 2; i++) {
         ltc_grad_fn *x = out[i];
@@ -247,6 +358,15 @@ static ltc_status run_node(ltc_grad_fn *fn, bool retain) {
     for (int r = 0; r < fn->n_outputs && !st; r++) {
         grads[r] = fn->gbuf[r];
         fn->gbuf[r] = NULL;
+        ltc_tensor *o = fn->outs[r];
+        if (grads[r] && o && o->ag && o->ag->fn == fn && o->ag->nr == r) {
+            if ((st = run_hooks(o, &grads[r]))) break;
+            if (o->ag->retains_grad && !capturing)
+                st = accumulate(o, ltc_tensor_retain(grads[r]));
+        }
+        for (int k = 0; grads[r] && capturing && k < capturing->n && !st; k++)
+            if (capturing->edges[k].fn == fn && capturing->edges[k].nr == r)
+                st = capture_add(k, grads[r]);
         if (!grads[r]) {
             const ltc_shape *s = &fn->out_shapes[r];
             st = ltc_zeros(s->dims, s->ndim, s->dtype, &grads[r]);
@@ -298,25 +418,42 @@ done:
     return st;
 }
 
-static ltc_status walk(ltc_tensor *root, ltc_tensor *grad, bool retain) {
-    ltc_ag_meta *m = root->ag;
-    ltc_tensor *g = ltc_tensor_retain(grad);
-    if (!m->fn) return accumulate(root, g);
-    ltc_grad_fn *top = ltc_grad_fn_retain(m->fn);
+/* Backward from roots[0..n) with gradients gs (new references, taken over). */
+static ltc_status walk(ltc_tensor *const *roots, ltc_tensor **gs, int n_roots, bool retain) {
+    ltc_status st = LTC_OK;
+    ltc_grad_fn **tops = calloc((size_t)n_roots + 1, sizeof *tops);
     ltc_grad_fn **order = NULL;
     int n = 0;
-    ltc_status st = topo(top, &order, &n);
-    if (st) {
-        ltc_tensor_release(g);
-        ltc_grad_fn_release(top);
-        return st;
+    if (!tops) st = ltc_errorf(LTC_ERR_NOMEM, "backward: out of memory");
+    for (int i = 0; i < n_roots && !st; i++) { /* leaves first: their gradient is the grad */
+        ltc_ag_meta *m = roots[i]->ag;
+        if (m->fn) {
+            tops[i] = ltc_grad_fn_retain(m->fn);
+            continue;
+        }
+        ltc_edge e = {.leaf = roots[i]};
+        st = route(&e, gs[i], &roots[i]->shape);
+        gs[i] = NULL;
     }
-    if (!top->gbuf && !(top->gbuf = calloc((size_t)top->n_outputs, sizeof *top->gbuf))) {
-        st = ltc_errorf(LTC_ERR_NOMEM, "backward: out of memory");
-        ltc_tensor_release(g);
-    } else {
-        ltc_tensor_release(top->gbuf[m->nr]);
-        top->gbuf[m->nr] = g;
+    if (!st) st = topo(tops, n_roots, &order, &n);
+    for (int i = 0; i < n_roots && !st; i++) {
+        ltc_grad_fn *top = tops[i];
+        if (!top) continue;
+        int nr = roots[i]->ag->nr;
+        if (!top->gbuf && !(top->gbuf = calloc((size_t)top->n_outputs, sizeof *top->gbuf))) {
+            st = ltc_errorf(LTC_ERR_NOMEM, "backward: out of memory");
+            break;
+        }
+        if (top->gbuf[nr]) {
+            ltc_tensor *sum = NULL;
+            if ((st = ltc_add(top->gbuf[nr], gs[i], &sum))) break;
+            ltc_tensor_release(top->gbuf[nr]);
+            ltc_tensor_release(gs[i]);
+            top->gbuf[nr] = sum;
+        } else {
+            top->gbuf[nr] = gs[i];
+        }
+        gs[i] = NULL;
     }
     for (int i = 0; i < n && !st; i++) {
         ltc_grad_fn *fn = order[i];
@@ -331,8 +468,13 @@ static ltc_status walk(ltc_tensor *root, ltc_tensor *grad, bool retain) {
             fn->gbuf[r] = NULL;
         }
     }
+    for (int i = 0; i < n_roots; i++) {
+        ltc_tensor_release(gs[i]);
+        gs[i] = NULL;
+        if (tops) ltc_grad_fn_release(tops[i]);
+    }
     free(order);
-    ltc_grad_fn_release(top);
+    free(tops);
     return st;
 }
 
@@ -345,30 +487,85 @@ static const char *size_x(const ltc_shape *s, char *buf, size_t n) {
     return buf;
 }
 
-ltc_status ltc_backward(ltc_tensor *t, ltc_tensor *grad, bool retain_graph, bool create_graph) {
+/* The gradient of root t: grad checked against t's size, or ones for a one-element t (new
+ * reference in *out). `op` names the caller in errors. */
+static ltc_status root_grad(const char *op, ltc_tensor *t, ltc_tensor *grad, ltc_tensor **out) {
     ltc_status st;
+    char a[160], b[160];
     if (ltc_ag_stale(t) && (st = ltc_ag_refresh(t))) return st;
     if (!(t->ag && t->ag->requires_grad))
-        return ltc_errorf(LTC_ERR_ARG, "backward: the tensor does not require grad and has no "
-                          "grad_fn");
-    char a[160], b[160];
-    ltc_tensor *g = NULL;
+        return ltc_errorf(LTC_ERR_ARG, "%s: the tensor does not require grad and has no "
+                          "grad_fn", op);
     if (!grad) {
         if (ltc_shape_numel(&t->shape) != 1)
-            return ltc_errorf(LTC_ERR_ARG, "backward: grad can be implicitly created only for a "
-                              "tensor with one element, not size %s; pass grad",
+            return ltc_errorf(LTC_ERR_ARG, "%s: grad can be implicitly created only for a "
+                              "tensor with one element, not size %s; pass grad", op,
                               size_x(&t->shape, a, sizeof a));
-        if ((st = ltc_ones(t->shape.dims, t->shape.ndim, t->shape.dtype, &g))) return st;
-    } else {
-        if (grad->shape.ndim != t->shape.ndim ||
-            memcmp(grad->shape.dims, t->shape.dims, sizeof(int64_t) * (size_t)t->shape.ndim))
-            return ltc_errorf(LTC_ERR_ARG, "backward: grad has size %s, the tensor %s",
-                              size_x(&grad->shape, a, sizeof a), size_x(&t->shape, b, sizeof b));
-        g = ltc_tensor_retain(grad);
+        return ltc_ones(t->shape.dims, t->shape.ndim, t->shape.dtype, out);
     }
+    if (grad->shape.ndim != t->shape.ndim ||
+        memcmp(grad->shape.dims, t->shape.dims, sizeof(int64_t) * (size_t)t->shape.ndim))
+        return ltc_errorf(LTC_ERR_ARG, "%s: grad has size %s, the tensor %s", op,
+                          size_x(&grad->shape, a, sizeof a), size_x(&t->shape, b, sizeof b));
+    *out = ltc_tensor_retain(grad);
+    return LTC_OK;
+}
+
+ltc_status ltc_backward(ltc_tensor *t, ltc_tensor *grad, bool retain_graph, bool create_graph) {
+    ltc_tensor *g = NULL;
+    ltc_status st = root_grad("backward", t, grad, &g);
+    if (st) return st;
     bool prev = ltc_set_grad_enabled(create_graph);
-    st = walk(t, g, retain_graph || create_graph);
+    capture *outer = capturing;
+    capturing = NULL;
+    st = walk(&t, &g, 1, retain_graph || create_graph);
+    capturing = outer;
     ltc_set_grad_enabled(prev);
-    ltc_tensor_release(g);
+    return st;
+}
+
+ltc_status ltc_autograd_grad(ltc_tensor *const *outputs, ltc_tensor *const *grad_outputs,
+                             int n_out, ltc_tensor *const *inputs, int n_in, bool retain_graph,
+                             bool create_graph, bool allow_unused, ltc_tensor **grads) {
+    ltc_status st = LTC_OK;
+    ltc_tensor **gs = calloc((size_t)n_out + 1, sizeof *gs);
+    ltc_edge *edges = calloc((size_t)n_in + 1, sizeof *edges);
+    if (!gs || !edges) st = ltc_errorf(LTC_ERR_NOMEM, "grad: out of memory");
+    for (int k = 0; k < n_in; k++) grads[k] = NULL;
+    for (int i = 0; i < n_out && !st; i++)
+        st = root_grad("grad", outputs[i], grad_outputs ? grad_outputs[i] : NULL, &gs[i]);
+    for (int k = 0; k < n_in && !st; k++) {
+        if ((st = ltc_ag_edge_of(inputs[k], &edges[k]))) break;
+        if (!edges[k].fn && !edges[k].leaf)
+            st = ltc_errorf(LTC_ERR_ARG, "grad: input %d does not require grad", k + 1);
+    }
+    if (!st) {
+        capture c = {inputs, edges, grads, n_in};
+        capture *outer = capturing;
+        bool prev = ltc_set_grad_enabled(create_graph);
+        capturing = &c;
+        st = walk(outputs, gs, n_out, retain_graph || create_graph);
+        capturing = outer;
+        ltc_set_grad_enabled(prev);
+    }
+    for (int k = 0; k < n_in && !st; k++)
+        if (!grads[k] && !allow_unused)
+            st = ltc_errorf(LTC_ERR_ARG, "grad: input %d was not used in the graph of the "
+                            "outputs (pass allow_unused = true to get nil for it)", k + 1);
+    if (!st) /* each gradient in its input's size and dtype (broadcast operands summed) */
+        for (int k = 0; k < n_in && !st; k++)
+            if (grads[k]) {
+                ltc_tensor *x = grads[k];
+                grads[k] = NULL;
+                st = fit(x, &inputs[k]->shape, &grads[k]);
+            }
+    if (st)
+        for (int k = 0; k < n_in; k++) {
+            ltc_tensor_release(grads[k]);
+            grads[k] = NULL;
+        }
+    for (int i = 0; gs && i < n_out; i++) ltc_tensor_release(gs[i]);
+    free(gs);
+    free(edges);
     return st;
 }

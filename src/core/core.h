@@ -60,6 +60,9 @@ struct ltc_tensor {
         int nr;             /* which output of fn it is */
         struct ltc_grad_fn *fn; /* its history (retained), NULL for a leaf */
         ltc_tensor *grad;   /* the accumulated gradient (retained), or NULL */
+        bool retains_grad;  /* a tensor with history that keeps its grad (retain_grad) */
+        int n_hooks;        /* register_hook: ids of the binding's hook functions (owned) */
+        int *hooks;
     } ag_meta;
 };
 

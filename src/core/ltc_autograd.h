@@ -60,6 +60,31 @@ ltc_status ltc_backward(ltc_tensor *t, ltc_tensor *grad, bool retain_graph, bool
  * "assign_" / "copy_". */
 ltc_status ltc_tensor_write_(ltc_tensor *t, ltc_tensor *v, bool copy, const char *op);
 
+/* PyTorch's torch.autograd.grad: the gradients of outputs[0..n_out) (with grad_outputs, NULL
+ * entries meaning ones for one-element outputs) with respect to inputs[0..n_in), returned
+ * in grads[0..n_in) (new references; NULL for an input the outputs do not depend on, which
+ * is an error unless allow_unused) without accumulating into any tensor's grad.
+ * retain_graph and create_graph as for ltc_backward. Errors as ltc_backward, plus an input
+ * that does not require grad. */
+ltc_status ltc_autograd_grad(ltc_tensor *const *outputs, ltc_tensor *const *grad_outputs,
+                             int n_out, ltc_tensor *const *inputs, int n_in, bool retain_graph,
+                             bool create_graph, bool allow_unused, ltc_tensor **grads);
+/* PyTorch's Tensor.retain_grad: a tensor with history gets its gradient in grad at backward
+ * (accumulated like a leaf's); no-op on a leaf. LTC_ERR_ARG if t does not require grad. */
+ltc_status ltc_retain_grad(ltc_tensor *t);
+/* Whether t keeps its grad: a leaf that requires grad, or retain_grad was called. */
+bool ltc_retains_grad(ltc_tensor *t);
+/* PyTorch's Tensor.register_hook: the binding's hook number `id` runs whenever a gradient
+ * with respect to t is computed, before it is accumulated (leaves) or passed on (others),
+ * and may replace it. The core calls run(ud, id, grad, &replacement) (replacement NULL:
+ * keep grad) and free(ud, id) when t goes. LTC_ERR_ARG if t does not require grad. */
+typedef ltc_status (*ltc_hook_run_fn)(void *ud, int id, ltc_tensor *grad, ltc_tensor **out);
+typedef void (*ltc_hook_free_fn)(void *ud, int id);
+void ltc_autograd_set_hooks(ltc_hook_run_fn run, ltc_hook_free_fn free_fn, void *ud);
+ltc_status ltc_register_hook(ltc_tensor *t, int id);
+/* Removes hook `id` from t (its handle's remove()); false if t has no such hook. */
+bool ltc_remove_hook(ltc_tensor *t, int id);
+
 /* A derivative that has no C translation is asked of the binding (Lua formulas), through
  * this hook: the arguments are ltc_backward_fn's, plus the op's table entry. */
 struct ltc_derivative;

@@ -252,6 +252,135 @@ static ltc_status foreign(void *ud, const ltc_derivative *d, const ltc_ag_arg *a
     return LTC_OK;
 }
 
+/* ---- autograd.grad, retain_grad, hooks ---- */
+
+/* The tensors of list argument arg (a table of tensors) into a new array (borrowed). */
+static ltc_tensor **check_tensor_list(lua_State *L, int arg, int *n, const char *what) {
+    luaL_checktype(L, arg, LUA_TTABLE);
+    int len = (int)luaL_len(L, arg);
+    ltc_tensor **ts = lua_newuserdatauv(L, sizeof *ts * (size_t)(len + 1), 0); /* freed by GC */
+    for (int i = 0; i < len; i++) {
+        lua_rawgeti(L, arg, i + 1);
+        ts[i] = ltcL_testtensor(L, -1);
+        if (!ts[i] && !(lua_isnil(L, -1) && !strcmp(what, "grad_outputs")))
+            luaL_error(L, "grad: %s[%d] is not a tensor", what, i + 1);
+        lua_pop(L, 1);
+    }
+    *n = len;
+    return ts;
+}
+
+/* grad(outputs, inputs, grad_outputs or nil, retain_graph, create_graph, allow_unused) */
+static int ag_autograd_grad(lua_State *L) {
+    int n_out, n_in, n_go = 0;
+    ltc_tensor **outs = check_tensor_list(L, 1, &n_out, "outputs");
+    ltc_tensor **ins = check_tensor_list(L, 2, &n_in, "inputs");
+    ltc_tensor **gos = lua_isnoneornil(L, 3) ? NULL : check_tensor_list(L, 3, &n_go, "grad_outputs");
+    if (gos && n_go != n_out)
+        return luaL_error(L, "grad: %d grad_outputs for %d outputs", n_go, n_out);
+    ltc_tensor **grads = lua_newuserdatauv(L, sizeof *grads * (size_t)(n_in + 1), 0);
+    lua_State *prev = backward_L;
+    backward_L = L;
+    ltc_status st = ltc_autograd_grad(outs, gos, n_out, ins, n_in, lua_toboolean(L, 4),
+                                      lua_toboolean(L, 5), lua_toboolean(L, 6), grads);
+    backward_L = prev;
+    if (st) return ltcL_error(L);
+    lua_createtable(L, n_in, 0);
+    for (int k = 0; k < n_in; k++) {
+        if (!grads[k]) continue;
+        ltcL_pushtensor(L, grads[k]);
+        lua_rawseti(L, -2, k + 1);
+    }
+    return 1;
+}
+
+static int ag_retain_grad(lua_State *L) {
+    if (ltc_retain_grad(ltcL_checktensor(L, 1, "retain_grad"))) return ltcL_error(L);
+    return 0;
+}
+
+static int ag_retains_grad(lua_State *L) {
+    lua_pushboolean(L, ltc_retains_grad(ltcL_checktensor(L, 1, "retains_grad")));
+    return 1;
+}
+
+/* Hook functions: registry table hooks_key, id -> function, in the state that registered
+ * them (tensors are released on their state's thread). */
+static const char hooks_key = 'h';
+static _Thread_local lua_State *hooks_L;
+static int next_hook_id;
+
+static int ag_register_hook(lua_State *L) {
+    ltc_tensor *t = ltcL_checktensor(L, 1, "register_hook");
+    luaL_checktype(L, 2, LUA_TFUNCTION);
+    int id = ++next_hook_id;
+    if (ltc_register_hook(t, id)) return ltcL_error(L);
+    hooks_L = L;
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &hooks_key);
+    lua_pushvalue(L, 2);
+    lua_rawseti(L, -2, id);
+    lua_pushinteger(L, id);
+    return 1;
+}
+
+static int ag_remove_hook(lua_State *L) {
+    ltc_tensor *t = ltcL_checktensor(L, 1, "remove_hook");
+    lua_pushboolean(L, ltc_remove_hook(t, (int)luaL_checkinteger(L, 2)));
+    return 1;
+}
+
+static int call_hook(lua_State *L) {
+    int id = (int)lua_tointeger(L, 1);
+    ltc_tensor *g = lua_touserdata(L, 2);
+    ltc_tensor **out = lua_touserdata(L, 3);
+    lua_settop(L, 0);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &hooks_key);
+    if (lua_rawgeti(L, 1, id) != LUA_TFUNCTION) return 0;
+    ltcL_pushtensor(L, ltc_tensor_retain(g));
+    lua_call(L, 1, 1);
+    if (lua_isnil(L, -1)) return 0;
+    ltc_tensor *r = ltcL_testtensor(L, -1);
+    if (!r) return luaL_error(L, "hook: a hook must return a tensor or nil, not %s",
+                              luaL_typename(L, -1));
+    const ltc_shape *a = ltc_tensor_shape(r), *b = ltc_tensor_shape(g);
+    if (!ltc_shape_equal(a, b)) {
+        char x[128], y[128];
+        return luaL_error(L, "hook: the hook returned a gradient of size %s for one of size %s",
+                          ltc_shape_str(a, x, sizeof x), ltc_shape_str(b, y, sizeof y));
+    }
+    *out = ltc_tensor_retain(r);
+    return 0;
+}
+
+static ltc_status run_hook(void *ud, int id, ltc_tensor *grad, ltc_tensor **out) {
+    (void)ud;
+    lua_State *L = backward_L;
+    if (!L) return LTC_OK;
+    lua_pushcfunction(L, call_hook);
+    lua_pushinteger(L, id);
+    lua_pushlightuserdata(L, grad);
+    lua_pushlightuserdata(L, out);
+    if (lua_pcall(L, 3, 0, 0) != LUA_OK) {
+        ltc_status st = ltc_errorf(LTC_ERR_ARG, "%s", lua_tostring(L, -1));
+        lua_pop(L, 1);
+        ltc_tensor_release(*out);
+        *out = NULL;
+        return st;
+    }
+    return LTC_OK;
+}
+
+static void free_hook(void *ud, int id) {
+    (void)ud;
+    lua_State *L = hooks_L;
+    if (!L) return;
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &hooks_key) == LUA_TTABLE) {
+        lua_pushnil(L);
+        lua_rawseti(L, -2, id);
+    }
+    lua_pop(L, 1);
+}
+
 /* use_lua_formulas(flag): every backward runs its Lua formula (for the specs) */
 static int ag_use_lua_formulas(lua_State *L) {
     ltc_autograd_use_foreign(lua_toboolean(L, 1));
@@ -259,7 +388,9 @@ static int ag_use_lua_formulas(lua_State *L) {
 }
 
 static const luaL_Reg ag_functions[] = {
-    {"use_lua_formulas", ag_use_lua_formulas},
+    {"use_lua_formulas", ag_use_lua_formulas}, {"grad_of", ag_autograd_grad},
+    {"retain_grad", ag_retain_grad}, {"retains_grad", ag_retains_grad},
+    {"register_hook", ag_register_hook}, {"remove_hook", ag_remove_hook},
     {"requires_grad", ag_requires_grad}, {"set_requires_grad", ag_set_requires_grad},
     {"is_leaf", ag_is_leaf}, {"grad_fn", ag_grad_fn}, {"grad", ag_grad},
     {"set_grad", ag_set_grad}, {"detach", ag_detach}, {"backward", ag_backward},
@@ -270,6 +401,15 @@ static const luaL_Reg ag_functions[] = {
 
 void ltcL_open_autograd(lua_State *L) {
     ltc_autograd_set_foreign(foreign, NULL);
+    ltc_autograd_set_hooks(run_hook, free_hook, NULL);
+    hooks_L = L;
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &hooks_key) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+        lua_rawsetp(L, LUA_REGISTRYINDEX, &hooks_key);
+    } else {
+        lua_pop(L, 1);
+    }
     lua_newtable(L);
     luaL_setfuncs(L, ag_functions, 0);
     lua_setfield(L, -2, "_ag");

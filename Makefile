@@ -33,7 +33,7 @@ INST_PCDIR  ?= $(PREFIX)/lib/pkgconfig
 # where ltc.pc says core.so is: absolute, or (luarocks, which moves files after install)
 # relative to ltc.pc's folder
 PC_MODDIR = $(if $(PC_MODDIR_REL),$${pcfiledir}/$(PC_MODDIR_REL),$(INST_LIBDIR)/ltc)
-PUBLIC_HDRS  = src/core/ltc.h src/core/ltc_ir.h src/core/ltc_rng.h src/backend/ltc_backend.h \
+PUBLIC_HDRS  = src/core/ltc.h src/core/ltc_autograd.h src/core/ltc_ir.h src/core/ltc_rng.h src/backend/ltc_backend.h \
                src/backend/ltc_graph.h src/backend/ltc_kernel.h $(GEN)/ltc_ops.h \
                src/backend/ltc_comm.h
 

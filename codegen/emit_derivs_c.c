@@ -4,7 +4,7 @@
  * derivatives.lua (emit_autograd.c), which runs the same formulas as Lua.
  *
  * A formula is a Lua expression (emit_autograd.c says which names it may use). It is parsed
- * here by a small recursive-descent parser into a tree, then lowered with static types
+ * by formula.c's recursive-descent parser into a tree, then lowered with static types
  * (tensor, int, float, bool, int list, dtype, tensor list, string) to calls of the op entry
  * points of ltc_ops.h and of the helpers of src/core/grad_formulas.h (`F.name` is
  * ltc_grad_<name>). A Lua number used as a tensor operand becomes a weak 0-d scalar, int64 for
@@ -18,23 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formula.h"
 #include "model.h"
-
-/* ---- the formula language: tokens and tree ------------------------------------------- */
-
-typedef enum { K_NUM, K_STR, K_NAME, K_NIL, K_TRUE, K_FALSE, K_UNOP, K_BINOP, K_CALL, K_INDEX,
-               K_TABLE } node_kind;
-
-typedef struct node {
-    node_kind kind;
-    char *text;          /* K_NUM (literal), K_STR (contents), K_NAME, K_INDEX (field), K_CALL
-                            (function or method name), K_UNOP/K_BINOP (operator) */
-    bool is_int;         /* K_NUM */
-    bool method;         /* K_CALL: recv:text(args) */
-    struct node *a, *b;  /* operands; K_CALL: a = receiver or the K_INDEX callee's table name */
-    struct node **args;  /* K_CALL and K_TABLE */
-    int n_args;
-} node;
 
 /* snprintf, remembering a truncation (the op's translation then fails: a C expression
  * longer than the buffers here is beyond what this translator is meant for). */
@@ -47,251 +32,12 @@ static void fmtc(char *dst, size_t n, const char *fmt, ...) {
     if (k < 0 || (size_t)k >= n) truncated = true;
 }
 
-typedef struct parser {
-    const char *p;
-    bool failed;
-    char why[160];
-} parser;
-
-static void pfail(parser *ps, const char *msg) {
-    if (!ps->failed) fmtc(ps->why, sizeof ps->why, "%s at '%.20s'", msg, ps->p);
-    ps->failed = true;
-}
-
-static node *mk(node_kind k, const char *text, size_t n) {
-    node *x = cg_calloc(1, sizeof *x);
-    x->kind = k;
-    if (text) x->text = cg_strndup(text, n);
-    return x;
-}
-
-static void node_free(node *x) {
-    if (!x) return;
-    node_free(x->a);
-    node_free(x->b);
-    for (int i = 0; i < x->n_args; i++) node_free(x->args[i]);
-    free(x->args);
-    free(x->text);
-    free(x);
-}
-
-static void skip(parser *ps) {
-    while (isspace((unsigned char)*ps->p)) ps->p++;
-}
-
-/* Consumes `s` if it comes next (a word only when not followed by an identifier char). */
-static bool accept(parser *ps, const char *s) {
-    skip(ps);
-    size_t n = strlen(s);
-    if (strncmp(ps->p, s, n) != 0) return false;
-    if (isalpha((unsigned char)s[0]) && (isalnum((unsigned char)ps->p[n]) || ps->p[n] == '_'))
-        return false;
-    /* `/` must not eat the first half of `//`, `=` ... handled by the callers' order */
-    ps->p += n;
-    return true;
-}
-
-static void expect(parser *ps, const char *s) {
-    if (!accept(ps, s)) {
-        char msg[40];
-        fmtc(msg, sizeof msg, "'%s' expected", s);
-        pfail(ps, msg);
-    }
-}
-
-static node *parse_expr(parser *ps);
-
-static void push_arg(node *x, node *a) {
-    x->args = cg_realloc(x->args, (size_t)(x->n_args + 1) * sizeof *x->args);
-    x->args[x->n_args++] = a;
-}
-
-/* `(` args `)` after a callee; the opening parenthesis is already consumed. */
-static void parse_args(parser *ps, node *call) {
-    if (accept(ps, ")")) return;
-    do push_arg(call, parse_expr(ps));
-    while (!ps->failed && accept(ps, ","));
-    expect(ps, ")");
-}
-
-static node *parse_primary(parser *ps) {
-    skip(ps);
-    const char *s = ps->p;
-    unsigned char c = (unsigned char)*s;
-    if (ps->failed) return mk(K_NIL, NULL, 0);
-    if (isdigit(c) || (c == '.' && isdigit((unsigned char)s[1]))) {
-        bool is_int = true;
-        while (isalnum((unsigned char)*ps->p) || *ps->p == '.' ||
-               ((*ps->p == '-' || *ps->p == '+') && (ps->p[-1] == 'e' || ps->p[-1] == 'E'))) {
-            if (*ps->p == '.' || *ps->p == 'e' || *ps->p == 'E') is_int = false;
-            if (*ps->p == 'x' || *ps->p == 'X') pfail(ps, "hex literal");
-            ps->p++;
-        }
-        node *x = mk(K_NUM, s, (size_t)(ps->p - s));
-        x->is_int = is_int;
-        return x;
-    }
-    if (c == '\'' || c == '"') {
-        const char *e = strchr(s + 1, (char)c);
-        if (!e || memchr(s + 1, '\\', (size_t)(e - s - 1))) {
-            pfail(ps, "string");
-            return mk(K_NIL, NULL, 0);
-        }
-        ps->p = e + 1;
-        return mk(K_STR, s + 1, (size_t)(e - s - 1));
-    }
-    if (accept(ps, "(")) {
-        node *x = parse_expr(ps);
-        expect(ps, ")");
-        return x;
-    }
-    if (accept(ps, "{")) {
-        node *x = mk(K_TABLE, NULL, 0);
-        if (accept(ps, "}")) return x;
-        do push_arg(x, parse_expr(ps));
-        while (!ps->failed && accept(ps, ","));
-        expect(ps, "}");
-        return x;
-    }
-    if (isalpha(c) || c == '_') {
-        while (isalnum((unsigned char)*ps->p) || *ps->p == '_') ps->p++;
-        size_t n = (size_t)(ps->p - s);
-        if (n == 3 && !strncmp(s, "nil", 3)) return mk(K_NIL, NULL, 0);
-        if (n == 4 && !strncmp(s, "true", 4)) return mk(K_TRUE, NULL, 0);
-        if (n == 5 && !strncmp(s, "false", 5)) return mk(K_FALSE, NULL, 0);
-        return mk(K_NAME, s, n);
-    }
-    pfail(ps, "unexpected character");
-    return mk(K_NIL, NULL, 0);
-}
-
-/* primary { `.` name | `:` name `(` args `)` | `(` args `)` } */
-static node *parse_suffixed(parser *ps) {
-    node *x = parse_primary(ps);
-    while (!ps->failed) {
-        skip(ps);
-        if (*ps->p == '.' && ps->p[1] != '.') {
-            ps->p++;
-            skip(ps);
-            const char *s = ps->p;
-            while (isalnum((unsigned char)*ps->p) || *ps->p == '_') ps->p++;
-            node *y = mk(K_INDEX, s, (size_t)(ps->p - s));
-            y->a = x;
-            x = y;
-        } else if (*ps->p == ':' ) {
-            ps->p++;
-            skip(ps);
-            const char *s = ps->p;
-            while (isalnum((unsigned char)*ps->p) || *ps->p == '_') ps->p++;
-            node *y = mk(K_CALL, s, (size_t)(ps->p - s));
-            y->method = true;
-            y->a = x;
-            expect(ps, "(");
-            if (!ps->failed) parse_args(ps, y);
-            x = y;
-        } else if (*ps->p == '(') {
-            ps->p++;
-            if (x->kind != K_INDEX || x->a->kind != K_NAME) {
-                pfail(ps, "call of something other than ltc.f or F.f");
-                return x;
-            }
-            node *y = mk(K_CALL, x->text, strlen(x->text));
-            y->a = x->a;
-            x->a = NULL;
-            node_free(x);
-            parse_args(ps, y);
-            x = y;
-        } else {
-            break;
-        }
-    }
-    return x;
-}
-
-static node *binop(const char *op, node *a, node *b) {
-    node *x = mk(K_BINOP, op, strlen(op));
-    x->a = a, x->b = b;
-    return x;
-}
-
-/* Lua 5.4's precedence, lowest first; `^` is right associative and binds tighter than a
- * unary operator on its left. */
-static node *parse_unary(parser *ps);
-
-static node *parse_pow(parser *ps) {
-    node *x = parse_suffixed(ps);
-    if (!ps->failed && accept(ps, "^")) x = binop("^", x, parse_unary(ps));
-    return x;
-}
-
-static node *parse_unary(parser *ps) {
-    if (accept(ps, "not")) {
-        node *x = mk(K_UNOP, "not", 3);
-        x->a = parse_unary(ps);
-        return x;
-    }
-    skip(ps);
-    if (*ps->p == '-') {
-        ps->p++;
-        node *x = mk(K_UNOP, "-", 1);
-        x->a = parse_unary(ps);
-        return x;
-    }
-    return parse_pow(ps);
-}
-
-static node *parse_mul(parser *ps) {
-    node *x = parse_unary(ps);
-    while (!ps->failed) {
-        if (accept(ps, "//")) x = binop("//", x, parse_unary(ps));
-        else if (accept(ps, "*")) x = binop("*", x, parse_unary(ps));
-        else if (accept(ps, "/")) x = binop("/", x, parse_unary(ps));
-        else if (accept(ps, "%")) x = binop("%", x, parse_unary(ps));
-        else break;
-    }
-    return x;
-}
-
-static node *parse_add(parser *ps) {
-    node *x = parse_mul(ps);
-    while (!ps->failed) {
-        if (accept(ps, "+")) x = binop("+", x, parse_mul(ps));
-        else if (accept(ps, "-")) x = binop("-", x, parse_mul(ps));
-        else break;
-    }
-    return x;
-}
-
-static node *parse_cmp(parser *ps) {
-    node *x = parse_add(ps);
-    static const char *const ops[] = {"==", "~=", "<=", ">=", "<", ">", NULL};
-    while (!ps->failed) {
-        int k = 0;
-        while (ops[k] && !accept(ps, ops[k])) k++;
-        if (!ops[k]) break;
-        x = binop(ops[k], x, parse_add(ps));
-    }
-    return x;
-}
-
-static node *parse_and(parser *ps) {
-    node *x = parse_cmp(ps);
-    while (!ps->failed && accept(ps, "and")) x = binop("and", x, parse_cmp(ps));
-    return x;
-}
-
-static node *parse_expr(parser *ps) {
-    node *x = parse_and(ps);
-    while (!ps->failed && accept(ps, "or")) x = binop("or", x, parse_and(ps));
-    return x;
-}
-
 /* ---- values and the lowering context --------------------------------------------------- */
 
 typedef enum { V_NIL, V_TENSOR, V_INT, V_FLOAT, V_BOOL, V_INTS, V_DTYPE, V_TLIST, V_STR } vtype;
 
-static const char *const vtype_names[] = {"nil", "tensor", "int", "float", "bool", "int list",
-                                          "dtype", "tensor list", "string"};
+static const char *const vtype_names[] = {"nil",      "tensor", "int",         "float", "bool",
+                                          "int list", "dtype",  "tensor list", "string"};
 
 /* A lowered value: a C expression (of type ltc_tensor *, int64_t, double, bool, ltc_dtype),
  * or for lists a pointer expression c and a count n. temp >= 0 when the tensor is t[temp]. */
@@ -324,7 +70,8 @@ static void line(ctx *x, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    for (int i = 0; i < x->indent; i++) sb_puts(&x->body, "    ");
+    for (int i = 0; i < x->indent; i++)
+        sb_puts(&x->body, "    ");
     sb_puts(&x->body, buf);
     sb_puts(&x->body, "\n");
 }
@@ -335,7 +82,9 @@ static val vmake(vtype ty, const char *c) {
     return v;
 }
 
-static int new_temp(ctx *x) { return x->n_temps++; }
+static int new_temp(ctx *x) {
+    return x->n_temps++;
+}
 
 static val temp_val(int k) {
     val v = {.ty = V_TENSOR, .temp = k};
@@ -359,14 +108,16 @@ static bool to_tensor(ctx *x, val *v) {
     int k = new_temp(x);
     char call[300];
     fmtc(call, sizeof call, "%s(%s, true, &t[%d])",
-             v->ty == V_INT ? "ltc_tensor_from_int" : "ltc_tensor_from_float", v->c, k);
+         v->ty == V_INT ? "ltc_tensor_from_int" : "ltc_tensor_from_float", v->c, k);
     try_call(x, call);
     *v = temp_val(k);
     v->maybe_num = true;
     return true;
 }
 
-static bool is_num(const val *v) { return v->ty == V_INT || v->ty == V_FLOAT; }
+static bool is_num(const val *v) {
+    return v->ty == V_INT || v->ty == V_FLOAT;
+}
 
 /* ---- names ------------------------------------------------------------------------------ */
 
@@ -416,7 +167,8 @@ static val lower_name(ctx *x, const char *name) {
         v.ty = V_FLOAT;
         if (none || a->type == ARG_FLOAT_OPT)
             fmtc(v.c, sizeof v.c, "(a[%d].kind == LTC_AG_NONE ? NAN : a[%d].f)", i, i);
-        else fmtc(v.c, sizeof v.c, "a[%d].f", i);
+        else
+            fmtc(v.c, sizeof v.c, "a[%d].f", i);
         break;
     case ARG_BOOL:
         v.ty = V_BOOL;
@@ -426,13 +178,14 @@ static val lower_name(ctx *x, const char *name) {
     case ARG_DTYPE_OPT:
         v.ty = V_DTYPE;
         fmtc(v.c, sizeof v.c, "(a[%d].kind == LTC_AG_NONE ? LTC_DTYPE_NONE : (ltc_dtype)a[%d].i)",
-                 i, i);
+             i, i);
         break;
     default: /* int, int?, index, dim, dim? */
         v.ty = V_INT;
         if (none || a->type == ARG_INT_OPT || a->type == ARG_DIM_OPT)
             fmtc(v.c, sizeof v.c, "(a[%d].kind == LTC_AG_NONE ? LTC_NONE : a[%d].i)", i, i);
-        else fmtc(v.c, sizeof v.c, "a[%d].i", i);
+        else
+            fmtc(v.c, sizeof v.c, "a[%d].i", i);
         break;
     }
     return v;
@@ -471,13 +224,25 @@ static bool op_arg(ctx *x, const gen_arg *a, val *v, strbuf *args) {
             return false;
         }
         switch (a->type) {
-        case ARG_TENSOR: case ARG_SCALAR: sb_puts(args, "NULL, "); return true;
-        case ARG_TENSOR_LIST: case ARG_INTS: sb_puts(args, "NULL, 0, "); return true;
-        case ARG_FLOAT: case ARG_FLOAT_OPT:
+        case ARG_TENSOR:
+        case ARG_SCALAR:
+            sb_puts(args, "NULL, ");
+            return true;
+        case ARG_TENSOR_LIST:
+        case ARG_INTS:
+            sb_puts(args, "NULL, 0, ");
+            return true;
+        case ARG_FLOAT:
+        case ARG_FLOAT_OPT:
             sb_printf(args, "%s, ", a->def == DEF_INT || a->def == DEF_FLOAT ? a->def_text : "NAN");
             return true;
-        case ARG_BOOL: sb_printf(args, "%s, ", a->def == DEF_TRUE ? "true" : "false"); return true;
-        case ARG_DTYPE: case ARG_DTYPE_OPT: sb_puts(args, "LTC_DTYPE_NONE, "); return true;
+        case ARG_BOOL:
+            sb_printf(args, "%s, ", a->def == DEF_TRUE ? "true" : "false");
+            return true;
+        case ARG_DTYPE:
+        case ARG_DTYPE_OPT:
+            sb_puts(args, "LTC_DTYPE_NONE, ");
+            return true;
         default:
             sb_printf(args, "%s, ", a->def == DEF_INT ? a->def_text : "LTC_NONE");
             return true;
@@ -536,7 +301,8 @@ static val call_op(ctx *x, const char *name, val *vs, int n) {
     }
     strbuf args = {0};
     bool ok = true;
-    for (int i = 0; i < op->n_args && ok; i++) ok = op_arg(x, &op->args[i], i < n ? &vs[i] : NULL, &args);
+    for (int i = 0; i < op->n_args && ok; i++)
+        ok = op_arg(x, &op->args[i], i < n ? &vs[i] : NULL, &args);
     val r = vmake(V_NIL, "");
     if (ok) {
         int k = new_temp(x);
@@ -559,22 +325,38 @@ static const struct helper {
     const char *name, *params;
     char ret;
 } helpers[] = {
-    {"zeros_like", "T", 'T'},           {"unsqueeze", "TI", 'T'},
-    {"expand_as", "TT", 'T'},           {"sum_to", "TL", 'T'},
-    {"positions", "TI", 'T'},           {"inverse_permutation", "LI", 'L'},
-    {"trunc", "T", 'T'},                {"silu_backward", "TT", 'T'},
-    {"clamp_backward", "TTFF", 'T'},    {"minmax_backward", "TTTB", 'T'},
-    {"pow_backward_self", "TTT", 'T'},  {"pow_backward_exponent", "TTTT", 'T'},
-    {"dropout_backward", "TTTFB", 'T'}, {"sum_backward", "TTIB", 'T'},
-    {"mean_backward", "TTIB", 'T'},     {"max_backward", "TTT", 'T'},
-    {"index_dim_backward", "TTIBT", 'T'}, {"prod_backward", "TTIBT", 'T'},
-    {"var_backward", "TTIBB", 'T'},     {"std_backward", "TTIBBT", 'T'},
-    {"logsumexp_backward", "TTIBT", 'T'}, {"norm_backward", "TTFIBT", 'T'},
-    {"cumsum_backward", "TI", 'T'},     {"softmax_backward", "TTI", 'T'},
-    {"log_softmax_backward", "TTI", 'T'}, {"matmul_backward", "TTTI", 'T'},
-    {"linear_weight_backward", "TT", 'T'}, {"conv2d_bias_backward", "T", 'T'},
-    {"cat_backward", "TSI", 'S'},       {"stack_backward", "TSI", 'S'},
-    {"repeat_backward", "TTL", 'T'},    {"layer_norm_backward", "TTLTFW", 'T'},
+    {"zeros_like", "T", 'T'},
+    {"unsqueeze", "TI", 'T'},
+    {"expand_as", "TT", 'T'},
+    {"sum_to", "TL", 'T'},
+    {"positions", "TI", 'T'},
+    {"inverse_permutation", "LI", 'L'},
+    {"trunc", "T", 'T'},
+    {"silu_backward", "TT", 'T'},
+    {"clamp_backward", "TTFF", 'T'},
+    {"minmax_backward", "TTTB", 'T'},
+    {"pow_backward_self", "TTT", 'T'},
+    {"pow_backward_exponent", "TTTT", 'T'},
+    {"dropout_backward", "TTTFB", 'T'},
+    {"sum_backward", "TTIB", 'T'},
+    {"mean_backward", "TTIB", 'T'},
+    {"max_backward", "TTT", 'T'},
+    {"index_dim_backward", "TTIBT", 'T'},
+    {"prod_backward", "TTIBT", 'T'},
+    {"var_backward", "TTIBB", 'T'},
+    {"std_backward", "TTIBBT", 'T'},
+    {"logsumexp_backward", "TTIBT", 'T'},
+    {"norm_backward", "TTFIBT", 'T'},
+    {"cumsum_backward", "TI", 'T'},
+    {"softmax_backward", "TTI", 'T'},
+    {"log_softmax_backward", "TTI", 'T'},
+    {"matmul_backward", "TTTI", 'T'},
+    {"linear_weight_backward", "TT", 'T'},
+    {"conv2d_bias_backward", "T", 'T'},
+    {"cat_backward", "TSI", 'S'},
+    {"stack_backward", "TSI", 'S'},
+    {"repeat_backward", "TTL", 'T'},
+    {"layer_norm_backward", "TTLTFW", 'T'},
     {"batch_norm_backward", "TTTTTBFW", 'T'},
 };
 
@@ -596,8 +378,10 @@ static val call_helper(ctx *x, const char *name, val *vs, int n) {
         val *v = &vs[i];
         switch (h->params[i]) {
         case 'T':
-            if (v->ty == V_NIL) sb_puts(&args, "NULL, ");
-            else if (to_tensor(x, v)) sb_printf(&args, "%s, ", v->c);
+            if (v->ty == V_NIL)
+                sb_puts(&args, "NULL, ");
+            else if (to_tensor(x, v))
+                sb_printf(&args, "%s, ", v->c);
             break;
         case 'I':
             if (v->ty != V_INT) fail(x, "F.%s: an int expected", name);
@@ -613,16 +397,22 @@ static val call_helper(ctx *x, const char *name, val *vs, int n) {
             break;
         case 'L':
         case 'S':
-            if (v->ty != (h->params[i] == 'L' ? V_INTS : V_TLIST)) fail(x, "F.%s: a list expected", name);
+            if (v->ty != (h->params[i] == 'L' ? V_INTS : V_TLIST))
+                fail(x, "F.%s: a list expected", name);
             sb_printf(&args, "%s, %s, ", v->c, v->n);
             len = v->n;
             break;
         case 'W':
-            if (v->ty != V_STR) fail(x, "F.%s: a string expected", name);
-            else if (!strcmp(v->c, "self")) sb_puts(&args, "LTC_GRAD_SELF, ");
-            else if (!strcmp(v->c, "weight")) sb_puts(&args, "LTC_GRAD_WEIGHT, ");
-            else if (!strcmp(v->c, "bias")) sb_puts(&args, "LTC_GRAD_BIAS, ");
-            else fail(x, "F.%s: 'self', 'weight' or 'bias' expected", name);
+            if (v->ty != V_STR)
+                fail(x, "F.%s: a string expected", name);
+            else if (!strcmp(v->c, "self"))
+                sb_puts(&args, "LTC_GRAD_SELF, ");
+            else if (!strcmp(v->c, "weight"))
+                sb_puts(&args, "LTC_GRAD_WEIGHT, ");
+            else if (!strcmp(v->c, "bias"))
+                sb_puts(&args, "LTC_GRAD_BIAS, ");
+            else
+                fail(x, "F.%s: 'self', 'weight' or 'bias' expected", name);
             break;
         }
     }
@@ -667,7 +457,8 @@ static val call_helper(ctx *x, const char *name, val *vs, int n) {
 
 /* recv:size() / size(d) / dim() / numel() / dtype(): read from the shape. */
 static bool tensor_method(ctx *x, const char *name, val *vs, int n, val *r) {
-    if (strcmp(name, "size") && strcmp(name, "dim") && strcmp(name, "numel") && strcmp(name, "dtype"))
+    if (strcmp(name, "size") && strcmp(name, "dim") && strcmp(name, "numel") &&
+        strcmp(name, "dtype"))
         return false;
     if (vs[0].ty != V_TENSOR) {
         fail(x, "%s() of a non-tensor", name);
@@ -715,13 +506,16 @@ static val lower_call(ctx *x, node *e) {
     val *vs = cg_calloc((size_t)n + 1, sizeof *vs);
     int k = 0;
     if (e->method) vs[k++] = lower(x, e->a);
-    for (int i = 0; i < e->n_args && !x->failed; i++) vs[k++] = lower(x, e->args[i]);
+    for (int i = 0; i < e->n_args && !x->failed; i++)
+        vs[k++] = lower(x, e->args[i]);
     val r = vmake(V_NIL, "");
     if (x->failed) {
     } else if (e->method) {
         if (!tensor_method(x, e->text, vs, n, &r)) {
-            if (vs[0].ty != V_TENSOR) fail(x, "the method '%s' of a non-tensor", e->text);
-            else r = call_op(x, e->text, vs, n);
+            if (vs[0].ty != V_TENSOR)
+                fail(x, "the method '%s' of a non-tensor", e->text);
+            else
+                r = call_op(x, e->text, vs, n);
         }
     } else if (!strcmp(e->a->text, "ltc")) {
         r = call_op(x, e->text, vs, n);
@@ -741,8 +535,10 @@ static val num_binop(ctx *x, const char *op, val a, val b) {
     bool ints = a.ty == V_INT && b.ty == V_INT;
     if (!strcmp(op, "+") || !strcmp(op, "-") || !strcmp(op, "*")) {
         r.ty = ints ? V_INT : V_FLOAT;
-        if (ints) fmtc(r.c, sizeof r.c, "(%s %s %s)", a.c, op, b.c);
-        else fmtc(r.c, sizeof r.c, "((double)(%s) %s (double)(%s))", a.c, op, b.c);
+        if (ints)
+            fmtc(r.c, sizeof r.c, "(%s %s %s)", a.c, op, b.c);
+        else
+            fmtc(r.c, sizeof r.c, "((double)(%s) %s (double)(%s))", a.c, op, b.c);
     } else if (!strcmp(op, "/")) {
         r.ty = V_FLOAT;
         fmtc(r.c, sizeof r.c, "((double)(%s) / (double)(%s))", a.c, b.c);
@@ -779,9 +575,12 @@ static val lower_ternary(ctx *x, node *cond, node *yes, node *no) {
     x->indent = indent;
     if (x->failed) return y;
     vtype ty;
-    if (y.ty == V_TENSOR || z.ty == V_TENSOR) ty = V_TENSOR;
-    else if (is_num(&y) && is_num(&z)) ty = y.ty == V_INT && z.ty == V_INT ? V_INT : V_FLOAT;
-    else if (y.ty == V_BOOL && z.ty == V_BOOL) ty = V_BOOL;
+    if (y.ty == V_TENSOR || z.ty == V_TENSOR)
+        ty = V_TENSOR;
+    else if (is_num(&y) && is_num(&z))
+        ty = y.ty == V_INT && z.ty == V_INT ? V_INT : V_FLOAT;
+    else if (y.ty == V_BOOL && z.ty == V_BOOL)
+        ty = V_BOOL;
     else {
         fail(x, "branches of different types", NULL);
         return y;
@@ -799,21 +598,28 @@ static val lower_ternary(ctx *x, node *cond, node *yes, node *no) {
     } else {
         int l = x->n_locals++;
         sb_printf(&x->decls, "    %s v%d = 0;\n",
-                  ty == V_INT ? "int64_t" : ty == V_FLOAT ? "double" : "bool", l);
+                  ty == V_INT     ? "int64_t"
+                  : ty == V_FLOAT ? "double"
+                                  : "bool",
+                  l);
         r = vmake(ty, "");
         fmtc(r.c, sizeof r.c, "v%d", l);
     }
     val *br[2] = {&y, &z};
     char *bodies[2] = {ybody, zbody};
     for (int i = 0; i < 2; i++) {
-        if (i == 0) line(x, "if (%s) {", c.c);
-        else line(x, "} else {");
+        if (i == 0)
+            line(x, "if (%s) {", c.c);
+        else
+            line(x, "} else {");
         sb_puts(&x->body, bodies[i]);
         x->indent++;
         if (ty == V_TENSOR) {
             if (!to_tensor(x, br[i])) break;
-            if (br[i]->temp >= 0) line(x, "t[%d] = t[%d], t[%d] = NULL;", k, br[i]->temp, br[i]->temp);
-            else line(x, "t[%d] = ltc_tensor_retain(%s);", k, br[i]->c);
+            if (br[i]->temp >= 0)
+                line(x, "t[%d] = t[%d], t[%d] = NULL;", k, br[i]->temp, br[i]->temp);
+            else
+                line(x, "t[%d] = ltc_tensor_retain(%s);", k, br[i]->c);
         } else {
             line(x, "%s = %s;", r.c, br[i]->c);
         }
@@ -833,13 +639,21 @@ static val lower(ctx *x, node *e) {
         if (e->is_int) fmtc(v.c, sizeof v.c, "INT64_C(%s)", e->text);
         return v;
     }
-    case K_STR: return vmake(V_STR, e->text);
-    case K_NIL: return vmake(V_NIL, "");
-    case K_TRUE: return vmake(V_BOOL, "true");
-    case K_FALSE: return vmake(V_BOOL, "false");
-    case K_NAME: return lower_name(x, e->text);
-    case K_INDEX: fail(x, "the field '%s' outside a call", e->text); return vmake(V_NIL, "");
-    case K_CALL: return lower_call(x, e);
+    case K_STR:
+        return vmake(V_STR, e->text);
+    case K_NIL:
+        return vmake(V_NIL, "");
+    case K_TRUE:
+        return vmake(V_BOOL, "true");
+    case K_FALSE:
+        return vmake(V_BOOL, "false");
+    case K_NAME:
+        return lower_name(x, e->text);
+    case K_INDEX:
+        fail(x, "the field '%s' outside a call", e->text);
+        return vmake(V_NIL, "");
+    case K_CALL:
+        return lower_call(x, e);
     case K_TABLE: {
         int k = x->n_locals++;
         if (e->n_args > 8) { /* LTC_MAX_DIMS */
@@ -882,7 +696,8 @@ static val lower(ctx *x, node *e) {
         }
         return r;
     }
-    case K_BINOP: break;
+    case K_BINOP:
+        break;
     }
     const char *op = e->text;
     if (!strcmp(op, "or") && e->a->kind == K_BINOP && !strcmp(e->a->text, "and")) {
@@ -910,10 +725,9 @@ static val lower(ctx *x, node *e) {
     }
     if (is_num(&a) && is_num(&b)) return num_binop(x, op, a, b);
     /* operator, op, ltc_grad_arith's code */
-    static const char *const arith[][3] = {{"+", "add", "+"}, {"-", "sub", "-"},
-                                           {"*", "mul", "*"}, {"/", "div", "/"},
-                                           {"//", "floor_divide", "f"}, {"^", "pow", "^"},
-                                           {"%", "remainder", "%"}};
+    static const char *const arith[][3] = {
+        {"+", "add", "+"},           {"-", "sub", "-"}, {"*", "mul", "*"},      {"/", "div", "/"},
+        {"//", "floor_divide", "f"}, {"^", "pow", "^"}, {"%", "remainder", "%"}};
     for (size_t i = 0; i < sizeof arith / sizeof arith[0]; i++) {
         if (strcmp(op, arith[i][0]) != 0) continue;
         if (!to_tensor(x, &a) || !to_tensor(x, &b)) return a;
@@ -923,7 +737,8 @@ static val lower(ctx *x, node *e) {
         if (a.maybe_num && b.maybe_num)
             fmtc(call, sizeof call, "ltc_grad_arith(ltc_%s, '%s', %s, %s, &t[%d])", arith[i][1],
                  arith[i][2], a.c, b.c, k);
-        else fmtc(call, sizeof call, "ltc_%s(%s, %s, &t[%d])", arith[i][1], a.c, b.c, k);
+        else
+            fmtc(call, sizeof call, "ltc_%s(%s, %s, &t[%d])", arith[i][1], a.c, b.c, k);
         try_call(x, call);
         val r = temp_val(k);
         r.maybe_num = a.maybe_num && b.maybe_num;
@@ -937,13 +752,23 @@ static val lower(ctx *x, node *e) {
 
 static const char *ag_kind(arg_type t) {
     switch (t) {
-    case ARG_TENSOR: case ARG_SCALAR: return "LTC_AG_TENSOR";
-    case ARG_TENSOR_LIST: return "LTC_AG_LIST";
-    case ARG_INTS: return "LTC_AG_INTS";
-    case ARG_FLOAT: case ARG_FLOAT_OPT: return "LTC_AG_FLOAT";
-    case ARG_BOOL: return "LTC_AG_BOOL";
-    case ARG_DTYPE: case ARG_DTYPE_OPT: return "LTC_AG_DTYPE";
-    default: return "LTC_AG_INT";
+    case ARG_TENSOR:
+    case ARG_SCALAR:
+        return "LTC_AG_TENSOR";
+    case ARG_TENSOR_LIST:
+        return "LTC_AG_LIST";
+    case ARG_INTS:
+        return "LTC_AG_INTS";
+    case ARG_FLOAT:
+    case ARG_FLOAT_OPT:
+        return "LTC_AG_FLOAT";
+    case ARG_BOOL:
+        return "LTC_AG_BOOL";
+    case ARG_DTYPE:
+    case ARG_DTYPE_OPT:
+        return "LTC_AG_DTYPE";
+    default:
+        return "LTC_AG_INT";
     }
 }
 
@@ -955,26 +780,24 @@ static const char *formula_of(const gen_op *op, const char *name) {
 
 /* Emits the backward function of op into out; false (why set) when a formula could not be
  * translated, and nothing is emitted. */
-static bool emit_backward(const gen_model *m, const gen_op *op, strbuf *out, char *why, size_t nwhy) {
+static bool emit_backward(const gen_model *m, const gen_op *op, strbuf *out, char *why,
+                          size_t nwhy) {
     ctx x = {.m = m, .op = op, .indent = 1};
     truncated = false;
     for (int i = 0; i < op->n_args && !x.failed; i++) {
         const char *f = formula_of(op, op->args[i].name);
         if (!f) continue;
-        parser ps = {.p = f};
-        node *e = parse_expr(&ps);
-        skip(&ps);
-        if (!ps.failed && *ps.p) pfail(&ps, "text after the expression");
-        if (ps.failed) {
-            fmtc(x.why, sizeof x.why, "%s: %s", op->args[i].name, ps.why);
+        char perr[200];
+        node *e = formula_parse(f, perr, sizeof perr);
+        if (!e) {
+            fmtc(x.why, sizeof x.why, "%s: %s", op->args[i].name, perr);
             x.failed = true;
-            node_free(e);
             break;
         }
         line(&x, "if (needs[%d]) { /* %s: %s */", i, op->args[i].name, f);
         x.indent++;
         val v = lower(&x, e);
-        node_free(e);
+        formula_free(e);
         if (x.failed) break;
         if (op->args[i].type == ARG_TENSOR_LIST) {
             if (v.ty != V_TLIST) {
@@ -985,8 +808,10 @@ static bool emit_backward(const gen_model *m, const gen_op *op, strbuf *out, cha
             line(&x, "%s = NULL;", v.c);
         } else {
             if (!to_tensor(&x, &v)) break;
-            if (v.temp >= 0) line(&x, "g[%d].t = t[%d], t[%d] = NULL;", i, v.temp, v.temp);
-            else line(&x, "g[%d].t = ltc_tensor_retain(%s);", i, v.c);
+            if (v.temp >= 0)
+                line(&x, "g[%d].t = t[%d], t[%d] = NULL;", i, v.temp, v.temp);
+            else
+                line(&x, "g[%d].t = ltc_tensor_retain(%s);", i, v.c);
         }
         x.indent--;
         line(&x, "}");
@@ -996,8 +821,9 @@ static bool emit_backward(const gen_model *m, const gen_op *op, strbuf *out, cha
     if (ok) {
         sb_printf(out, "\n/* %s */\n", op->schema);
         int pad = (int)strlen("static ltc_status bw_(") + (int)strlen(op->cname);
-        sb_printf(out, "static ltc_status bw_%s(const ltc_ag_arg *a, ltc_tensor *const *results,\n"
-                       "%*sltc_tensor *const *grads, const bool *needs, ltc_ag_grad *g) {\n",
+        sb_printf(out,
+                  "static ltc_status bw_%s(const ltc_ag_arg *a, ltc_tensor *const *results,\n"
+                  "%*sltc_tensor *const *grads, const bool *needs, ltc_ag_grad *g) {\n",
                   op->cname, pad, "");
         sb_puts(out, "    ltc_status st = LTC_OK;\n");
         if (x.n_temps) sb_printf(out, "    ltc_tensor *t[%d] = {0};\n", x.n_temps);
@@ -1053,19 +879,23 @@ void emit_derivs_c(const gen_model *m, const gen_options *o, strbuf *b) {
         n_diff++;
         char why[256] = "";
         has_bw[i] = emit_backward(m, op, b, why, sizeof why);
-        if (has_bw[i]) n_done++;
-        else sb_printf(&left, "  %s: %s\n", op->full_name, why);
+        if (has_bw[i])
+            n_done++;
+        else
+            sb_printf(&left, "  %s: %s\n", op->full_name, why);
     }
     sb_puts(b, "\n/* ---- the table ---- */\n");
     for (int i = 0; i < m->n_ops; i++) {
         const gen_op *op = &m->ops[i];
         if (!op_has_entry(op) || !op->n_args) continue;
         sb_printf(b, "static const ltc_ag_kind kinds_%s[] = {", op->cname);
-        for (int k = 0; k < op->n_args; k++) sb_printf(b, "%s%s", k ? ", " : "", ag_kind(op->args[k].type));
+        for (int k = 0; k < op->n_args; k++)
+            sb_printf(b, "%s%s", k ? ", " : "", ag_kind(op->args[k].type));
         sb_printf(b, "};\nstatic const bool formulas_%s[] = {", op->cname);
         for (int k = 0; k < op->n_args; k++)
             sb_printf(b, "%s%s", k ? ", " : "",
-                      !op->not_differentiable && formula_of(op, op->args[k].name) ? "true" : "false");
+                      !op->not_differentiable && formula_of(op, op->args[k].name) ? "true"
+                                                                                  : "false");
         sb_puts(b, "};\n");
     }
     sb_puts(b, "\nstatic const ltc_derivative table[] = {\n");
@@ -1078,15 +908,22 @@ void emit_derivs_c(const gen_model *m, const gen_options *o, strbuf *b) {
             for (int r = 0; r < op->n_rets; r++)
                 save |= op->ret_names[r] && deriv_uses_name(op, op->ret_names[r]);
         }
-        sb_printf(b, "    {\"%s\", %s, %d, %d, ", op->full_name, op->enum_name, op->n_args, op->n_rets);
-        if (op->n_args) sb_printf(b, "kinds_%s, ", op->cname);
-        else sb_puts(b, "NULL, ");
+        sb_printf(b, "    {\"%s\", %s, %d, %d, ", op->full_name, op->enum_name, op->n_args,
+                  op->n_rets);
+        if (op->n_args)
+            sb_printf(b, "kinds_%s, ", op->cname);
+        else
+            sb_puts(b, "NULL, ");
         sb_printf(b, "%s, %s, %s, ", !op->has_derivs || op->not_differentiable ? "true" : "false",
                   op->view ? "true" : "false", save ? "true" : "false");
-        if (op->n_args) sb_printf(b, "formulas_%s, ", op->cname);
-        else sb_puts(b, "NULL, ");
-        if (has_bw[i]) sb_printf(b, "bw_%s},\n", op->cname);
-        else sb_puts(b, "NULL},\n");
+        if (op->n_args)
+            sb_printf(b, "formulas_%s, ", op->cname);
+        else
+            sb_puts(b, "NULL, ");
+        if (has_bw[i])
+            sb_printf(b, "bw_%s},\n", op->cname);
+        else
+            sb_puts(b, "NULL},\n");
     }
     sb_puts(b, "};\n\n#define N_TABLE ((int)(sizeof table / sizeof table[0]))\n\n");
     sb_puts(b, "/* LTC_OP_* -> 1 + its index in table (0: no entry) */\n"
@@ -1107,7 +944,8 @@ void emit_derivs_c(const gen_model *m, const gen_options *o, strbuf *b) {
     /* said only when some are missing: a run that changes nothing prints nothing */
     if (left.s)
         printf("ltcgen: derivatives.c: %d of %d differentiable ops have a C backward; "
-               "left to the foreign backward:\n%s", n_done, n_diff, left.s);
+               "left to the foreign backward:\n%s",
+               n_done, n_diff, left.s);
     sb_free(&left);
     free(has_bw);
 }

@@ -21,14 +21,16 @@ typedef struct gc_call {
 } gc_call;
 
 static void gc_free(gc_call *c) {
-    for (int i = 0; i < c->n_owned; i++) ltc_tensor_release(c->owned[i]);
+    for (int i = 0; i < c->n_owned; i++)
+        ltc_tensor_release(c->owned[i]);
     for (int i = 0; c->a && i < c->n_args; i++) {
         free(c->a[i].list);
         free(c->a[i].ints);
     }
     for (int i = 0; c->g && i < c->n_args; i++) {
         ltc_tensor_release(c->g[i].t);
-        for (int j = 0; c->g[i].list && j < c->g[i].n; j++) ltc_tensor_release(c->g[i].list[j]);
+        for (int j = 0; c->g[i].list && j < c->g[i].n; j++)
+            ltc_tensor_release(c->g[i].list[j]);
         free(c->g[i].list);
     }
     free(c->a), free(c->g), free(c->results), free(c->grads), free(c->needs), free(c->owned);
@@ -59,8 +61,10 @@ static bool to_arg(lua_State *L, int idx, ltc_ag_kind k, gc_call *c, int i) {
         if (!lua_istable(L, idx)) break;
         int n = (int)luaL_len(L, idx);
         a->n = n;
-        if (k == LTC_AG_LIST) a->list = calloc((size_t)n + 1, sizeof *a->list);
-        else a->ints = calloc((size_t)n + 1, sizeof *a->ints);
+        if (k == LTC_AG_LIST)
+            a->list = calloc((size_t)n + 1, sizeof *a->list);
+        else
+            a->ints = calloc((size_t)n + 1, sizeof *a->ints);
         if (!a->list && !a->ints) {
             lua_pushliteral(L, "out of memory");
             return false;
@@ -68,9 +72,12 @@ static bool to_arg(lua_State *L, int idx, ltc_ag_kind k, gc_call *c, int i) {
         for (int j = 0; j < n; j++) {
             lua_geti(L, idx, j + 1);
             bool ok = true;
-            if (k == LTC_AG_LIST) ok = (a->list[j] = operand(L, -1, c)) != NULL;
-            else if (lua_isinteger(L, -1)) a->ints[j] = lua_tointeger(L, -1);
-            else ok = false;
+            if (k == LTC_AG_LIST)
+                ok = (a->list[j] = operand(L, -1, c)) != NULL;
+            else if (lua_isinteger(L, -1))
+                a->ints[j] = lua_tointeger(L, -1);
+            else
+                ok = false;
             lua_pop(L, 1);
             if (!ok) {
                 lua_pushfstring(L, "argument %d: entry %d has the wrong type", i + 1, j + 1);
@@ -96,13 +103,15 @@ static bool to_arg(lua_State *L, int idx, ltc_ag_kind k, gc_call *c, int i) {
         return true;
     case LTC_AG_DTYPE: {
         ltc_dtype dt;
-        if (lua_type(L, idx) == LUA_TSTRING && ltc_dtype_parse(lua_tostring(L, idx), &dt) == LTC_OK) {
+        if (lua_type(L, idx) == LUA_TSTRING &&
+            ltc_dtype_parse(lua_tostring(L, idx), &dt) == LTC_OK) {
             a->i = dt;
             return true;
         }
         break;
     }
-    case LTC_AG_NONE: return true;
+    case LTC_AG_NONE:
+        return true;
     }
     lua_pushfstring(L, "argument %d: %s does not fit its kind", i + 1, luaL_typename(L, idx));
     return false;
@@ -156,8 +165,10 @@ static int l_c_backward(lua_State *L) {
     for (int i = 0; ok && i < d->n_args; i++) {
         lua_geti(L, 2, i + 1);
         ok = to_arg(L, lua_gettop(L), d->kinds[i], &c, i);
-        if (ok) lua_pop(L, 1);
-        else lua_remove(L, -2);
+        if (ok)
+            lua_pop(L, 1);
+        else
+            lua_remove(L, -2);
         lua_geti(L, 5, i + 1);
         c.needs[i] = lua_toboolean(L, -1);
         lua_pop(L, 1);

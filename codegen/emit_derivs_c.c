@@ -794,7 +794,10 @@ static bool emit_backward(const gen_model *m, const gen_op *op, strbuf *out, cha
             x.failed = true;
             break;
         }
-        line(&x, "if (needs[%d]) { /* %s: %s */", i, op->args[i].name, f);
+        char *shown = cg_strdup(f); /* the formula in a comment: no comment end inside */
+        for (char *q = shown; (q = strstr(q, "*/"));) q[1] = ' ';
+        line(&x, "if (needs[%d]) { /* %s: %s */", i, op->args[i].name, shown);
+        free(shown);
         x.indent++;
         val v = lower(&x, e);
         formula_free(e);

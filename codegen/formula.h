@@ -1,12 +1,15 @@
 /*
- * formula.h - the derivative formulas' language (a Lua expression, see emit_autograd.c) parsed
- * into a tree, for emit_derivs_c.c, which lowers it to C.
+ * formula.h - the derivative formulas' language (a Lua expression, see emit_autograd.c):
+ * parsed into a tree (formula.c) and lowered to C backward functions (derivs_lower.c), for
+ * emit_derivs_c.c.
  */
 #ifndef LTCGEN_FORMULA_H
 #define LTCGEN_FORMULA_H
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#include "model.h"
 
 typedef enum {
     K_NUM,
@@ -39,5 +42,13 @@ typedef struct node {
  * in why[0..nwhy) for anything else. Free the tree with formula_free. */
 node *formula_parse(const char *text, char *why, size_t nwhy);
 void formula_free(node *x);
+
+/* The formula given for op's argument `name`, or NULL (derivs_lower.c). */
+const char *formula_of(const gen_op *op, const char *name);
+/* Appends to out the C backward function of op (`static ltc_status bw_<cname>(...)`, of type
+ * ltc_backward_fn) lowered from its formulas (derivs_lower.c). False, with nothing appended
+ * and the reason in why[0..nwhy), when a formula is outside what the lowering knows. */
+bool formula_emit_backward(const gen_model *m, const gen_op *op, strbuf *out, char *why,
+                           size_t nwhy);
 
 #endif

@@ -211,7 +211,37 @@ static int l_c_backward_exists(lua_State *L) {
     return 1;
 }
 
+/* core._c_derivative_table() -> {full name = {op = LTC_OP_*, n_args, n_outputs, view,
+ * save_result, not_differentiable}} for every op ltc_derivative_of knows; raises if the two
+ * look-ups (by number and by name) disagree. */
+static int l_c_derivative_table(lua_State *L) {
+    lua_newtable(L);
+    for (int op = 0; op < LTC_OP_COUNT; op++) {
+        const ltc_derivative *d = ltc_derivative_of(op);
+        if (!d) continue;
+        if (d->op != op || ltc_derivative_find(d->name) != d)
+            return luaL_error(L, "_c_derivative_table: op %d (%s) is misfiled", op, d->name);
+        lua_createtable(L, 0, 6);
+        lua_pushinteger(L, d->op);
+        lua_setfield(L, -2, "op");
+        lua_pushinteger(L, d->n_args);
+        lua_setfield(L, -2, "n_args");
+        lua_pushinteger(L, d->n_outputs);
+        lua_setfield(L, -2, "n_outputs");
+        lua_pushboolean(L, d->view);
+        lua_setfield(L, -2, "view");
+        lua_pushboolean(L, d->save_result);
+        lua_setfield(L, -2, "save_result");
+        lua_pushboolean(L, d->not_differentiable);
+        lua_setfield(L, -2, "not_differentiable");
+        lua_setfield(L, -2, d->name);
+    }
+    return 1;
+}
+
 void ltcL_open_gradcheck(lua_State *L) {
+    lua_pushcfunction(L, l_c_derivative_table);
+    lua_setfield(L, -2, "_c_derivative_table");
     lua_pushcfunction(L, l_c_backward);
     lua_setfield(L, -2, "_c_backward");
     lua_pushcfunction(L, l_c_backward_exists);

@@ -312,6 +312,15 @@ describe("the derivative formulas generated as C", function()
     assert.are.equal(live, core.live_info().live_tensors)
   end)
 
+  it("sum a broadcast gradient back to its input's size as F.sum_to does", function()
+    local g = ltc.tensor({ { { 1, 2, 3 }, { 4, 5, 6 } }, { { 7, 8, 9 }, { 10, 11, 12 } } }, "float64")
+    for _, size in ipairs({ { 2, 2, 3 }, { 2, 3 }, { 3 }, { 1, 3 }, { 2, 1 }, { 1 }, {}, { 2, 1, 1 },
+      { 1, 2, 3 }, { 1, 1, 1 } }) do
+      local why = differ(ltc.autograd.F.sum_to(g, size), core._c_sum_to(g, size))
+      assert(why == nil, table.concat(size, "x") .. ": " .. tostring(why))
+    end
+  end)
+
   it("catch a wrong gradient", function()
     -- the comparison itself: a Lua backward that differs from the C one is reported
     local entry = D.exp

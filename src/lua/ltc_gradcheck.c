@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grad_formulas.h"
 #include "ltc_derivative.h"
 #include "ltc_lua.h"
 
@@ -239,7 +240,28 @@ static int l_c_derivative_table(lua_State *L) {
     return 1;
 }
 
+/* core._c_sum_to(g, size) -> ltc_grad_sum_to(g, size): the engine's reduction of a broadcast
+ * gradient, for comparison with F.sum_to. */
+static int l_c_sum_to(lua_State *L) {
+    ltc_tensor *g = ltcL_checktensor(L, 1, "_c_sum_to");
+    luaL_checktype(L, 2, LUA_TTABLE);
+    int64_t size[LTC_MAX_DIMS];
+    int n = (int)luaL_len(L, 2);
+    if (n > LTC_MAX_DIMS) return luaL_error(L, "_c_sum_to: %d sizes", n);
+    for (int i = 0; i < n; i++) {
+        lua_geti(L, 2, i + 1);
+        size[i] = luaL_checkinteger(L, -1);
+        lua_pop(L, 1);
+    }
+    ltc_tensor *out = NULL;
+    if (ltc_grad_sum_to(g, size, n, &out) != LTC_OK) return ltcL_error(L);
+    ltcL_pushtensor(L, out);
+    return 1;
+}
+
 void ltcL_open_gradcheck(lua_State *L) {
+    lua_pushcfunction(L, l_c_sum_to);
+    lua_setfield(L, -2, "_c_sum_to");
     lua_pushcfunction(L, l_c_derivative_table);
     lua_setfield(L, -2, "_c_derivative_table");
     lua_pushcfunction(L, l_c_backward);

@@ -14,15 +14,19 @@
     } while (0)
 
 static void release_all(ltc_tensor **t, int n) {
-    for (int i = 0; i < n; i++) ltc_tensor_release(t[i]);
+    for (int i = 0; i < n; i++)
+        ltc_tensor_release(t[i]);
 }
 
-static int ndim_of(const ltc_tensor *t) { return ltc_tensor_shape(t)->ndim; }
+static int ndim_of(const ltc_tensor *t) {
+    return ltc_tensor_shape(t)->ndim;
+}
 
 /* ---- building blocks ------------------------------------------------------------------ */
 
 static ltc_status weak(double v, bool is_int, ltc_tensor **out) {
-    return is_int ? ltc_tensor_from_int((int64_t)v, true, out) : ltc_tensor_from_float(v, true, out);
+    return is_int ? ltc_tensor_from_int((int64_t)v, true, out)
+                  : ltc_tensor_from_float(v, true, out);
 }
 
 ltc_status ltc_grad_binop_s(ltc_grad_binop f, ltc_tensor *t, double v, bool v_int, bool v_first,
@@ -43,57 +47,89 @@ ltc_status ltc_grad_where_s(ltc_tensor *cond, ltc_tensor *t, double v, bool v_in
     return st;
 }
 
-bool ltc_grad_number(ltc_tensor *t, double *v, bool *is_int) {
+/* ltc_grad_number with the exact value of an integer in *i. */
+static bool number_of(ltc_tensor *t, double *v, int64_t *i, bool *is_int) {
     if (!t || !ltc_tensor_is_weak(t) || ltc_tensor_is_pending(t) || ndim_of(t) != 0) return false;
     *is_int = !ltc_dtype_is_float(ltc_tensor_shape(t)->dtype);
     if (*is_int) {
-        int64_t i;
-        if (ltc_tensor_read_i64(t, 0, &i) != LTC_OK) return false;
-        *v = (double)i;
+        if (ltc_tensor_read_i64(t, 0, i) != LTC_OK) return false;
+        *v = (double)*i;
         return true;
     }
+    *i = 0;
     return ltc_tensor_read_f64(t, 0, v) == LTC_OK;
+}
+
+bool ltc_grad_number(ltc_tensor *t, double *v, bool *is_int) {
+    int64_t i;
+    return number_of(t, v, &i, is_int);
 }
 
 ltc_status ltc_grad_arith(ltc_grad_binop f, char op, ltc_tensor *a, ltc_tensor *b,
                           ltc_tensor **out) {
     double x, y;
+    int64_t i, j, r;
     bool xi, yi;
-    if (!ltc_grad_number(a, &x, &xi) || !ltc_grad_number(b, &y, &yi)) return f(a, b, out);
+    if (!number_of(a, &x, &i, &xi) || !number_of(b, &y, &j, &yi)) return f(a, b, out);
     bool ints = xi && yi && op != '/' && op != '^';
     if (ints) {
-        int64_t i = (int64_t)x, j = (int64_t)y, r;
         switch (op) {
-        case '+': r = (int64_t)((uint64_t)i + (uint64_t)j); break;
-        case '-': r = (int64_t)((uint64_t)i - (uint64_t)j); break;
-        case '*': r = (int64_t)((uint64_t)i * (uint64_t)j); break;
+        case '+':
+            r = (int64_t)((uint64_t)i + (uint64_t)j);
+            break;
+        case '-':
+            r = (int64_t)((uint64_t)i - (uint64_t)j);
+            break;
+        case '*':
+            r = (int64_t)((uint64_t)i * (uint64_t)j);
+            break;
         default: /* 'f' (//) and '%' */
-            if (j == 0) return ltc_errorf(LTC_ERR_ARG, "attempt to perform 'n%s0'", op == '%' ? "%%" : "//");
-            if (j == -1) { r = op == '%' ? 0 : (int64_t)(0 - (uint64_t)i); break; }
+            if (j == 0)
+                return ltc_errorf(LTC_ERR_ARG, "attempt to perform 'n%s0'", op == '%' ? "%" : "//");
+            if (j == -1) { /* i / -1 overflows for INT64_MIN */
+                r = op == '%' ? 0 : (int64_t)(0 - (uint64_t)i);
+                break;
+            }
             r = i / j;
             if ((i % j != 0) && ((i < 0) != (j < 0))) r--;
             if (op == '%') r = i - r * j;
         }
         return ltc_tensor_from_int(r, true, out);
     }
-    double r;
+    double d;
     switch (op) {
-    case '+': r = x + y; break;
-    case '-': r = x - y; break;
-    case '*': r = x * y; break;
-    case '/': r = x / y; break;
-    case '^': r = pow(x, y); break;
-    case '%': r = fmod(x, y); if (r != 0 && (r < 0) != (y < 0)) r += y; break;
-    default: r = floor(x / y); break; /* 'f' (//) */
+    case '+':
+        d = x + y;
+        break;
+    case '-':
+        d = x - y;
+        break;
+    case '*':
+        d = x * y;
+        break;
+    case '/':
+        d = x / y;
+        break;
+    case '^':
+        d = pow(x, y);
+        break;
+    case '%':
+        d = fmod(x, y);
+        if (d != 0 && (d < 0) != (y < 0)) d += y;
+        break;
+    default:
+        d = floor(x / y);
+        break; /* 'f' (//) */
     }
-    return ltc_tensor_from_float(r, true, out);
+    return ltc_tensor_from_float(d, true, out);
 }
 
 ltc_status ltc_grad_neg(ltc_tensor *t, ltc_tensor **out) {
     double v;
+    int64_t i;
     bool is_int;
-    if (!ltc_grad_number(t, &v, &is_int)) return ltc_neg(t, out);
-    return is_int ? ltc_tensor_from_int((int64_t)(0 - (uint64_t)(int64_t)v), true, out)
+    if (!number_of(t, &v, &i, &is_int)) return ltc_neg(t, out);
+    return is_int ? ltc_tensor_from_int((int64_t)(0 - (uint64_t)i), true, out)
                   : ltc_tensor_from_float(-v, true, out);
 }
 
@@ -102,7 +138,8 @@ ltc_status ltc_grad_size(const ltc_tensor *t, int64_t d, int64_t *out) {
     int k;
     ltc_status st = ltc_dim_wrap(d, s->ndim, &k);
     if (st != LTC_OK) return st;
-    if (s->ndim == 0) return ltc_errorf(LTC_ERR_ARG, "size: a 0-d tensor has no dim %lld", (long long)d);
+    if (s->ndim == 0)
+        return ltc_errorf(LTC_ERR_ARG, "size: a 0-d tensor has no dim %lld", (long long)d);
     *out = s->dims[k];
     return LTC_OK;
 }
@@ -155,7 +192,8 @@ ltc_status ltc_grad_positions(ltc_tensor *t, int64_t dim, ltc_tensor **out) {
     ltc_status st = ltc_grad_size(t, dim, &n);
     if (st != LTC_OK) return st;
     int nd = ndim_of(t);
-    for (int i = 0; i < nd; i++) shape[i] = i + 1 == dim ? n : 1;
+    for (int i = 0; i < nd; i++)
+        shape[i] = i + 1 == dim ? n : 1;
     ltc_tensor *r = NULL;
     if ((st = ltc_arange(1, (double)(n + 1), 1, LTC_I64, &r)) != LTC_OK) return st;
     st = ltc_reshape(r, shape, nd, out);
@@ -164,7 +202,8 @@ ltc_status ltc_grad_positions(ltc_tensor *t, int64_t dim, ltc_tensor **out) {
 }
 
 ltc_status ltc_grad_inverse_permutation(const int64_t *dims, int n, int64_t ndim, int64_t *inv) {
-    for (int i = 0; i < n; i++) inv[i] = 0;
+    for (int i = 0; i < n; i++)
+        inv[i] = 0;
     for (int i = 0; i < n; i++) {
         int64_t d = dims[i] < 0 ? dims[i] + ndim + 1 : dims[i];
         if (d < 1 || d > n || inv[d - 1])
@@ -192,8 +231,8 @@ done:
 ltc_status ltc_grad_silu_backward(ltc_tensor *grad, ltc_tensor *self, ltc_tensor **out) {
     ltc_tensor *x[6] = {0};
     ltc_status st = LTC_OK;
-    TRY(ltc_sigmoid(self, &x[0]));                             /* s */
-    TRY(ltc_mul(grad, x[0], &x[1]));                           /* grad * s */
+    TRY(ltc_sigmoid(self, &x[0]));                              /* s */
+    TRY(ltc_mul(grad, x[0], &x[1]));                            /* grad * s */
     TRY(ltc_grad_binop_s(ltc_sub, x[0], 1, true, true, &x[2])); /* 1 - s */
     TRY(ltc_mul(self, x[2], &x[3]));
     TRY(ltc_grad_binop_s(ltc_add, x[3], 1, true, false, &x[4]));
@@ -261,9 +300,8 @@ done:
     return st;
 }
 
-ltc_status ltc_grad_pow_backward_exponent(ltc_tensor *grad, ltc_tensor *self,
-                                          ltc_tensor *exponent, ltc_tensor *result,
-                                          ltc_tensor **out) {
+ltc_status ltc_grad_pow_backward_exponent(ltc_tensor *grad, ltc_tensor *self, ltc_tensor *exponent,
+                                          ltc_tensor *result, ltc_tensor **out) {
     ltc_tensor *x[6] = {0};
     ltc_status st = LTC_OK;
     double s;
@@ -377,11 +415,11 @@ ltc_status ltc_grad_prod_backward(ltc_tensor *grad, ltc_tensor *self, int64_t di
         st = ltc_grad_zeros_like(self, out);
         goto done;
     }
-    TRY(ltc_grad_binop_s(ltc_eq, self, 0, true, false, &x[1]));  /* zero */
-    TRY(ltc_grad_where_s(x[1], self, 1, true, true, &x[2]));     /* nz_self */
+    TRY(ltc_grad_binop_s(ltc_eq, self, 0, true, false, &x[1])); /* zero */
+    TRY(ltc_grad_where_s(x[1], self, 1, true, true, &x[2]));    /* nz_self */
     if (dim != LTC_NONE && ndim_of(self) > 0) {
-        TRY(ltc_prod(x[2], dim, true, &x[3]));                   /* nz_prod */
-        TRY(ltc_sum(x[1], dim, true, &x[4]));                    /* zeros */
+        TRY(ltc_prod(x[2], dim, true, &x[3])); /* nz_prod */
+        TRY(ltc_sum(x[1], dim, true, &x[4]));  /* zeros */
     } else {
         TRY(ltc_prod(x[2], LTC_NONE, false, &x[3]));
         TRY(ltc_sum(x[1], LTC_NONE, false, &x[4]));
@@ -391,7 +429,7 @@ ltc_status ltc_grad_prod_backward(ltc_tensor *grad, ltc_tensor *self, int64_t di
     TRY(ltc_grad_binop_s(ltc_eq, x[4], 1, true, false, &x[7]));
     TRY(ltc_logical_and(x[7], x[1], &x[8]));
     TRY(ltc_grad_where_s(x[8], x[3], 0, true, false, &x[9]));
-    TRY(ltc_where(x[5], x[6], x[9], &x[10]));                    /* others */
+    TRY(ltc_where(x[5], x[6], x[9], &x[10])); /* others */
     st = ltc_mul(x[0], x[10], out);
 done:
     release_all(x, 12);
@@ -409,8 +447,7 @@ ltc_status ltc_grad_var_backward(ltc_tensor *grad, ltc_tensor *self, int64_t dim
     TRY(all ? ltc_mean(self, LTC_NONE, false, &x[1]) : ltc_mean(self, dim, true, &x[1]));
     TRY(ltc_sub(self, x[1], &x[2]));
     TRY(ltc_mul(x[0], x[2], &x[3]));
-    st = ltc_grad_binop_s(ltc_mul, x[3], 2.0 / (double)(n - (unbiased ? 1 : 0)), false, false,
-                          out);
+    st = ltc_grad_binop_s(ltc_mul, x[3], 2.0 / (double)(n - (unbiased ? 1 : 0)), false, false, out);
 done:
     release_all(x, 4);
     return st;
@@ -459,8 +496,10 @@ ltc_status ltc_grad_norm_backward(ltc_tensor *grad, ltc_tensor *self, double p, 
     } else if (isinf(p)) {
         TRY(ltc_abs(self, &x[2]));
         TRY(ltc_eq(x[2], r, &x[3])); /* hit */
-        if (dim != LTC_NONE && ndim_of(self) > 0) TRY(ltc_sum(x[3], dim, true, &x[4]));
-        else TRY(ltc_sum(x[3], LTC_NONE, false, &x[4]));
+        if (dim != LTC_NONE && ndim_of(self) > 0)
+            TRY(ltc_sum(x[3], dim, true, &x[4]));
+        else
+            TRY(ltc_sum(x[3], LTC_NONE, false, &x[4]));
         TRY(ltc_sign(self, &x[5]));
         TRY(ltc_mul(g, x[5], &x[6]));
         TRY(ltc_div(x[6], x[4], &x[7]));

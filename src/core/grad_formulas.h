@@ -92,9 +92,8 @@ ltc_status ltc_grad_pow_backward_self(ltc_tensor *grad, ltc_tensor *self, ltc_te
                                       ltc_tensor **out);
 /* pow with respect to exponent (pow_backward_exponent): grad * result * log(self), 0 where
  * self == 0 and exponent >= 0 (not NaN from 0 * log 0). */
-ltc_status ltc_grad_pow_backward_exponent(ltc_tensor *grad, ltc_tensor *self,
-                                          ltc_tensor *exponent, ltc_tensor *result,
-                                          ltc_tensor **out);
+ltc_status ltc_grad_pow_backward_exponent(ltc_tensor *grad, ltc_tensor *self, ltc_tensor *exponent,
+                                          ltc_tensor *result, ltc_tensor **out);
 /* dropout: grad when not train or p == 0, grad * 0 when p >= 1, else grad / (1 - p) where the
  * result is nonzero and 0 elsewhere. */
 ltc_status ltc_grad_dropout_backward(ltc_tensor *grad, ltc_tensor *self, ltc_tensor *result,
@@ -160,20 +159,21 @@ ltc_status ltc_grad_cat_backward(ltc_tensor *grad, ltc_tensor *const *tensors, i
                                  ltc_tensor **outs);
 /* stack(tensors[0..n), dim) (dim 1-based or negative against grad's rank): outs[j] = grad
  * selected at position j + 1 of dim. */
-ltc_status ltc_grad_stack_backward(ltc_tensor *grad, ltc_tensor *const *tensors, int n,
-                                   int64_t dim, ltc_tensor **outs);
+ltc_status ltc_grad_stack_backward(ltc_tensor *grad, ltc_tensor *const *tensors, int n, int64_t dim,
+                                   ltc_tensor **outs);
 /* repeat(self, repeats[0..n)): grad viewed as [r1, s1, r2, s2, ...] and summed over the
  * repeat dims, one at a time (at most 3 dims at once whatever n is). */
 ltc_status ltc_grad_repeat_backward(ltc_tensor *grad, ltc_tensor *self, const int64_t *repeats,
                                     int n, ltc_tensor **out);
 /* layer_norm with respect to self or weight (the bias's is grad): x^ = (x - mean) / sqrt(var +
  * eps) over the normalized dims, dx = (dx^ - mean(dx^) - x^ mean(dx^ x^)) / sqrt(var + eps)
- * with dx^ = grad * weight. */
+ * with dx^ = grad * weight (grad when weight is NULL). */
 ltc_status ltc_grad_layer_norm_backward(ltc_tensor *grad, ltc_tensor *self,
                                         const int64_t *normalized_shape, int k, ltc_tensor *weight,
                                         double eps, ltc_grad_which which, ltc_tensor **out);
 /* batch_norm for self [N, C, ...] with respect to self, weight or bias: with the batch's
- * statistics when training, else with the running ones (a per-channel affine map). */
+ * statistics when training, else with the running ones (a per-channel affine map). A NULL
+ * weight counts as ones; the running statistics are read only when not training. */
 ltc_status ltc_grad_batch_norm_backward(ltc_tensor *grad, ltc_tensor *self,
                                         ltc_tensor *running_mean, ltc_tensor *running_var,
                                         ltc_tensor *weight, bool training, double eps,

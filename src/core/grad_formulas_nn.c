@@ -13,10 +13,13 @@
     } while (0)
 
 static void release_all(ltc_tensor **t, int n) {
-    for (int i = 0; i < n; i++) ltc_tensor_release(t[i]);
+    for (int i = 0; i < n; i++)
+        ltc_tensor_release(t[i]);
 }
 
-static const ltc_shape *shape_of(const ltc_tensor *t) { return ltc_tensor_shape(t); }
+static const ltc_shape *shape_of(const ltc_tensor *t) {
+    return ltc_tensor_shape(t);
+}
 
 /* t reshaped to its own size with the entry at position `drop` (0-based) removed. */
 static ltc_status drop_dim(ltc_tensor *t, int drop, ltc_tensor **out) {
@@ -56,13 +59,17 @@ ltc_status ltc_grad_matmul_backward(ltc_tensor *grad, ltc_tensor *self, ltc_tens
     if (which == 1) {
         TRY(ltc_transpose(o, -1, -2, &x[4]));
         TRY(ltc_matmul(g, x[4], &x[5]));
-        if (sd == 1) st = drop_dim(x[5], shape_of(x[5])->ndim - 2, out);
-        else *out = ltc_tensor_retain(x[5]);
+        if (sd == 1)
+            st = drop_dim(x[5], shape_of(x[5])->ndim - 2, out);
+        else
+            *out = ltc_tensor_retain(x[5]);
     } else {
         TRY(ltc_transpose(s, -1, -2, &x[4]));
         TRY(ltc_matmul(x[4], g, &x[5]));
-        if (od == 1) st = drop_dim(x[5], shape_of(x[5])->ndim - 1, out);
-        else *out = ltc_tensor_retain(x[5]);
+        if (od == 1)
+            st = drop_dim(x[5], shape_of(x[5])->ndim - 1, out);
+        else
+            *out = ltc_tensor_retain(x[5]);
     }
 done:
     release_all(x, 7);
@@ -74,7 +81,8 @@ ltc_status ltc_grad_linear_weight_backward(ltc_tensor *grad, ltc_tensor *self, l
     if (gs->ndim == 0 || ss->ndim == 0)
         return ltc_errorf(LTC_ERR_ARG, "linear backward: 0-d operands");
     int64_t rows = 1;
-    for (int i = 0; i < gs->ndim - 1; i++) rows *= gs->dims[i];
+    for (int i = 0; i < gs->ndim - 1; i++)
+        rows *= gs->dims[i];
     int64_t g2[2] = {rows, gs->dims[gs->ndim - 1]}, s2[2] = {rows, ss->dims[ss->ndim - 1]};
     ltc_tensor *x[3] = {0};
     ltc_status st = LTC_OK;
@@ -120,22 +128,25 @@ ltc_status ltc_grad_cat_backward(ltc_tensor *grad, ltc_tensor *const *tensors, i
         TRY(ltc_narrow(grad, dim, at, len, &r[j]));
         at += len;
     }
-    for (int j = 0; j < n; j++) outs[j] = r[j], r[j] = NULL;
+    for (int j = 0; j < n; j++)
+        outs[j] = r[j], r[j] = NULL;
 done:
     release_all(r, n);
     free(r);
     return st;
 }
 
-ltc_status ltc_grad_stack_backward(ltc_tensor *grad, ltc_tensor *const *tensors, int n,
-                                   int64_t dim, ltc_tensor **outs) {
+ltc_status ltc_grad_stack_backward(ltc_tensor *grad, ltc_tensor *const *tensors, int n, int64_t dim,
+                                   ltc_tensor **outs) {
     (void)tensors;
     ltc_status st = LTC_OK;
     if (dim < 0) dim += shape_of(grad)->ndim + 1;
     ltc_tensor **r = calloc((size_t)(n > 0 ? n : 1), sizeof *r);
     if (!r) return ltc_errorf(LTC_ERR_NOMEM, "stack backward: out of memory");
-    for (int j = 0; j < n; j++) TRY(ltc_select(grad, dim, j + 1, &r[j]));
-    for (int j = 0; j < n; j++) outs[j] = r[j], r[j] = NULL;
+    for (int j = 0; j < n; j++)
+        TRY(ltc_select(grad, dim, j + 1, &r[j]));
+    for (int j = 0; j < n; j++)
+        outs[j] = r[j], r[j] = NULL;
 done:
     release_all(r, n);
     free(r);
@@ -157,8 +168,10 @@ ltc_status ltc_grad_repeat_backward(ltc_tensor *grad, ltc_tensor *self, const in
     ltc_status st = LTC_OK;
     for (int i = n - 1; i >= 0; i--) {
         int64_t before = 1, after = 1;
-        for (int j = 0; j < i; j++) before *= sizes[j];
-        for (int j = i + 1; j < n; j++) after *= sizes[j];
+        for (int j = 0; j < i; j++)
+            before *= sizes[j];
+        for (int j = i + 1; j < n; j++)
+            after *= sizes[j];
         int64_t v3[3] = {before, repeats[i], s[i] * after};
         TRY(ltc_reshape(g, v3, 3, &v));
         TRY(ltc_sum(v, 2, false, &next));
@@ -181,15 +194,17 @@ ltc_status ltc_grad_layer_norm_backward(ltc_tensor *grad, ltc_tensor *self,
         return ltc_errorf(LTC_ERR_ARG, "layer_norm backward: %d normalized dims of a %d-d tensor",
                           k, ss->ndim);
     int64_t n = 1, lead[LTC_MAX_DIMS + 1];
-    for (int i = 0; i < k; i++) n *= normalized_shape[i];
+    for (int i = 0; i < k; i++)
+        n *= normalized_shape[i];
     int nl = ss->ndim - k;
-    for (int i = 0; i < nl; i++) lead[i] = ss->dims[i];
+    for (int i = 0; i < nl; i++)
+        lead[i] = ss->dims[i];
     lead[nl++] = n;
     ltc_tensor *x[20] = {0};
     ltc_status st = LTC_OK;
-    TRY(ltc_reshape(self, lead, nl, &x[0]));                         /* xf */
+    TRY(ltc_reshape(self, lead, nl, &x[0])); /* xf */
     TRY(ltc_mean(x[0], -1, true, &x[1]));
-    TRY(ltc_sub(x[0], x[1], &x[2]));                                 /* d */
+    TRY(ltc_sub(x[0], x[1], &x[2])); /* d */
     TRY(ltc_mul(x[2], x[2], &x[3]));
     TRY(ltc_mean(x[3], -1, true, &x[4]));
     TRY(ltc_grad_binop_s(ltc_add, x[4], eps, false, false, &x[5]));
@@ -200,8 +215,11 @@ ltc_status ltc_grad_layer_norm_backward(ltc_tensor *grad, ltc_tensor *self,
         st = ltc_mul(grad, x[8], out);
         goto done;
     }
-    TRY(ltc_mul(grad, weight, &x[8]));
-    TRY(ltc_reshape(x[8], lead, nl, &x[9]));                         /* dxhat */
+    if (weight)
+        TRY(ltc_mul(grad, weight, &x[8]));
+    else
+        x[8] = ltc_tensor_retain(grad);      /* no weight: ones */
+    TRY(ltc_reshape(x[8], lead, nl, &x[9])); /* dxhat */
     TRY(ltc_mean(x[9], -1, true, &x[10]));
     TRY(ltc_sub(x[9], x[10], &x[11]));
     TRY(ltc_mul(x[9], x[7], &x[12]));
@@ -242,7 +260,8 @@ ltc_status ltc_grad_batch_norm_backward(ltc_tensor *grad, ltc_tensor *self,
                           ss->ndim);
     int nd = ss->ndim;
     int64_t c = ss->dims[1], shape[LTC_MAX_DIMS];
-    for (int i = 0; i < nd; i++) shape[i] = i == 1 ? c : 1;
+    for (int i = 0; i < nd; i++)
+        shape[i] = i == 1 ? c : 1;
     ltc_tensor *x[24] = {0};
     ltc_status st = LTC_OK;
     if (which == LTC_GRAD_BIAS) {
@@ -278,8 +297,12 @@ ltc_status ltc_grad_batch_norm_backward(ltc_tensor *grad, ltc_tensor *self,
         st = ltc_reshape(x[11], &c, 1, out);
         goto done;
     }
-    TRY(ltc_reshape(weight, shape, nd, &x[10]));
-    TRY(ltc_mul(grad, x[10], &x[11])); /* dxhat */
+    if (weight) {
+        TRY(ltc_reshape(weight, shape, nd, &x[10]));
+        TRY(ltc_mul(grad, x[10], &x[11])); /* dxhat */
+    } else {
+        x[11] = ltc_tensor_retain(grad); /* no weight: ones */
+    }
     if (!training) {
         st = ltc_mul(x[11], x[7], out);
         goto done;

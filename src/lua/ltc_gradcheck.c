@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grad_formulas.h"
 #include "ltc_derivative.h"
 #include "ltc_lua.h"
 
@@ -21,14 +22,16 @@ typedef struct gc_call {
 } gc_call;
 
 static void gc_free(gc_call *c) {
-    for (int i = 0; i < c->n_owned; i++) ltc_tensor_release(c->owned[i]);
+    for (int i = 0; i < c->n_owned; i++)
+        ltc_tensor_release(c->owned[i]);
     for (int i = 0; c->a && i < c->n_args; i++) {
         free(c->a[i].list);
         free(c->a[i].ints);
     }
     for (int i = 0; c->g && i < c->n_args; i++) {
         ltc_tensor_release(c->g[i].t);
-        for (int j = 0; c->g[i].list && j < c->g[i].n; j++) ltc_tensor_release(c->g[i].list[j]);
+        for (int j = 0; c->g[i].list && j < c->g[i].n; j++)
+            ltc_tensor_release(c->g[i].list[j]);
         free(c->g[i].list);
     }
     free(c->a), free(c->g), free(c->results), free(c->grads), free(c->needs), free(c->owned);
@@ -59,8 +62,10 @@ static bool to_arg(lua_State *L, int idx, ltc_ag_kind k, gc_call *c, int i) {
         if (!lua_istable(L, idx)) break;
         int n = (int)luaL_len(L, idx);
         a->n = n;
-        if (k == LTC_AG_LIST) a->list = calloc((size_t)n + 1, sizeof *a->list);
-        else a->ints = calloc((size_t)n + 1, sizeof *a->ints);
+        if (k == LTC_AG_LIST)
+            a->list = calloc((size_t)n + 1, sizeof *a->list);
+        else
+            a->ints = calloc((size_t)n + 1, sizeof *a->ints);
         if (!a->list && !a->ints) {
             lua_pushliteral(L, "out of memory");
             return false;
@@ -68,9 +73,12 @@ static bool to_arg(lua_State *L, int idx, ltc_ag_kind k, gc_call *c, int i) {
         for (int j = 0; j < n; j++) {
             lua_geti(L, idx, j + 1);
             bool ok = true;
-            if (k == LTC_AG_LIST) ok = (a->list[j] = operand(L, -1, c)) != NULL;
-            else if (lua_isinteger(L, -1)) a->ints[j] = lua_tointeger(L, -1);
-            else ok = false;
+            if (k == LTC_AG_LIST)
+                ok = (a->list[j] = operand(L, -1, c)) != NULL;
+            else if (lua_isinteger(L, -1))
+                a->ints[j] = lua_tointeger(L, -1);
+            else
+                ok = false;
             lua_pop(L, 1);
             if (!ok) {
                 lua_pushfstring(L, "argument %d: entry %d has the wrong type", i + 1, j + 1);
@@ -96,13 +104,15 @@ static bool to_arg(lua_State *L, int idx, ltc_ag_kind k, gc_call *c, int i) {
         return true;
     case LTC_AG_DTYPE: {
         ltc_dtype dt;
-        if (lua_type(L, idx) == LUA_TSTRING && ltc_dtype_parse(lua_tostring(L, idx), &dt) == LTC_OK) {
+        if (lua_type(L, idx) == LUA_TSTRING &&
+            ltc_dtype_parse(lua_tostring(L, idx), &dt) == LTC_OK) {
             a->i = dt;
             return true;
         }
         break;
     }
-    case LTC_AG_NONE: return true;
+    case LTC_AG_NONE:
+        return true;
     }
     lua_pushfstring(L, "argument %d: %s does not fit its kind", i + 1, luaL_typename(L, idx));
     return false;
@@ -156,8 +166,10 @@ static int l_c_backward(lua_State *L) {
     for (int i = 0; ok && i < d->n_args; i++) {
         lua_geti(L, 2, i + 1);
         ok = to_arg(L, lua_gettop(L), d->kinds[i], &c, i);
-        if (ok) lua_pop(L, 1);
-        else lua_remove(L, -2);
+        if (ok)
+            lua_pop(L, 1);
+        else
+            lua_remove(L, -2);
         lua_geti(L, 5, i + 1);
         c.needs[i] = lua_toboolean(L, -1);
         lua_pop(L, 1);
@@ -200,7 +212,58 @@ static int l_c_backward_exists(lua_State *L) {
     return 1;
 }
 
+/* core._c_derivative_table() -> {full name = {op = LTC_OP_*, n_args, n_outputs, view,
+ * save_result, not_differentiable}} for every op ltc_derivative_of knows; raises if the two
+ * look-ups (by number and by name) disagree. */
+static int l_c_derivative_table(lua_State *L) {
+    lua_newtable(L);
+    for (int op = 0; op < LTC_OP_COUNT; op++) {
+        const ltc_derivative *d = ltc_derivative_of(op);
+        if (!d) continue;
+        if (d->op != op || ltc_derivative_find(d->name) != d)
+            return luaL_error(L, "_c_derivative_table: op %d (%s) is misfiled", op, d->name);
+        lua_createtable(L, 0, 6);
+        lua_pushinteger(L, d->op);
+        lua_setfield(L, -2, "op");
+        lua_pushinteger(L, d->n_args);
+        lua_setfield(L, -2, "n_args");
+        lua_pushinteger(L, d->n_outputs);
+        lua_setfield(L, -2, "n_outputs");
+        lua_pushboolean(L, d->view);
+        lua_setfield(L, -2, "view");
+        lua_pushboolean(L, d->save_result);
+        lua_setfield(L, -2, "save_result");
+        lua_pushboolean(L, d->not_differentiable);
+        lua_setfield(L, -2, "not_differentiable");
+        lua_setfield(L, -2, d->name);
+    }
+    return 1;
+}
+
+/* core._c_sum_to(g, size) -> ltc_grad_sum_to(g, size): the engine's reduction of a broadcast
+ * gradient, for comparison with F.sum_to. */
+static int l_c_sum_to(lua_State *L) {
+    ltc_tensor *g = ltcL_checktensor(L, 1, "_c_sum_to");
+    luaL_checktype(L, 2, LUA_TTABLE);
+    int64_t size[LTC_MAX_DIMS];
+    int n = (int)luaL_len(L, 2);
+    if (n > LTC_MAX_DIMS) return luaL_error(L, "_c_sum_to: %d sizes", n);
+    for (int i = 0; i < n; i++) {
+        lua_geti(L, 2, i + 1);
+        size[i] = luaL_checkinteger(L, -1);
+        lua_pop(L, 1);
+    }
+    ltc_tensor *out = NULL;
+    if (ltc_grad_sum_to(g, size, n, &out) != LTC_OK) return ltcL_error(L);
+    ltcL_pushtensor(L, out);
+    return 1;
+}
+
 void ltcL_open_gradcheck(lua_State *L) {
+    lua_pushcfunction(L, l_c_sum_to);
+    lua_setfield(L, -2, "_c_sum_to");
+    lua_pushcfunction(L, l_c_derivative_table);
+    lua_setfield(L, -2, "_c_derivative_table");
     lua_pushcfunction(L, l_c_backward);
     lua_setfield(L, -2, "_c_backward");
     lua_pushcfunction(L, l_c_backward_exists);

@@ -171,7 +171,7 @@ void emit_doc_md(const gen_model *m, const gen_options *o, strbuf *b);
 /* The backward functions of the derivative formulas, as Lua (derivatives.lua). */
 void emit_autograd_lua(const gen_model *m, const gen_options *o, strbuf *b);
 /* The backward functions of the derivative formulas, as C (derivatives.c, emit_derivs_c.c),
- * for the autograd engine of src/core (ltc_derivative.h). Prints how many ops got one. */
+ * for the autograd engine of src/core (ltc_derivative.h). Prints the ops left without one. */
 void emit_derivs_c(const gen_model *m, const gen_options *o, strbuf *b);
 /* True if a formula of op names `name` as a whole identifier (emit_autograd.c). */
 bool deriv_uses_name(const gen_op *op, const char *name);

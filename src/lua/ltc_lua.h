@@ -86,7 +86,8 @@ void ltcL_open_autograd(lua_State *L);
 void ltcL_open_device(lua_State *L);
 /* ltc_graph.c: adds ltc.Graph, graph_pool_handle, has_graph_impl, ... to that table. */
 void ltcL_open_graph(lua_State *L);
-/* ltc_gradcheck.c: adds _c_backward (the C derivative formulas, for the specs) to that table. */
+/* ltc_gradcheck.c: adds _c_backward and its helpers (the C derivative formulas, for the
+ * specs) to that table. */
 void ltcL_open_gradcheck(lua_State *L);
 
 /* Generated in gen/lua_ops.c: every op's Lua function ({NULL, NULL}-terminated), and the

@@ -321,7 +321,7 @@ describe("the derivative formulas generated as C", function()
     local g = ltc.tensor({ { { 1, 2, 3 }, { 4, 5, 6 } }, { { 7, 8, 9 }, { 10, 11, 12 } } }, "float64")
     for _, size in ipairs({ { 2, 2, 3 }, { 2, 3 }, { 3 }, { 1, 3 }, { 2, 1 }, { 1 }, {}, { 2, 1, 1 },
       { 1, 2, 3 }, { 1, 1, 1 } }) do
-      local why = differ(ltc.autograd.F.sum_to(g, size), core._c_sum_to(g, size))
+      local why = differ(require("ltc.autograd_formulas").F.sum_to(g, size), core._c_sum_to(g, size))
       assert(why == nil, table.concat(size, "x") .. ": " .. tostring(why))
     end
   end)

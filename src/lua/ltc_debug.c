@@ -53,6 +53,82 @@ static int l_debug_explain(lua_State *L) {
     return 1;
 }
 
+/* core.debug_graph(t, ...): the pending graph as data, node i (1-based) in post order:
+ * {header =, n =, op = {}, attrs = {}, shape = {}, source = {} (or false), id = {}
+ * (lightuserdata), data = {} (parameters' device data, or false), param = {} (0-based, or
+ * false), root = {} (0-based, or false), value = {} (0-d parameters, or false), ndim = {},
+ * args = {{operand node, ...}}, outs = {{operand output, ...}} (1-based)}. */
+static int graph_box_gc(lua_State *L) {
+    ltc_debug_graph **box = lua_touserdata(L, 1);
+    ltc_debug_graph_free(*box);
+    *box = NULL;
+    return 0;
+}
+
+static int l_debug_graph(lua_State *L) {
+    int n;
+    ltc_tensor **ts = check_tensors(L, 1, &n, "debug.graph");
+    if (!ts) ltcL_collect(L);
+    ltc_debug_graph *g;
+    if (ltc_debug_graph_export(ts, n, &g)) return luaL_error(L, "debug.graph: %s", ltc_last_error());
+    /* a box whose __gc frees the export if building the table raises (out of memory) */
+    ltc_debug_graph **box = lua_newuserdatauv(L, sizeof *box, 0);
+    *box = g;
+    if (luaL_newmetatable(L, "ltc.debug_graph")) {
+        lua_pushcfunction(L, graph_box_gc);
+        lua_setfield(L, -2, "__gc");
+    }
+    lua_setmetatable(L, -2);
+    int nn = g->n_nodes;
+    lua_createtable(L, 0, 14);
+    lua_pushstring(L, g->header);
+    lua_setfield(L, -2, "header");
+    lua_pushinteger(L, nn);
+    lua_setfield(L, -2, "n");
+    static const char *fields[] = {"op", "attrs", "shape", "source", "id", "data", "param",
+                                   "root", "value", "ndim", "args", "outs"};
+    for (int f = 0; f < 12; f++) {
+        lua_createtable(L, nn, 0);
+        for (int i = 0; i < nn; i++) {
+            const ltc_debug_node *d = &g->nodes[i];
+            switch (f) {
+            case 0: lua_pushstring(L, d->op); break;
+            case 1: lua_pushstring(L, d->attrs); break;
+            case 2: lua_pushstring(L, d->shape); break;
+            case 3: if (d->source) lua_pushstring(L, d->source); else lua_pushboolean(L, 0); break;
+            case 4: lua_pushlightuserdata(L, (void *)d->id); break;
+            case 5: if (d->data) lua_pushlightuserdata(L, (void *)d->data); else lua_pushboolean(L, 0); break;
+            case 6: if (d->param >= 0) lua_pushinteger(L, d->param); else lua_pushboolean(L, 0); break;
+            case 7: if (d->root >= 0) lua_pushinteger(L, d->root); else lua_pushboolean(L, 0); break;
+            case 8: if (d->has_value) lua_pushnumber(L, d->value); else lua_pushboolean(L, 0); break;
+            case 9: lua_pushinteger(L, d->ndim); break;
+            default:
+                lua_createtable(L, d->n_operands, 0);
+                for (int k = 0; k < d->n_operands; k++) {
+                    int32_t r = d->operands[k];
+                    lua_pushinteger(L, f == 10 ? r / 256 + 1 : r % 256 + 1);
+                    lua_rawseti(L, -2, k + 1);
+                }
+            }
+            lua_rawseti(L, -2, i + 1);
+        }
+        lua_setfield(L, -2, fields[f]);
+    }
+    ltc_debug_graph_free(g);
+    *box = NULL;
+    return 1;
+}
+
+/* core.debug_tensor_ids(t): t's node and device data identities as in core.debug_graph (false
+ * when it has none). */
+static int l_debug_tensor_ids(lua_State *L) {
+    const void *node, *data;
+    ltc_debug_tensor_ids(ltcL_checktensor(L, 1, "debug.tensor_ids"), &node, &data);
+    if (node) lua_pushlightuserdata(L, (void *)node); else lua_pushboolean(L, 0);
+    if (data) lua_pushlightuserdata(L, (void *)data); else lua_pushboolean(L, 0);
+    return 2;
+}
+
 /* ---- LTC_IR_DEBUG: the Lua line that traced a node ------------------------------------------ */
 
 /* The state whose main thread the hook reads, and the source prefix of ltc's own Lua files
@@ -168,6 +244,8 @@ static const luaL_Reg debug_functions[] = {
     {"debug_view_steps", l_debug_view_steps},
     {"debug_ir", l_debug_ir},
     {"debug_dot", l_debug_dot},
+    {"debug_graph", l_debug_graph},
+    {"debug_tensor_ids", l_debug_tensor_ids},
     {"debug_backend_text", l_debug_backend_text},
     {"debug_explain_recompile", l_debug_explain},
     {"debug_set_source_skip", l_set_source_skip},

@@ -103,6 +103,14 @@ local function structure_keys(g, pname)
   return k3
 end
 
+-- The figures print as one line (the REPL shows them after render's path).
+local info_mt = {
+  __tostring = function(i)
+    return string.format("%d nodes drawn as %d (%d boxes, %d source lines, %d edges)",
+      i.nodes, i.drawn, i.groups, i.lines, i.edges)
+  end,
+}
+
 --- M.dot(g, opts): DOT text and {nodes =, groups =, drawn =, edges =, lines =} for the
 -- exported graph g (core.debug_graph). opts: names, feeds, depth, cluster ("line",
 -- "structure" or false), expand (true, or a list of box ids "g3" and source lines).
@@ -183,7 +191,7 @@ function M.dot(g, opts)
 
   local out = {}
   local function add(s) out[#out + 1] = s end
-  local info = { nodes = 0, groups = 0, drawn = 0, edges = 0, lines = 0 }
+  local info = setmetatable({ nodes = 0, groups = 0, drawn = 0, edges = 0, lines = 0 }, info_mt)
   for i = 1, g.n do if keep[i] then info.nodes = info.nodes + 1 end end
   local title = g.header
   if opts.feeds ~= nil then title = title .. "\nthe " .. info.nodes .. " nodes that feed one tensor" end

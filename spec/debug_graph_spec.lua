@@ -114,6 +114,22 @@ describe("ltc.debug.dot with options", function()
   end)
 end)
 
+describe("LTC_IR_DEBUG source lines of backward ops", function()
+  it("point at the user's loss:backward(), not into the generated derivatives", function()
+    ltc.sync()
+    ltc.config.LTC_IR_DEBUG = 1
+    local w = ltc.ones(3):requires_grad_()
+    local loss = (w * w):exp():sum()
+    local line = debug.getinfo(1, "l").currentline + 1
+    local ok, err = pcall(function() loss:backward() end)
+    ltc.config.LTC_IR_DEBUG = 0
+    assert(ok, err)
+    local s = ltc.debug.ir(w.grad)
+    assert.falsy(s:find("derivatives.lua", 1, true), s)
+    assert.truthy(s:find("  -- spec/debug_graph_spec.lua:" .. line .. "\n", 1, true), s)
+  end)
+end)
+
 describe("ltc.debug.render at real size", function()
   it("draws a 4,683-node GRU training step with Graphviz in seconds", function()
     if not os.execute("command -v dot >/dev/null 2>&1") then

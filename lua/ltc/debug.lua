@@ -8,11 +8,15 @@ local core = require "ltc.core"
 local M = {}
 
 -- Frames in ltc's own Lua files are skipped when LTC_IR_DEBUG records source lines, so a
--- node points at the user's line (not at init.lua).
+-- node points at the user's line (not at init.lua); in a source tree, the generated
+-- derivatives (gen/derivatives.lua, installed beside this file) too: a backward op points at
+-- the user's `loss:backward()`.
 do
   local src = debug.getinfo(1, "S").source -- "@/path/lua/ltc/debug.lua"
   local dir = src:match("^(@.*[/\\])debug%.lua$")
-  if dir then core.debug_set_source_skip(dir) end
+  -- where lua/ltc/autograd.lua finds gen/derivatives.lua in a source tree
+  local root = src:match("^@(.*)/lua/ltc/[^/]*$") or "."
+  if dir then core.debug_set_source_skip(dir, "@" .. root .. "/gen/derivatives.lua") end
 end
 
 --- ltc.debug.pending(): {live_tensors=, pending_tensors=, pending_nodes=}: live tensors,

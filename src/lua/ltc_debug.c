@@ -131,31 +131,44 @@ static int l_debug_tensor_ids(lua_State *L) {
 
 /* ---- LTC_IR_DEBUG: the Lua line that traced a node ------------------------------------------ */
 
-/* The state whose main thread the hook reads, and the source prefix of ltc's own Lua files
- * (frames there are skipped, so a node points at the user's line, not at init.lua). The hook
- * reads the main thread's stack: inside a coroutine the line is where it was resumed. One
- * per OS thread, as the core's hook (each thread runs its own Lua state). */
+/* The state whose main thread the hook reads, and the source prefixes of ltc's own Lua files
+ * (frames there are skipped, so a node points at the user's line, not at init.lua; the source
+ * tree's gen/derivatives.lua as well, which an install puts beside them). The hook reads the
+ * main thread's stack: inside a coroutine the line is where it was resumed. One per OS thread,
+ * as the core's hook (each thread runs its own Lua state). */
+#define SKIP_MAX 4
 static _Thread_local struct {
     lua_State *L;
-    char skip[512];
+    char skip[SKIP_MAX][512];
 } hook;
+
+static bool skipped(const char *source) {
+    for (int i = 0; i < SKIP_MAX; i++) {
+        size_t n = strlen(hook.skip[i]);
+        if (n && strncmp(source, hook.skip[i], n) == 0) return true;
+    }
+    return false;
+}
 
 static bool lua_source(void *ud, char *buf, size_t n) {
     (void)ud;
     lua_Debug ar;
-    size_t skip = strlen(hook.skip);
     for (int level = 0; lua_getstack(hook.L, level, &ar); level++) {
         if (!lua_getinfo(hook.L, "Sl", &ar) || ar.currentline <= 0) continue;
-        if (skip && strncmp(ar.source, hook.skip, skip) == 0) continue;
+        if (skipped(ar.source)) continue;
         snprintf(buf, n, "%s:%d", ar.short_src, ar.currentline);
         return true;
     }
     return false;
 }
 
-/* core.debug_set_source_skip(prefix): frames whose source starts with prefix are skipped. */
+/* core.debug_set_source_skip(prefix, ...): frames whose source starts with one of the
+ * prefixes (at most 4) are skipped. */
 static int l_set_source_skip(lua_State *L) {
-    snprintf(hook.skip, sizeof hook.skip, "%s", luaL_optstring(L, 1, ""));
+    int n = lua_gettop(L);
+    if (n > SKIP_MAX) return luaL_error(L, "debug_set_source_skip: at most %d prefixes", SKIP_MAX);
+    for (int i = 0; i < SKIP_MAX; i++)
+        snprintf(hook.skip[i], sizeof hook.skip[i], "%s", i < n ? luaL_checkstring(L, i + 1) : "");
     return 0;
 }
 

@@ -130,6 +130,43 @@ describe("LTC_IR_DEBUG source lines of backward ops", function()
   end)
 end)
 
+describe("LTC_IR_DEBUG module paths", function()
+  local Block = nn.class("SpecBlock")
+  function Block:__init() self.fc = nn.Linear(4, 4); self.act = nn.Tanh() end
+  local fwd_line = debug.getinfo(1, "l").currentline + 1
+  function Block:forward(x) return self.act(self.fc(x)) + x end
+
+  it("name the module that traced a node by its path in the model", function()
+    local model = nn.Sequential(Block(), nn.Linear(4, 2))
+    ltc.sync()
+    ltc.config.LTC_IR_DEBUG = 1
+    local line = debug.getinfo(1, "l").currentline + 1
+    local y = model(ltc.ones(3, 4)):sum()
+    ltc.config.LTC_IR_DEBUG = 0
+    local s = ltc.debug.ir(y)
+    local at = "  -- spec/debug_graph_spec.lua:"
+    assert.truthy(s:find(" f32[3,4]" .. at .. fwd_line .. " in 1.fc (Linear)\n", 1, true), s)
+    assert.truthy(s:find("tanh(%3) f32[3,4]" .. at .. fwd_line .. " in 1.act (Tanh)\n", 1, true), s)
+    assert.truthy(s:find("add(%4, %0) f32[3,4]" .. at .. fwd_line .. " in 1 (SpecBlock)\n", 1, true), s)
+    assert.truthy(s:find(" f32[3,2]" .. at .. line .. " in 2 (Linear)\n", 1, true), s)
+    assert.truthy(s:find("root #0" .. at .. line .. "\n", 1, true), s) -- sum: outside the model
+    local _, info = ltc.debug.dot(y, { cluster = "module" })
+    assert.are.equal(5, info.lines)
+  end)
+
+  it("leave the line of an error raised in a module's forward at the caller's", function()
+    local m = nn.LSTM(2, 3)
+    for _, flag in ipairs({ 0, 1 }) do
+      ltc.config.LTC_IR_DEBUG = flag
+      local line = debug.getinfo(1, "l").currentline + 1
+      local ok, err = pcall(function() local out = m(ltc.ones(1, 1, 2), ltc.ones(1, 1, 3)); return out end)
+      ltc.config.LTC_IR_DEBUG = 0
+      assert.is_false(ok)
+      assert.truthy(err:find("^spec/debug_graph_spec.lua:" .. line .. ": LSTM: the state must be a table"), err)
+    end
+  end)
+end)
+
 describe("ltc.debug.render at real size", function()
   it("draws a 4,683-node GRU training step with Graphviz in seconds", function()
     if not os.execute("command -v dot >/dev/null 2>&1") then

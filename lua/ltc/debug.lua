@@ -58,10 +58,11 @@ end
 -- drawn, DOT nodes, collapsed boxes, source-line frames, edges):
 --   names   = model (or a list of {name, tensor}, or {name = tensor}): parameters are labelled
 --             by their module path ("1.weight") instead of "param #3"
---   cluster = "line" | "structure" | false: nodes of the same structure (op and shape, and
---             those of their operands two levels up) become one box "x64", in a
+--   cluster = "line" | "module" | "structure" | false: nodes of the same structure (op and
+--             shape, and those of their operands two levels up) become one box "x64", in a
 --             frame per Lua source line with "line" (the default when LTC_IR_DEBUG=1 recorded
---             lines, else "structure"); false draws every node
+--             lines, else "structure"; a line names the module that ran it, "train.lua:12 in
+--             1.fc (Linear)"), per module with "module"; false draws every node
 --   expand  = true | {"g12", "train.lua:40", ...}: draw the nodes of these boxes (their ids
 --             are in their labels) or source lines one by one
 --   feeds   = t (a tensor) or k (node %k of ltc.debug.ir): only what feeds it; depth = n

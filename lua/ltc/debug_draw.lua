@@ -6,7 +6,8 @@
 -- levels up) become one box "add f32[4,32] x64": an RNN's time steps or a
 -- transformer's layers fold onto one step's worth of boxes, whatever the graph's size. With
 -- LTC_IR_DEBUG=1 the boxes are grouped in frames by the Lua source line that traced them
--- (`cluster = "line"`, the default when lines were recorded). Boxes carry ids ("g12"); the
+-- (`cluster = "line"`, the default when lines were recorded; the line carries the module
+-- that ran it, "train.lua:12 in 1.fc (Linear)") or by module alone (`cluster = "module"`). Boxes carry ids ("g12"); the
 -- option `expand` draws the nodes of chosen boxes or lines one by one. Unnamed 0-d
 -- parameters (Lua numbers) are drawn only inside expanded boxes.
 local core = require "ltc.core"
@@ -137,8 +138,8 @@ function M.dot(g, opts)
   for i = 1, g.n do if keep[i] and g.source[i] then has_lines = true; break end end
   local cluster = opts.cluster
   if cluster == nil then cluster = has_lines and "line" or "structure" end
-  if cluster ~= "line" and cluster ~= "structure" and cluster ~= false then
-    error("ltc.debug: cluster must be \"line\", \"structure\" or false, got " ..
+  if cluster ~= "line" and cluster ~= "module" and cluster ~= "structure" and cluster ~= false then
+    error("ltc.debug: cluster must be \"line\", \"module\", \"structure\" or false, got " ..
       tostring(cluster), 3)
   end
   local expand_all, expand = opts.expand == true, {}
@@ -157,7 +158,10 @@ function M.dot(g, opts)
   local key = cluster and structure_keys(g, pname) or nil
   local line_of = {}
   for i = 1, g.n do
-    line_of[i] = cluster == "line" and (g.source[i] or "(no source line)") or ""
+    if cluster == "line" then line_of[i] = g.source[i] or "(no source line)"
+    elseif cluster == "module" then
+      line_of[i] = g.source[i] and g.source[i]:match(" in (.+)$") or "(outside modules)"
+    else line_of[i] = "" end
   end
   -- boxes: one per (line, structure); ids in order of first appearance
   local box_of, boxes = {}, {}
@@ -209,7 +213,7 @@ function M.dot(g, opts)
       t[#t + 1] = "param #" .. g.param[i] .. (g.value[i] and (" = " .. string.format("%.9g", g.value[i])) or "")
     end
     if g.root[i] then t[#t + 1] = "root #" .. g.root[i] end
-    if g.source[i] and cluster ~= "line" then t[#t + 1] = g.source[i] end
+    if g.source[i] and cluster ~= "line" then t[#t + 1] = g.source[i] end -- (module: the line too)
     return table.concat(t, "\n")
   end
   local function draw_node(i, indent)
@@ -237,7 +241,7 @@ function M.dot(g, opts)
     if #roots > 0 then
       t[#t + 1] = "roots " .. table.concat(roots, " ", 1, math.min(#roots, 4)) .. (#roots > 4 and " ..." or "")
     end
-    if cluster ~= "line" and nl > 0 then
+    if cluster ~= "line" and nl > 0 then -- (module frames: the lines inside them)
       local s = g.source[i]
       t[#t + 1] = nl == 1 and s or (s .. " and " .. (nl - 1) .. " more lines")
     end
@@ -260,7 +264,7 @@ function M.dot(g, opts)
     info.drawn = info.drawn + 1
   end
   for i = 1, g.n do if alone[i] then draw_node(i, "  ") end end
-  if cluster == "line" then
+  if cluster == "line" or cluster == "module" then
     local order, by_line = {}, {}
     for _, b in ipairs(boxes) do
       if not by_line[b.line] then by_line[b.line] = {}; order[#order + 1] = b.line end

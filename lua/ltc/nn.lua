@@ -204,8 +204,13 @@ local function module_newindex(self, k, v)
   end
 end
 
--- m(...): forward, with the hooks of register_forward_pre_hook / register_forward_hook
+local scope_enter = require("ltc.core").debug_scope_enter
+
+-- m(...): forward, with the hooks of register_forward_pre_hook / register_forward_hook. With
+-- LTC_IR_DEBUG=1 the core notes the module that runs, so a node's source line names it
+-- ("train.lua:12 in 1.fc (Linear)"; src/lua/ltc_debug.c).
 local function call_module(self, ...)
+  scope_enter(self)
   local pre, post = rawget(self, "_forward_pre_hooks"), rawget(self, "_forward_hooks")
   if not pre and not post then return self:forward(...) end
   local args = table.pack(...)

@@ -150,6 +150,135 @@ static bool skipped(const char *source) {
     return false;
 }
 
+/* ---- the module that runs (LTC_IR_DEBUG) --------------------------------------------------
+ * ltc.nn's module call (nn.lua's call_module) calls core.debug_scope_enter(self) before it
+ * tail-calls forward. An entry is the module and the depth of its frame from the bottom of
+ * the main thread's stack; it holds while the frame at that depth is still that call: a tail
+ * call (forward, and whatever forward tail-calls, replace the frame) or a frame whose `self`
+ * is the module. Entries are dropped when a call at their depth or above enters, or when the
+ * hook finds their frame gone. Forward is still tail-called, so error levels are unchanged.
+ * Inside a coroutine nothing is tracked (the hook reads the main thread). */
+#define SCOPE_MAX 64
+static _Thread_local struct {
+    int depth[SCOPE_MAX]; /* strictly increasing */
+    int n;
+} scopes;
+static const char scopes_key = 0; /* registry[&scopes_key]: {module, ...}, as the depths */
+
+static int stack_depth(lua_State *L) {
+    lua_Debug ar;
+    int lo = 0, hi = 1;
+    while (lua_getstack(L, hi, &ar)) lo = hi, hi *= 2; /* frames lo exists, hi does not */
+    while (hi - lo > 1) {
+        int mid = (lo + hi) / 2;
+        if (lua_getstack(L, mid, &ar)) lo = mid;
+        else hi = mid;
+    }
+    return lo + 1;
+}
+
+static void scopes_table(lua_State *L) {
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &scopes_key) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_createtable(L, SCOPE_MAX, 0);
+        lua_pushvalue(L, -1);
+        lua_rawsetp(L, LUA_REGISTRYINDEX, &scopes_key);
+    }
+}
+
+static void scopes_truncate(lua_State *L, int n) {
+    if (n >= scopes.n) return;
+    scopes_table(L);
+    for (int i = n; i < scopes.n; i++) {
+        lua_pushnil(L);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_pop(L, 1);
+    scopes.n = n;
+}
+
+/* core.debug_scope_enter(module): see above; nothing unless LTC_IR_DEBUG is on. */
+static int l_scope_enter(lua_State *L) {
+    static int64_t *flag;
+    if (!flag) flag = ltc_config_slot("LTC_IR_DEBUG");
+    if (!flag || !*flag || L != hook.L) return 0;
+    int depth = stack_depth(L) - 2; /* the caller's frame (level 1), counted from the bottom */
+    int n = scopes.n;
+    while (n > 0 && scopes.depth[n - 1] >= depth) n--;
+    scopes_truncate(L, n);
+    if (n == SCOPE_MAX) return 0;
+    scopes_table(L);
+    lua_pushvalue(L, 1);
+    lua_rawseti(L, -2, n + 1);
+    scopes.depth[n] = depth;
+    scopes.n = n + 1;
+    return 0;
+}
+
+/* Appends " in <path> (<Class>)" for the modules that run, named from the outermost by the
+ * names their parents registered them under (" in 1.attn (MultiheadAttention)"; " in GRU"
+ * for a module called by itself); nothing outside modules. */
+static void module_scope(lua_State *L, char *buf, size_t n) {
+    if (scopes.n == 0) return;
+    int top = lua_gettop(L);
+    if (!lua_checkstack(L, SCOPE_MAX + 8)) return;
+    int total = stack_depth(L), valid = 0;
+    scopes_table(L);
+    int tab = lua_gettop(L);
+    for (; valid < scopes.n; valid++) {
+        lua_Debug ar;
+        int d = scopes.depth[valid];
+        if (d >= total || !lua_getstack(L, total - 1 - d, &ar) || !lua_getinfo(L, "t", &ar)) break;
+        if (ar.istailcall) continue;
+        lua_rawgeti(L, tab, valid + 1);
+        const char *name = lua_getlocal(L, &ar, 1);
+        bool same = name && strcmp(name, "self") == 0 && lua_rawequal(L, -1, -2);
+        lua_pop(L, name ? 2 : 1);
+        if (!same) break;
+    }
+    lua_settop(L, top);
+    scopes_truncate(L, valid);
+    if (valid == 0) return;
+    scopes_table(L);
+    char path[200] = "";
+    size_t len = 0;
+    for (int i = 1; i < valid; i++) {
+        lua_rawgeti(L, tab, i);                 /* parent */
+        lua_rawgeti(L, tab, i + 1);             /* child */
+        const char *key = NULL;
+        lua_pushliteral(L, "_slots");
+        if (lua_istable(L, -3) && lua_rawget(L, -3) == LUA_TTABLE) {
+            lua_pushnil(L);
+            while (lua_next(L, -2)) {
+                if (lua_rawequal(L, -1, -4) && lua_type(L, -2) == LUA_TSTRING) {
+                    key = lua_tostring(L, -2); /* a key of the parent's _slots, still there */
+                    lua_pop(L, 2);
+                    break;
+                }
+                lua_pop(L, 1);
+            }
+        }
+        lua_pop(L, 3);
+        if (!key) { /* called by a module that does not own it: the path starts again */
+            len = 0;
+            path[0] = 0;
+            continue;
+        }
+        int k = snprintf(path + len, sizeof path - len, "%s%s", len ? "." : "", key);
+        if (k > 0) len += (size_t)k < sizeof path - len ? (size_t)k : sizeof path - len - 1;
+    }
+    const char *cls = "module";
+    lua_rawgeti(L, tab, valid);
+    if (lua_getmetatable(L, -1) && lua_getfield(L, -1, "__name") == LUA_TSTRING) {
+        cls = lua_tostring(L, -1); /* stays in the class table */
+        if (strncmp(cls, "ltc.nn.", 7) == 0) cls += 7;
+    }
+    size_t used = strlen(buf);
+    if (len) snprintf(buf + used, n - used, " in %s (%s)", path, cls);
+    else snprintf(buf + used, n - used, " in %s", cls);
+    lua_settop(L, top);
+}
+
 static bool lua_source(void *ud, char *buf, size_t n) {
     (void)ud;
     lua_Debug ar;
@@ -157,6 +286,7 @@ static bool lua_source(void *ud, char *buf, size_t n) {
         if (!lua_getinfo(hook.L, "Sl", &ar) || ar.currentline <= 0) continue;
         if (skipped(ar.source)) continue;
         snprintf(buf, n, "%s:%d", ar.short_src, ar.currentline);
+        module_scope(hook.L, buf, n);
         return true;
     }
     return false;
@@ -262,6 +392,7 @@ static const luaL_Reg debug_functions[] = {
     {"debug_backend_text", l_debug_backend_text},
     {"debug_explain_recompile", l_debug_explain},
     {"debug_set_source_skip", l_set_source_skip},
+    {"debug_scope_enter", l_scope_enter},
     {"config_value", l_config_value},
     {"config_assign", l_config_assign},
     {"config_list", l_config_list},

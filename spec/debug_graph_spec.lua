@@ -56,6 +56,15 @@ describe("ltc.debug.dot with options", function()
     assert.truthy(d:find('[label="w1\\nf32[4,3]"', 1, true), d)
     d = ltc.debug.dot(y, { names = { head_bias = model[3].bias } })
     assert.truthy(d:find('[label="head_bias\\nf32[2]"', 1, true), d)
+
+    -- without names: the tag a module gave its parameter when it registered it
+    d = ltc.debug.dot(y, {})
+    assert.truthy(d:find('[label="Linear.weight\\nf32[4,3]"', 1, true), d)
+    assert.falsy(d:find("param #", 1, true), d)
+    -- any tensor can be tagged
+    local x = ltc.debug.tag(ltc.tensor({ { 1, 2, 3 } }), "batch")
+    d = ltc.debug.dot(model(x):sum(), {})
+    assert.truthy(d:find('[label="batch\\nf32[1,3]"', 1, true), d)
   end)
 
   it("draws only what feeds one tensor, or one node of ltc.debug.ir", function()

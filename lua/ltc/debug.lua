@@ -41,6 +41,16 @@ M.ir = core.debug_ir
 
 local draw = require "ltc.debug_draw"
 
+--- ltc.debug.tag(t, name): names tensor t in drawings (ltc.debug.dot with options, render)
+-- where no `names` option names it; returns t. ltc.nn tags the parameters it registers
+-- ("Linear.weight"). The tags do not keep tensors alive.
+M.tags = draw.tags
+function M.tag(t, name)
+  if not core.is_tensor(t) then error("ltc.debug.tag: a tensor expected, got " .. type(t), 2) end
+  draw.tags[t] = tostring(name)
+  return t
+end
+
 -- Splits (t, ..., [opts]) into the tensors and the options table (nil when absent).
 local function split_opts(...)
   local n = select("#", ...)

@@ -14,6 +14,9 @@ local core = require "ltc.core"
 
 local M = {}
 
+--- Names given by ltc.debug.tag (weak keys): used where `names` does not name a tensor.
+M.tags = setmetatable({}, { __mode = "k" })
+
 local function esc(s)
   return (s:gsub('[\\"]', "\\%0"):gsub("\n", "\\n"))
 end
@@ -22,6 +25,21 @@ end
 -- table name -> tensor. Returns data id -> name and node id -> name.
 local function name_maps(names)
   local by_data, by_node = {}, {}
+  local function add(list)
+    for _, np in ipairs(list) do
+      if not core.is_tensor(np[2]) then
+        error("names: '" .. tostring(np[1]) .. "' is not a tensor", 5)
+      end
+      local node, data = core.debug_tensor_ids(np[2])
+      if data then by_data[data] = np[1] end
+      if node then by_node[node] = np[1] end
+    end
+  end
+  local tagged = {}
+  for t, name in pairs(M.tags) do -- (a collected tensor may linger as a key: skipped)
+    if core.is_tensor(t) then tagged[#tagged + 1] = { name, t } end
+  end
+  add(tagged)
   if names == nil then return by_data, by_node end
   local list
   if type(names) == "table" and type(names.named_parameters) == "function" then
@@ -39,14 +57,12 @@ local function name_maps(names)
     error("names: a module, a list of {name, tensor} or a table of tensors expected, got " ..
       type(names), 4)
   end
+  -- the first name of a tensor wins (a list names shared parameters once)
+  local first, seen = {}, {}
   for _, np in ipairs(list) do
-    if not core.is_tensor(np[2]) then
-      error("names: '" .. tostring(np[1]) .. "' is not a tensor", 4)
-    end
-    local node, data = core.debug_tensor_ids(np[2])
-    if data then by_data[data] = by_data[data] or np[1] end
-    if node then by_node[node] = by_node[node] or np[1] end
+    if not seen[np[2]] then seen[np[2]] = true; first[#first + 1] = np end
   end
+  add(first)
   return by_data, by_node
 end
 

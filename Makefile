@@ -206,6 +206,7 @@ install: all
 	install -m 755 $(BUILD)/ltc/core.so $(DESTDIR)$(INST_LIBDIR)/ltc/core.so
 	install -m 644 lua/ltc/*.lua $(DESTDIR)$(INST_LUADIR)/ltc/
 	install -m 644 $(GEN)/derivatives.lua $(DESTDIR)$(INST_LUADIR)/ltc/derivatives.lua
+	install -m 644 $(GEN)/ops.md $(DESTDIR)$(INST_LUADIR)/ltc/ops.md
 	install -d $(DESTDIR)$(INST_INCDIR)/ltc $(DESTDIR)$(INST_PCDIR)
 	install -m 644 $(PUBLIC_HDRS) $(DESTDIR)$(INST_INCDIR)/ltc/
 	printf '%s\n' 'includedir=$(INST_INCDIR)/ltc' 'moduledir=$(PC_MODDIR)' '' \
@@ -219,3 +220,4 @@ clean:
 include fuzz/fuzz.mk
 include src/distributed/distributed.mk
 include src/opencl/opencl.mk
+include src/repl/repl.mk

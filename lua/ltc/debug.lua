@@ -8,11 +8,15 @@ local core = require "ltc.core"
 local M = {}
 
 -- Frames in ltc's own Lua files are skipped when LTC_IR_DEBUG records source lines, so a
--- node points at the user's line (not at init.lua).
+-- node points at the user's line (not at init.lua); in a source tree, the generated
+-- derivatives (gen/derivatives.lua, installed beside this file) too: a backward op points at
+-- the user's `loss:backward()`.
 do
   local src = debug.getinfo(1, "S").source -- "@/path/lua/ltc/debug.lua"
   local dir = src:match("^(@.*[/\\])debug%.lua$")
-  if dir then core.debug_set_source_skip(dir) end
+  -- where lua/ltc/autograd.lua finds gen/derivatives.lua in a source tree
+  local root = src:match("^@(.*)/lua/ltc/[^/]*$") or "."
+  if dir then core.debug_set_source_skip(dir, "@" .. root .. "/gen/derivatives.lua") end
 end
 
 --- ltc.debug.pending(): {live_tensors=, pending_tensors=, pending_nodes=}: live tensors,
@@ -35,9 +39,49 @@ function M.pending() return setmetatable(core.live_info(), pending_mt) end
 -- their value; with LTC_IR_DEBUG=1 each node ends with "-- file:line" of the code that made it.
 M.ir = core.debug_ir
 
---- ltc.debug.dot(t, ...): the same graph as Graphviz DOT (a string): parameters are
+local draw = require "ltc.debug_draw"
+
+--- ltc.debug.tag(t, name): names tensor t in drawings (ltc.debug.dot with options, render)
+-- where no `names` option names it; returns t. ltc.nn tags the parameters it registers
+-- ("Linear.weight"). The tags do not keep tensors alive.
+M.tags = draw.tags
+function M.tag(t, name)
+  if not core.is_tensor(t) then error("ltc.debug.tag: a tensor expected, got " .. type(t), 2) end
+  draw.tags[t] = tostring(name)
+  return t
+end
+
+-- Splits (t, ..., [opts]) into the tensors and the options table (nil when absent).
+local function split_opts(...)
+  local n = select("#", ...)
+  local last = n > 0 and select(n, ...) or nil
+  if type(last) == "table" and not core.is_tensor(last) then
+    return { ... }, n - 1, last
+  end
+  return { ... }, n, nil
+end
+
+--- ltc.debug.dot(t, ... [, opts]): the same graph as Graphviz DOT (a string): parameters are
 -- ellipses, roots are bold with a double border, edges are labelled with the operand number.
-M.dot = core.debug_dot
+-- With an options table (even {}), the drawing for large graphs that ltc.debug.render makes,
+-- and a second result {nodes =, drawn =, groups =, lines =, edges =} (nodes of the graph
+-- drawn, DOT nodes, collapsed boxes, source-line frames, edges):
+--   names   = model (or a list of {name, tensor}, or {name = tensor}): parameters are labelled
+--             by their module path ("1.weight") instead of "param #3"
+--   cluster = "line" | "module" | "structure" | false: nodes of the same structure (op and
+--             shape, and those of their operands two levels up) become one box "x64", in a
+--             frame per Lua source line with "line" (the default when LTC_IR_DEBUG=1 recorded
+--             lines, else "structure"; a line names the module that ran it, "train.lua:12 in
+--             1.fc (Linear)"), per module with "module"; false draws every node
+--   expand  = true | {"g12", "train.lua:40", ...}: draw the nodes of these boxes (their ids
+--             are in their labels) or source lines one by one
+--   feeds   = t (a tensor) or k (node %k of ltc.debug.ir): only what feeds it; depth = n
+--             keeps n operand steps from it
+function M.dot(...)
+  local ts, n, opts = split_opts(...)
+  if not opts then return core.debug_dot(table.unpack(ts, 1, n)) end
+  return draw.dot(core.debug_graph(table.unpack(ts, 1, n)), opts)
+end
 
 --- ltc.debug.backend_text(t, ...): the default backend's text of the computation for that
 -- graph (the CPU plan: steps, buffers, their sizes and arena offsets), without running it.
@@ -77,8 +121,11 @@ local function shell_quote(s)
   return "'" .. s:gsub("'", "'\\''") .. "'"
 end
 
---- ltc.debug.render(t, ..., path): writes the graph of the tensors as a picture with
--- Graphviz's dot; the format comes from path's extension (.svg, .png, .pdf). Returns path.
+--- ltc.debug.render(t, ... [, opts], path): writes the graph of the tensors as a picture with
+-- Graphviz's dot; the format comes from path's extension (.svg, .png, .pdf). Returns path and
+-- the figures of ltc.debug.dot. The drawing is ltc.debug.dot's with options (opts as there):
+-- what repeats is collapsed, so a 10,000-node training step is drawn in seconds; expand = true
+-- draws every node (Graphviz then takes minutes past a few hundred nodes).
 -- Errors: no path, an unknown extension, dot not installed (the message says how to install
 -- it), or dot failing.
 function M.render(...)
@@ -93,7 +140,12 @@ function M.render(...)
     error("ltc.debug.render: cannot tell the format of '" .. path ..
       "' (use a .svg, .png or .pdf name)", 2)
   end
-  local dot = core.debug_dot(table.unpack({ ... }, 1, n - 1))
+  local ts, nt, opts = split_opts(...)
+  nt = nt - 1 -- the path
+  if nt > 0 and type(ts[nt]) == "table" and not core.is_tensor(ts[nt]) then
+    opts, nt = ts[nt], nt - 1
+  end
+  local dot, info = draw.dot(core.debug_graph(table.unpack(ts, 1, nt)), opts or {})
   if not os.execute("command -v " .. shell_quote(M.dot_command) .. " >/dev/null 2>&1") then
     error("ltc.debug.render: Graphviz's '" .. M.dot_command .. "' program is not installed;" ..
       " install it with: sudo apt-get install graphviz (or write ltc.debug.dot(...) to a file)", 2)
@@ -106,7 +158,7 @@ function M.render(...)
     shell_quote(path), shell_quote(tmp)))
   os.remove(tmp)
   if not ok then error("ltc.debug.render: " .. M.dot_command .. " failed writing " .. path, 2) end
-  return path
+  return path, info
 end
 
 return M

@@ -199,4 +199,10 @@ package.loaded["ltc"] = M
 M.nn = require "ltc.nn"
 M.optim = require "ltc.optim"
 M.data = require "ltc.data"
+--- ltc.help(x): prints the documentation of an op (its doc in codegen/ops.yaml, with schema,
+-- arguments, shape and dtype rules and backends) or of a Lua function (the comment above its
+-- definition); x is the function (ltc.softmax, ltc.nn.Linear) or its name ("t:softmax").
+-- ltc.doc(x) returns that text (nil and why when there is none). See lua/ltc/help.lua.
+function M.help(x) return require("ltc.help").help(x) end
+function M.doc(x) return require("ltc.help").doc(x) end
 return M

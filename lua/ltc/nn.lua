@@ -190,6 +190,7 @@ local function module_newindex(self, k, v)
   if kind == "_modules" and (v == nil or is_module(v)) then slots[k] = v; return end
   if kind == "_params" and (v == nil or ltc.is_tensor(v)) then
     if v ~= nil and not v.requires_grad then v = nn.Parameter(v) end
+    if v ~= nil then ltc.debug.tag(v, class_name(self) .. "." .. k) end
     slots[k] = v
     return
   end
@@ -204,8 +205,13 @@ local function module_newindex(self, k, v)
   end
 end
 
--- m(...): forward, with the hooks of register_forward_pre_hook / register_forward_hook
+local scope_enter = require("ltc.core").debug_scope_enter
+
+-- m(...): forward, with the hooks of register_forward_pre_hook / register_forward_hook. With
+-- LTC_IR_DEBUG=1 the core notes the module that runs, so a node's source line names it
+-- ("train.lua:12 in 1.fc (Linear)"; src/lua/ltc_debug.c).
 local function call_module(self, ...)
+  scope_enter(self)
   local pre, post = rawget(self, "_forward_pre_hooks"), rawget(self, "_forward_hooks")
   if not pre and not post then return self:forward(...) end
   local args = table.pack(...)
@@ -281,9 +287,10 @@ end
 
 --- m:register_parameter(name, t): t (a float tensor, or nil for an absent one such as a
 -- bias=false Linear's bias) becomes a parameter: a leaf that requires grad, found as m[name],
--- listed by parameters() and state_dict().
+-- listed by parameters() and state_dict(). It is tagged "Class.name" ("Linear.weight") for
+-- ltc.debug's drawings (render's `names = model` gives the full path, "1.weight").
 function Module:register_parameter(name, t)
-  if t ~= nil then t = nn.Parameter(t) end
+  if t ~= nil then t = ltc.debug.tag(nn.Parameter(t), class_name(self) .. "." .. name) end
   local kind = kind_of(self, name)
   if kind ~= "_params" then
     if kind then remove_name(self[kind], name) end

@@ -31,4 +31,22 @@ function M.run(args, input)
   return out, status
 end
 
+--- M.run_tty(script): runs `bin/ltc` (the REPL) on a terminal (util-linux's `script`), typing
+-- the lines of `script` with a pause before each (a tab in a line is a key press); returns
+-- what the terminal showed, or nil when `script` is not installed.
+function M.run_tty(lines)
+  if not os.execute("command -v script >/dev/null 2>&1") then return nil end
+  local feed = { "sleep 0.5" }
+  for _, l in ipairs(lines) do
+    feed[#feed + 1] = "printf '%s' " .. shell_quote(l)
+    feed[#feed + 1] = "sleep 0.3"
+  end
+  local cmd = string.format("(%s) | LTC_BUILD=%s timeout 20 script -q -c bin/ltc /dev/null 2>&1",
+    table.concat(feed, "; "), shell_quote(build_dir()))
+  local p = assert(io.popen(cmd))
+  local out = p:read("a")
+  p:close()
+  return out
+end
+
 return M

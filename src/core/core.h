@@ -161,6 +161,8 @@ ltc_status ltc_fallback_compile(const ltc_lowering_ctx *ctx, ltc_backend *b, ltc
                                 ltc_computation **out);
 /* debug.c: a sync compiled a graph (a cache miss): explain it, save it (LTC_SAVE_GRAPHS). */
 void ltc_debug_note_compile(const ltc_lowering_ctx *ctx, ltc_hash h);
+/* debug_explain.c: metrics were reset: compile numbers restart at 1. */
+void ltc_debug_metrics_reset(void);
 /* debug.c: the interned source location for a new node of `op`, or NULL (LTC_IR_DEBUG off). */
 const char *ltc_debug_source(int op);
 

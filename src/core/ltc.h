@@ -294,10 +294,44 @@ ltc_status ltc_debug_ir_dot(ltc_tensor *const *ts, int n, char **out);
  * Errors as ltc_debug_ir_text, plus LTC_ERR_STATE when the backend has no text and the
  * backend's compile errors. */
 ltc_status ltc_debug_backend_text(ltc_tensor *const *ts, int n, char **out);
-/* Why the last compile-cache miss happened: the graph against the nearest of the last few
- * compiled graphs (most nodes equal at the same post-order position), naming the first
- * differing nodes ("node %0 device_data: shape f32[64,4] now f32[32,4]"), or that the same
- * graph was evicted. Malloc'ed, caller frees; NULL on allocation failure. */
+/* One node of a graph exported by ltc_debug_graph_export, in post order. */
+typedef struct ltc_debug_node {
+    const char *op;       /* the op's name (static) */
+    const char *attrs;    /* "dim=2, keepdim=true" as ltc_debug_ir_text prints them, or "" */
+    const char *shape;    /* "f32[2,3]", or "(f32[2], i64[2])" for several outputs */
+    const char *source;   /* "file:line" (LTC_IR_DEBUG), or NULL */
+    const void *id;       /* the node's identity, as ltc_debug_tensor_ids gives it */
+    const void *data;     /* a parameter's device data identity, else NULL */
+    int param;            /* position among the graph's parameters, or -1 */
+    int root;             /* the first root it is (0-based), or -1 */
+    int ndim;             /* dimensions of output 0 */
+    bool has_value;       /* a 0-d parameter whose value was read: value */
+    double value;
+    int n_operands;
+    const int32_t *operands; /* node index * 256 + output index, n_operands */
+} ltc_debug_node;
+
+typedef struct ltc_debug_graph {
+    char *header;         /* "graph: 4 nodes, 2 parameters, 1 root; hash ..." */
+    int n_nodes;
+    ltc_debug_node *nodes;
+    void *pool;           /* the strings and operands the nodes point into */
+} ltc_debug_graph;
+
+/* The pending graph of the tensors (as ltc_debug_ir_text) as data, for drawing it (ltc.debug.
+ * dot with options, ltc.debug.render). *out is the caller's: free with ltc_debug_graph_free.
+ * Errors as ltc_debug_ir_text. */
+ltc_status ltc_debug_graph_export(ltc_tensor *const *ts, int n, ltc_debug_graph **out);
+void ltc_debug_graph_free(ltc_debug_graph *g);
+/* The identities a tensor's node and device data have in an export (NULL when it has none). */
+void ltc_debug_tensor_ids(const ltc_tensor *t, const void **node, const void **data);
+
+/* Why the last compile-cache miss happened: the graph against the nearest of the last 8
+ * compiled graphs, aligned by a diff of the two post orders keyed by op and source line
+ * (Myers), naming the first real difference with its source line ("first difference: node %0
+ * device_data: shape f32[64,4] now f32[32,4]"), the first differing nodes and the diff as
+ * text; or that the same graph was evicted. Compiles are numbered from 1 after
+ * ltc_metrics_reset. Made when asked for. Malloc'ed, caller frees; NULL on allocation failure. */
 char *ltc_debug_explain_recompile(void);
 /* Forgets the compiled-graph signatures and the last explanation. */
 void ltc_debug_reset(void);

@@ -127,6 +127,7 @@ void ltc_metrics_reset(void) {
     for (int i = 0; i < n_counters; i++) __atomic_store_n(&counters[i].value, 0, __ATOMIC_RELAXED);
     for (int i = 0; i < n_metrics; i++) metrics[i].count = 0, metrics[i].total = 0;
     pthread_mutex_unlock(&lock);
+    ltc_debug_metrics_reset(); /* "compile #N" counts from 1 again, as UncachedCompile */
 }
 
 static int cmp_double(const void *a, const void *b) {

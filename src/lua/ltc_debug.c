@@ -53,33 +53,252 @@ static int l_debug_explain(lua_State *L) {
     return 1;
 }
 
+/* core.debug_graph(t, ...): the pending graph as data, node i (1-based) in post order:
+ * {header =, n =, op = {}, attrs = {}, shape = {}, source = {} (or false), id = {}
+ * (lightuserdata), data = {} (parameters' device data, or false), param = {} (0-based, or
+ * false), root = {} (0-based, or false), value = {} (0-d parameters, or false), ndim = {},
+ * args = {{operand node, ...}}, outs = {{operand output, ...}} (1-based)}. */
+static int graph_box_gc(lua_State *L) {
+    ltc_debug_graph **box = lua_touserdata(L, 1);
+    ltc_debug_graph_free(*box);
+    *box = NULL;
+    return 0;
+}
+
+static int l_debug_graph(lua_State *L) {
+    int n;
+    ltc_tensor **ts = check_tensors(L, 1, &n, "debug.graph");
+    if (!ts) ltcL_collect(L);
+    ltc_debug_graph *g;
+    if (ltc_debug_graph_export(ts, n, &g)) return luaL_error(L, "debug.graph: %s", ltc_last_error());
+    /* a box whose __gc frees the export if building the table raises (out of memory) */
+    ltc_debug_graph **box = lua_newuserdatauv(L, sizeof *box, 0);
+    *box = g;
+    if (luaL_newmetatable(L, "ltc.debug_graph")) {
+        lua_pushcfunction(L, graph_box_gc);
+        lua_setfield(L, -2, "__gc");
+    }
+    lua_setmetatable(L, -2);
+    int nn = g->n_nodes;
+    lua_createtable(L, 0, 14);
+    lua_pushstring(L, g->header);
+    lua_setfield(L, -2, "header");
+    lua_pushinteger(L, nn);
+    lua_setfield(L, -2, "n");
+    static const char *fields[] = {"op", "attrs", "shape", "source", "id", "data", "param",
+                                   "root", "value", "ndim", "args", "outs"};
+    for (int f = 0; f < 12; f++) {
+        lua_createtable(L, nn, 0);
+        for (int i = 0; i < nn; i++) {
+            const ltc_debug_node *d = &g->nodes[i];
+            switch (f) {
+            case 0: lua_pushstring(L, d->op); break;
+            case 1: lua_pushstring(L, d->attrs); break;
+            case 2: lua_pushstring(L, d->shape); break;
+            case 3: if (d->source) lua_pushstring(L, d->source); else lua_pushboolean(L, 0); break;
+            case 4: lua_pushlightuserdata(L, (void *)d->id); break;
+            case 5: if (d->data) lua_pushlightuserdata(L, (void *)d->data); else lua_pushboolean(L, 0); break;
+            case 6: if (d->param >= 0) lua_pushinteger(L, d->param); else lua_pushboolean(L, 0); break;
+            case 7: if (d->root >= 0) lua_pushinteger(L, d->root); else lua_pushboolean(L, 0); break;
+            case 8: if (d->has_value) lua_pushnumber(L, d->value); else lua_pushboolean(L, 0); break;
+            case 9: lua_pushinteger(L, d->ndim); break;
+            default:
+                lua_createtable(L, d->n_operands, 0);
+                for (int k = 0; k < d->n_operands; k++) {
+                    int32_t r = d->operands[k];
+                    lua_pushinteger(L, f == 10 ? r / 256 + 1 : r % 256 + 1);
+                    lua_rawseti(L, -2, k + 1);
+                }
+            }
+            lua_rawseti(L, -2, i + 1);
+        }
+        lua_setfield(L, -2, fields[f]);
+    }
+    ltc_debug_graph_free(g);
+    *box = NULL;
+    return 1;
+}
+
+/* core.debug_tensor_ids(t): t's node and device data identities as in core.debug_graph (false
+ * when it has none). */
+static int l_debug_tensor_ids(lua_State *L) {
+    const void *node, *data;
+    ltc_debug_tensor_ids(ltcL_checktensor(L, 1, "debug.tensor_ids"), &node, &data);
+    if (node) lua_pushlightuserdata(L, (void *)node); else lua_pushboolean(L, 0);
+    if (data) lua_pushlightuserdata(L, (void *)data); else lua_pushboolean(L, 0);
+    return 2;
+}
+
 /* ---- LTC_IR_DEBUG: the Lua line that traced a node ------------------------------------------ */
 
-/* The state whose main thread the hook reads, and the source prefix of ltc's own Lua files
- * (frames there are skipped, so a node points at the user's line, not at init.lua). The hook
- * reads the main thread's stack: inside a coroutine the line is where it was resumed. One
- * per OS thread, as the core's hook (each thread runs its own Lua state). */
+/* The state whose main thread the hook reads, and the source prefixes of ltc's own Lua files
+ * (frames there are skipped, so a node points at the user's line, not at init.lua; the source
+ * tree's gen/derivatives.lua as well, which an install puts beside them). The hook reads the
+ * main thread's stack: inside a coroutine the line is where it was resumed. One per OS thread,
+ * as the core's hook (each thread runs its own Lua state). */
+#define SKIP_MAX 4
 static _Thread_local struct {
     lua_State *L;
-    char skip[512];
+    char skip[SKIP_MAX][512];
 } hook;
+
+static bool skipped(const char *source) {
+    for (int i = 0; i < SKIP_MAX; i++) {
+        size_t n = strlen(hook.skip[i]);
+        if (n && strncmp(source, hook.skip[i], n) == 0) return true;
+    }
+    return false;
+}
+
+/* ---- the module that runs (LTC_IR_DEBUG) --------------------------------------------------
+ * ltc.nn's module call (nn.lua's call_module) calls core.debug_scope_enter(self) before it
+ * tail-calls forward. An entry is the module and the depth of its frame from the bottom of
+ * the main thread's stack; it holds while the frame at that depth is still that call: a tail
+ * call (forward, and whatever forward tail-calls, replace the frame) or a frame whose `self`
+ * is the module. Entries are dropped when a call at their depth or above enters, or when the
+ * hook finds their frame gone. Forward is still tail-called, so error levels are unchanged.
+ * Inside a coroutine nothing is tracked (the hook reads the main thread). */
+#define SCOPE_MAX 64
+static _Thread_local struct {
+    int depth[SCOPE_MAX]; /* strictly increasing */
+    int n;
+} scopes;
+static const char scopes_key = 0; /* registry[&scopes_key]: {module, ...}, as the depths */
+
+static int stack_depth(lua_State *L) {
+    lua_Debug ar;
+    int lo = 0, hi = 1;
+    while (lua_getstack(L, hi, &ar)) lo = hi, hi *= 2; /* frames lo exists, hi does not */
+    while (hi - lo > 1) {
+        int mid = (lo + hi) / 2;
+        if (lua_getstack(L, mid, &ar)) lo = mid;
+        else hi = mid;
+    }
+    return lo + 1;
+}
+
+static void scopes_table(lua_State *L) {
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &scopes_key) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_createtable(L, SCOPE_MAX, 0);
+        lua_pushvalue(L, -1);
+        lua_rawsetp(L, LUA_REGISTRYINDEX, &scopes_key);
+    }
+}
+
+static void scopes_truncate(lua_State *L, int n) {
+    if (n >= scopes.n) return;
+    scopes_table(L);
+    for (int i = n; i < scopes.n; i++) {
+        lua_pushnil(L);
+        lua_rawseti(L, -2, i + 1);
+    }
+    lua_pop(L, 1);
+    scopes.n = n;
+}
+
+/* core.debug_scope_enter(module): see above; nothing unless LTC_IR_DEBUG is on. */
+static int l_scope_enter(lua_State *L) {
+    static int64_t *flag;
+    if (!flag) flag = ltc_config_slot("LTC_IR_DEBUG");
+    if (!flag || !*flag || L != hook.L) return 0;
+    int depth = stack_depth(L) - 2; /* the caller's frame (level 1), counted from the bottom */
+    int n = scopes.n;
+    while (n > 0 && scopes.depth[n - 1] >= depth) n--;
+    scopes_truncate(L, n);
+    if (n == SCOPE_MAX) return 0;
+    scopes_table(L);
+    lua_pushvalue(L, 1);
+    lua_rawseti(L, -2, n + 1);
+    scopes.depth[n] = depth;
+    scopes.n = n + 1;
+    return 0;
+}
+
+/* Appends " in <path> (<Class>)" for the modules that run, named from the outermost by the
+ * names their parents registered them under (" in 1.attn (MultiheadAttention)"; " in GRU"
+ * for a module called by itself); nothing outside modules. */
+static void module_scope(lua_State *L, char *buf, size_t n) {
+    if (scopes.n == 0) return;
+    int top = lua_gettop(L);
+    if (!lua_checkstack(L, SCOPE_MAX + 8)) return;
+    int total = stack_depth(L), valid = 0;
+    scopes_table(L);
+    int tab = lua_gettop(L);
+    for (; valid < scopes.n; valid++) {
+        lua_Debug ar;
+        int d = scopes.depth[valid];
+        if (d >= total || !lua_getstack(L, total - 1 - d, &ar) || !lua_getinfo(L, "t", &ar)) break;
+        if (ar.istailcall) continue;
+        lua_rawgeti(L, tab, valid + 1);
+        const char *name = lua_getlocal(L, &ar, 1);
+        bool same = name && strcmp(name, "self") == 0 && lua_rawequal(L, -1, -2);
+        lua_pop(L, name ? 2 : 1);
+        if (!same) break;
+    }
+    lua_settop(L, top);
+    scopes_truncate(L, valid);
+    if (valid == 0) return;
+    scopes_table(L);
+    char path[200] = "";
+    size_t len = 0;
+    for (int i = 1; i < valid; i++) {
+        lua_rawgeti(L, tab, i);                 /* parent */
+        lua_rawgeti(L, tab, i + 1);             /* child */
+        const char *key = NULL;
+        lua_pushliteral(L, "_slots");
+        if (lua_istable(L, -3) && lua_rawget(L, -3) == LUA_TTABLE) {
+            lua_pushnil(L);
+            while (lua_next(L, -2)) {
+                if (lua_rawequal(L, -1, -4) && lua_type(L, -2) == LUA_TSTRING) {
+                    key = lua_tostring(L, -2); /* a key of the parent's _slots, still there */
+                    lua_pop(L, 2);
+                    break;
+                }
+                lua_pop(L, 1);
+            }
+        }
+        lua_pop(L, 3);
+        if (!key) { /* called by a module that does not own it: the path starts again */
+            len = 0;
+            path[0] = 0;
+            continue;
+        }
+        int k = snprintf(path + len, sizeof path - len, "%s%s", len ? "." : "", key);
+        if (k > 0) len += (size_t)k < sizeof path - len ? (size_t)k : sizeof path - len - 1;
+    }
+    const char *cls = "module";
+    lua_rawgeti(L, tab, valid);
+    if (lua_getmetatable(L, -1) && lua_getfield(L, -1, "__name") == LUA_TSTRING) {
+        cls = lua_tostring(L, -1); /* stays in the class table */
+        if (strncmp(cls, "ltc.nn.", 7) == 0) cls += 7;
+    }
+    size_t used = strlen(buf);
+    if (len) snprintf(buf + used, n - used, " in %s (%s)", path, cls);
+    else snprintf(buf + used, n - used, " in %s", cls);
+    lua_settop(L, top);
+}
 
 static bool lua_source(void *ud, char *buf, size_t n) {
     (void)ud;
     lua_Debug ar;
-    size_t skip = strlen(hook.skip);
     for (int level = 0; lua_getstack(hook.L, level, &ar); level++) {
         if (!lua_getinfo(hook.L, "Sl", &ar) || ar.currentline <= 0) continue;
-        if (skip && strncmp(ar.source, hook.skip, skip) == 0) continue;
+        if (skipped(ar.source)) continue;
         snprintf(buf, n, "%s:%d", ar.short_src, ar.currentline);
+        module_scope(hook.L, buf, n);
         return true;
     }
     return false;
 }
 
-/* core.debug_set_source_skip(prefix): frames whose source starts with prefix are skipped. */
+/* core.debug_set_source_skip(prefix, ...): frames whose source starts with one of the
+ * prefixes (at most 4) are skipped. */
 static int l_set_source_skip(lua_State *L) {
-    snprintf(hook.skip, sizeof hook.skip, "%s", luaL_optstring(L, 1, ""));
+    int n = lua_gettop(L);
+    if (n > SKIP_MAX) return luaL_error(L, "debug_set_source_skip: at most %d prefixes", SKIP_MAX);
+    for (int i = 0; i < SKIP_MAX; i++)
+        snprintf(hook.skip[i], sizeof hook.skip[i], "%s", i < n ? luaL_checkstring(L, i + 1) : "");
     return 0;
 }
 
@@ -168,9 +387,12 @@ static const luaL_Reg debug_functions[] = {
     {"debug_view_steps", l_debug_view_steps},
     {"debug_ir", l_debug_ir},
     {"debug_dot", l_debug_dot},
+    {"debug_graph", l_debug_graph},
+    {"debug_tensor_ids", l_debug_tensor_ids},
     {"debug_backend_text", l_debug_backend_text},
     {"debug_explain_recompile", l_debug_explain},
     {"debug_set_source_skip", l_set_source_skip},
+    {"debug_scope_enter", l_scope_enter},
     {"config_value", l_config_value},
     {"config_assign", l_config_assign},
     {"config_list", l_config_list},

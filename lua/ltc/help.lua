@@ -1,0 +1,125 @@
+--- ltc.help(x) / ltc.doc(x): the documentation of an op or function, from where it is written:
+-- an op's entry in codegen/ops.yaml (through the generated op reference gen/ops.md, installed
+-- as ltc/ops.md), else the `---` comment block above the Lua function's definition.
+-- x: a function (ltc.softmax, ltc.nn.Linear, a tensor method such as ltc.Tensor... or
+-- core.methods.softmax), or a name ("softmax", "ltc.softmax", "t:softmax", "nn.Linear").
+local core = require "ltc.core"
+
+local M = {}
+
+local ops_md -- the op reference's text, read once
+
+local function read(path)
+  local f = path and io.open(path)
+  if not f then return nil end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+local function op_reference()
+  if ops_md == nil then
+    local here = (debug.getinfo(1, "S").source:match("^@(.*)$") or "")
+    local dir = here:match("^(.*)/[^/]*$") or "."
+    ops_md = read(package.searchpath("ltc.ops", package.path:gsub("%.lua", ".md"))) or
+      read(dir .. "/ops.md") or read(dir .. "/../../gen/ops.md") or
+      read(dir .. "/../../docs/ops.md") or false
+  end
+  return ops_md or nil
+end
+
+-- The "## name" section of the op reference, without the heading's blank lines.
+local function op_doc(name)
+  local md = op_reference()
+  if not md then return nil end
+  local start = md:find("\n## " .. name .. "\n", 1, true)
+  if not start then return nil end
+  local body = md:sub(start + 1)
+  local stop = body:find("\n## ", 4, true)
+  if stop then body = body:sub(1, stop) end
+  return (body:gsub("\n+$", ""))
+end
+
+-- The `--` comment block just above line `line` of a Lua source file.
+local function comment_above(path, line)
+  local s = read(path)
+  if not s then return nil end
+  local lines = {}
+  for l in (s .. "\n"):gmatch("(.-)\n") do lines[#lines + 1] = l end
+  local out = {}
+  local i = line - 1
+  -- a class's __init: the comment is above the line that makes the class
+  if lines[i] and lines[i]:match("^%s*[%w_.]+%s*=%s*[%w_.]+%.class%(") then i = i - 1 end
+  while i >= 1 and lines[i]:match("^%s*%-%-") do
+    table.insert(out, 1, (lines[i]:gsub("^%s*%-%-%-? ?", "")))
+    i = i - 1
+  end
+  if #out == 0 then return nil end
+  return table.concat(out, "\n")
+end
+
+-- Where a function value lives in ltc's tables: "softmax" (an op), "nn.Linear", ...
+local function name_of(f, ltc)
+  for k, v in pairs(ltc) do if v == f and type(k) == "string" then return k end end
+  for k, v in pairs(core.methods) do if v == f and type(k) == "string" then return k end end
+  for _, sub in ipairs({ "nn", "optim", "debug", "metrics", "jit", "io" }) do
+    local t = rawget(ltc, sub)
+    if type(t) == "table" then
+      for k, v in pairs(t) do if v == f and type(k) == "string" then return sub .. "." .. k end end
+      if sub == "nn" and type(t.functional) == "table" then
+        for k, v in pairs(t.functional) do
+          if v == f and type(k) == "string" then return "nn.functional." .. k end
+        end
+      end
+    end
+  end
+  return nil
+end
+
+--- M.doc(x): the documentation as a string, or nil and why not.
+function M.doc(x)
+  local ltc = require "ltc"
+  local name, f = nil, nil
+  if type(x) == "string" then
+    name = x:gsub("^ltc%.", ""):gsub("^[%a_][%w_]*:", "")
+    f = ltc[name] or core.methods[name]
+    if not f then
+      local ok, v = pcall(function()
+        local t = ltc
+        for part in name:gmatch("[^.]+") do t = t[part] end
+        return t
+      end)
+      f = ok and v or nil
+    end
+  elseif type(x) == "function" or type(x) == "table" then
+    f = x
+    name = name_of(x, ltc)
+  else
+    return nil, "ltc.help: a function or a name expected, got " .. type(x)
+  end
+  local short = name and name:match("([%w_]+)$")
+  local d = name and (op_doc(name) or (short and not name:find("%.") and op_doc(short)))
+  if d then return d end
+  if type(f) == "table" and type(getmetatable(f)) == "table" and getmetatable(f).__call then
+    local init = rawget(f, "__init") or (type(rawget(f, "__index")) == "table" and rawget(f, "__index").__init)
+    if type(init) == "function" then f = init end
+  end
+  if type(f) == "function" then
+    local info = debug.getinfo(f, "S")
+    if info.what == "Lua" and info.source:sub(1, 1) == "@" then
+      local c = comment_above(info.source:sub(2), info.linedefined)
+      if c then return (name and (name .. ": ") or "") .. c end
+      return nil, "ltc.help: " .. (name or "this function") .. " has no doc comment (" ..
+        info.short_src .. ":" .. info.linedefined .. ")"
+    end
+  end
+  return nil, "ltc.help: no documentation found for " .. (name or tostring(x))
+end
+
+--- M.help(x): prints M.doc(x) (or why there is none).
+function M.help(x)
+  local d, why = M.doc(x)
+  print(d or why)
+end
+
+return M

@@ -1,0 +1,65 @@
+-- The REPL's tab completion (lua/ltc/repl.lua through readline, src/repl/) and ltc.help /
+-- ltc.doc (an op's doc from codegen/ops.yaml, a Lua function's doc comment).
+local ltc = require "ltc"
+local repl = require "ltc.repl"
+local bin_ltc = dofile("spec/support/bin_ltc.lua")
+
+describe("ltc.repl.complete", function()
+  it("completes ltc's names, nested fields and keywords", function()
+    local env = { ltc = ltc }
+    assert.are.same({ "ltc.softmax" }, repl.complete("ltc.softm", env))
+    assert.are.same({ "ltc.nn.Linear" }, repl.complete("ltc.nn.Line", env))
+    assert.are.same({ "ltc.debug.render" }, repl.complete("ltc.debug.rend", env))
+    assert.are.same({ "ltc.metrics.report", "ltc.metrics.reset" }, repl.complete("ltc.metrics.re", env))
+    assert.are.same({ "local", "ltc" }, repl.complete("l", env))
+    assert.are.same({}, repl.complete("ltc.no_such.", env))
+  end)
+
+  it("completes a tensor's methods after a colon", function()
+    local env = { x = ltc.ones(2) }
+    assert.are.same({ "x:argmax", "x:argmin", "x:argsort" }, repl.complete("x:arg", env))
+    assert.are.same({ "x:softmax" }, repl.complete("x:softm", env))
+    assert.are.same({ "x.grad" }, repl.complete("x.gr", env))
+  end)
+
+  it("is what Tab does in bin/ltc's REPL", function()
+    local out = bin_ltc.run_tty({ "x = ltc.softm\t\n", "print('same:', x == ltc.softmax)\n",
+      "y = ltc.ones(2)\n", "print(y:argm\t\t\n", "os.exit()\n" })
+    if not out then
+      pending("util-linux's script is not installed")
+      return
+    end
+    assert.truthy(out:find("x = ltc.softmax", 1, true), out)
+    assert.truthy(out:find("same:\ttrue", 1, true), out)
+    assert.truthy(out:find("y:argmax +y:argmin"), out)
+  end)
+end)
+
+describe("ltc.help", function()
+  it("prints an op's doc from ops.yaml", function()
+    local printed = {}
+    local saved = _G.print
+    _G.print = function(s) printed[#printed + 1] = s end
+    local ok, err = pcall(ltc.help, ltc.softmax)
+    _G.print = saved
+    assert(ok, err)
+    local s = printed[1]
+    assert.truthy(s:find("^## softmax\n"), s)
+    assert.truthy(s:find("`ltc.softmax(self, dim)` / `t:softmax(dim)`", 1, true), s)
+    assert.truthy(s:find("Schema: `softmax(Tensor self, dim dim) -> Tensor`", 1, true), s)
+    assert.truthy(s:find("exp(x) / sum(exp(x)) along dim, computed stably (max subtracted).", 1, true), s)
+    assert.falsy(s:find("## sort", 1, true), s)
+  end)
+
+  it("finds an op by name or method, and a Lua function's doc comment", function()
+    assert.truthy(ltc.doc("t:sum"):find("Integer and bool tensors sum to int64", 1, true))
+    assert.truthy(ltc.doc("ltc.matmul"):find("^## matmul\n"))
+    local d = ltc.doc(ltc.nn.Linear)
+    assert.truthy(d:find("^nn.Linear: nn.Linear%(in_features, out_features"), d)
+    d = ltc.doc(ltc.debug.render)
+    assert.truthy(d:find("^debug.render: ltc.debug.render%(t, ... %[, opts%], path%)"), d)
+    local none, why = ltc.doc(print)
+    assert.is_nil(none)
+    assert.truthy(why:find("no documentation found", 1, true), why)
+  end)
+end)

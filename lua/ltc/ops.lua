@@ -115,6 +115,34 @@ function M.install(core)
     return raw_cat(tensors, ...)
   end)
 
+  -- A graph node takes at most 64 operands (ltc_trace): cat and stack of more tensors are a
+  -- cat of the cats (stacks) of runs of 64, which autograd records like any ops, so an RNN
+  -- over hundreds of steps can stack its outputs.
+  local LIST_MAX = 64
+  local function runs_of(list_op, tensors, dim)
+    local pieces = {}
+    for at = 1, #tensors, LIST_MAX do
+      pieces[#pieces + 1] = list_op(table.move(tensors, at, math.min(at + LIST_MAX - 1, #tensors),
+        1, {}), dim)
+    end
+    return core.cat(pieces, dim)
+  end
+  local checked_cat = core.cat
+  def("cat", function(tensors, dim, ...)
+    if type(tensors) == "table" and #tensors > LIST_MAX and select("#", ...) == 0 then
+      return runs_of(checked_cat, tensors, dim or 1)
+    end
+    return checked_cat(tensors, dim, ...)
+  end)
+  local raw_stack = core.stack
+  --- ltc.stack(tensors [, dim]): the generated stack, for any number of tensors.
+  def("stack", function(tensors, dim, ...)
+    if type(tensors) == "table" and #tensors > LIST_MAX and select("#", ...) == 0 then
+      return runs_of(raw_stack, tensors, dim or 1)
+    end
+    return raw_stack(tensors, dim, ...)
+  end)
+
   ---------------------------------------------------------------------------------------
   -- convolution and pooling: PyTorch's argument order and defaults
 

@@ -35,7 +35,7 @@ INST_PCDIR  ?= $(PREFIX)/lib/pkgconfig
 PC_MODDIR = $(if $(PC_MODDIR_REL),$${pcfiledir}/$(PC_MODDIR_REL),$(INST_LIBDIR)/ltc)
 PUBLIC_HDRS  = src/core/ltc.h src/core/ltc_ir.h src/core/ltc_rng.h src/backend/ltc_backend.h \
                src/backend/ltc_graph.h src/backend/ltc_kernel.h $(GEN)/ltc_ops.h \
-               src/backend/ltc_comm.h
+               src/backend/ltc_comm.h src/lua/ltc_args.h
 
 BUILD   ?= build
 GEN     := gen
@@ -46,7 +46,7 @@ CORE_SRC := $(wildcard src/core/*.c src/backend/*.c src/cpu/*.c src/ref/*.c)
 LUA_SRC  := $(wildcard src/lua/*.c)
 GEN_SRC  := $(GEN)/ltc_ops.c $(GEN)/cpu_ops.c $(GEN)/ref_ops.c $(GEN)/lua_ops.c
 OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC) $(LUA_SRC) $(GEN_SRC))
-HDRS := $(filter-out src/opencl/%,$(wildcard src/*/*.h)) $(GEN)/ltc_ops.h
+HDRS := $(filter-out src/opencl/% src/distributed/%,$(wildcard src/*/*.h)) $(GEN)/ltc_ops.h
 
 CODEGEN_SRC := $(wildcard codegen/*.c)
 CODEGEN_HDR := $(wildcard codegen/*.h)

@@ -112,6 +112,9 @@ end
 -- dist.reset_stats() (descriptor exchanges count as calls and time); zeros before init.
 function M.stats() return C and C.stats() or { calls = 0, bytes = 0, seconds = 0 } end
 function M.reset_stats() if C then C.reset_stats() end end
+-- dist._raw_all_reduce(t [, op]): MPI_Allreduce in place on t's buffer and nothing else (no
+-- graph, no checks); the peer figure of bench/dist_allreduce.lua, on the same buffer.
+M._raw_all_reduce = C and C._raw_all_reduce
 
 ---------------------------------------------------------------------------------------------
 -- collectives on tensors (lazy: they run at the next sync)
@@ -150,17 +153,33 @@ local function write(t, v)
   return t
 end
 
---- dist.all_reduce(t [, op="sum"]): t becomes the elementwise reduction of every rank's t
--- ("sum", "avg", "max", "min", "prod"); returns t. In place, as torch.distributed.all_reduce.
-function M.all_reduce(t, op)
-  check_tensor("all_reduce", t)
-  return write(t, ltc.all_reduce(t, op_number("all_reduce", op)))
+-- t takes the result of the C module's in-place collective fn(t, arg) (all_reduce_ or
+-- broadcast_), as an in-place write that autograd sees (its version counters, and the values
+-- it saved for backward are kept: a saved t shares t's buffer, so the collective is then
+-- recorded rather than run on that buffer). Without the autograd hook, t:copy_ of the op.
+local autograd = require "ltc.autograd"
+local function write_inplace(name, fn, op, t, arg)
+  if not C or type(autograd.inplace) ~= "function" then return write(t, op(t, arg)) end
+  ltc.no_grad(function() autograd.inplace(name, function(x) fn(x, arg) end, t) end)
+  return t
 end
 
---- dist.broadcast(t [, src=0]): t becomes rank src's t on every rank; returns t.
+--- dist.all_reduce(t [, op="sum"]): t becomes the elementwise reduction of every rank's t
+-- ("sum", "avg", "max", "min", "prod"); returns t. In place, as torch.distributed.all_reduce.
+-- A tensor that holds its value (nothing pending on it), is no view and shares its buffer
+-- with nothing is reduced now, in place on its buffer (what a sync of the op would compute,
+-- without a copy); otherwise the op is recorded and runs at the next sync with the rest of
+-- the graph (as ltc.all_reduce, then t:copy_).
+function M.all_reduce(t, op)
+  check_tensor("all_reduce", t)
+  return write_inplace("all_reduce", C and C.all_reduce_, ltc.all_reduce, t, op_number("all_reduce", op))
+end
+
+--- dist.broadcast(t [, src=0]): t becomes rank src's t on every rank; returns t. Run now or
+-- recorded as dist.all_reduce says.
 function M.broadcast(t, src)
   check_tensor("broadcast", t)
-  return write(t, ltc.broadcast(t, root_number("broadcast", "src", src)))
+  return write_inplace("broadcast", C and C.broadcast_, ltc.broadcast, t, root_number("broadcast", "src", src))
 end
 
 --- dist.reduce(t [, dst=0]): on rank dst, t becomes the sum of every rank's t (the others'

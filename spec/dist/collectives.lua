@@ -172,5 +172,42 @@ do
   S.equal("all_reduce after errors", t, { ws, ws })
 end
 
+-- dist.all_reduce / dist.broadcast of a tensor that holds its value run now, in place on its
+-- buffer (no graph is compiled or run); everything that shares the buffer still sees the value
+-- it had: a saved value of autograd, a tensor sharing the data; views see the new value
+do
+  local x = ltc.tensor({ 1, 2, 3 }, "float64") * (rank + 1)
+  ltc.sync()
+  local f = ws * (ws + 1) / 2
+  local compiles = ltc.metrics.counter("CachedCompile") + ltc.metrics.counter("UncachedCompile")
+  dist.all_reduce(x, "sum")
+  S.equal("in place: all_reduce", x, { f, 2 * f, 3 * f })
+  dist.broadcast(x, ws - 1)
+  S.equal("in place: broadcast", x, { f, 2 * f, 3 * f })
+  S.check("in place: no graph ran", ltc.metrics.counter("CachedCompile")
+    + ltc.metrics.counter("UncachedCompile") == compiles, "compiles")
+  -- a view computed before the write sees it
+  local m = ltc.tensor({ { 1, 2 }, { 3, 4 } }, "float64") * (rank + 1)
+  ltc.sync()
+  local row = m[2]
+  S.equal("in place: view before", row, { 3 * (rank + 1), 4 * (rank + 1) })
+  dist.all_reduce(m, "sum")
+  S.equal("in place: a view sees the write", row, { 3 * f, 4 * f })
+  -- autograd saved x for w's gradient: the reduction must not change what backward sees
+  local w = ltc.tensor({ 1, 1, 1 }, "float64"):requires_grad_()
+  local xs = ltc.tensor({ 1, 2, 3 }, "float64") * (rank + 1)
+  ltc.sync()
+  local loss = (w * xs):sum()
+  dist.all_reduce(xs, "sum")
+  S.equal("in place: all_reduce of a value autograd saved", xs, { f, 2 * f, 3 * f })
+  loss:backward()
+  S.equal("in place: backward sees the saved value", w.grad, { rank + 1, 2 * (rank + 1), 3 * (rank + 1) })
+  -- a pending tensor is recorded and runs at the next sync, with what it depends on
+  local p = ltc.tensor({ 1, 2 }, "float64") * (rank + 1)
+  dist.all_reduce(p, "max")
+  S.check("recorded: pending until a sync", ltc.debug.ir(p):find("all_reduce", 1, true) ~= nil, ltc.debug.ir(p))
+  S.equal("recorded: all_reduce", p, { ws, 2 * ws })
+end
+
 dist.barrier()
 S.done()

@@ -1,6 +1,7 @@
 -- ltc.distributed: the Lua API on one process (identity collectives, bad input), and the
 -- scripts of spec/dist/ under mpirun with 2 and 3 ranks (collectives by hand values, DDP
--- against single-process training, mismatched ranks, a rank that fails mid-step). The
+-- against single-process training, DDP under ltc.jit against the untraced step, mismatched
+-- ranks, a rank that fails mid-step). The
 -- mpirun part is skipped, with one line saying why, where Open MPI or the module is absent
 -- or under the sanitizers (make test-asan: lua5.4 runs with the ASan runtime preloaded).
 local ltc = require "ltc"
@@ -123,6 +124,14 @@ describe("ltc.distributed under mpirun", function()
     it(np .. " ranks: DDP steps equal single-process training on the global batch, no recompiles", function()
       local out, code = run(np, "ddp")
       all_done(out, np)
+      assert.are.equal(0, code, out)
+    end)
+
+    it(np .. " ranks: a DDP step under ltc.jit equals the untraced step, replays communicate, no recompiles", function()
+      local out, code = run(np, "ddp_jit")
+      all_done(out, np)
+      -- DDP's bookkeeping is not Lua state the jitted step changes
+      assert.is_nil(out:find("fn changes Lua values", 1, true), out)
       assert.are.equal(0, code, out)
     end)
 

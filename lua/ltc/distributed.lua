@@ -223,6 +223,10 @@ end
 -- DistributedDataParallel
 
 local DDP = {}
+-- the gradients DDP has averaged (weak keys): kept here, not in the wrapper, so that ltc.jit's
+-- guards (which walk the tables a jitted step reaches, not ltc's own upvalues) do not take
+-- this bookkeeping for Lua state the step changes
+local REDUCED = setmetatable({}, { __mode = "k" })
 
 local function nbytes(t)
   local dt = t:dtype()
@@ -281,7 +285,6 @@ function DDP:reduce_gradients()
   local ps = self.module:parameters()
   local ws = M.world_size()
   if ws == 1 then return end
-  self.reduced = self.reduced or setmetatable({}, { __mode = "k" })
   local bucket, size, dtype = {}, 0, nil
   local function flush()
     if #bucket == 0 then return end
@@ -293,7 +296,7 @@ function DDP:reduce_gradients()
       local n = p:numel()
       local g = red:narrow(1, off, n):view(p:size())
       p.grad = g
-      self.reduced[g] = true
+      REDUCED[g] = true
       off = off + n
     end
     bucket, size = {}, 0
@@ -301,7 +304,7 @@ function DDP:reduce_gradients()
   for i = #ps, 1, -1 do
     local p = ps[i]
     local g = p.grad
-    if g ~= nil and not self.reduced[g] then
+    if g ~= nil and not REDUCED[g] then
       if dtype and g:dtype() ~= dtype then flush() end
       dtype = g:dtype()
       bucket[#bucket + 1] = p

@@ -175,7 +175,14 @@ int luaopen_ltc_distributed(lua_State *L) {
         {"broadcast_", l_broadcast_}, {"_raw_all_reduce", l_raw_all_reduce}, {NULL, NULL},
     };
     luaL_newlib(L, fns);
-    /* finalize when the state closes: a sentinel in the registry, collected at lua_close */
+    /* finalize when the state closes: a sentinel in the registry, collected at lua_close.
+     * Opened again in the same state (package.loadlib, busted's insulation), the first one
+     * stays: a replaced sentinel would be collected and finalize MPI mid-run. */
+    if (lua_getfield(L, LUA_REGISTRYINDEX, "ltc.distributed.sentinel") != LUA_TNIL) {
+        lua_pop(L, 1);
+        return 1;
+    }
+    lua_pop(L, 1);
     lua_newuserdatauv(L, 1, 0);
     lua_createtable(L, 0, 1);
     lua_pushcfunction(L, l_at_close);

@@ -205,13 +205,27 @@ install: all
 	install -m 755 $(BUILD)/ltc/core.so $(DESTDIR)$(INST_LIBDIR)/ltc/core.so
 	install -m 644 lua/ltc/*.lua $(DESTDIR)$(INST_LUADIR)/ltc/
 	install -m 644 $(GEN)/derivatives.lua $(DESTDIR)$(INST_LUADIR)/ltc/derivatives.lua
-	install -d $(DESTDIR)$(INST_INCDIR)/ltc $(DESTDIR)$(INST_PCDIR)
-	install -m 644 $(PUBLIC_HDRS) $(DESTDIR)$(INST_INCDIR)/ltc/
-	printf '%s\n' 'includedir=$(INST_INCDIR)/ltc' 'moduledir=$(PC_MODDIR)' '' \
+	$(call install_dev,$(DESTDIR)$(INST_INCDIR),$(DESTDIR)$(INST_PCDIR),$(INST_INCDIR)/ltc,$(PC_MODDIR))
+
+# The public headers and ltc.pc: headers into $(1)/ltc, ltc.pc into $(2), saying the headers
+# are in $(3) and core.so in $(4) (the paths after installation, without DESTDIR).
+define install_dev
+	install -d $(1)/ltc $(2)
+	install -m 644 $(PUBLIC_HDRS) $(1)/ltc/
+	printf '%s\n' 'includedir=$(3)' 'moduledir=$(4)' '' \
 	  'Name: ltc' 'Description: lazy tensor runtime: headers and core module for outside backends' \
 	  'Version: 0.1' 'Cflags: -I$${includedir}' \
 	  'Libs: -L$${moduledir} -l:core.so -Wl,-rpath,$${moduledir}' \
-	  > $(DESTDIR)$(INST_PCDIR)/ltc.pc
+	  > $(2)/ltc.pc
+endef
+
+# The same, staged in the build folder for the modules that build as outside modules do
+# (src/distributed/distributed.mk): headers in $(SDK)/include/ltc, ltc.pc in
+# $(SDK)/lib/pkgconfig naming this build's core.so. A fresh clone needs no installed ltc.
+SDK := $(BUILD)/sdk
+$(SDK)/lib/pkgconfig/ltc.pc: $(PUBLIC_HDRS) Makefile
+	@rm -rf $(SDK)
+	$(call install_dev,$(SDK)/include,$(SDK)/lib/pkgconfig,$(abspath $(SDK))/include/ltc,$(abspath $(BUILD))/ltc)
 
 clean:
 	rm -rf $(BUILD) $(GEN)

@@ -26,6 +26,23 @@ describe("ltc.distributed on one process", function()
     dist.barrier()
   end)
 
+  it("reduces a bucket in place: the concatenation is written where the collective works", function()
+    local a, b = ltc.tensor({ 1, 2 }) * 2, ltc.tensor({ 3 }) * 3
+    -- the collective's result is an output: the concatenation lives in that output's buffer
+    local r = ltc.all_reduce(ltc.cat({ a, b }, 1), 1)
+    local text = ltc.debug.backend_text(r)
+    assert.truthy(text:find("cat%(b%d+, b%d+%) %-> b%d+ f32%[3%] temp in b(%d+)"), text)
+    assert.are.same({ 2, 4, 9 }, r:totable())
+    -- a temporary result (only narrowed afterwards): it takes over the concatenation's range
+    local c, d = ltc.tensor({ 1, 2 }) * 2, ltc.tensor({ 3 }) * 3
+    local g = ltc.all_reduce(ltc.cat({ c, d }, 1), 0):narrow(1, 2, 2) * 1
+    text = ltc.debug.backend_text(g)
+    local at = text:match("cat%([^)]*%) %-> b%d+ f32%[3%] temp@(%d+)")
+    assert.truthy(at, text)
+    assert.truthy(text:find("all_reduce%(b%d+%) %-> b%d+ f32%[3%] temp@" .. at .. "\n"), text)
+    assert.are.same({ 4, 9 }, g:totable())
+  end)
+
   it("rejects bad input with errors naming the function and the value", function()
     local function fails(pat, f, ...)
       local ok, err = pcall(f, ...)

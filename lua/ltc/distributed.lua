@@ -13,7 +13,8 @@
 --
 -- Collectives are ops of the lazy graph (codegen/ops.yaml: all_reduce, broadcast, reduce,
 -- all_gather, reduce_scatter): they run at the next sync, inside the compiled plan, so a
--- training step with its gradient all-reduce is one cached computation. Every rank must sync
+-- training step with its gradient all-reduce is one cached computation. dist.all_reduce and
+-- dist.broadcast, in place as torch.distributed's, run at once (see them). Every rank must sync
 -- graphs with the same collectives in the same order. Before the data of each collective
 -- moves, the ranks exchange a small descriptor of it (kind, op, dtype, size, root, its place
 -- in the step): ranks that disagree all get an error naming the mismatch, never a hang
@@ -165,18 +166,20 @@ local function write_inplace(name, fn, op, t, arg)
 end
 
 --- dist.all_reduce(t [, op="sum"]): t becomes the elementwise reduction of every rank's t
--- ("sum", "avg", "max", "min", "prod"); returns t. In place, as torch.distributed.all_reduce.
--- A tensor that holds its value (nothing pending on it), is no view and shares its buffer
--- with nothing is reduced now, in place on its buffer (what a sync of the op would compute,
--- without a copy); otherwise the op is recorded and runs at the next sync with the rest of
--- the graph (as ltc.all_reduce, then t:copy_).
+-- ("sum", "avg", "max", "min", "prod"); returns t. In place and at once, as
+-- torch.distributed.all_reduce: pending work is synced first (as reading a value syncs), then
+-- the collective runs, on t's own buffer when t is no view and shares it with nothing (no
+-- copy), else as the recorded op synced at once. So every rank runs it at the same point of
+-- its program, whatever is pending on each. While ltc.jit (a graph) captures, it is recorded
+-- only, and replays repeat it. On one rank it is the identity and syncs nothing. To keep a
+-- reduction inside the step's graph (lazy, one computation), use ltc.all_reduce(t, op).
 function M.all_reduce(t, op)
   check_tensor("all_reduce", t)
   return write_inplace("all_reduce", C and C.all_reduce_, ltc.all_reduce, t, op_number("all_reduce", op))
 end
 
---- dist.broadcast(t [, src=0]): t becomes rank src's t on every rank; returns t. Run now or
--- recorded as dist.all_reduce says.
+--- dist.broadcast(t [, src=0]): t becomes rank src's t on every rank; returns t. At once, as
+-- dist.all_reduce says.
 function M.broadcast(t, src)
   check_tensor("broadcast", t)
   return write_inplace("broadcast", C and C.broadcast_, ltc.broadcast, t, root_number("broadcast", "src", src))

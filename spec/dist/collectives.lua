@@ -202,11 +202,36 @@ do
   S.equal("in place: all_reduce of a value autograd saved", xs, { f, 2 * f, 3 * f })
   loss:backward()
   S.equal("in place: backward sees the saved value", w.grad, { rank + 1, 2 * (rank + 1), 3 * (rank + 1) })
-  -- a pending tensor is recorded and runs at the next sync, with what it depends on
+  -- a pending tensor: what is pending is synced first (as a read would), then it runs
   local p = ltc.tensor({ 1, 2 }, "float64") * (rank + 1)
   dist.all_reduce(p, "max")
-  S.check("recorded: pending until a sync", ltc.debug.ir(p):find("all_reduce", 1, true) ~= nil, ltc.debug.ir(p))
-  S.equal("recorded: all_reduce", p, { ws, 2 * ws })
+  S.check("pending: synced and reduced at once", not ltc.debug.ir(p):find("all_reduce", 1, true), ltc.debug.ir(p))
+  S.equal("pending: all_reduce", p, { ws, 2 * ws })
+end
+
+-- ranks whose tensors differ in what is pending (only the root filled it), or whose other
+-- work differs in what is pending, still run the same collectives in the same order
+do
+  local b = ltc.zeros({ 2 }, "float64")
+  ltc.sync()
+  if rank == 0 then b:fill_(7) end -- pending on rank 0 only
+  dist.broadcast(b, 0)
+  S.equal("broadcast of a tensor only the root wrote", b, { 7, 7 })
+  -- a recorded collective pending on every rank, and a tensor pending on one rank only
+  local y = ltc.all_reduce(ltc.full({ 2 }, rank + 1, "float64"), 0)
+  local c = ltc.full({ 1 }, rank + 1, "float64")
+  ltc.sync()
+  if rank == ws - 1 then c:mul_(10) end
+  dist.all_reduce(c, "sum")
+  local f = ws * (ws + 1) / 2
+  S.equal("all_reduce after a recorded collective, pending on one rank", c, { f + 9 * ws })
+  S.equal("the recorded collective", y, { f, f })
+  -- a view on one rank, a whole tensor on the others
+  local m = ltc.zeros({ 2, 2 }, "float64") + rank + 1
+  ltc.sync()
+  local target = rank == 0 and m[1] or ltc.tensor({ rank + 1, rank + 1 }, "float64")
+  dist.all_reduce(target, "sum")
+  S.equal("all_reduce of a view on rank 0 and of tensors elsewhere", target, { f, f })
 end
 
 dist.barrier()

@@ -97,51 +97,63 @@ static int l_reset_stats(lua_State *L) {
 
 /* ---- in-place collectives on tensors ------------------------------------------------------- */
 
-/* Whether t's collective may run now, in place on its buffer: t holds its value (nothing
- * pending), is not a view, lives in host memory (a CPU-family backend), and nothing else
- * holds that buffer (no other tensor, no pending graph, no saved value of autograd: they
- * would all hold a reference), and this thread does not capture a graph (a replay must
- * repeat the collective, so it is recorded). Then running it now is what a sync of the
- * recorded op would do, without the copy into a new buffer. */
+/* Whether t's collective may run on its own buffer: t holds its value (nothing pending), is
+ * not a view, lives in host memory (a CPU-family backend), and nothing else holds that buffer
+ * (no other tensor, no pending graph, no value autograd saved: they would all hold a
+ * reference). */
 static bool runs_in_place(ltc_tensor *t, ltc_data *d) {
-    return d && d->refcount == 1 && d->ptr && ltc_tensor_view_steps(t) == 0 &&
-           !ltc_capture_active() && d->backend &&
+    return d && d->refcount == 1 && d->ptr && ltc_tensor_view_steps(t) == 0 && d->backend &&
            (!strcmp(d->backend->name, "cpu") || !strcmp(d->backend->name, "ref"));
 }
 
 /* all_reduce_(t, op) and broadcast_(t, root): t takes the collective's result, in place;
- * returns t. Run now on t's buffer when runs_in_place says so, else recorded (the op, then
- * t's value becomes it, as copy_ would) to run at the next sync. Either way the op's own
- * checks run first (its shape rule: op names, dtypes, roots). */
+ * returns t. The op's own checks run first (its shape rule: op names, dtypes, roots).
+ *
+ * With more than one rank the collective runs now, as torch.distributed's does: pending work
+ * is synced first (as reading a value syncs), then the collective runs on t's own buffer when
+ * runs_in_place says so (no copy), else it is recorded (the op, then t's value becomes it, as
+ * copy_ would) and synced at once. Either way every rank runs it at the same point of its
+ * program, whatever is pending, shared or a view on each rank (a rank that filled t before
+ * `broadcast(t, 0)` and one that did not agree), and its descriptor reads "collective 1 of 1
+ * in its step" both ways. While this thread captures a graph (ltc.jit) it is recorded only,
+ * so that replays repeat it; on one rank (the identity) nothing is synced. */
 static int inplace_collective(lua_State *L, int kind) {
     const char *fname = kind == LTC_COLL_ALL_REDUCE ? "ltc.distributed.all_reduce"
                                                     : "ltc.distributed.broadcast";
     ltc_tensor *t = ltcL_checktensor(L, 1, fname);
     int64_t arg = ltcL_checkint(L, 2, fname);
+    ltc_status st = LTC_OK;
     ltcL_checknoextra(L, 3, fname);
+    bool record = ltc_capture_active(), now_too = !record && ltc_comm_size() > 1;
+    if (now_too && (st = ltc_sync())) goto fail;
     ltc_data *d = ltc_tensor_data(t);
-    bool now = runs_in_place(t, d); /* before tracing: the trace gives t a node holding d */
+    bool here = !record && runs_in_place(t, d); /* before tracing: the trace gives t a node
+                                                 * holding d */
     ltc_tensor *r = NULL;
-    ltc_status st = kind == LTC_COLL_ALL_REDUCE ? ltc_all_reduce(t, arg, &r)
-                                                : ltc_broadcast(t, arg, &r);
-    if (!st && !now) st = ltc_tensor_assign_(t, r);
+    st = kind == LTC_COLL_ALL_REDUCE ? ltc_all_reduce(t, arg, &r) : ltc_broadcast(t, arg, &r);
+    if (!st && !here) st = ltc_tensor_assign_(t, r);
     ltc_tensor_release(r);
-    if (st) return luaL_error(L, "%s: %s", fname, ltc_last_error());
-    if (now) {
-        const ltc_shape *s = &d->shape;
-        int64_t n = ltc_shape_numel(s);
-        ltc_comm_plan_begin(0); /* outside a computation */
-        if (kind == LTC_COLL_BROADCAST && arg >= ltc_comm_size())
+    if (st) goto fail;
+    if (!here) {
+        if (now_too && (st = ltc_sync())) goto fail;
+    } else {
+        const ltc_shape *sh = &d->shape;
+        int64_t n = ltc_shape_numel(sh);
+        int size = ltc_comm_size();
+        if (kind == LTC_COLL_BROADCAST && arg >= size)
             return luaL_error(L, "%s: root %d is out of range for %d rank%s (ranks are 0..%d)",
-                              fname, (int)arg, ltc_comm_size(), ltc_comm_size() == 1 ? "" : "s",
-                              ltc_comm_size() - 1);
-        st = kind == LTC_COLL_ALL_REDUCE ? ltc_comm_all_reduce(d->ptr, n, s->dtype, (int)arg)
-                                         : ltc_comm_broadcast(d->ptr, n, s->dtype, (int)arg);
-        if (st) return luaL_error(L, "%s: %s", fname, ltc_last_error());
+                              fname, (int)arg, size, size == 1 ? "" : "s", size - 1);
+        ltc_comm_plan_begin(1); /* a step of one collective, as the recorded op's sync would be */
+        st = kind == LTC_COLL_ALL_REDUCE ? ltc_comm_all_reduce(d->ptr, n, sh->dtype, (int)arg)
+                                         : ltc_comm_broadcast(d->ptr, n, sh->dtype, (int)arg);
+        ltc_comm_plan_begin(0);
+        if (st) goto fail;
         ltc_tensor_install(&t, &d, 1); /* an in-place write: its views recompute */
     }
     lua_settop(L, 1);
     return 1;
+fail:
+    return luaL_error(L, "%s: %s", fname, ltc_last_error());
 }
 
 static int l_all_reduce_(lua_State *L) { return inplace_collective(L, LTC_COLL_ALL_REDUCE); }

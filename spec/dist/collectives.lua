@@ -186,6 +186,15 @@ do
   S.equal("in place: broadcast", x, { f, 2 * f, 3 * f })
   S.check("in place: no graph ran", ltc.metrics.counter("CachedCompile")
     + ltc.metrics.counter("UncachedCompile") == compiles, "compiles")
+  -- a tensor that synced graphs have read is still reduced in its own buffer
+  local z = x + 1
+  ltc.sync()
+  compiles = ltc.metrics.counter("CachedCompile") + ltc.metrics.counter("UncachedCompile")
+  dist.all_reduce(x, "sum")
+  S.equal("in place: all_reduce of a tensor read before", x, { ws * f, 2 * ws * f, 3 * ws * f })
+  S.check("in place: no graph ran for a tensor read before", ltc.metrics.counter("CachedCompile")
+    + ltc.metrics.counter("UncachedCompile") == compiles, "compiles")
+  S.equal("in place: what read it keeps its value", z, { f + 1, 2 * f + 1, 3 * f + 1 })
   -- a view computed before the write sees it
   local m = ltc.tensor({ { 1, 2 }, { 3, 4 } }, "float64") * (rank + 1)
   ltc.sync()

@@ -16,6 +16,7 @@
 #include "ltc_args.h"
 #include "ltc_backend.h"
 #include "ltc_graph.h"
+#include "ltc_ir.h"
 #include "ltc_ops.h"
 #include "mpi_comm.h"
 
@@ -98,12 +99,18 @@ static int l_reset_stats(lua_State *L) {
 /* ---- in-place collectives on tensors ------------------------------------------------------- */
 
 /* Whether t's collective may run on its own buffer: t holds its value (nothing pending), is
- * not a view, lives in host memory (a CPU-family backend), and nothing else holds that buffer
- * (no other tensor, no pending graph, no value autograd saved: they would all hold a
- * reference). */
+ * not a view, lives in host memory (a CPU-family backend), and nothing else uses that buffer:
+ * its holders are t and t's own DEVICE_DATA node (made here if t has none: the node through
+ * which ops use t's value), and that node's only holder is t. A pending graph that reads t,
+ * another tensor sharing its value, a value autograd saved: each would hold one or the other. */
 static bool runs_in_place(ltc_tensor *t, ltc_data *d) {
-    return d && d->refcount == 1 && d->ptr && ltc_tensor_view_steps(t) == 0 && d->backend &&
-           (!strcmp(d->backend->name, "cpu") || !strcmp(d->backend->name, "ref"));
+    ltc_value v;
+    if (!d || !d->ptr || ltc_tensor_view_steps(t) != 0 || !d->backend ||
+        (strcmp(d->backend->name, "cpu") && strcmp(d->backend->name, "ref")) ||
+        ltc_tensor_value(t, &v))
+        return false;
+    return v.node && v.node->op == LTC_OP_DEVICE_DATA && v.node->data == d &&
+           v.node->refcount == 1 && d->refcount == 2;
 }
 
 /* all_reduce_(t, op) and broadcast_(t, root): t takes the collective's result, in place;
@@ -127,8 +134,7 @@ static int inplace_collective(lua_State *L, int kind) {
     bool record = ltc_capture_active(), now_too = !record && ltc_comm_size() > 1;
     if (now_too && (st = ltc_sync())) goto fail;
     ltc_data *d = ltc_tensor_data(t);
-    bool here = !record && runs_in_place(t, d); /* before tracing: the trace gives t a node
-                                                 * holding d */
+    bool here = !record && runs_in_place(t, d); /* before tracing, which reads the node */
     ltc_tensor *r = NULL;
     st = kind == LTC_COLL_ALL_REDUCE ? ltc_all_reduce(t, arg, &r) : ltc_broadcast(t, arg, &r);
     if (!st && !here) st = ltc_tensor_assign_(t, r);

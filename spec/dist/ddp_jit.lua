@@ -90,4 +90,24 @@ for _, case in ipairs({ { "float64", 1e-9, 0.0001, 2 }, { "float32", 1e-5, nil, 
     "collective calls in the last step: " .. tostring(calls))
 end
 
+-- dist.all_reduce inside a jitted function: run at once at the warm-up, recorded by the
+-- capture, repeated by every replay (each call reduces that call's values)
+do
+  local f = ltc.jit(function(a)
+    local s = a * 1
+    dist.all_reduce(s, "sum")
+    return s + 0
+  end)
+  local ok = true
+  local got = {}
+  for call = 1, 5 do
+    local out = f(ltc.full({ 3 }, (rank + 1) * call, "float64"))
+    got[call] = out:totable()[1]
+    ok = ok and S.close(out:totable(), { call * ws * (ws + 1) / 2, call * ws * (ws + 1) / 2,
+      call * ws * (ws + 1) / 2 }, 1e-12)
+  end
+  S.check("jitted dist.all_reduce reduces each call's values", ok and f.graph ~= nil,
+    "got " .. S.show(got))
+end
+
 S.done()

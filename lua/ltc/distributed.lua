@@ -155,13 +155,20 @@ local function write(t, v)
 end
 
 -- t takes the result of the C module's in-place collective fn(t, arg) (all_reduce_ or
--- broadcast_), as an in-place write that autograd sees (its version counters, and the values
--- it saved for backward are kept: a saved t shares t's buffer, so the collective is then
--- recorded rather than run on that buffer). Without the autograd hook, t:copy_ of the op.
+-- broadcast_), as an in-place write that autograd sees, with recording off (its version
+-- counters, and the values it saved for backward are kept: a saved t shares t's buffer, so
+-- the collective then does not run on that buffer). No closure or table is made per call.
+-- Without the autograd hooks (autograd.inplace, set_grad_enabled), t:copy_ of the op.
 local autograd = require "ltc.autograd"
 local function write_inplace(name, fn, op, t, arg)
-  if not C or type(autograd.inplace) ~= "function" then return write(t, op(t, arg)) end
-  ltc.no_grad(function() autograd.inplace(name, function(x) fn(x, arg) end, t) end)
+  local inplace, set_grad = autograd.inplace, autograd.set_grad_enabled
+  if not C or type(inplace) ~= "function" or type(set_grad) ~= "function" then
+    return write(t, op(t, arg))
+  end
+  local prev = set_grad(false)
+  local ok, err = pcall(inplace, name, fn, t, arg)
+  set_grad(prev)
+  if not ok then error(err, 0) end
   return t
 end
 

@@ -43,6 +43,11 @@ install-dist: all
 	  install -D -m 755 $(BUILD)/ltc/distributed.so $(DESTDIR)$(INST_LIBDIR)/ltc/distributed.so; \
 	else echo "install: ltc.distributed not built (no Open MPI), not installed"; fi
 
+# The distributed specs alone (spec/distributed_spec.lua: one process, then the scripts of
+# spec/dist/ under mpirun with 2 and 3 ranks); part of make test through test-lua.
+test-dist: all
+	busted --lua=$(LUA) --cpath="$(CURDIR)/$(BUILD)/?.so" spec/distributed_spec.lua
+
 # The main job across processes: Fashion-MNIST data-parallel over DIST_NP ranks of one
 # machine (--oversubscribe; --allow-run-as-root when root), one compute thread each.
 DIST_NP ?= 2

@@ -182,14 +182,16 @@ end
 -- reduction inside the step's graph (lazy, one computation), use ltc.all_reduce(t, op).
 function M.all_reduce(t, op)
   check_tensor("all_reduce", t)
-  return write_inplace("all_reduce", C and C.all_reduce_, ltc.all_reduce, t, op_number("all_reduce", op))
+  return write_inplace("all_reduce", C and C.all_reduce_, ltc.all_reduce, t,
+    op_number("all_reduce", op))
 end
 
 --- dist.broadcast(t [, src=0]): t becomes rank src's t on every rank; returns t. At once, as
 -- dist.all_reduce says.
 function M.broadcast(t, src)
   check_tensor("broadcast", t)
-  return write_inplace("broadcast", C and C.broadcast_, ltc.broadcast, t, root_number("broadcast", "src", src))
+  return write_inplace("broadcast", C and C.broadcast_, ltc.broadcast, t,
+    root_number("broadcast", "src", src))
 end
 
 --- dist.reduce(t [, dst=0]): on rank dst, t becomes the sum of every rank's t (the others'

@@ -454,7 +454,9 @@ static ltc_status tc_copy(ltc_comm *c, const ltc_coll_desc *d, const void *s, vo
     if (s != r) memmove(r, s, (size_t)d->count * ltc_dtype_size((ltc_dtype)d->dtype));
     return (void)c, LTC_OK;
 }
-static ltc_status tc_barrier(ltc_comm *c, const ltc_coll_desc *d) { return (void)c, (void)d, LTC_OK; }
+static ltc_status tc_barrier(ltc_comm *c, const ltc_coll_desc *d) {
+    return (void)c, (void)d, LTC_OK;
+}
 static const struct ltc_comm_i toycomm_iface = {
     .version = LTC_COMM_IFACE_VERSION, .rank = tc_rank, .size = tc_size,
     .all_reduce = tc_inplace, .broadcast = tc_inplace, .reduce = tc_inplace,

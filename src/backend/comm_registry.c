@@ -68,7 +68,8 @@ static ltc_status check(const ltc_comm *c) {
     if (!c->name || !c->name[0])
         return ltc_errorf(LTC_ERR_ARG, "comm_register: the communicator has no name");
     if (!c->iface)
-        return ltc_errorf(LTC_ERR_ARG, "comm_register: communicator '%s' has no interface", c->name);
+        return ltc_errorf(LTC_ERR_ARG, "comm_register: communicator '%s' has no interface",
+                          c->name);
     if (c->iface->version != LTC_COMM_IFACE_VERSION)
         return ltc_errorf(LTC_ERR_ARG, "comm_register: communicator '%s' has interface version %d, "
                           "this runtime implements version %d (rebuild it against these headers)",

@@ -140,7 +140,8 @@ static void plan_alias_collectives(cpu_plan *p) {
             (st->op != LTC_OP_ALL_REDUCE && st->op != LTC_OP_BROADCAST && st->op != LTC_OP_REDUCE))
             continue;
         plan_buf *in = &p->bufs[st->in[0]], *out = &p->bufs[st->out[0]];
-        if (in->kind != BUF_TEMP || in->alias >= 0 || in->last_use != s || in->nbytes != out->nbytes)
+        if (in->kind != BUF_TEMP || in->alias >= 0 || in->last_use != s ||
+            in->nbytes != out->nbytes)
             continue;
         if (out->kind == BUF_OUTPUT) in->alias = st->out[0];
         else if (out->kind == BUF_TEMP) out->inherit = st->in[0];

@@ -172,7 +172,8 @@ static int l_raw_all_reduce(lua_State *L) {
     ltc_tensor *t = ltcL_checktensor(L, 1, fname);
     int op = (int)ltcL_optint(L, 2, LTC_REDUCE_SUM, fname);
     ltc_data *d = ltc_tensor_data(t);
-    if (!d || !d->ptr) return luaL_error(L, "%s: the tensor holds no host data (sync it first)", fname);
+    if (!d || !d->ptr)
+        return luaL_error(L, "%s: the tensor holds no host data (sync it first)", fname);
     if (ltc_dist_raw_all_reduce(d->ptr, ltc_shape_numel(&d->shape), d->shape.dtype, op))
         return fail(L, "_raw_all_reduce");
     return 0;

@@ -13,7 +13,6 @@
 #define _GNU_SOURCE
 #include <mpi.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,24 +116,18 @@ static const char *desc_diff(const ltc_coll_desc *a, const ltc_coll_desc *b) {
 
 /* Waits for a request without burning the CPU a slower rank needs: MPI_Test in a spin for
  * 50 us plus the time `bytes` take at 1 GB/s (a transfer under way progresses at full
- * speed), then yielding the CPU between tests (sched_yield: the rank stays runnable, so
- * it goes on at once when the others arrive) up to 2 ms, then with sleeps growing from
- * 2 us to 128 us. Open MPI's blocking calls busy-poll, which on a loaded or oversubscribed
- * machine starves the very rank waited for: the Fashion-MNIST epoch over 2 ranks on a
- * loaded 2-core machine took 26 s with blocking calls, 11 s with this. Sleeping at once
- * costs the other way: a rank that sleeps on a loaded machine waits for a time slice when
- * it wakes (all_reduce of 8 MB with checks: median 16 ms against 1.6 ms for MPI alone). */
+ * speed), then with sleeps growing from 2 us to 128 us. Open MPI's blocking calls busy-poll,
+ * which on a loaded or oversubscribed machine starves the very rank waited for: the
+ * Fashion-MNIST epoch over 2 ranks on a loaded 2-core machine took 26 s with blocking
+ * calls, 11 s with this. (Yielding with sched_yield for 2 ms before sleeping was tried: the
+ * epoch went from 3.6-5.1 s to 3.4-9.2 s on a loaded machine, the yielding rank still
+ * taking the CPU from the one it waits for.) */
 static int polite_wait(MPI_Request *req, int64_t bytes) {
     int done = 0, rc;
-    int64_t t0 = now_ns(), spin = 50000 + bytes, yield = spin + 2000000;
+    int64_t t0 = now_ns(), spin = 50000 + bytes;
     long nap = 2000;
     while ((rc = MPI_Test(req, &done, MPI_STATUS_IGNORE)) == MPI_SUCCESS && !done) {
-        int64_t waited = now_ns() - t0;
-        if (waited < spin) continue;
-        if (waited < yield) {
-            sched_yield();
-            continue;
-        }
+        if (now_ns() - t0 < spin) continue;
         struct timespec ts = {0, nap};
         nanosleep(&ts, NULL);
         if (nap < 128000) nap *= 2;

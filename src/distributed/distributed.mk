@@ -21,12 +21,15 @@ all: $(BUILD)/ltc/distributed.so
 #   cc -std=c11 -shared -fPIC -I/usr/include/lua5.4 -Isrc/distributed $(pkg-config --cflags ltc ompi) \
 #      -o distributed.so src/distributed/*.c $(pkg-config --libs ltc ompi)
 # The rpath is $ORIGIN (core.so beside it, in the build folder and once installed), not the
-# staged ltc.pc's absolute one.
+# staged ltc.pc's absolute one. Without pkg-config (mpicc found Open MPI), the staged headers'
+# folder and core.so are named directly: the same files ltc.pc names.
 DIST_PC = PKG_CONFIG_PATH=$(SDK)/lib/pkgconfig pkg-config
 $(BUILD)/ltc/distributed.so: $(DIST_SRC) $(wildcard src/distributed/*.h) $(SDK)/lib/pkgconfig/ltc.pc \
                              $(BUILD)/ltc/core.so
-	$(CC) -Isrc/distributed -I$(LUA_INC) $$($(DIST_PC) --cflags ltc) $(MPI_CFLAGS) $(LTC_CFLAGS) \
-	  $(CFLAGS) $(LDFLAGS) -shared -o $@ $(DIST_SRC) $$($(DIST_PC) --libs-only-L --libs-only-l ltc) \
+	$(CC) -Isrc/distributed -I$(LUA_INC) \
+	  $$($(DIST_PC) --cflags ltc 2>/dev/null || echo -I$(SDK)/include/ltc) $(MPI_CFLAGS) \
+	  $(LTC_CFLAGS) $(CFLAGS) $(LDFLAGS) -shared -o $@ $(DIST_SRC) \
+	  $$($(DIST_PC) --libs-only-L --libs-only-l ltc 2>/dev/null || echo -L$(BUILD)/ltc -l:core.so) \
 	  -Wl,-rpath,'$$ORIGIN' $(MPI_LIBS) -lpthread
 else
 all: dist-skip

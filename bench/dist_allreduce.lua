@@ -1,6 +1,6 @@
 --- bench/dist_allreduce.lua - run by bench/dist.lua under mpirun: all_reduce (sum) of BYTES of
--- float32 over the ranks, in one job, on one buffer, three ways taken in turn each round (so a
--- loaded machine slows each alike):
+-- float32 over the ranks, in one job, on one buffer, four ways taken in turn each round, in an
+-- order that rotates from round to round (so a loaded machine slows each alike):
 --   raw    MPI_Allreduce in place on the tensor's buffer and nothing else (dist._raw_all_reduce)
 --   ltc    dist.all_reduce(x, "sum"); ltc.sync() with the descriptor checks on (the default)
 --   nochk  the same with the checks off (init{check = false}, LTC_DIST_CHECK=0)
@@ -24,7 +24,8 @@ local ways = {
 local times, tt = {}, ltc.zeros({ 1 }, "float64")
 for _, w in ipairs(ways) do times[w[1]] = {} end
 for r = 0, reps do
-  for _, w in ipairs(ways) do
+  for k = 1, #ways do
+    local w = ways[(r + k - 1) % #ways + 1] -- each way takes each place in the round in turn
     dist.init({ check = w[3] ~= false })
     dist.barrier()
     local t0 = ltc.clock()

@@ -35,7 +35,7 @@ INST_PCDIR  ?= $(PREFIX)/lib/pkgconfig
 PC_MODDIR = $(if $(PC_MODDIR_REL),$${pcfiledir}/$(PC_MODDIR_REL),$(INST_LIBDIR)/ltc)
 PUBLIC_HDRS  = src/core/ltc.h src/core/ltc_autograd.h src/core/ltc_ir.h src/core/ltc_rng.h src/backend/ltc_backend.h \
                src/backend/ltc_graph.h src/backend/ltc_kernel.h $(GEN)/ltc_ops.h \
-               src/backend/ltc_comm.h
+               src/backend/ltc_comm.h src/lua/ltc_args.h
 
 BUILD   ?= build
 GEN     := gen
@@ -46,7 +46,7 @@ CORE_SRC := $(wildcard src/core/*.c src/backend/*.c src/cpu/*.c src/ref/*.c)
 LUA_SRC  := $(wildcard src/lua/*.c)
 GEN_SRC  := $(GEN)/ltc_ops.c $(GEN)/cpu_ops.c $(GEN)/ref_ops.c $(GEN)/lua_ops.c $(GEN)/derivatives.c
 OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC) $(LUA_SRC) $(GEN_SRC))
-HDRS := $(filter-out src/opencl/%,$(wildcard src/*/*.h)) $(GEN)/ltc_ops.h
+HDRS := $(filter-out src/opencl/% src/distributed/%,$(wildcard src/*/*.h)) $(GEN)/ltc_ops.h
 
 CODEGEN_SRC := $(wildcard codegen/*.c)
 CODEGEN_HDR := $(wildcard codegen/*.h)
@@ -207,13 +207,27 @@ install: all
 	install -m 644 lua/ltc/*.lua $(DESTDIR)$(INST_LUADIR)/ltc/
 	install -m 644 $(GEN)/derivatives.lua $(DESTDIR)$(INST_LUADIR)/ltc/derivatives.lua
 	install -m 644 $(GEN)/ops.md $(DESTDIR)$(INST_LUADIR)/ltc/ops.md
-	install -d $(DESTDIR)$(INST_INCDIR)/ltc $(DESTDIR)$(INST_PCDIR)
-	install -m 644 $(PUBLIC_HDRS) $(DESTDIR)$(INST_INCDIR)/ltc/
-	printf '%s\n' 'includedir=$(INST_INCDIR)/ltc' 'moduledir=$(PC_MODDIR)' '' \
+	$(call install_dev,$(DESTDIR)$(INST_INCDIR),$(DESTDIR)$(INST_PCDIR),$(INST_INCDIR)/ltc,$(PC_MODDIR))
+
+# The public headers and ltc.pc: headers into $(1)/ltc, ltc.pc into $(2), saying the headers
+# are in $(3) and core.so in $(4) (the paths after installation, without DESTDIR).
+define install_dev
+	install -d $(1)/ltc $(2)
+	install -m 644 $(PUBLIC_HDRS) $(1)/ltc/
+	printf '%s\n' 'includedir=$(3)' 'moduledir=$(4)' '' \
 	  'Name: ltc' 'Description: lazy tensor runtime: headers and core module for outside backends' \
 	  'Version: 0.1' 'Cflags: -I$${includedir}' \
 	  'Libs: -L$${moduledir} -l:core.so -Wl,-rpath,$${moduledir}' \
-	  > $(DESTDIR)$(INST_PCDIR)/ltc.pc
+	  > $(2)/ltc.pc
+endef
+
+# The same, staged in the build folder for the modules that build as outside modules do
+# (src/distributed/distributed.mk): headers in $(SDK)/include/ltc, ltc.pc in
+# $(SDK)/lib/pkgconfig naming this build's core.so. A fresh clone needs no installed ltc.
+SDK := $(BUILD)/sdk
+$(SDK)/lib/pkgconfig/ltc.pc: $(PUBLIC_HDRS) Makefile
+	@rm -rf $(SDK)
+	$(call install_dev,$(SDK)/include,$(SDK)/lib/pkgconfig,$(abspath $(SDK))/include/ltc,$(abspath $(BUILD))/ltc)
 
 clean:
 	rm -rf $(BUILD) $(GEN)

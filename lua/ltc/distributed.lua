@@ -13,7 +13,8 @@
 --
 -- Collectives are ops of the lazy graph (codegen/ops.yaml: all_reduce, broadcast, reduce,
 -- all_gather, reduce_scatter): they run at the next sync, inside the compiled plan, so a
--- training step with its gradient all-reduce is one cached computation. Every rank must sync
+-- training step with its gradient all-reduce is one cached computation. dist.all_reduce and
+-- dist.broadcast, in place as torch.distributed's, run at once (see them). Every rank must sync
 -- graphs with the same collectives in the same order. Before the data of each collective
 -- moves, the ranks exchange a small descriptor of it (kind, op, dtype, size, root, its place
 -- in the step): ranks that disagree all get an error naming the mismatch, never a hang
@@ -112,6 +113,9 @@ end
 -- dist.reset_stats() (descriptor exchanges count as calls and time); zeros before init.
 function M.stats() return C and C.stats() or { calls = 0, bytes = 0, seconds = 0 } end
 function M.reset_stats() if C then C.reset_stats() end end
+-- dist._raw_all_reduce(t [, op]): MPI_Allreduce in place on t's buffer and nothing else (no
+-- graph, no checks); the peer figure of bench/dist_allreduce.lua, on the same buffer.
+M._raw_all_reduce = C and C._raw_all_reduce
 
 ---------------------------------------------------------------------------------------------
 -- collectives on tensors (lazy: they run at the next sync)
@@ -150,17 +154,42 @@ local function write(t, v)
   return t
 end
 
---- dist.all_reduce(t [, op="sum"]): t becomes the elementwise reduction of every rank's t
--- ("sum", "avg", "max", "min", "prod"); returns t. In place, as torch.distributed.all_reduce.
-function M.all_reduce(t, op)
-  check_tensor("all_reduce", t)
-  return write(t, ltc.all_reduce(t, op_number("all_reduce", op)))
+-- t takes the result of the C module's in-place collective fn(t, arg) (all_reduce_ or
+-- broadcast_), with recording off: an in-place write under no_grad, which the core's autograd
+-- counts in t's version (a value saved for backward keeps its own node, so the collective
+-- then does not run on t's buffer). No closure or table is made per call. Without the C
+-- module, t:copy_ of the op.
+local autograd = require "ltc.autograd"
+local function write_inplace(name, fn, op, t, arg)
+  if not C then return write(t, op(t, arg)) end
+  local set_grad = autograd.set_grad_enabled
+  local prev = set_grad(false)
+  local ok, err = pcall(fn, t, arg)
+  set_grad(prev)
+  if not ok then error(err, 0) end
+  return t
 end
 
---- dist.broadcast(t [, src=0]): t becomes rank src's t on every rank; returns t.
+--- dist.all_reduce(t [, op="sum"]): t becomes the elementwise reduction of every rank's t
+-- ("sum", "avg", "max", "min", "prod"); returns t. In place and at once, as
+-- torch.distributed.all_reduce: pending work is synced first (as reading a value syncs), then
+-- the collective runs, on t's own buffer when t is no view and shares it with nothing (no
+-- copy), else as the recorded op synced at once. So every rank runs it at the same point of
+-- its program, whatever is pending on each. While ltc.jit (a graph) captures, it is recorded
+-- only, and replays repeat it. On one rank it is the identity and syncs nothing. To keep a
+-- reduction inside the step's graph (lazy, one computation), use ltc.all_reduce(t, op).
+function M.all_reduce(t, op)
+  check_tensor("all_reduce", t)
+  return write_inplace("all_reduce", C and C.all_reduce_, ltc.all_reduce, t,
+    op_number("all_reduce", op))
+end
+
+--- dist.broadcast(t [, src=0]): t becomes rank src's t on every rank; returns t. At once, as
+-- dist.all_reduce says.
 function M.broadcast(t, src)
   check_tensor("broadcast", t)
-  return write(t, ltc.broadcast(t, root_number("broadcast", "src", src)))
+  return write_inplace("broadcast", C and C.broadcast_, ltc.broadcast, t,
+    root_number("broadcast", "src", src))
 end
 
 --- dist.reduce(t [, dst=0]): on rank dst, t becomes the sum of every rank's t (the others'
@@ -204,6 +233,10 @@ end
 -- DistributedDataParallel
 
 local DDP = {}
+-- the gradients DDP has averaged (weak keys): kept here, not in the wrapper, so that ltc.jit's
+-- guards (which walk the tables a jitted step reaches, not ltc's own upvalues) do not take
+-- this bookkeeping for Lua state the step changes
+local REDUCED = setmetatable({}, { __mode = "k" })
 
 local function nbytes(t)
   local dt = t:dtype()
@@ -262,7 +295,6 @@ function DDP:reduce_gradients()
   local ps = self.module:parameters()
   local ws = M.world_size()
   if ws == 1 then return end
-  self.reduced = self.reduced or setmetatable({}, { __mode = "k" })
   local bucket, size, dtype = {}, 0, nil
   local function flush()
     if #bucket == 0 then return end
@@ -274,7 +306,7 @@ function DDP:reduce_gradients()
       local n = p:numel()
       local g = red:narrow(1, off, n):view(p:size())
       p.grad = g
-      self.reduced[g] = true
+      REDUCED[g] = true
       off = off + n
     end
     bucket, size = {}, 0
@@ -282,7 +314,7 @@ function DDP:reduce_gradients()
   for i = #ps, 1, -1 do
     local p = ps[i]
     local g = p.grad
-    if g ~= nil and not self.reduced[g] then
+    if g ~= nil and not REDUCED[g] then
       if dtype and g:dtype() ~= dtype then flush() end
       dtype = g:dtype()
       bucket[#bucket + 1] = p

@@ -172,5 +172,76 @@ do
   S.equal("all_reduce after errors", t, { ws, ws })
 end
 
+-- dist.all_reduce / dist.broadcast of a tensor that holds its value run now, in place on its
+-- buffer (no graph is compiled or run); everything that shares the buffer still sees the value
+-- it had: a saved value of autograd, a tensor sharing the data; views see the new value
+do
+  local x = ltc.tensor({ 1, 2, 3 }, "float64") * (rank + 1)
+  ltc.sync()
+  local f = ws * (ws + 1) / 2
+  local compiles = ltc.metrics.counter("CachedCompile") + ltc.metrics.counter("UncachedCompile")
+  dist.all_reduce(x, "sum")
+  S.equal("in place: all_reduce", x, { f, 2 * f, 3 * f })
+  dist.broadcast(x, ws - 1)
+  S.equal("in place: broadcast", x, { f, 2 * f, 3 * f })
+  S.check("in place: no graph ran", ltc.metrics.counter("CachedCompile")
+    + ltc.metrics.counter("UncachedCompile") == compiles, "compiles")
+  -- a tensor that synced graphs have read is still reduced in its own buffer
+  local z = x + 1
+  ltc.sync()
+  compiles = ltc.metrics.counter("CachedCompile") + ltc.metrics.counter("UncachedCompile")
+  dist.all_reduce(x, "sum")
+  S.equal("in place: all_reduce of a tensor read before", x, { ws * f, 2 * ws * f, 3 * ws * f })
+  S.check("in place: no graph ran for a tensor read before", ltc.metrics.counter("CachedCompile")
+    + ltc.metrics.counter("UncachedCompile") == compiles, "compiles")
+  S.equal("in place: what read it keeps its value", z, { f + 1, 2 * f + 1, 3 * f + 1 })
+  -- a view computed before the write sees it
+  local m = ltc.tensor({ { 1, 2 }, { 3, 4 } }, "float64") * (rank + 1)
+  ltc.sync()
+  local row = m[2]
+  S.equal("in place: view before", row, { 3 * (rank + 1), 4 * (rank + 1) })
+  dist.all_reduce(m, "sum")
+  S.equal("in place: a view sees the write", row, { 3 * f, 4 * f })
+  -- autograd saved x for w's gradient: the reduction must not change what backward sees
+  local w = ltc.tensor({ 1, 1, 1 }, "float64"):requires_grad_()
+  local xs = ltc.tensor({ 1, 2, 3 }, "float64") * (rank + 1)
+  ltc.sync()
+  local loss = (w * xs):sum()
+  dist.all_reduce(xs, "sum")
+  S.equal("in place: all_reduce of a value autograd saved", xs, { f, 2 * f, 3 * f })
+  loss:backward()
+  S.equal("in place: backward sees the saved value", w.grad, { rank + 1, 2 * (rank + 1), 3 * (rank + 1) })
+  -- a pending tensor: what is pending is synced first (as a read would), then it runs
+  local p = ltc.tensor({ 1, 2 }, "float64") * (rank + 1)
+  dist.all_reduce(p, "max")
+  S.check("pending: synced and reduced at once", not ltc.debug.ir(p):find("all_reduce", 1, true), ltc.debug.ir(p))
+  S.equal("pending: all_reduce", p, { ws, 2 * ws })
+end
+
+-- ranks whose tensors differ in what is pending (only the root filled it), or whose other
+-- work differs in what is pending, still run the same collectives in the same order
+do
+  local b = ltc.zeros({ 2 }, "float64")
+  ltc.sync()
+  if rank == 0 then b:fill_(7) end -- pending on rank 0 only
+  dist.broadcast(b, 0)
+  S.equal("broadcast of a tensor only the root wrote", b, { 7, 7 })
+  -- a recorded collective pending on every rank, and a tensor pending on one rank only
+  local y = ltc.all_reduce(ltc.full({ 2 }, rank + 1, "float64"), 0)
+  local c = ltc.full({ 1 }, rank + 1, "float64")
+  ltc.sync()
+  if rank == ws - 1 then c:mul_(10) end
+  dist.all_reduce(c, "sum")
+  local f = ws * (ws + 1) / 2
+  S.equal("all_reduce after a recorded collective, pending on one rank", c, { f + 9 * ws })
+  S.equal("the recorded collective", y, { f, f })
+  -- a view on one rank, a whole tensor on the others
+  local m = ltc.zeros({ 2, 2 }, "float64") + rank + 1
+  ltc.sync()
+  local target = rank == 0 and m[1] or ltc.tensor({ rank + 1, rank + 1 }, "float64")
+  dist.all_reduce(target, "sum")
+  S.equal("all_reduce of a view on rank 0 and of tensors elsewhere", target, { f, f })
+end
+
 dist.barrier()
 S.done()

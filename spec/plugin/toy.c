@@ -16,6 +16,7 @@
 
 #include "ltc.h"
 #include "ltc_backend.h"
+#include "ltc_comm.h"
 #include "ltc_graph.h"
 
 /* ---- call counts -------------------------------------------------------------------------- */
@@ -442,6 +443,54 @@ static int l_register_bad(lua_State *L) {
     return 1;
 }
 
+/* ---- communicators: the registry's checks, from outside ------------------------------------- */
+
+static int tc_rank(ltc_comm *c) { return (void)c, 0; }
+static int tc_size(ltc_comm *c) { return (void)c, 1; }
+static ltc_status tc_inplace(ltc_comm *c, const ltc_coll_desc *d, void *buf) {
+    return (void)c, (void)d, (void)buf, LTC_OK;
+}
+static ltc_status tc_copy(ltc_comm *c, const ltc_coll_desc *d, const void *s, void *r) {
+    if (s != r) memmove(r, s, (size_t)d->count * ltc_dtype_size((ltc_dtype)d->dtype));
+    return (void)c, LTC_OK;
+}
+static ltc_status tc_barrier(ltc_comm *c, const ltc_coll_desc *d) {
+    return (void)c, (void)d, LTC_OK;
+}
+static const struct ltc_comm_i toycomm_iface = {
+    .version = LTC_COMM_IFACE_VERSION, .rank = tc_rank, .size = tc_size,
+    .all_reduce = tc_inplace, .broadcast = tc_inplace, .reduce = tc_inplace,
+    .all_gather = tc_copy, .reduce_scatter = tc_copy, .barrier = tc_barrier,
+};
+static ltc_comm toycomm = {.name = "toycomm", .iface = &toycomm_iface};
+
+/* toy.register_comm(kind): registers a communicator: "good" (toycomm), "other" (a second good
+ * one), "none" (NULL: the identity again), or a bad one ("version", "all_reduce" or
+ * "barrier" left NULL, "name", "iface"); returns the core's error (nil if none) and the
+ * name of the communicator registered afterwards. */
+static int l_register_comm(lua_State *L) {
+    static struct ltc_comm_i bad_iface;
+    static ltc_comm bad, other;
+    const char *kind = luaL_checkstring(L, 1);
+    bad_iface = toycomm_iface;
+    bad = (ltc_comm){.name = "toybadcomm", .iface = &bad_iface};
+    other = (ltc_comm){.name = "othercomm", .iface = &toycomm_iface};
+    ltc_comm *c = &bad;
+    if (!strcmp(kind, "good")) c = &toycomm;
+    else if (!strcmp(kind, "other")) c = &other;
+    else if (!strcmp(kind, "none")) c = NULL;
+    else if (!strcmp(kind, "version")) bad_iface.version = LTC_COMM_IFACE_VERSION + 41;
+    else if (!strcmp(kind, "all_reduce")) bad_iface.all_reduce = NULL;
+    else if (!strcmp(kind, "barrier")) bad_iface.barrier = NULL;
+    else if (!strcmp(kind, "name")) bad.name = NULL;
+    else if (!strcmp(kind, "iface")) bad.iface = NULL;
+    else return luaL_error(L, "register_comm: unknown kind '%s'", kind);
+    if (ltc_comm_register(c) == LTC_OK) lua_pushnil(L);
+    else lua_pushstring(L, ltc_last_error());
+    lua_pushstring(L, ltc_comm_get()->name);
+    return 2;
+}
+
 int luaopen_toy(lua_State *L) {
     lua_getglobal(L, "require");
     lua_pushstring(L, "ltc");
@@ -458,5 +507,7 @@ int luaopen_toy(lua_State *L) {
     lua_setfield(L, -2, "live_bytes");
     lua_pushcfunction(L, l_register_bad);
     lua_setfield(L, -2, "register_bad");
+    lua_pushcfunction(L, l_register_comm);
+    lua_setfield(L, -2, "register_comm");
     return 1;
 }

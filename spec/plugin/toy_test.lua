@@ -1,6 +1,7 @@
 -- The toy backend (spec/plugin/toy.c), an outside module built against the installed
 -- headers: registration from `require`, its own memory, lowering some ops and falling back
--- to the CPU for the rest, its devices, its graph implementation, refused registrations.
+-- to the CPU for the rest, its devices, its graph implementation, refused registrations (of
+-- backends and of communicators).
 -- Run by spec/plugin/run.sh (make test-plugin), not by the main busted run.
 local ltc = require "ltc"
 local toy = require "toy"
@@ -151,5 +152,39 @@ describe("the eager fallback chain", function()
     assert.are.same({{2, 4}, {8, 12}}, ((x * 2):cumsum(1)):totable())
     -- counted at each fallback it goes through: toy -> cpu, then cpu -> ref
     assert.are.equal(2, ltc.metrics.counter("EagerFallback::cumsum"))
+  end)
+end)
+
+describe("the communicator registry, from outside", function()
+  it("refuses bad communicators with a clear error and keeps the current one", function()
+    local function refused(kind, want, plain)
+      local err, cur = toy.register_comm(kind)
+      if plain then assert.are.equal(want, err) else assert.matches(want, err) end
+      return cur
+    end
+    assert.are.equal("identity", refused("version", "communicator 'toybadcomm' has interface "
+      .. "version 4%d, this runtime implements version %d %(rebuild it against these headers%)"))
+    assert.are.equal("identity", refused("all_reduce", "comm_register: communicator 'toybadcomm' "
+      .. "leaves the required slot 'all_reduce' NULL", true))
+    assert.are.equal("identity", refused("barrier", "comm_register: communicator 'toybadcomm' "
+      .. "leaves the required slot 'barrier' NULL", true))
+    assert.are.equal("identity", refused("name", "comm_register: the communicator has no name", true))
+    assert.are.equal("identity", refused("iface", "comm_register: communicator 'toybadcomm' has no "
+      .. "interface", true))
+  end)
+
+  it("holds one communicator until it is unregistered", function()
+    assert.are.same({ nil, "toycomm" }, { toy.register_comm("good") })
+    assert.are.same({ nil, "toycomm" }, { toy.register_comm("good") }) -- again: a no-op
+    local err, cur = toy.register_comm("other")
+    assert.are.equal("comm_register: communicator 'toycomm' is registered; 'othercomm' cannot "
+      .. "replace it until it is unregistered (ltc_comm_register(NULL))", err)
+    assert.are.equal("toycomm", cur)
+    -- collectives run on it (size 1: the values stay)
+    local t = ltc.tensor({ 1, 2 })
+    assert.are.same({ 1, 2 }, ltc.all_reduce(t, 0):totable())
+    assert.are.same({ nil, "identity" }, { toy.register_comm("none") })
+    assert.are.same({ nil, "othercomm" }, { toy.register_comm("other") })
+    assert.are.same({ nil, "identity" }, { toy.register_comm("none") })
   end)
 end)

@@ -1,5 +1,7 @@
 /* comm_registry.c - the communicator registry, the identity communicator (one process),
  * and the collective calls the op kernels make (descriptor bookkeeping, then the slot). */
+#include <pthread.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "ltc_comm.h"
@@ -44,22 +46,57 @@ static const struct ltc_comm_i identity_iface = {
 };
 static ltc_comm identity = {.name = "identity", .iface = &identity_iface};
 
-static ltc_comm *current = &identity;
+/* The registry: one current communicator. Registration is serialised by a mutex and checked
+ * (interface version, every slot), as the backend registry's (registry.c); readers (every
+ * collective) take no lock: the pointer is published with release order after the
+ * communicator was checked. */
+static ltc_comm *current = &identity; /* atomic */
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* The slots, by name and offset in the vtable: all are required. */
+static const struct {
+    const char *name;
+    size_t offset;
+} required[] = {
+#define SLOT(s) {#s, offsetof(struct ltc_comm_i, s)}
+    SLOT(rank),   SLOT(size),           SLOT(all_reduce),     SLOT(broadcast),
+    SLOT(reduce), SLOT(all_gather),     SLOT(reduce_scatter), SLOT(barrier),
+#undef SLOT
+};
+
+static ltc_status check(const ltc_comm *c) {
+    if (!c->name || !c->name[0])
+        return ltc_errorf(LTC_ERR_ARG, "comm_register: the communicator has no name");
+    if (!c->iface)
+        return ltc_errorf(LTC_ERR_ARG, "comm_register: communicator '%s' has no interface",
+                          c->name);
+    if (c->iface->version != LTC_COMM_IFACE_VERSION)
+        return ltc_errorf(LTC_ERR_ARG, "comm_register: communicator '%s' has interface version %d, "
+                          "this runtime implements version %d (rebuild it against these headers)",
+                          c->name, c->iface->version, LTC_COMM_IFACE_VERSION);
+    for (size_t i = 0; i < sizeof required / sizeof *required; i++) {
+        void *slot;
+        memcpy(&slot, (const char *)c->iface + required[i].offset, sizeof slot);
+        if (!slot)
+            return ltc_errorf(LTC_ERR_ARG, "comm_register: communicator '%s' leaves the required "
+                              "slot '%s' NULL", c->name, required[i].name);
+    }
+    return LTC_OK;
+}
 
 ltc_status ltc_comm_register(ltc_comm *c) {
-    if (!c) {
-        __atomic_store_n(&current, &identity, __ATOMIC_RELEASE);
-        return LTC_OK;
-    }
-    const struct ltc_comm_i *i = c->iface;
-    if (!i || i->version != LTC_COMM_IFACE_VERSION || !i->rank || !i->size || !i->all_reduce ||
-        !i->broadcast || !i->reduce || !i->all_gather || !i->reduce_scatter || !i->barrier)
-        return ltc_errorf(LTC_ERR_ARG,
-                          "comm_register: '%s' has a missing or incompatible interface "
-                          "(version %d, expected %d)",
-                          c->name ? c->name : "?", i ? i->version : -1, LTC_COMM_IFACE_VERSION);
-    __atomic_store_n(&current, c, __ATOMIC_RELEASE);
-    return LTC_OK;
+    ltc_status st = c ? check(c) : LTC_OK;
+    if (st) return st;
+    pthread_mutex_lock(&mu);
+    ltc_comm *cur = __atomic_load_n(&current, __ATOMIC_ACQUIRE);
+    if (c && cur != &identity && cur != c)
+        st = ltc_errorf(LTC_ERR_STATE, "comm_register: communicator '%s' is registered; '%s' "
+                        "cannot replace it until it is unregistered (ltc_comm_register(NULL))",
+                        cur->name, c->name);
+    else
+        __atomic_store_n(&current, c ? c : &identity, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&mu);
+    return st;
 }
 
 ltc_comm *ltc_comm_get(void) { return __atomic_load_n(&current, __ATOMIC_ACQUIRE); }
@@ -69,7 +106,7 @@ int ltc_comm_size(void) { ltc_comm *c = ltc_comm_get(); return c->iface->size(c)
 /* ---- the calls the kernels make ------------------------------------------------------------- */
 
 static _Thread_local int plan_n, plan_i;
-static int64_t seq; /* collectives are issued by one thread at a time (every rank in order) */
+static int64_t seq; /* atomic: every collective's number, in the order they were issued */
 
 void ltc_comm_plan_begin(int n_collectives) {
     plan_n = n_collectives;
@@ -78,7 +115,7 @@ void ltc_comm_plan_begin(int n_collectives) {
 
 static ltc_coll_desc desc_make(int kind, int op, ltc_dtype dt, int root, int64_t count) {
     ltc_coll_desc d = {.kind = kind, .op = op, .dtype = dt, .root = root, .count = count};
-    d.seq = ++seq;
+    d.seq = __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED);
     if (plan_n > 0 && plan_i < plan_n) {
         d.index = ++plan_i;
         d.n_in_step = plan_n;

@@ -104,10 +104,14 @@ struct ltc_comm {
 
 /* ---- registry --------------------------------------------------------------------------------- */
 
-/* Installs `c` as the communicator collectives run on (replacing the previous one; the
- * caller keeps ownership and must keep it alive until ltc_comm_register(NULL) puts the
- * identity back). LTC_ERR_ARG for a missing or incompatible interface. Not thread-safe
- * against collectives running at the same time. */
+/* Installs `c` as the communicator collectives run on. The caller keeps ownership and must
+ * keep it alive until ltc_comm_register(NULL) puts the identity back. Checked, under the
+ * registry's mutex (as ltc_backend_register): LTC_ERR_ARG naming the communicator and the
+ * problem for a missing name or interface, an interface version other than
+ * LTC_COMM_IFACE_VERSION, or a NULL slot (every slot is required); LTC_ERR_STATE when another
+ * communicator is registered (unregister it first). Registering the current one again is a
+ * no-op. Not to be called while collectives run on another thread (they read the current
+ * communicator without a lock). */
 ltc_status ltc_comm_register(ltc_comm *c);
 /* The current communicator: the registered one, else the identity (rank 0, size 1). */
 ltc_comm *ltc_comm_get(void);

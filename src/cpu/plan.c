@@ -97,29 +97,55 @@ static bool arena_give(arena_alloc *a, size_t off, size_t size) {
  * are returned, so a kernel never writes over what it reads. */
 static bool plan_memory(cpu_plan *p) {
     arena_alloc a = {0};
+#define IN_ARENA(b) ((b)->kind == BUF_TEMP && (b)->alias < 0)
     bool ok = true;
     for (int s = 0; s < p->n_steps && ok; s++) {
         plan_step *st = &p->steps[s];
         for (int k = 0; k < st->n_out; k++) {
             plan_buf *b = &p->bufs[st->out[k]];
-            if (b->kind == BUF_TEMP) b->offset = arena_take(&a, align_up(b->nbytes ? b->nbytes : 1));
+            if (IN_ARENA(b) && b->inherit >= 0) b->offset = p->bufs[b->inherit].offset;
+            else if (IN_ARENA(b)) b->offset = arena_take(&a, align_up(b->nbytes ? b->nbytes : 1));
         }
         for (int k = 0; k < st->n_out && ok; k++) { /* an output nobody reads dies at once */
             plan_buf *b = &p->bufs[st->out[k]];
-            if (b->kind == BUF_TEMP && b->last_use < 0)
+            if (IN_ARENA(b) && b->last_use < 0)
                 ok = arena_give(&a, b->offset, align_up(b->nbytes ? b->nbytes : 1));
         }
         for (int k = 0; k < st->n_in && ok; k++) {
             plan_buf *b = &p->bufs[st->in[k]];
             bool first = true; /* an input read twice by this step is returned once */
             for (int j = 0; j < k; j++) first &= st->in[j] != st->in[k];
-            if (b->kind == BUF_TEMP && b->last_use == s && first)
+            for (int j = 0; j < st->n_out; j++) /* nor one whose range an output took over */
+                first &= p->bufs[st->out[j]].inherit != st->in[k];
+            if (IN_ARENA(b) && b->last_use == s && first)
                 ok = arena_give(&a, b->offset, align_up(b->nbytes ? b->nbytes : 1));
         }
     }
+#undef IN_ARENA
     p->arena_size = a.top;
     free(a.free);
     return ok;
+}
+
+/* A collective that copies its input into its output and works there in place (all_reduce,
+ * broadcast, reduce: ltc_comm_kernel) saves that copy when its input is a temporary that it
+ * reads last (a DDP bucket: the concatenated gradients), and the kernel finds in == out:
+ * for an output buffer, the temporary lives there (its producer writes it there; nothing else
+ * writes the output before the collective); for a temporary output, that output takes over
+ * the input's arena range (the input is read by nothing after the collective). */
+static void plan_alias_collectives(cpu_plan *p) {
+    for (int s = 0; s < p->n_steps; s++) {
+        plan_step *st = &p->steps[s];
+        if (st->fused || st->n_in != 1 || st->n_out != 1 ||
+            (st->op != LTC_OP_ALL_REDUCE && st->op != LTC_OP_BROADCAST && st->op != LTC_OP_REDUCE))
+            continue;
+        plan_buf *in = &p->bufs[st->in[0]], *out = &p->bufs[st->out[0]];
+        if (in->kind != BUF_TEMP || in->alias >= 0 || in->last_use != s ||
+            in->nbytes != out->nbytes)
+            continue;
+        if (out->kind == BUF_OUTPUT) in->alias = st->out[0];
+        else if (out->kind == BUF_TEMP) out->inherit = st->in[0];
+    }
 }
 
 /* ---- lowering ----------------------------------------------------------------------------- */
@@ -183,6 +209,7 @@ cpu_plan *ltc_cpu_plan_build(const ltc_lowering_ctx *ctx, const ltc_kernel_fn *k
             b->shape = n->shapes[k];
             b->nbytes = ltc_shape_nbytes(&n->shapes[k]);
             b->last_use = -1;
+            b->alias = b->inherit = -1;
             if (n->op == LTC_OP_DEVICE_DATA) b->kind = BUF_PARAM, b->index = param++;
         }
         if (n->op == LTC_OP_DEVICE_DATA) {
@@ -226,7 +253,7 @@ cpu_plan *ltc_cpu_plan_build(const ltc_lowering_ctx *ctx, const ltc_kernel_fn *k
     }
     if ((kernels == ltc_cpu_kernels && !ltc_cpu_plan_fold(p)) ||
         (kernels == ltc_cpu_kernels && ltc_config_get_int("LTC_FUSION") && !ltc_cpu_plan_fuse(p)) ||
-        !plan_memory(p))
+        (plan_alias_collectives(p), !plan_memory(p)))
         goto nomem;
     free(first_buf);
     return p;
@@ -256,7 +283,9 @@ ltc_status ltc_cpu_plan_run_with(cpu_plan *p, ltc_data *const *args, ltc_data **
         plan_buf *bf = &p->bufs[i];
         switch (bf->kind) {
         case BUF_PARAM: ptrs[i] = args[bf->index]->ptr; break;
-        case BUF_TEMP: ptrs[i] = arena ? (char *)arena + bf->offset : empty; break;
+        case BUF_TEMP:
+            if (bf->alias < 0) ptrs[i] = arena ? (char *)arena + bf->offset : empty;
+            break; /* aliases: below, once the outputs are made */
         case BUF_OUTPUT:
             if (!(outs[bf->index] = alloc(ud, &bf->shape))) {
                 st = LTC_ERR_NOMEM;
@@ -266,6 +295,8 @@ ltc_status ltc_cpu_plan_run_with(cpu_plan *p, ltc_data *const *args, ltc_data **
             break;
         }
     }
+    for (int i = 0; i < p->n_bufs; i++)
+        if (p->bufs[i].kind == BUF_TEMP && p->bufs[i].alias >= 0) ptrs[i] = ptrs[p->bufs[i].alias];
     static int64_t *profile;
     if (!profile) profile = ltc_config_slot("LTC_PROFILE");
     bool prof = *profile != 0;
@@ -365,7 +396,9 @@ char *ltc_cpu_plan_text(const cpu_plan *p, const char *backend) {
                                     ltc_dtype_short(bf->shape.dtype),
                                     ltc_shape_str(&bf->shape, sb, sizeof sb),
                                     bf->kind == BUF_OUTPUT ? "output" : "temp");
-            if (bf->kind == BUF_TEMP)
+            if (bf->kind == BUF_TEMP && bf->alias >= 0)
+                len += (size_t)snprintf(out + len, cap - len, " in b%d", bf->alias);
+            else if (bf->kind == BUF_TEMP)
                 len += (size_t)snprintf(out + len, cap - len, "@%zu", bf->offset);
         }
         if (sp->prof_runs)

@@ -23,6 +23,10 @@ typedef struct {
     size_t nbytes;
     size_t offset;   /* BUF_TEMP: byte offset in the arena */
     int last_use;    /* the last step that reads it (-1: none) */
+    int alias;       /* BUF_TEMP: >= 0 when it lives in that output buffer instead of the
+                      * arena (a collective's input, reduced in place there: plan.c); -1 */
+    int inherit;     /* BUF_TEMP: >= 0 when it takes over the arena range of that temporary,
+                      * which dies as this is made (a collective's output, in place); -1 */
 } plan_buf;
 
 typedef struct {

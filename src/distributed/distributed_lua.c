@@ -3,27 +3,37 @@
  *   init(check, timeout) -> rank, size      finalize()            is_initialized()
  *   rank(), size()                          barrier()             abort(code)
  *   set_options(check, timeout)             stats() -> {calls, bytes, seconds, wait_seconds}
- *   reset_stats()
+ *   reset_stats()                           all_reduce_(t, op), broadcast_(t, root) -> t
+ *   _raw_all_reduce(t [, op])
+ * Arguments are checked with the core binding's checks (ltc_args.h), so messages read alike.
  * When the Lua state closes (the script ended or raised an error) the module finalizes:
  * see ltc_dist_finalize. */
 #include <lauxlib.h>
 #include <lua.h>
 
+#include <string.h>
+
+#include "ltc_args.h"
+#include "ltc_backend.h"
+#include "ltc_graph.h"
+#include "ltc_ir.h"
+#include "ltc_ops.h"
 #include "mpi_comm.h"
 
 static int fail(lua_State *L, const char *fn) {
     return luaL_error(L, "ltc.distributed.%s: %s", fn, ltc_last_error());
 }
 
-static double opt_timeout(lua_State *L, int idx) {
-    double t = luaL_optnumber(L, idx, 300);
-    if (!(t > 0)) luaL_argerror(L, idx, "the timeout must be a positive number of seconds");
+static double opt_timeout(lua_State *L, int idx, const char *fname) {
+    double t = ltcL_optnum(L, idx, 300, fname);
+    if (!(t > 0))
+        luaL_error(L, "%s: the timeout must be a positive number of seconds, got %f", fname, t);
     return t;
 }
 
 static int l_init(lua_State *L) {
     bool check = lua_isnoneornil(L, 1) ? true : lua_toboolean(L, 1);
-    double timeout = opt_timeout(L, 2);
+    double timeout = opt_timeout(L, 2, "ltc.distributed.init");
     if (ltc_dist_init(check, timeout)) return fail(L, "init");
     lua_pushinteger(L, ltc_dist_rank());
     lua_pushinteger(L, ltc_dist_size());
@@ -32,7 +42,7 @@ static int l_init(lua_State *L) {
 
 static int l_set_options(lua_State *L) {
     luaL_checkany(L, 1);
-    ltc_dist_set(lua_toboolean(L, 1), opt_timeout(L, 2));
+    ltc_dist_set(lua_toboolean(L, 1), opt_timeout(L, 2, "ltc.distributed.set_options"));
     return 0;
 }
 
@@ -63,7 +73,7 @@ static int l_barrier(lua_State *L) {
 }
 
 static int l_abort(lua_State *L) {
-    ltc_dist_abort((int)luaL_optinteger(L, 1, 1));
+    ltc_dist_abort((int)ltcL_optint(L, 1, 1, "ltc.distributed.abort"));
 }
 
 static int l_stats(lua_State *L) {
@@ -86,6 +96,89 @@ static int l_reset_stats(lua_State *L) {
     return 0;
 }
 
+/* ---- in-place collectives on tensors ------------------------------------------------------- */
+
+/* Whether t's collective may run on its own buffer: t holds its value (nothing pending), is
+ * not a view, lives in host memory (a CPU-family backend), and nothing else uses that buffer:
+ * its holders are t and t's own DEVICE_DATA node (made here if t has none: the node through
+ * which ops use t's value), and that node's only holder is t. A pending graph that reads t,
+ * another tensor sharing its value, a value autograd saved: each would hold one or the other. */
+static bool runs_in_place(ltc_tensor *t, ltc_data *d) {
+    ltc_value v;
+    if (!d || !d->ptr || ltc_tensor_view_steps(t) != 0 || !d->backend ||
+        (strcmp(d->backend->name, "cpu") && strcmp(d->backend->name, "ref")) ||
+        ltc_tensor_value(t, &v))
+        return false;
+    return v.node && v.node->op == LTC_OP_DEVICE_DATA && v.node->data == d &&
+           v.node->refcount == 1 && d->refcount == 2;
+}
+
+/* all_reduce_(t, op) and broadcast_(t, root): t takes the collective's result, in place;
+ * returns t. The op's own checks run first (its shape rule: op names, dtypes, roots).
+ *
+ * With more than one rank the collective runs now, as torch.distributed's does: pending work
+ * is synced first (as reading a value syncs), then the collective runs on t's own buffer when
+ * runs_in_place says so (no copy), else it is recorded (the op, then t's value becomes it, as
+ * copy_ would) and synced at once. Either way every rank runs it at the same point of its
+ * program, whatever is pending, shared or a view on each rank (a rank that filled t before
+ * `broadcast(t, 0)` and one that did not agree), and its descriptor reads "collective 1 of 1
+ * in its step" both ways. While this thread captures a graph (ltc.jit) it is recorded only,
+ * so that replays repeat it; on one rank (the identity) nothing is synced. */
+static int inplace_collective(lua_State *L, int kind) {
+    const char *fname = kind == LTC_COLL_ALL_REDUCE ? "ltc.distributed.all_reduce"
+                                                    : "ltc.distributed.broadcast";
+    ltc_tensor *t = ltcL_checktensor(L, 1, fname);
+    int64_t arg = ltcL_checkint(L, 2, fname);
+    ltc_status st = LTC_OK;
+    ltcL_checknoextra(L, 3, fname);
+    bool record = ltc_capture_active(), now_too = !record && ltc_comm_size() > 1;
+    if (now_too && (st = ltc_sync())) goto fail;
+    ltc_data *d = ltc_tensor_data(t);
+    bool here = !record && runs_in_place(t, d); /* before tracing, which reads the node */
+    ltc_tensor *r = NULL;
+    st = kind == LTC_COLL_ALL_REDUCE ? ltc_all_reduce(t, arg, &r) : ltc_broadcast(t, arg, &r);
+    if (!st && !here) st = ltc_tensor_assign_(t, r);
+    ltc_tensor_release(r);
+    if (st) goto fail;
+    if (!here) {
+        if (now_too && (st = ltc_sync())) goto fail;
+    } else {
+        const ltc_shape *sh = &d->shape;
+        int64_t n = ltc_shape_numel(sh);
+        int size = ltc_comm_size();
+        if (kind == LTC_COLL_BROADCAST && arg >= size)
+            return luaL_error(L, "%s: root %d is out of range for %d rank%s (ranks are 0..%d)",
+                              fname, (int)arg, size, size == 1 ? "" : "s", size - 1);
+        ltc_comm_plan_begin(1); /* a step of one collective, as the recorded op's sync would be */
+        st = kind == LTC_COLL_ALL_REDUCE ? ltc_comm_all_reduce(d->ptr, n, sh->dtype, (int)arg)
+                                         : ltc_comm_broadcast(d->ptr, n, sh->dtype, (int)arg);
+        ltc_comm_plan_begin(0);
+        if (st) goto fail;
+        ltc_tensor_install(&t, &d, 1); /* an in-place write: its views recompute */
+    }
+    lua_settop(L, 1);
+    return 1;
+fail:
+    return luaL_error(L, "%s: %s", fname, ltc_last_error());
+}
+
+static int l_all_reduce_(lua_State *L) { return inplace_collective(L, LTC_COLL_ALL_REDUCE); }
+static int l_broadcast_(lua_State *L) { return inplace_collective(L, LTC_COLL_BROADCAST); }
+
+/* _raw_all_reduce(t [, op]): MPI_Allreduce in place on t's buffer and nothing else, for the
+ * bench's peer figure on the same buffer. t must hold host data (synced). */
+static int l_raw_all_reduce(lua_State *L) {
+    const char *fname = "ltc.distributed._raw_all_reduce";
+    ltc_tensor *t = ltcL_checktensor(L, 1, fname);
+    int op = (int)ltcL_optint(L, 2, LTC_REDUCE_SUM, fname);
+    ltc_data *d = ltc_tensor_data(t);
+    if (!d || !d->ptr)
+        return luaL_error(L, "%s: the tensor holds no host data (sync it first)", fname);
+    if (ltc_dist_raw_all_reduce(d->ptr, ltc_shape_numel(&d->shape), d->shape.dtype, op))
+        return fail(L, "_raw_all_reduce");
+    return 0;
+}
+
 static int l_at_close(lua_State *L) {
     (void)L;
     ltc_dist_finalize();
@@ -97,10 +190,18 @@ int luaopen_ltc_distributed(lua_State *L) {
         {"init", l_init}, {"set_options", l_set_options}, {"finalize", l_finalize},
         {"is_initialized", l_is_initialized}, {"rank", l_rank}, {"size", l_size},
         {"barrier", l_barrier}, {"abort", l_abort}, {"stats", l_stats},
-        {"reset_stats", l_reset_stats}, {NULL, NULL},
+        {"reset_stats", l_reset_stats}, {"all_reduce_", l_all_reduce_},
+        {"broadcast_", l_broadcast_}, {"_raw_all_reduce", l_raw_all_reduce}, {NULL, NULL},
     };
     luaL_newlib(L, fns);
-    /* finalize when the state closes: a sentinel in the registry, collected at lua_close */
+    /* finalize when the state closes: a sentinel in the registry, collected at lua_close.
+     * Opened again in the same state (package.loadlib, busted's insulation), the first one
+     * stays: a replaced sentinel would be collected and finalize MPI mid-run. */
+    if (lua_getfield(L, LUA_REGISTRYINDEX, "ltc.distributed.sentinel") != LUA_TNIL) {
+        lua_pop(L, 1);
+        return 1;
+    }
+    lua_pop(L, 1);
     lua_newuserdatauv(L, 1, 0);
     lua_createtable(L, 0, 1);
     lua_pushcfunction(L, l_at_close);

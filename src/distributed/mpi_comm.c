@@ -119,7 +119,9 @@ static const char *desc_diff(const ltc_coll_desc *a, const ltc_coll_desc *b) {
  * speed), then with sleeps growing from 2 us to 128 us. Open MPI's blocking calls busy-poll,
  * which on a loaded or oversubscribed machine starves the very rank waited for: the
  * Fashion-MNIST epoch over 2 ranks on a loaded 2-core machine took 26 s with blocking
- * calls, 11 s with this. */
+ * calls, 11 s with this. (Yielding with sched_yield for 2 ms before sleeping was tried: the
+ * epoch went from 3.6-5.1 s to 3.4-9.2 s on a loaded machine, the yielding rank still
+ * taking the CPU from the one it waits for.) */
 static int polite_wait(MPI_Request *req, int64_t bytes) {
     int done = 0, rc;
     int64_t t0 = now_ns(), spin = 50000 + bytes;
@@ -227,19 +229,13 @@ static ltc_status m_all_reduce(ltc_comm *c, const ltc_coll_desc *d, void *buf) {
     ltc_status st = prologue(d);
     if (st) return st;
     enter(d);
-    /* small: non-blocking and a polite wait; large (4 MB and up): Open MPI's blocking,
-     * pipelined algorithm, whose transfer time dwarfs the wait */
-    int64_t bytes = d->count * (int64_t)ltc_dtype_size((ltc_dtype)d->dtype);
-    int rc;
-    if (bytes >= (4 << 20)) {
-        rc = MPI_Allreduce(MPI_IN_PLACE, buf, (int)d->count, mpi_type(d->dtype),
+    /* Open MPI's blocking call, as a program calling MPI_Allreduce itself would: its tuned
+     * algorithms beat the non-blocking ones (libnbc: an extra copy of the buffer and progress
+     * only when tested; 1 MB over 2 ranks took 1.5-2x as long). The wait for a late rank
+     * happened politely in the descriptor exchange (checks on); with the checks off it is
+     * Open MPI's own busy wait. */
+    int rc = MPI_Allreduce(MPI_IN_PLACE, buf, (int)d->count, mpi_type(d->dtype),
                            mpi_op(d->op, d->dtype), MPI_COMM_WORLD);
-    } else {
-        MPI_Request req;
-        rc = MPI_Iallreduce(MPI_IN_PLACE, buf, (int)d->count, mpi_type(d->dtype),
-                            mpi_op(d->op, d->dtype), MPI_COMM_WORLD, &req);
-        if (rc == MPI_SUCCESS) rc = polite_wait(&req, bytes);
-    }
     leave(d->count * (int64_t)ltc_dtype_size((ltc_dtype)d->dtype));
     if (rc != MPI_SUCCESS) return mpi_fail(rc, "all_reduce (MPI_Allreduce)");
     if (d->op == LTC_REDUCE_AVG) divide(buf, d->count, d->dtype, S.size);
@@ -353,6 +349,16 @@ ltc_status ltc_dist_init(bool check, double timeout) {
 void ltc_dist_set(bool check, double timeout) {
     S.check = check;
     S.timeout = timeout;
+}
+
+ltc_status ltc_dist_raw_all_reduce(void *buf, int64_t count, ltc_dtype dt, int op) {
+    if (!ltc_dist_initialized()) return ltc_errorf(LTC_ERR_STATE, "call init() first");
+    if (mpi_type(dt) == MPI_DATATYPE_NULL || mpi_op(op, dt) == MPI_OP_NULL || count > INT32_MAX)
+        return ltc_errorf(LTC_ERR_ARG, "no MPI call for %lld %s with op %s", (long long)count,
+                          ltc_dtype_name(dt), ltc_reduce_op_name(op));
+    int rc = MPI_Allreduce(MPI_IN_PLACE, buf, (int)count, mpi_type(dt), mpi_op(op, dt),
+                           MPI_COMM_WORLD);
+    return rc == MPI_SUCCESS ? LTC_OK : mpi_fail(rc, "MPI_Allreduce");
 }
 
 ltc_dist_stats ltc_dist_get_stats(void) { return S.stats; }

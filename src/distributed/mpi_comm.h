@@ -28,6 +28,9 @@ int ltc_dist_rank(void);
 int ltc_dist_size(void);
 ltc_dist_stats ltc_dist_get_stats(void);
 void ltc_dist_reset_stats(void);
+/* MPI_Allreduce in place on buf, nothing else (no descriptor, watchdog or statistics): the
+ * peer that bench/dist_allreduce.lua measures ltc's all_reduce against on the same buffer. */
+ltc_status ltc_dist_raw_all_reduce(void *buf, int64_t count, ltc_dtype dt, int op);
 /* Leaves: with checks on, answers the other ranks' collectives with "finalize" (they get
  * an error naming this rank) until every rank leaves; then MPI_Finalize. Idempotent. */
 ltc_status ltc_dist_finalize(void);

@@ -4,7 +4,7 @@
  * the function only when Lua's call info knows it ("bad argument #2 to '?'" once a Lua
  * wrapper such as the autograd layer tail-calls the binding), these name the op.
  */
-#include "ltc_lua.h"
+#include "ltc_args.h"
 
 static int bad_arg(lua_State *L, int arg, const char *fname, const char *expected) {
     if (lua_type(L, arg) == LUA_TNUMBER)

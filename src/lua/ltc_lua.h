@@ -10,13 +10,10 @@
 #include <lua.h>
 
 #include "ltc.h"
+#include "ltc_args.h" /* the argument checks (ltcL_checktensor, ltcL_checkint, ...) */
 
 #define LTC_TENSOR_MT "ltc.Tensor"
 
-/* The tensor at `arg` (raises "<fname>: bad argument #N (ltc.Tensor expected, got T)"). */
-ltc_tensor *ltcL_checktensor(lua_State *L, int arg, const char *fname);
-/* The tensor at `arg`, or NULL if it is not one. */
-ltc_tensor *ltcL_testtensor(lua_State *L, int arg);
 /* Checks that `arg` is a tensor or a number; raises otherwise. Allocates nothing. */
 void ltcL_checkoperand(lua_State *L, int arg, const char *fname);
 /* A new reference to the operand at `arg` (checked before): the tensor itself, or a new
@@ -39,19 +36,6 @@ ltc_dtype ltcL_checkdtype(lua_State *L, int arg, bool opt, const char *fname);
 /* A dim or index argument: an integer, not 0 (1-based; negative counts from the end).
  * For `opt`, nil gives LTC_NONE. Raises "<fname>: dim 0 is invalid (dims are 1-based)". */
 int64_t ltcL_checkdim(lua_State *L, int arg, bool opt, const char *fname);
-
-/* int, int? and float arguments (ltc_args.c): an integer / a number; the opt variants give
- * `def` for nil or absent. Raise "<fname>: bad argument #N (integer expected, got T)". */
-int64_t ltcL_checkint(lua_State *L, int arg, const char *fname);
-int64_t ltcL_optint(lua_State *L, int arg, int64_t def, const char *fname);
-double ltcL_checknum(lua_State *L, int arg, const char *fname);
-double ltcL_optnum(lua_State *L, int arg, double def, const char *fname);
-/* A Tensor[] argument must be a table (its entries are checked by ltcL_checkoperands). */
-void ltcL_checklist(lua_State *L, int arg, const char *fname);
-/* Raises "<fname>: too many arguments (...)" if a non-nil value sits at `arg` or after it
- * (`arg` is the first position past the function's arguments). A one-argument function
- * called with its argument twice is accepted: that is how Lua calls __unm. */
-void ltcL_checknoextra(lua_State *L, int arg, const char *fname);
 
 /* Makes trim syncs of this thread collect this state's garbage first (ltc_trim.c). */
 void ltcL_install_trim_gc(lua_State *L);

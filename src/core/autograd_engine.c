@@ -23,6 +23,9 @@ void ltc_autograd_set_foreign(ltc_foreign_backward_fn fn, void *ud) {
 
 static _Thread_local uint32_t walk_mark;
 
+/* Per-node arrays up to this size live on the stack of the backward walk. */
+#define SMALL 8
+
 /* ---- tensor hooks and retain_grad ---------------------------------------------------------- */
 
 static ltc_hook_run_fn hook_run;
@@ -299,8 +302,12 @@ static ltc_status op_backward(ltc_grad_fn *fn, ltc_tensor *const *grads, ltc_ag_
         return ltc_errorf(LTC_ERR_ARG, "backward: op '%s' has no derivative formula (add "
                           "`derivatives:` to its entry in codegen/ops.yaml)", d->name);
     ltc_status st = LTC_OK;
-    ltc_ag_arg *a = calloc((size_t)fn->n_args + 1, sizeof *a);
-    ltc_tensor **results = calloc((size_t)fn->n_outputs + 1, sizeof *results);
+    ltc_ag_arg a_small[SMALL];
+    ltc_tensor *r_small[SMALL];
+    ltc_ag_arg *a = fn->n_args < SMALL ? memset(a_small, 0, sizeof a_small)
+                                      : calloc((size_t)fn->n_args + 1, sizeof *a);
+    ltc_tensor **results = fn->n_outputs < SMALL ? memset(r_small, 0, sizeof r_small)
+                                                 : calloc((size_t)fn->n_outputs + 1, sizeof *results);
     if (!a || !results) {
         st = ltc_errorf(LTC_ERR_NOMEM, "backward: out of memory");
         goto done;
@@ -332,8 +339,8 @@ done:
         }
     }
     for (int r = 0; results && r < fn->n_outputs; r++) ltc_tensor_release(results[r]);
-    free(a);
-    free(results);
+    if (a != a_small) free(a);
+    if (results != r_small) free(results);
     return st;
 }
 
@@ -349,8 +356,12 @@ static void free_grads(ltc_ag_grad *g, int n) {
 /* Runs one node: its backward, then the gradients routed to its inputs. */
 static ltc_status run_node(ltc_grad_fn *fn, bool retain) {
     ltc_status st = LTC_OK;
-    ltc_tensor **grads = calloc((size_t)fn->n_outputs + 1, sizeof *grads);
-    ltc_ag_grad *g = calloc((size_t)fn->n_args + 1, sizeof *g);
+    ltc_tensor *grads_small[SMALL];
+    ltc_ag_grad g_small[SMALL];
+    ltc_tensor **grads = fn->n_outputs < SMALL ? memset(grads_small, 0, sizeof grads_small)
+                                               : calloc((size_t)fn->n_outputs + 1, sizeof *grads);
+    ltc_ag_grad *g = fn->n_args < SMALL ? memset(g_small, 0, sizeof g_small)
+                                        : calloc((size_t)fn->n_args + 1, sizeof *g);
     if (!grads || !g) {
         st = ltc_errorf(LTC_ERR_NOMEM, "backward: out of memory");
         goto done;
@@ -413,8 +424,8 @@ static ltc_status run_node(ltc_grad_fn *fn, bool retain) {
 done:
     if (g) free_grads(g, fn->n_args);
     for (int r = 0; grads && r < fn->n_outputs; r++) ltc_tensor_release(grads[r]);
-    free(grads);
-    free(g);
+    if (grads != grads_small) free(grads);
+    if (g != g_small) free(g);
     return st;
 }
 

@@ -155,10 +155,14 @@ typedef struct gen_options {
     const char *device_yaml;   /* --device-yaml: a device backend's YAML (opencl_backend.yaml) */
     const char *device_name;   /* its `backend:` (set when loaded) */
     bool dry_run;
+    /* --backend-only: write only <backend>_ops.c and check only the backend's lowerings
+     * (full_codegen exprs, supported kernels), not what the core's files need. */
+    bool backend_only;
 } gen_options;
 
-/* Checks the model against the shape header and the hand-written kernels; reports every
- * problem found and returns false if there was any. */
+/* Checks the model against the shape header and the hand-written kernels (only the
+ * latter, and the full_codegen exprs, with o->backend_only); reports every problem found
+ * and returns false if there was any. */
 bool model_validate(const gen_model *m, const gen_options *o);
 
 /* ---- emitters (emit_*.c): each appends one output file's text to `b` ---------------- */

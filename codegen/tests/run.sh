@@ -150,7 +150,36 @@ if grep -q '^    LTC_OP_DEVICE_DATA,' "$TMP/toy/ltc_ops.h" &&
     ! grep -q -e '^non_native:' -e 'func:' codegen/cpu_backend.yaml $T/second_backend/backend.yaml
 then pass "$name"; else fail "$name" "LTC_OP_DEVICE_DATA missing"; fi
 
-# 9. a backend YAML that would add node kinds (PyTorch's ir_gen and non_native) is refused
+# 9. --backend-only: a second backend's glue next to the core's files, which it leaves alone
+# (not rewritten, not even checked: no shape header is needed), as gen_lazy_tensor.py runs
+# per backend. Its glue is the one a full run for that backend writes.
+touch -d '2000-01-01' "$TMP/a"/*
+"$GEN" --source codegen/ops.yaml --backend-yaml $T/second_backend/backend.yaml \
+    --output-dir "$TMP/a" --impl-path $T/second_backend/impl --shape-header "$TMP/none.h" \
+    --backend-name toy --backend-only >"$TMP/out" 2>"$TMP/err"
+rc=$?
+name="--backend-only writes only the backend's glue"
+if [ "$rc" -eq 0 ] && [ "$(cat "$TMP/out")" = "ltcgen: wrote $TMP/a/toy_ops.c" ] &&
+    cmp -s "$TMP/a/toy_ops.c" "$TMP/toy/toy_ops.c" &&
+    [ "$(find "$TMP/a" -type f -newermt '2001-01-01')" = "$TMP/a/toy_ops.c" ]
+then pass "$name"; else fail "$name" "rc=$rc; $(cat "$TMP/out")"; fi
+name="--backend-only leaves the core's files as they were"
+if diff -r -x toy_ops.c "$TMP/a" "$TMP/b" >"$TMP/err" 2>&1 && [ ! -e "$TMP/none.h" ]
+then pass "$name"; else fail "$name" "core files changed"; fi
+"$GEN" --source codegen/ops.yaml --backend-yaml $T/second_backend/backend.yaml \
+    --output-dir "$TMP/a" --impl-path $T/second_backend/impl --backend-name toy \
+    --backend-only --ref-impl-path src/ref >"$TMP/out" 2>"$TMP/err"
+rc=$?
+expect_error "--backend-only refuses the core's options" \
+    "error: --backend-only writes only the backend's glue: --ref-impl-path belongs to the core's run"
+"$GEN" --source codegen/ops.yaml --backend-yaml $T/second_backend/backend.yaml \
+    --output-dir "$TMP/never" --impl-path $T/missing_kernel/impl --backend-name toy \
+    --backend-only >"$TMP/out" 2>"$TMP/err"
+rc=$?
+expect_error "--backend-only still checks the backend's own kernels" \
+    "error: supported op 'mm' has no hand-written kernel: define ltc_status ltc_toy_kernel_mm("
+
+# 10. a backend YAML that would add node kinds (PyTorch's ir_gen and non_native) is refused
 "$GEN" --source $T/all_types/ops.yaml --backend-yaml $T/core_in_backend/backend.yaml \
     --shape-header $T/all_types/shape.h --impl-path $T/all_types/impl --dry-run \
     >"$TMP/out" 2>"$TMP/err"

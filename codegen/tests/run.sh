@@ -89,6 +89,43 @@ expect_error "missing hand-written kernel names the function to define" "$k"
 if grep -q "'done'" "$TMP/err"; then fail "an existing kernel is found" "done was reported"
 else pass "an existing kernel is found"; fi
 
+# 4b. a kernel must be defined, with the kernel signature, not static: a name in a comment,
+# a string, a macro or a call, a declaration alone or a wrong signature fail with the line
+# to write; a definition as it should be passes.
+run_fixture kernel_checks
+d="$T/kernel_checks/impl"
+sig="(const ltc_kernel_args *a)"
+expect_error "a kernel named only in comments, a string, a macro and a call is missing" \
+    "error: supported op 'incomment' has no hand-written kernel: define ltc_status ltc_cpu_kernel_incomment$sig in $d/"
+expect_error "a kernel with a wrong signature names the file, the line and the line to write" \
+    "error: supported op 'wrongsig': ltc_cpu_kernel_wrongsig at $d/kernels.c:9 is \`ltc_status ltc_cpu_kernel_wrongsig(const ltc_kernel_args *, int)\`, not a kernel; define it in $d/ as:" \
+    "    ltc_status ltc_cpu_kernel_wrongsig$sig" \
+    "error: supported op 'wrongret': ltc_cpu_kernel_wrongret at $d/kernels.c:14 is \`int ltc_cpu_kernel_wrongret(const ltc_kernel_args *)\`, not a kernel; define it in $d/ as:" \
+    "    ltc_status ltc_cpu_kernel_wrongret$sig"
+expect_error "a kernel declared only, or static, is refused with the line to write" \
+    "error: supported op 'declonly': ltc_cpu_kernel_declonly is declared at $d/kernels.c:16 but defined nowhere in $d/; define it there:" \
+    "    ltc_status ltc_cpu_kernel_declonly$sig" \
+    "error: supported op 'isstatic': ltc_cpu_kernel_isstatic at $d/kernels.c:18 is static"
+if grep -q "'good'" "$TMP/err" || ! grep -q "^ltcgen: 5 errors" "$TMP/err"
+then fail "a kernel defined as it should be passes" "good was reported"
+else pass "a kernel defined as it should be passes"; fi
+
+# 4c. a shape function must be declared with the parameter types its schema gives (names
+# may differ) and return ltc_status; a name in a comment or a macro does not count.
+run_fixture shape_checks
+h="$T/shape_checks/shape.h"
+expect_error "a shape function named only in a comment and a macro is missing" \
+    "error: op 'incomment' has no shape function; add to $h:" \
+    "    ltc_status ltc_shape_incomment(const ltc_shape *self, int64_t dim, ltc_shape *out);"
+expect_error "a shape function with a wrong signature names the file, the line and the line to add" \
+    "error: op 'wrongsig': ltc_shape_wrongsig at $h:5 is \`ltc_status ltc_shape_wrongsig(const ltc_shape *, ltc_shape *)\`, not \`ltc_status ltc_shape_wrongsig(const ltc_shape *, const ltc_shape *, ltc_shape *)\` as the op's schema needs; declare it in $h as:" \
+    "    ltc_status ltc_shape_wrongsig(const ltc_shape *self, const ltc_shape *other, ltc_shape *out);" \
+    "error: op 'wrongret': ltc_shape_wrongret at $h:7 is \`void ltc_shape_wrongret(const ltc_shape *, ltc_shape *)\`" \
+    "    ltc_status ltc_shape_wrongret(const ltc_shape *self, ltc_shape *out);"
+if grep -q "'good'" "$TMP/err" || ! grep -q "^ltcgen: 3 errors" "$TMP/err"
+then fail "a shape function declared as it should be passes" "good was reported"
+else pass "a shape function declared as it should be passes"; fi
+
 # 5. load errors: unknown key, bad schemas, a list name that is not an op; all reported
 run_fixture bad_entries
 expect_error "unknown keys, bad schemas and unknown op names are all reported" \

@@ -54,6 +54,13 @@ static void free_impl_sources(c_source *s, int n) {
     free(s);
 }
 
+/* True if f returns ltc_status: its type is `ltc_status`, maybe after attribute or export
+ * macros (`LTC_API ltc_status`). */
+static bool returns_status(const c_func *f) {
+    size_t n = strlen(f->ret);
+    return n >= 10 && !strcmp(f->ret + n - 10, "ltc_status") && (n == 10 || f->ret[n - 11] == ' ');
+}
+
 /* The kernel convention of ltc_kernel.h: every kernel is ltc_kernel_fn. */
 #define KERNEL_PARAMS "const ltc_kernel_args *a"
 
@@ -75,7 +82,7 @@ static bool check_kernel(const c_source *srcs, int n, const char *dir, const cha
         counts[i] = c_source_find(&srcs[i], fn, &found[i]);
         for (int k = 0; k < counts[i]; k++) {
             const c_func *f = &found[i][k];
-            bool sig = !strcmp(f->ret, "ltc_status") &&
+            bool sig = returns_status(f) &&
                        !strcmp(f->params, "const ltc_kernel_args *");
             if (!sig) {
                 if (!wrong) wrong = f, wrong_path = srcs[i].path;
@@ -124,7 +131,7 @@ static bool check_shape(const c_source *header, const gen_op *op) {
     int n = c_source_find(header, op->shape, &found);
     bool ok = false;
     for (int k = 0; k < n && !ok; k++)
-        ok = !strcmp(found[k].ret, "ltc_status") && !strcmp(found[k].params, want);
+        ok = returns_status(&found[k]) && !strcmp(found[k].params, want);
     if (ok) {
         /* declared as it should be */
     } else if (n > 0) {

@@ -265,27 +265,13 @@ static bool load_op(gen_model *m, yfile *f, yaml_node_t *map) {
             NODE_ERROR(f, v, "out must be 'bool' (or left out)"), ok = false;
         op->out_bool = true;
     }
-    if ((v = lookup(f, map, "random")) && scalar(f, v, "random")) {
-        const char *s = (const char *)v->data.scalar.value;
-        if (strcmp(s, "true") != 0 && strcmp(s, "false") != 0)
-            NODE_ERROR(f, v, "random must be true or false, not '%s'", s), ok = false;
-        op->random = !strcmp(s, "true");
-    }
-    if ((v = lookup(f, map, "view")) && scalar(f, v, "view")) {
-        const char *s = (const char *)v->data.scalar.value;
-        if (strcmp(s, "true") != 0 && strcmp(s, "false") != 0)
-            NODE_ERROR(f, v, "view must be true or false, not '%s'", s), ok = false;
-        op->view = !strcmp(s, "true");
-    }
-    if ((v = lookup(f, map, "inplace")) && scalar(f, v, "inplace")) {
-        const char *s = (const char *)v->data.scalar.value;
-        if (strcmp(s, "true") != 0 && strcmp(s, "false") != 0)
-            NODE_ERROR(f, v, "inplace must be true or false, not '%s'", s), ok = false;
-        op->inplace = !strcmp(s, "true");
-        if (op->inplace && (op->n_args < 1 || op->args[0].type != ARG_TENSOR ||
-                            strcmp(op->args[0].name, "self") != 0))
-            NODE_ERROR(f, v, "inplace: true needs `Tensor self` as the first argument"), ok = false;
-    }
+    ok &= get_bool(f, map, "random", &op->random);
+    ok &= get_bool(f, map, "view", &op->view);
+    ok &= get_bool(f, map, "inplace", &op->inplace);
+    if (op->inplace && (op->n_args < 1 || op->args[0].type != ARG_TENSOR ||
+                        strcmp(op->args[0].name, "self") != 0))
+        NODE_ERROR(f, lookup(f, map, "inplace"),
+                   "inplace: true needs `Tensor self` as the first argument"), ok = false;
     if ((v = lookup(f, map, "operator")) && scalar(f, v, "operator")) {
         static const char *const metamethods[] = {"__add", "__sub", "__mul", "__div", "__mod",
                                                   "__pow", "__unm", "__idiv", NULL};

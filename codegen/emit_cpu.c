@@ -239,7 +239,7 @@ void emit_backend_c(const gen_model *m, const gen_options *o, strbuf *b) {
                      "full_codegen ops, the hand-written kernels of the supported ops (in %s), "
                      "and the table indexed by ltc_op (NULL: the op falls back to the reference "
                      "backend).", be, o->impl_path);
-    emit_banner(b, o, file.s, what.s);
+    emit_banner(b, o, file.s, what.s, true);
     sb_free(&file);
     sb_free(&what);
     sb_puts(b, "#include <stdbool.h>\n#include <stdint.h>\n#include <tgmath.h>\n\n"

@@ -40,7 +40,8 @@ void emit_derivs_c(const gen_model *m, const gen_options *o, strbuf *b) {
     emit_banner(b, o, "derivatives.c",
                 "The derivative formulas of ops.yaml as C (codegen/emit_derivs_c.c): for every op "
                 "with an entry point its ltc_derivative (src/core/ltc_derivative.h), with the "
-                "backward function translated from the formulas, NULL where they could not be.");
+                "backward function translated from the formulas, NULL where they could not be.",
+                false);
     sb_puts(b, "#include <math.h>\n#include <stdlib.h>\n#include <string.h>\n\n"
                "#include \"grad_formulas.h\"\n#include \"ltc_derivative.h\"\n\n"
                "#define TRY(x)                                                              "

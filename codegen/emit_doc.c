@@ -66,8 +66,7 @@ static void emit_section(strbuf *b, const gen_op *op, const gen_options *o) {
         }
         sb_puts(b, "\n\n");
     } else {
-        sb_printf(b, "Internal IR node (%s): no Lua function and no C entry.\n\n",
-                  op->non_native ? "non_native" : "ir_gen");
+        sb_puts(b, "Internal IR node (non_native): no Lua function and no C entry.\n\n");
     }
     sb_printf(b, "Schema: `%s`\n\n", op->schema);
     if (op->doc) sb_printf(b, "%s\n\n", op->doc);
@@ -109,7 +108,6 @@ static void emit_section(strbuf *b, const gen_op *op, const gen_options *o) {
         sb_printf(b, "hand-written kernel `ltc_%s_kernel_%s` (supported)\n", o->backend_name,
                   op->cname);
         break;
-    case LOWER_IR_GEN: sb_puts(b, "IR node only (ir_gen)\n"); break;
     default:
         sb_puts(b, op->non_native ? "handled by the executor (non_native)\n"
                                   : "not lowered; runs on the reference backend (fallback)\n");

@@ -206,7 +206,7 @@ void emit_lua_c(const gen_model *m, const gen_options *o, strbuf *b) {
                 "The Lua binding of every op: check all arguments (raising before anything is "
                 "allocated), convert the operands, call the C entry, release, raise on error, "
                 "push the results. Overloads sharing a name are tried in order of decreasing "
-                "count of required arguments.");
+                "count of required arguments.", false);
     sb_puts(b, "#include <math.h>\n#include <stdbool.h>\n\n#include \"ltc_ir.h\"\n"
                "#include \"ltc_lua.h\"\n\n");
     sb_puts(b, "/* A bool argument (true or false; `def` when nil or absent). */\n"

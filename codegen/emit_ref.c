@@ -69,7 +69,7 @@ void emit_ref_c(const gen_model *m, const gen_options *o, strbuf *b) {
                      "not to be fast: it is the oracle the CPU backend is tested against and "
                      "the eager fallback for ops the CPU backend does not lower.",
               o->ref_impl_path);
-    emit_banner(b, o, "ref_ops.c", what.s);
+    emit_banner(b, o, "ref_ops.c", what.s, false);
     sb_free(&what);
     sb_puts(b, "#include <stdbool.h>\n#include <stdint.h>\n#include <tgmath.h>\n\n"
                "#include \"ltc_kernel.h\"\n#include \"ref.h\"\n");

@@ -7,6 +7,10 @@
  *   ltcgen --source codegen/ops.yaml --backend-yaml codegen/cpu_backend.yaml \
  *          --output-dir gen --impl-path src/cpu --shape-header src/core/shape_inference.h \
  *          --backend-name cpu [--dry-run]
+ *
+ * With --backend-only it writes one more backend's glue (<name>_ops.c) and nothing of the
+ * core, as gen_lazy_tensor.py runs once per backend: the core's files come from ops.yaml
+ * alone, so they need no rewriting for another backend YAML.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -20,13 +24,15 @@
 static const char usage[] =
     "usage: ltcgen [--source FILE] [--backend-yaml FILE] [--output-dir DIR] [--impl-path DIR]\n"
     "              [--shape-header FILE] [--backend-name NAME] [--ref-impl-path DIR]\n"
-    "              [--device-yaml FILE] [--dry-run]\n"
+    "              [--device-yaml FILE] [--backend-only] [--dry-run]\n"
     "Generates ltc_ops.h, ltc_ops.c, <backend>_ops.c, lua_ops.c, ops.md and ops_meta.lua\n"
     "from the op schemas, and ref_ops.c (the reference backend's kernels, hand-written ones in DIR)\n"
     "when --ref-impl-path is given. Defaults: codegen/ops.yaml, codegen/cpu_backend.yaml,\n"
     "gen, src/cpu, src/core/shape_inference.h, cpu. --dry-run checks and lists the files\n"
     "without writing. --device-yaml adds a device backend's column (its `lowered` ops) to\n"
-    "ops.md.\n";
+    "ops.md. --backend-only writes only <backend>_ops.c (another backend's glue; the core's\n"
+    "files, which come from the op schemas alone, are left alone) and checks only that\n"
+    "backend's lowerings.\n";
 
 /* Parses the command line into o; returns false (after a message) on a bad option. */
 static bool parse_args(int argc, char **argv, gen_options *o) {
@@ -43,6 +49,10 @@ static bool parse_args(int argc, char **argv, gen_options *o) {
         const char *a = argv[i];
         if (!strcmp(a, "--dry-run")) {
             o->dry_run = true;
+            continue;
+        }
+        if (!strcmp(a, "--backend-only")) {
+            o->backend_only = true;
             continue;
         }
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -69,6 +79,11 @@ static bool parse_args(int argc, char **argv, gen_options *o) {
             cg_error("unknown option '%s'\n%s", a, usage);
             return false;
         }
+    }
+    if (o->backend_only && (o->ref_impl_path || o->device_yaml)) {
+        cg_error("--backend-only writes only the backend's glue: %s belongs to the core's run",
+                 o->ref_impl_path ? "--ref-impl-path" : "--device-yaml");
+        return false;
     }
     return true;
 }
@@ -163,6 +178,7 @@ int main(int argc, char **argv) {
     bool ok = true;
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         if (files[i].emit == emit_ref_c && !o.ref_impl_path) continue;
+        if (o.backend_only && files[i].emit != emit_backend_c) continue;
         strbuf text = {0};
         files[i].emit(&m, &o, &text);
         ok &= write_if_changed(&o, files[i].name, &text);

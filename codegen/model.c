@@ -1,7 +1,9 @@
 /*
  * model.c - loading ops.yaml and the backend YAML (libyaml's document API) into the
- * model: one gen_op per entry, lowerings from the backend's lists, non_native ops, all
- * sorted by full name. Every problem is reported with file:line:column.
+ * model: one gen_op per entry of ops.yaml (non_native ones included), sorted by full name,
+ * and lowerings from the backend's lists. The ops come from ops.yaml alone, so the core's
+ * generated files do not depend on the backend YAML. Every problem is reported with
+ * file:line:column.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,8 +21,10 @@ typedef struct yfile {
 static const char *const op_keys[] = {"func", "doc", "shape", "dtypes", "expr",
                                       "expr_int", "out", "random", "view", "inplace",
                                       "operator",
-                                      "derivatives", NULL};
-static const char *const non_native_keys[] = {"func", "doc", NULL};
+                                      "derivatives", "non_native", NULL};
+static const char *const non_native_keys[] = {"func", "doc", "non_native", NULL};
+/* ir_gen and non_native are PyTorch's backend YAML keys; here they would add node kinds to
+ * the core, so only an empty list is accepted (load_backend says where the entries go). */
 static const char *const backend_keys[] = {"backend", "full_codegen", "supported", "ir_gen",
                                            "non_native", NULL};
 
@@ -195,13 +199,31 @@ static bool parse_promote_list(gen_op *op, const char *s) {
     return op->promote_mask != 0;
 }
 
-/* Reads one op entry (a mapping with func, doc, ...); returns false on a problem. */
-static bool load_op(gen_model *m, yfile *f, yaml_node_t *map, bool non_native) {
+/* Reads `key: true|false` into *out (false when absent); reports another value. */
+static bool get_bool(yfile *f, yaml_node_t *map, const char *key, bool *out) {
+    yaml_node_t *v = lookup(f, map, key);
+    *out = false;
+    if (!v) return true;
+    const char *s = scalar(f, v, key);
+    if (!s) return false;
+    if (strcmp(s, "true") != 0 && strcmp(s, "false") != 0) {
+        NODE_ERROR(f, v, "%s must be true or false, not '%s'", key, s);
+        return false;
+    }
+    *out = !strcmp(s, "true");
+    return true;
+}
+
+/* Reads one op entry (a mapping with func, doc, ...); returns false on a problem. An entry
+ * with `non_native: true` is an IR node with no entry: it takes only func and doc. */
+static bool load_op(gen_model *m, yfile *f, yaml_node_t *map) {
     if (map->type != YAML_MAPPING_NODE) {
         NODE_ERROR(f, map, "an op entry must be a mapping with a 'func' key");
         return false;
     }
-    bool ok = check_keys(f, map, non_native ? non_native_keys : op_keys);
+    bool non_native;
+    bool ok = get_bool(f, map, "non_native", &non_native);
+    ok &= check_keys(f, map, non_native ? non_native_keys : op_keys);
     yaml_node_t *func = lookup(f, map, "func");
     if (!func) {
         NODE_ERROR(f, map, "op entry has no 'func' (its schema)");
@@ -243,27 +265,13 @@ static bool load_op(gen_model *m, yfile *f, yaml_node_t *map, bool non_native) {
             NODE_ERROR(f, v, "out must be 'bool' (or left out)"), ok = false;
         op->out_bool = true;
     }
-    if ((v = lookup(f, map, "random")) && scalar(f, v, "random")) {
-        const char *s = (const char *)v->data.scalar.value;
-        if (strcmp(s, "true") != 0 && strcmp(s, "false") != 0)
-            NODE_ERROR(f, v, "random must be true or false, not '%s'", s), ok = false;
-        op->random = !strcmp(s, "true");
-    }
-    if ((v = lookup(f, map, "view")) && scalar(f, v, "view")) {
-        const char *s = (const char *)v->data.scalar.value;
-        if (strcmp(s, "true") != 0 && strcmp(s, "false") != 0)
-            NODE_ERROR(f, v, "view must be true or false, not '%s'", s), ok = false;
-        op->view = !strcmp(s, "true");
-    }
-    if ((v = lookup(f, map, "inplace")) && scalar(f, v, "inplace")) {
-        const char *s = (const char *)v->data.scalar.value;
-        if (strcmp(s, "true") != 0 && strcmp(s, "false") != 0)
-            NODE_ERROR(f, v, "inplace must be true or false, not '%s'", s), ok = false;
-        op->inplace = !strcmp(s, "true");
-        if (op->inplace && (op->n_args < 1 || op->args[0].type != ARG_TENSOR ||
-                            strcmp(op->args[0].name, "self") != 0))
-            NODE_ERROR(f, v, "inplace: true needs `Tensor self` as the first argument"), ok = false;
-    }
+    ok &= get_bool(f, map, "random", &op->random);
+    ok &= get_bool(f, map, "view", &op->view);
+    ok &= get_bool(f, map, "inplace", &op->inplace);
+    if (op->inplace && (op->n_args < 1 || op->args[0].type != ARG_TENSOR ||
+                        strcmp(op->args[0].name, "self") != 0))
+        NODE_ERROR(f, lookup(f, map, "inplace"),
+                   "inplace: true needs `Tensor self` as the first argument"), ok = false;
     if ((v = lookup(f, map, "operator")) && scalar(f, v, "operator")) {
         static const char *const metamethods[] = {"__add", "__sub", "__mul", "__div", "__mod",
                                                   "__pow", "__unm", "__idiv", NULL};
@@ -292,14 +300,14 @@ static bool load_ops(gen_model *m, yfile *f) {
     bool ok = true;
     for (yaml_node_item_t *it = root->data.sequence.items.start;
          it < root->data.sequence.items.top; it++)
-        ok &= load_op(m, f, node_at(f, *it), false);
+        ok &= load_op(m, f, node_at(f, *it));
     return ok;
 }
 
-/* Applies one backend list (full_codegen, supported, ir_gen) to the ops it names. */
+/* Applies one backend list (full_codegen, supported) to the ops it names. */
 static bool load_list(gen_model *m, yfile *f, yaml_node_t *map, const char *key, lowering lower,
                       const char *ops_path) {
-    static const char *const list_names[] = {"", "full_codegen", "supported", "ir_gen"};
+    static const char *const list_names[] = {"", "full_codegen", "supported"};
     yaml_node_t *list = lookup(f, map, key);
     if (!list || is_null(list)) return true;
     if (list->type != YAML_SEQUENCE_NODE) {
@@ -314,8 +322,12 @@ static bool load_list(gen_model *m, yfile *f, yaml_node_t *map, const char *key,
         gen_op *op = name ? model_find(m, name) : NULL;
         if (!name) {
             ok = false;
-        } else if (!op || op->non_native) {
+        } else if (!op) {
             NODE_ERROR(f, n, "%s lists '%s', which is not an op of %s", key, name, ops_path);
+            ok = false;
+        } else if (op->non_native) {
+            NODE_ERROR(f, n, "%s lists '%s', a non_native node of %s (it has no entry to lower)",
+                       key, name, ops_path);
             ok = false;
         } else if (op->lower != LOWER_NONE) {
             NODE_ERROR(f, n, "'%s' is listed in %s and in %s", name, list_names[op->lower], key);
@@ -327,7 +339,20 @@ static bool load_list(gen_model *m, yfile *f, yaml_node_t *map, const char *key,
     return ok;
 }
 
-/* Loads the backend YAML: the backend name, the lowering lists and non_native ops. */
+/* Reports a non-empty `ir_gen` or `non_native` list of the backend YAML: node kinds of
+ * the core, which belong in ops.yaml (as entries with `non_native: true`). */
+static bool refuse_core_list(yfile *f, yaml_node_t *root, const char *key, const char *ops_path) {
+    yaml_node_t *v = lookup(f, root, key);
+    if (!v || is_null(v) || (v->type == YAML_SEQUENCE_NODE &&
+                             v->data.sequence.items.start == v->data.sequence.items.top))
+        return true;
+    NODE_ERROR(f, v, "%s: a backend YAML only chooses lowerings; the core's node kinds come "
+               "from %s alone: give each entry there with `non_native: true` (an IR node with "
+               "no entry) and leave %s empty", key, ops_path, key);
+    return false;
+}
+
+/* Loads the backend YAML: the backend name and the lowering lists. */
 static bool load_backend(gen_model *m, yfile *f, const char *ops_path) {
     yaml_node_t *root = yaml_document_get_root_node(&f->doc);
     if (!root || root->type != YAML_MAPPING_NODE) {
@@ -342,17 +367,8 @@ static bool load_backend(gen_model *m, yfile *f, const char *ops_path) {
     }
     ok &= load_list(m, f, root, "full_codegen", LOWER_FULL, ops_path);
     ok &= load_list(m, f, root, "supported", LOWER_SUPPORTED, ops_path);
-    ok &= load_list(m, f, root, "ir_gen", LOWER_IR_GEN, ops_path);
-    yaml_node_t *nn = lookup(f, root, "non_native");
-    if (nn && !is_null(nn)) {
-        if (nn->type != YAML_SEQUENCE_NODE) {
-            NODE_ERROR(f, nn, "non_native must be a list of mappings with func and doc");
-            return false;
-        }
-        for (yaml_node_item_t *it = nn->data.sequence.items.start;
-             it < nn->data.sequence.items.top; it++)
-            ok &= load_op(m, f, node_at(f, *it), true);
-    }
+    ok &= refuse_core_list(f, root, "ir_gen", ops_path);
+    ok &= refuse_core_list(f, root, "non_native", ops_path);
     return ok;
 }
 
@@ -407,7 +423,7 @@ bool model_load(gen_model *m, const char *ops_path, const char *backend_path) {
     return true;
 }
 
-bool op_has_entry(const gen_op *op) { return !op->non_native && op->lower != LOWER_IR_GEN; }
+bool op_has_entry(const gen_op *op) { return !op->non_native; }
 
 void model_free(gen_model *m) {
     for (int i = 0; i < m->n_ops; i++) {

@@ -61,12 +61,12 @@ bool arg_is_optional(const gen_arg *a);
 
 typedef enum { DTYPES_NONE = 0, DTYPES_COMMON, DTYPES_FLOAT } dtype_rule;
 
-/* How the backend lowers an op (the backend YAML's lists). */
+/* How the backend lowers an op (the backend YAML's lists). A backend YAML chooses only
+ * this: the ops, their IR nodes and entries (the core's files) come from ops.yaml alone. */
 typedef enum {
     LOWER_NONE = 0,  /* in no list: reference-backend fallback */
     LOWER_FULL,      /* full_codegen: generated elementwise kernel */
     LOWER_SUPPORTED, /* supported: hand-written kernel */
-    LOWER_IR_GEN,    /* ir_gen: IR node only */
 } lowering;
 
 typedef struct gen_op {
@@ -95,7 +95,7 @@ typedef struct gen_op {
     bool has_derivs, not_differentiable;
     char **deriv_inputs, **deriv_exprs; /* n_derivs each */
     int n_derivs, deriv_line, deriv_col;
-    bool non_native;
+    bool non_native; /* `non_native: true` in ops.yaml: an IR node with no entry */
     lowering lower;
     bool device_lowered; /* listed in the device backend YAML's `lowered` (--device-yaml) */
     gen_arg *args;
@@ -107,7 +107,7 @@ typedef struct gen_op {
 } gen_op;
 
 typedef struct gen_model {
-    gen_op *ops; /* all ops (ops.yaml and non_native), sorted by full name after loading */
+    gen_op *ops; /* all ops of ops.yaml (non_native ones included), sorted by full name */
     int n_ops;
     char *backend; /* the backend YAML's `backend:` */
 } gen_model;
@@ -116,9 +116,9 @@ typedef struct gen_model {
  * Reports an error at op->file/line/col and returns false if it is malformed. */
 bool schema_parse(gen_op *op, const char *schema);
 
-/* Loads ops.yaml (appending its ops to m) and the backend YAML (setting lowerings and
- * appending non_native ops). Reports every problem found; returns false if there was any.
- * On success the ops are sorted by full name. */
+/* Loads ops.yaml (appending its ops to m) and the backend YAML (setting lowerings; it
+ * adds no op). Reports every problem found; returns false if there was any. On success
+ * the ops are sorted by full name. */
 bool model_load(gen_model *m, const char *ops_path, const char *backend_path);
 
 /* Frees everything model_load allocated. */
@@ -131,7 +131,7 @@ bool model_load_device(gen_model *m, const char *path, char **name);
 /* The op with this full name, or NULL. */
 gen_op *model_find(gen_model *m, const char *full_name);
 
-/* True for ops that get a C entry and a Lua binding: ops.yaml ops not in ir_gen. */
+/* True for ops that get a C entry and a Lua binding: those not marked non_native. */
 bool op_has_entry(const gen_op *op);
 
 /* Number of Tensor/Scalar arguments; whether there is a Tensor[] argument. */
@@ -155,10 +155,14 @@ typedef struct gen_options {
     const char *device_yaml;   /* --device-yaml: a device backend's YAML (opencl_backend.yaml) */
     const char *device_name;   /* its `backend:` (set when loaded) */
     bool dry_run;
+    /* --backend-only: write only <backend>_ops.c and check only the backend's lowerings
+     * (full_codegen exprs, supported kernels), not what the core's files need. */
+    bool backend_only;
 } gen_options;
 
-/* Checks the model against the shape header and the hand-written kernels; reports every
- * problem found and returns false if there was any. */
+/* Checks the model against the shape header and the hand-written kernels (only the
+ * latter, and the full_codegen exprs, with o->backend_only); reports every problem found
+ * and returns false if there was any. */
 bool model_validate(const gen_model *m, const gen_options *o);
 
 /* ---- emitters (emit_*.c): each appends one output file's text to `b` ---------------- */
@@ -213,7 +217,10 @@ void emit_op_attrs(const gen_model *m, strbuf *b);
 void emit_entry_params(const gen_op *op, strbuf *b);
 /* The comment above an op's generated code: its schema (wrapped if long), then its doc. */
 void emit_op_comment(strbuf *b, const gen_op *op, bool with_doc);
-/* The comment that starts a generated C file: its name, its sources, then `what` wrapped. */
-void emit_banner(strbuf *b, const gen_options *o, const char *file, const char *what);
+/* The comment that starts a generated C file: its name, its sources, then `what` wrapped.
+ * The sources are ops.yaml, and the backend YAML only for a backend's glue (`backend`): the
+ * core's files come from ops.yaml alone. */
+void emit_banner(strbuf *b, const gen_options *o, const char *file, const char *what,
+                 bool backend);
 
 #endif

@@ -140,18 +140,6 @@ char *cg_c_name(const char *full_name, bool upper) {
     return s;
 }
 
-/* True for characters that may appear in a C identifier. */
-static bool is_ident_char(char c) { return isalnum((unsigned char)c) || c == '_'; }
-
-bool cg_has_call(const char *text, const char *ident) {
-    size_t n = strlen(ident);
-    for (const char *p = strstr(text, ident); p; p = strstr(p + 1, ident)) {
-        if (p > text && is_ident_char(p[-1])) continue;
-        if (p[n] == '(') return true;
-    }
-    return false;
-}
-
 void sb_wrap(strbuf *b, const char *prefix, const char *text, int width) {
     int avail = width - (int)strlen(prefix);
     const char *p = text;

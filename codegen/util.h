@@ -41,10 +41,6 @@ char *cg_read_file(const char *path, size_t *len);
 /* "max.dim" -> "max_dim" (new string); upper-cases too when `upper`. */
 char *cg_c_name(const char *full_name, bool upper);
 
-/* True when `text` contains `ident` followed by '(' and not preceded by an identifier
- * character: a call or declaration of the function `ident`. */
-bool cg_has_call(const char *text, const char *ident);
-
 /* Appends `text` word-wrapped so that lines (with `prefix`, e.g. " * ") stay within `width`
  * columns; each line ends with '\n'. "*" "/" is broken up so the text can sit in a C comment. */
 void sb_wrap(strbuf *b, const char *prefix, const char *text, int width);

@@ -89,6 +89,43 @@ expect_error "missing hand-written kernel names the function to define" "$k"
 if grep -q "'done'" "$TMP/err"; then fail "an existing kernel is found" "done was reported"
 else pass "an existing kernel is found"; fi
 
+# 4b. a kernel must be defined, with the kernel signature, not static: a name in a comment,
+# a string, a macro or a call, a declaration alone or a wrong signature fail with the line
+# to write; a definition as it should be passes.
+run_fixture kernel_checks
+d="$T/kernel_checks/impl"
+sig="(const ltc_kernel_args *a)"
+expect_error "a kernel named only in comments, a string, a macro and a call is missing" \
+    "error: supported op 'incomment' has no hand-written kernel: define ltc_status ltc_cpu_kernel_incomment$sig in $d/"
+expect_error "a kernel with a wrong signature names the file, the line and the line to write" \
+    "error: supported op 'wrongsig': ltc_cpu_kernel_wrongsig at $d/kernels.c:9 is \`ltc_status ltc_cpu_kernel_wrongsig(const ltc_kernel_args *, int)\`, not a kernel; define it in $d/ as:" \
+    "    ltc_status ltc_cpu_kernel_wrongsig$sig" \
+    "error: supported op 'wrongret': ltc_cpu_kernel_wrongret at $d/kernels.c:14 is \`int ltc_cpu_kernel_wrongret(const ltc_kernel_args *)\`, not a kernel; define it in $d/ as:" \
+    "    ltc_status ltc_cpu_kernel_wrongret$sig"
+expect_error "a kernel declared only, or static, is refused with the line to write" \
+    "error: supported op 'declonly': ltc_cpu_kernel_declonly is declared at $d/kernels.c:16 but defined nowhere in $d/; define it there:" \
+    "    ltc_status ltc_cpu_kernel_declonly$sig" \
+    "error: supported op 'isstatic': ltc_cpu_kernel_isstatic at $d/kernels.c:18 is static"
+if grep -q "'good'" "$TMP/err" || ! grep -q "^ltcgen: 5 errors" "$TMP/err"
+then fail "a kernel defined as it should be passes" "good was reported"
+else pass "a kernel defined as it should be passes"; fi
+
+# 4c. a shape function must be declared with the parameter types its schema gives (names
+# may differ) and return ltc_status; a name in a comment or a macro does not count.
+run_fixture shape_checks
+h="$T/shape_checks/shape.h"
+expect_error "a shape function named only in a comment and a macro is missing" \
+    "error: op 'incomment' has no shape function; add to $h:" \
+    "    ltc_status ltc_shape_incomment(const ltc_shape *self, int64_t dim, ltc_shape *out);"
+expect_error "a shape function with a wrong signature names the file, the line and the line to add" \
+    "error: op 'wrongsig': ltc_shape_wrongsig at $h:5 is \`ltc_status ltc_shape_wrongsig(const ltc_shape *, ltc_shape *)\`, not \`ltc_status ltc_shape_wrongsig(const ltc_shape *, const ltc_shape *, ltc_shape *)\` as the op's schema needs; declare it in $h as:" \
+    "    ltc_status ltc_shape_wrongsig(const ltc_shape *self, const ltc_shape *other, ltc_shape *out);" \
+    "error: op 'wrongret': ltc_shape_wrongret at $h:7 is \`void ltc_shape_wrongret(const ltc_shape *, ltc_shape *)\`" \
+    "    ltc_status ltc_shape_wrongret(const ltc_shape *self, ltc_shape *out);"
+if grep -q -e "'good'" -e "'exported'" "$TMP/err" || ! grep -q "^ltcgen: 3 errors" "$TMP/err"
+then fail "a shape function declared as it should be passes" "good or exported was reported"
+else pass "a shape function declared as it should be passes"; fi
+
 # 5. load errors: unknown key, bad schemas, a list name that is not an op; all reported
 run_fixture bad_entries
 expect_error "unknown keys, bad schemas and unknown op names are all reported" \
@@ -107,8 +144,9 @@ else fail "$name" "rc=$rc"; fi
 # 7. the real ops.yaml, twice: byte-identical output; a third run rewrites nothing.
 # The supported ops' kernels may not be written yet: a stub file names them all.
 mkdir -p "$TMP/impl"
-sed -n '/^supported:/,/^[a-z_]*:/s/^ *- *\([a-z0-9_.]*\).*/ltc_status ltc_cpu_kernel_\1(void);/p' \
-    codegen/cpu_backend.yaml | tr . _ >"$TMP/impl/stub.c"
+sed -n '/^supported:/,/^[a-z_]*:/s/^ *- *\([a-z0-9_.]*\).*/\1/p' codegen/cpu_backend.yaml |
+    tr . _ | sed 's/.*/ltc_status ltc_cpu_kernel_&(const ltc_kernel_args *a) { return 0; }/' \
+    >"$TMP/impl/stub.c"
 real() {
     "$GEN" --source codegen/ops.yaml --backend-yaml codegen/cpu_backend.yaml --output-dir "$1" \
         --impl-path "$TMP/impl" --shape-header src/core/shape_inference.h --backend-name cpu \
@@ -122,6 +160,71 @@ touch -d '2000-01-01' "$TMP/a"/*
 if real "$TMP/a" && [ ! -s "$TMP/out" ] && [ -z "$(find "$TMP/a" -type f -newermt '2001-01-01')" ]
 then pass "an unchanged file is not rewritten"
 else fail "an unchanged file is not rewritten" "files were touched"; fi
+
+# 8. the core's files come from ops.yaml alone: another backend YAML (other lowerings, no
+# non_native list) gives byte-identical core files; ops.md differs only in its backend lines.
+"$GEN" --source codegen/ops.yaml --backend-yaml $T/second_backend/backend.yaml \
+    --output-dir "$TMP/toy" --impl-path $T/second_backend/impl \
+    --shape-header src/core/shape_inference.h --backend-name toy >"$TMP/out" 2>"$TMP/err"
+rc=$?
+name="another backend YAML gives the same core files"
+core="ltc_ops.h ltc_ops.c lua_ops.c derivatives.c derivatives.lua ops_meta.lua"
+if [ "$rc" -ne 0 ]; then fail "$name" "rc=$rc"
+else
+    for f in $core; do cmp "$TMP/a/$f" "$TMP/toy/$f" >>"$TMP/err" 2>&1 || rc=1; done
+    if [ "$rc" -eq 0 ] && [ -f "$TMP/toy/toy_ops.c" ] && [ ! -e "$TMP/toy/cpu_ops.c" ]
+    then pass "$name"; else fail "$name" "core files differ"; fi
+fi
+name="ops.md differs only in the lines naming the backend"
+for d in a toy; do
+    grep -v -e '^- [a-z]* backend: ' -e '^Generated by ltcgen from ' "$TMP/$d/ops.md" \
+        >"$TMP/$d.md"
+done
+if diff "$TMP/a.md" "$TMP/toy.md" >"$TMP/err" 2>&1 && grep -q '^- toy backend: ' "$TMP/toy/ops.md"
+then pass "$name"; else fail "$name" "other lines differ"; fi
+name="the enum is the same whatever the backend YAML (device_data is in ops.yaml)"
+if grep -q '^    LTC_OP_DEVICE_DATA,' "$TMP/toy/ltc_ops.h" &&
+    ! grep -q -e '^non_native:' -e 'func:' codegen/cpu_backend.yaml $T/second_backend/backend.yaml
+then pass "$name"; else fail "$name" "LTC_OP_DEVICE_DATA missing"; fi
+
+# 9. --backend-only: a second backend's glue next to the core's files, which it leaves alone
+# (not rewritten, not even checked: no shape header is needed), as gen_lazy_tensor.py runs
+# per backend. Its glue is the one a full run for that backend writes.
+touch -d '2000-01-01' "$TMP/a"/*
+"$GEN" --source codegen/ops.yaml --backend-yaml $T/second_backend/backend.yaml \
+    --output-dir "$TMP/a" --impl-path $T/second_backend/impl --shape-header "$TMP/none.h" \
+    --backend-name toy --backend-only >"$TMP/out" 2>"$TMP/err"
+rc=$?
+name="--backend-only writes only the backend's glue"
+if [ "$rc" -eq 0 ] && [ "$(cat "$TMP/out")" = "ltcgen: wrote $TMP/a/toy_ops.c" ] &&
+    cmp -s "$TMP/a/toy_ops.c" "$TMP/toy/toy_ops.c" &&
+    [ "$(find "$TMP/a" -type f -newermt '2001-01-01')" = "$TMP/a/toy_ops.c" ]
+then pass "$name"; else fail "$name" "rc=$rc; $(cat "$TMP/out")"; fi
+name="--backend-only leaves the core's files as they were"
+if diff -r -x toy_ops.c "$TMP/a" "$TMP/b" >"$TMP/err" 2>&1 && [ ! -e "$TMP/none.h" ]
+then pass "$name"; else fail "$name" "core files changed"; fi
+"$GEN" --source codegen/ops.yaml --backend-yaml $T/second_backend/backend.yaml \
+    --output-dir "$TMP/a" --impl-path $T/second_backend/impl --backend-name toy \
+    --backend-only --ref-impl-path src/ref >"$TMP/out" 2>"$TMP/err"
+rc=$?
+expect_error "--backend-only refuses the core's options" \
+    "error: --backend-only writes only the backend's glue: --ref-impl-path belongs to the core's run"
+"$GEN" --source codegen/ops.yaml --backend-yaml $T/second_backend/backend.yaml \
+    --output-dir "$TMP/never" --impl-path $T/missing_kernel/impl --backend-name toy \
+    --backend-only >"$TMP/out" 2>"$TMP/err"
+rc=$?
+expect_error "--backend-only still checks the backend's own kernels" \
+    "error: supported op 'mm' has no hand-written kernel: define ltc_status ltc_toy_kernel_mm("
+
+# 10. a backend YAML that would add node kinds (PyTorch's ir_gen and non_native) is refused
+"$GEN" --source $T/all_types/ops.yaml --backend-yaml $T/core_in_backend/backend.yaml \
+    --shape-header $T/all_types/shape.h --impl-path $T/all_types/impl --dry-run \
+    >"$TMP/out" 2>"$TMP/err"
+rc=$?
+expect_error "ir_gen and non_native in a backend YAML are refused, pointing to ops.yaml" \
+    "$T/core_in_backend/backend.yaml:5:9: ir_gen: a backend YAML only chooses lowerings" \
+    "$T/core_in_backend/backend.yaml:7:3: non_native: a backend YAML only chooses lowerings" \
+    "the core's node kinds come from $T/all_types/ops.yaml alone"
 
 echo "1..$n"
 [ "$failed" -eq 0 ]

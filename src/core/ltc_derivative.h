@@ -84,7 +84,7 @@ typedef struct ltc_derivative {
 } ltc_derivative;
 
 /* The generated table (gen/derivatives.c): the entry of an op by its LTC_OP_* number, NULL
- * for ops without an entry point (ir_gen ops, device_data). */
+ * for ops without an entry point (the non_native nodes of ops.yaml, such as device_data). */
 const ltc_derivative *ltc_derivative_of(int op);
 /* By full op name ("max.dim"); NULL if none. */
 const ltc_derivative *ltc_derivative_find(const char *name);

@@ -48,6 +48,21 @@ describe("devices", function()
     assert.are.equal("cpu:0", ltc.default_device())
   end)
 
+  it("place them under a device guard of this thread, never switching the default", function()
+    local core = require "ltc.core"
+    assert.is_nil(core._device_guard("ref:0"))        -- no guard before
+    assert.are.equal("ref:0", ltc.zeros(1):device())   -- the guard places new tensors
+    assert.are.equal("ref:0", ltc.default_device())    -- this thread's default, as torch.device()'s context
+    assert.are.equal("ref:0", core._device_guard(nil)) -- removed, the previous one returned
+    assert.are.equal("cpu:0", ltc.zeros(1):device())
+    -- the option nests in a guard and gives it back
+    core._device_guard("ref")
+    assert.are.equal("cpu:0", ltc.zeros(1, {device = "cpu"}):device())
+    assert.are.equal("ref:0", ltc.zeros(1):device())
+    core._device_guard(nil)
+    assert.has_error(function() core._device_guard("nope") end)
+  end)
+
   it("move values with t:to(device), counted as transfers", function()
     local a = ltc.tensor({{1, 2}, {3, 4}}) * 2
     ltc.metrics.reset()

@@ -173,7 +173,8 @@ end
 M.to = methods.to
 
 -- Creation functions take a trailing options table {device = "toy:0"} (PyTorch's device=
--- keyword): the tensor is made with that device as the default, which is then restored.
+-- keyword): the tensor is made under a device guard for that device (this thread only, as
+-- PyTorch's DeviceGuard), which is then restored.
 local function with_device(fn)
   return function(...)
     local n = select("#", ...)
@@ -181,10 +182,9 @@ local function with_device(fn)
     if type(last) ~= "table" or core.is_tensor(last) or last.device == nil or last[1] ~= nil then
       return fn(...)
     end
-    local prev = core.default_device()
-    core.set_default_device(last.device)
+    local prev = core._device_guard(last.device)
     local res = table.pack(pcall(fn, table.unpack(table.pack(...), 1, n - 1)))
-    core.set_default_device(prev)
+    core._device_guard(prev)
     if not res[1] then error(res[2], 0) end
     return table.unpack(res, 2, res.n)
   end

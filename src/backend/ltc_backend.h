@@ -207,6 +207,13 @@ ltc_device ltc_device_default(void);
 /* Makes `dev` the default device (and its backend the default backend). LTC_ERR_ARG for an
  * unknown type or an ordinal the backend does not have. Process-wide. */
 ltc_status ltc_device_set_default(ltc_device dev);
+/* A device guard (PyTorch's c10::DeviceGuard): for the calling thread only, new tensors are
+ * made on `dev` (its backend and ordinal) instead of the default device until the guard is
+ * set back. ltc_device_guard sets it and returns the previous guard in *prev ({NULL, 0}: no
+ * guard); passing {NULL, 0} removes it. LTC_ERR_ARG as ltc_device_set_default. The
+ * creation functions' `device` option (ltc.zeros(2, {device = "toy:0"})) use it, so another
+ * thread's tensors are never placed by it. */
+ltc_status ltc_device_guard(ltc_device dev, ltc_device *prev);
 /* Parses "type" or "type:N" (a registered type; N below its device count). The type string
  * in *out is the backend's own name (static). LTC_ERR_ARG naming the problem otherwise. */
 ltc_status ltc_device_parse(const char *s, ltc_device *out);

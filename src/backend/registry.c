@@ -83,7 +83,11 @@ ltc_backend *ltc_backend_get_index(int i) {
 
 int ltc_backend_count(void) { return __atomic_load_n(&n_backends, __ATOMIC_ACQUIRE); }
 
+/* The thread's device guard (device.c sets it): its backend, or NULL. */
+_Thread_local ltc_backend *ltc_guard_backend;
+
 ltc_backend *ltc_backend_default(void) {
+    if (ltc_guard_backend) return ltc_guard_backend;
     return __atomic_load_n(&default_backend, __ATOMIC_ACQUIRE);
 }
 

@@ -78,6 +78,10 @@ void ltc_tensor_history_clear(ltc_tensor *t);
 /* device.c: the default device (what new tensors are made on), and moving data between
  * backends through the host (data_to_host, then data_from_host). */
 extern ltc_device ltc_default_dev;
+/* The calling thread's device guard (ltc_device_guard): its backend (NULL: none, registry.c)
+ * and ordinal. ltc_backend_default() answers the guard's backend while one is set. */
+extern _Thread_local ltc_backend *ltc_guard_backend;
+extern _Thread_local int ltc_guard_ordinal;
 /* Copies bytes [offset, offset + n) of d's value to host: the backend's data_read slot, or
  * its data_to_host of the whole value into a scratch buffer. */
 ltc_status ltc_data_read(const ltc_data *d, size_t offset, size_t n, void *host);

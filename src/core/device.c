@@ -13,6 +13,7 @@
 #include "ltc_graph.h"
 
 ltc_device ltc_default_dev; /* .type NULL: the default backend's ordinal 0 */
+_Thread_local int ltc_guard_ordinal;
 
 ltc_status ltc_data_read(const ltc_data *d, size_t offset, size_t n, void *host) {
     ltc_backend *b = d->backend;
@@ -46,6 +47,7 @@ ltc_status ltc_data_transfer(ltc_data *d, ltc_backend *to, ltc_data **out) {
 ltc_device ltc_device_default(void) {
     ltc_backend *b = ltc_backend_default();
     if (!b) return (ltc_device){NULL, 0};
+    if (ltc_guard_backend) return (ltc_device){b->name, ltc_guard_ordinal};
     return (ltc_device){b->name, ltc_default_dev.type == b->name ? ltc_default_dev.ordinal : 0};
 }
 
@@ -90,6 +92,23 @@ ltc_status ltc_device_set_default(ltc_device dev) {
     ltc_status st = ltc_backend_set_default(b->name);
     if (!st) ltc_default_dev = (ltc_device){b->name, dev.ordinal};
     return st;
+}
+
+ltc_status ltc_device_guard(ltc_device dev, ltc_device *prev) {
+    ltc_device old = {ltc_guard_backend ? ltc_guard_backend->name : NULL, ltc_guard_ordinal};
+    if (!dev.type) {
+        ltc_guard_backend = NULL;
+        ltc_guard_ordinal = 0;
+    } else {
+        ltc_backend *b = ltc_backend_get(dev.type);
+        if (!b) return ltc_errorf(LTC_ERR_ARG, "no backend named '%s'", dev.type);
+        if (dev.ordinal < 0 || dev.ordinal >= device_count(b))
+            return ltc_errorf(LTC_ERR_ARG, "device: %s has no device %d", b->name, dev.ordinal);
+        ltc_guard_backend = b;
+        ltc_guard_ordinal = dev.ordinal;
+    }
+    if (prev) *prev = old;
+    return LTC_OK;
 }
 
 ltc_device ltc_tensor_device(const ltc_tensor *t) {

@@ -33,7 +33,9 @@ static ltc_tensor *tensor_alloc(const ltc_shape *shape) {
     t->refcount = 1;
     t->shape = *shape;
     t->backend = ltc_backend_default();
-    t->ordinal = t->backend && ltc_default_dev.type == t->backend->name ? ltc_default_dev.ordinal : 0;
+    t->ordinal = !t->backend ? 0
+                 : ltc_guard_backend ? ltc_guard_ordinal
+                 : ltc_default_dev.type == t->backend->name ? ltc_default_dev.ordinal : 0;
     t->prev = live_tail;
     if (live_tail) live_tail->next = t;
     else ltc_live_head = t;

@@ -63,6 +63,17 @@ static int l_set_default_device(lua_State *L) {
     return 0;
 }
 
+/* core._device_guard(dev or nil) -> the previous guard ("type:N") or nil: see
+ * ltc_device_guard (the creation functions' device option). */
+static int l_device_guard(lua_State *L) {
+    ltc_device dev = {NULL, 0}, prev;
+    if (!lua_isnoneornil(L, 1)) dev = check_device(L, 1, "device");
+    if (ltc_device_guard(dev, &prev)) return luaL_error(L, "device: %s", ltc_last_error());
+    if (!prev.type) return 0;
+    push_device(L, prev);
+    return 1;
+}
+
 /* t:device(): "cpu:0". */
 static int l_device(lua_State *L) {
     push_device(L, ltc_tensor_device(ltcL_checktensor(L, 1, "device")));
@@ -89,7 +100,7 @@ static int l_is_device(lua_State *L) {
 static const luaL_Reg device_functions[] = {
     {"backends", l_backends}, {"devices", l_devices}, {"default_device", l_default_device},
     {"set_default_device", l_set_default_device}, {"_to_device", l_to_device},
-    {"_is_device", l_is_device}, {"device", l_device},
+    {"_is_device", l_is_device}, {"device", l_device}, {"_device_guard", l_device_guard},
     {NULL, NULL},
 };
 

@@ -91,6 +91,26 @@ ltc_status ltc_ag_refresh(ltc_tensor *t) {
     return st;
 }
 
+/* ---- autograd history beside the value history of in-place writes ---------------------- */
+
+void ltc_ag_history_save(ltc_tensor *t, int i) {
+    ltc_ag_meta *m = t->ag;
+    t->ag_history[i] = (ltc_ag_hist){m ? ltc_grad_fn_retain(m->fn) : NULL, m ? m->nr : 0,
+                                     m && m->requires_grad};
+}
+
+void ltc_ag_history_restore(ltc_tensor *t, int i) {
+    ltc_ag_hist *a = &t->ag_history[i];
+    (void)ltc_ag_set_history(t, a->fn, a->nr, a->requires_grad);
+}
+
+void ltc_ag_history_drop(ltc_tensor *t, int from, int n) {
+    for (int i = from; i < n; i++) {
+        ltc_grad_fn_release(t->ag_history[i].fn);
+        t->ag_history[i].fn = NULL;
+    }
+}
+
 /* ---- nodes ----------------------------------------------------------------------------------- */
 
 /* Carves n items of size sz (aligned to 8) from *p. */

@@ -44,6 +44,8 @@ struct ltc_tensor {
                           * failed sync goes back to the newest one that does not depend on
                           * the failure (executor.c). Owned; cleared when data is installed. */
     int n_history, cap_history;
+    struct ltc_ag_hist *ag_history; /* beside history: the autograd history t had before each
+                                     * of those writes (so a failed write's grad_fn goes too) */
     ltc_backend *backend; /* its device: the backend that holds (or will compute) its data */
     int ordinal;          /* and the device's ordinal */
     bool any_device;      /* joins an op on any device (a generator state, like a Lua
@@ -67,6 +69,17 @@ struct ltc_tensor {
 };
 
 typedef struct ltc_ag_meta ltc_ag_meta;
+/* t's autograd history as it was before an in-place write (autograd.c). */
+typedef struct ltc_ag_hist {
+    struct ltc_grad_fn *fn; /* retained */
+    int nr;
+    bool requires_grad;
+} ltc_ag_hist;
+/* Keeps t's autograd history as ag_history[i] (history_push), puts entry i back as t's
+ * history (a failed sync rewinding t), and releases entries [from, n). */
+void ltc_ag_history_save(ltc_tensor *t, int i);
+void ltc_ag_history_restore(ltc_tensor *t, int i);
+void ltc_ag_history_drop(ltc_tensor *t, int from, int n);
 /* Frees t's autograd state (tensor.c, when t goes). */
 void ltc_ag_meta_free(ltc_tensor *t);
 

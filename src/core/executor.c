@@ -393,10 +393,14 @@ static void rewind_tensor(ltc_tensor *t, const graph *g, const uint8_t *dep, con
         t->ir = t->history[h];
         t->history[h].node = NULL;
         for (int i = h + 1; i < t->n_history; i++) ltc_node_release(t->history[i].node);
+        /* its autograd history goes back with its value: the failed writes never happened */
+        ltc_ag_history_restore(t, h);
+        ltc_ag_history_drop(t, h, t->n_history);
         t->n_history = h;
     } else if (t->committed) { /* its data from before the writes */
         t->data = t->committed;
         t->committed = NULL;
+        if (t->n_history) ltc_ag_history_restore(t, h > 0 ? h : 0);
         ltc_tensor_history_clear(t);
     } else {
         ltc_tensor_history_clear(t);
@@ -432,6 +436,8 @@ static int rewind_dependents(graph *g, int f, const char *msg) {
             t->ir = (ltc_value){NULL, 0};
             ltc_data_release(t->committed);
             t->committed = NULL;
+            /* a detach() alias has a history of its own: back to before the step's writes */
+            if (t->ag_detached && t->n_history) ltc_ag_history_restore(t, 0);
             ltc_tensor_history_clear(t);
             if (t->base->failed) {
                 if (!t->failed) t->failed = strdup(msg);

@@ -64,6 +64,7 @@ void ltc_tensor_release(ltc_tensor *t) {
     free(t->failed);
     ltc_tensor_history_clear(t);
     free(t->history);
+    free(t->ag_history);
     if (t->ag) ltc_ag_meta_free(t);
     ltc_tensor_release(t->base);
     free(t->steps);
@@ -233,13 +234,18 @@ void ltc_tensor_history_push(ltc_tensor *t) {
         ltc_value *h = realloc(t->history, sizeof *h * (size_t)nc);
         if (!h) return;
         t->history = h;
+        ltc_ag_hist *a = realloc(t->ag_history, sizeof *a * (size_t)nc);
+        if (!a) return; /* (history keeps its larger block; the capacity stays) */
+        t->ag_history = a;
         t->cap_history = nc;
     }
+    ltc_ag_history_save(t, t->n_history);
     t->history[t->n_history++] = (ltc_value){ltc_node_retain(v.node), v.index};
 }
 
 void ltc_tensor_history_clear(ltc_tensor *t) {
     for (int i = 0; i < t->n_history; i++) ltc_node_release(t->history[i].node);
+    ltc_ag_history_drop(t, 0, t->n_history);
     t->n_history = 0;
 }
 

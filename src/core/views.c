@@ -115,6 +115,10 @@ ltc_status ltc_view_refresh(ltc_tensor *t) {
     ltc_node_release(t->ir.node);
     ltc_tensor_keep_committed(t);
     t->ir = v; /* takes `held` */
+    if (held->op == LTC_OP_DEVICE_DATA) { /* no step (an alias): the base's data itself */
+        ltc_data_release(t->data);
+        t->data = ltc_data_retain(held->data);
+    }
     t->generation = t->base->generation;
     return LTC_OK;
 }

@@ -13,8 +13,10 @@
  *    CLBlast's transpose flag instead.
  *  - Matrix products (mm, matmul, bmm, linear, addmm) are CLBlast GEMM steps (batched for
  *    bmm); reductions, softmax, cross_entropy and index ops have kernels of kernels.c.
- *  - Every other op is an eager-fallback step: the reference backend's kernel on the host,
- *    operands read back and results written to the device, counted as EagerFallback::<op>.
+ *  - Every other node is refused by ocl_node_lowered (the backend's `lowers` slot): the
+ *    core's eager fallback (src/core/fallback.c) cuts the graph there and runs those nodes
+ *    on the CPU backend, moving values through the transfer slots, counted as
+ *    EagerFallback::<op>.
  */
 #include <math.h>
 #include <stdio.h>
@@ -714,24 +716,35 @@ static bool is_alias(const ltc_node *n) {
     }
 }
 
-static ltc_status lower_fallback(lw *w, const ltc_node *n, int out) {
-    if (n->n_operands > 8)
-        return ltc_errorf(LTC_ERR_BACKEND, "opencl: %s with %d operands has no fallback",
-                          ltc_op_name(n->op), n->n_operands);
-    ocl_step *s = lw_new_step(w, OCL_STEP_FALLBACK, n->op, out);
-    if (!s) return lw_nomem();
-    s->n_out = n->n_outputs;
-    s->n_in = n->n_operands;
-    for (int k = 0; k < n->n_operands; k++) s->in[k] = lw_opslot(w, n, k);
-    s->n_attrs = n->n_attrs;
-    s->attrs = malloc(sizeof(ltc_attr) * (size_t)(n->n_attrs + 1));
-    s->shapes = malloc(sizeof(ltc_shape) * (size_t)(n->n_operands + n->n_outputs));
-    if (!s->attrs || !s->shapes) return lw_nomem();
-    if (n->n_attrs) memcpy(s->attrs, n->attrs, sizeof(ltc_attr) * (size_t)n->n_attrs);
-    for (int k = 0; k < n->n_operands; k++)
-        s->shapes[k] = n->operands[k].node->shapes[n->operands[k].index];
-    for (int k = 0; k < n->n_outputs; k++) s->shapes[n->n_operands + k] = n->shapes[k];
-    return LTC_OK;
+/* Whether lower_family lowers node n (its breaks, as conditions). */
+static bool family_ok(const ltc_node *n) {
+    const ltc_shape *s0 = n->n_operands ? &n->operands[0].node->shapes[n->operands[0].index] : NULL;
+    switch (n->op) {
+    case LTC_OP_SUM: case LTC_OP_MAX: case LTC_OP_MIN: case LTC_OP_ARGMAX: case LTC_OP_ARGMIN:
+    case LTC_OP_MAX_DIM: case LTC_OP_MIN_DIM: case LTC_OP_PERMUTE: case LTC_OP_TRANSPOSE:
+    case LTC_OP_T: case LTC_OP_EXPAND: case LTC_OP_BROADCAST_TO: return true;
+    case LTC_OP_MEAN: return ltc_dtype_is_float(n->shapes[0].dtype);
+    case LTC_OP_SOFTMAX:
+    case LTC_OP_LOG_SOFTMAX: return ltc_dtype_is_float(s0->dtype) && s0->ndim > 0;
+    case LTC_OP_CROSS_ENTROPY:
+        return ltc_dtype_is_float(s0->dtype) && s0->ndim >= 1 && s0->ndim <= 2;
+    case LTC_OP_CROSS_ENTROPY_BACKWARD: {
+        const ltc_shape *xs = &n->operands[1].node->shapes[n->operands[1].index];
+        return ltc_dtype_is_float(xs->dtype) && xs->ndim >= 1 && xs->ndim <= 2 &&
+               s0->dtype == xs->dtype;
+    }
+    case LTC_OP_INDEX_SELECT:
+    case LTC_OP_EMBEDDING: {
+        const ltc_shape *is = &n->operands[1].node->shapes[n->operands[1].index];
+        return (is->dtype == LTC_I64 || is->dtype == LTC_I32) && s0->ndim > 0;
+    }
+    default: return false;
+    }
+}
+
+bool ocl_node_lowered(const ltc_node *n) {
+    return n->op == LTC_OP_DEVICE_DATA || is_alias(n) || ew_expr_of(n) || gemm_lowerable(n) ||
+           family_ok(n) || ocl_nn_lowers(n);
 }
 
 bool ocl_op_lowered(int op) {
@@ -782,7 +795,9 @@ static ltc_status lower_node(lw *w, int ni) {
     ltc_status st = lower_family(w, n, out, &done);
     if (st || done) return st;
     if ((st = ocl_lower_nn(w, n, out, &done)) || done) return st;
-    return lower_fallback(w, n, out);
+    /* the core's eager fallback runs what ocl_node_lowered refuses: never here */
+    return ltc_errorf(LTC_ERR_BACKEND, "opencl: %s reached the device's lowering but is not "
+                      "lowered (ocl_node_lowered and the lowering disagree)", ltc_op_name(n->op));
 }
 
 /* At most this many buffers a fused kernel reads (its operands outside the group). */
@@ -976,10 +991,6 @@ fail: /* the walk's scratch, on success and failure alike; c itself only on fail
 
 void ocl_comp_free(ocl_comp *c) {
     if (!c) return;
-    for (int i = 0; i < c->n_steps; i++) {
-        free(c->steps[i].attrs);
-        free(c->steps[i].shapes);
-    }
     if (c->kernels)
         for (int k = 0; k < c->n_kernels; k++)
             if (c->kernels[k]) clReleaseKernel(c->kernels[k]);

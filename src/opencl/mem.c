@@ -268,9 +268,16 @@ static int devices(ltc_backend *b, ltc_device *out, int max) {
     return 1;
 }
 
+/* The CPU backend runs what the device does not lower (fused, threaded plans; it falls back
+ * to the reference kernels in turn for what it does not lower itself). */
 static const char *fallback_type(ltc_backend *b) {
     (void)b;
-    return "ref";
+    return "cpu";
+}
+
+static bool lowers(ltc_backend *b, const ltc_node *n) {
+    (void)b;
+    return ocl_node_lowered(n);
 }
 
 static char *computation_text(ltc_backend *b, const ltc_computation *c) {
@@ -291,10 +298,6 @@ static char *computation_text(ltc_backend *b, const ltc_computation *c) {
                           s->out, s->batch > 1 ? " batched" : "", ltc_op_name(s->op),
                           (long long)s->m, (long long)s->n, (long long)s->k,
                           s->ta ? " A^T" : "", s->tb ? " B^T" : "", s->bias >= 0 ? " +bias" : "");
-            break;
-        case OCL_STEP_FALLBACK:
-            ocl_sb_printf(&sb, "//   %%%d = %s on the host (eager fallback)\n", s->out,
-                          ltc_op_name(s->op));
             break;
         case OCL_STEP_ALIAS:
             ocl_sb_printf(&sb, "//   %%%d = %s (alias of %%%d)\n", s->out, ltc_op_name(s->op),
@@ -321,6 +324,7 @@ static const struct ltc_backend_i ocl_iface = {
     .eager_fallback_device_type = fallback_type,
     .devices = devices,
     .computation_text = computation_text,
+    .lowers = lowers,
 };
 
 ltc_backend *ocl_backend(void) {

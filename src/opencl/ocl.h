@@ -3,8 +3,8 @@
  *
  * The backend reaches the core only through ltc.h, ltc_ir.h, ltc_backend.h, ltc_graph.h and
  * the op enum (gen/ltc_ops.h). Its data is device memory (a cl_mem behind a reference-counted
- * buffer); a computation is a list of steps (a generated kernel, a CLBlast GEMM, or an op run
- * on the host by the reference kernels: the eager fallback, counted) over value slots.
+ * buffer); a computation is a list of steps (a generated kernel, a CLBlast GEMM, or an alias)
+ * over value slots. Nodes it does not lower go to the core's eager fallback (`lowers`).
  *
  * Files: device.c (platforms, devices, context, queue, errors), mem.c (buffers, the caching
  * allocator, the data slots), lower.c (a graph to steps and OpenCL C), kernels.c (the
@@ -96,7 +96,6 @@ ltc_status ocl_read(ocl_buf *b, void *host, size_t nbytes);
 typedef enum {
     OCL_STEP_KERNEL,   /* a kernel of the program over slots, with long/size arguments */
     OCL_STEP_GEMM,     /* CLBlast GEMM (batched when batch > 1) */
-    OCL_STEP_FALLBACK, /* the reference kernel of one op on the host */
     OCL_STEP_ALIAS,    /* out slot = in slot (a view of contiguous data) */
 } ocl_step_kind;
 
@@ -112,7 +111,7 @@ typedef struct ocl_arg {
 typedef struct ocl_step {
     ocl_step_kind kind;
     int out;               /* the slot written (first output) */
-    int n_out;             /* fallback: several outputs (slots out .. out+n_out-1) */
+    int n_out;             /* outputs (slots out .. out+n_out-1): max.dim, min.dim */
     /* KERNEL */
     int kernel;            /* index into the computation's kernels */
     size_t global;         /* work items */
@@ -123,13 +122,10 @@ typedef struct ocl_step {
     bool ta, tb;
     int64_t m, n, k, batch;
     ltc_dtype dtype;
-    /* FALLBACK and error messages */
+    /* ALIAS and error messages */
     int op;
     int n_in;
-    int in[8];
-    ltc_attr *attrs;       /* owned copies */
-    int n_attrs;
-    ltc_shape *shapes;     /* n_in input shapes then n_out output shapes, owned */
+    int in[1];
     bool checks;           /* writes the error flag (index ranges) */
 } ocl_step;
 
@@ -158,6 +154,9 @@ ltc_status ocl_lower(const ltc_lowering_ctx *ctx, ocl_comp **out);
 /* Whether the backend lowers op on the device (float32 operands; some ops fall back for
  * other dtypes or shapes: integer pow, 1-d matmul, ...). */
 bool ocl_op_lowered(int op);
+/* Whether it lowers node n, dtypes and sizes included (the `lowers` slot): the core's eager
+ * fallback runs the others on the CPU backend. */
+bool ocl_node_lowered(const ltc_node *n);
 void ocl_comp_free(ocl_comp *c);
 ltc_status ocl_run(ocl_comp *c, ltc_data *const *args, ltc_data **outs);
 

@@ -147,6 +147,53 @@ ltc_status ltc_graph_impl_register_pool_stats(const char *device, ltc_pool_stats
  * (never made, or released). */
 bool ltc_graph_pool_stats(ltc_mempool_id id, ltc_pool_stats *out);
 
+/* ---- pool bookkeeping, for implementations -------------------------------------------------
+ *
+ * What every graph implementation's memory pool keeps the same way (graph_pool.c): pools by
+ * device type and handle, how many graphs use each, free buffers by byte size (a buffer a
+ * replay let go serves the next request of that size, so steady-state replays allocate
+ * nothing), and the figures ltc.graph_pool_info reports. A buffer is the implementation's
+ * own (`void *`): it makes them, and the callbacks free them. Graphs sharing a handle share
+ * the free lists; they must replay in capture order, never concurrently. Thread-safe: one
+ * lock over every pool; the callbacks run under it and must not call these functions. */
+typedef struct ltc_pool ltc_pool;
+typedef struct ltc_pool_i {
+    /* At creation (under the lock): the implementation's context for the pool, from `arg`
+     * of ltc_pool_acquire; NULL fails the acquire. Optional (ctx NULL). */
+    void *(*ctx_new)(ltc_pool *p, void *arg);
+    /* Frees one buffer for good (a free one when the last graph goes, a released one the
+     * free lists do not keep). Required. */
+    void (*destroy)(void *ctx, void *item);
+    /* The last graph let go: free the scratch the context keeps (buffers may still be held
+     * by tensors); returns the bytes it counted with ltc_pool_add_bytes. Optional. */
+    int64_t (*trim)(void *ctx);
+    /* The pool goes (no graph, no buffer held): free the context. Optional. */
+    void (*finalize)(void *ctx);
+} ltc_pool_i;
+
+/* The pool of `device` with handle `id` (made with iface, arg if new), with one more graph
+ * using it. NULL with the error set when out of memory. */
+ltc_pool *ltc_pool_acquire(const char *device, ltc_mempool_id id, const ltc_pool_i *iface,
+                           void *arg);
+/* A graph stops using p; with none left its free buffers are destroyed, and once no buffer
+ * is held either the pool is freed. NULL is a no-op. */
+void ltc_pool_release(ltc_pool *p);
+void *ltc_pool_ctx(const ltc_pool *p);
+ltc_mempool_id ltc_pool_id(const ltc_pool *p);
+/* A free buffer of byte size `size` (counted as a reuse and live), or NULL: then the caller
+ * makes one and calls ltc_pool_count_new (room for taking it back is already reserved).
+ * `unit` is what one buffer of that size counts for in the pool's bytes. *st is set when
+ * the free lists cannot grow (LTC_ERR_NOMEM). */
+void *ltc_pool_get(ltc_pool *p, size_t size, size_t unit, ltc_status *st);
+void ltc_pool_count_new(ltc_pool *p, size_t unit);
+/* A buffer of the pool was let go: kept for reuse while a graph uses the pool, else
+ * destroyed (which may free the pool). */
+void ltc_pool_put(ltc_pool *p, void *item, size_t size);
+/* Bytes the implementation holds for the pool beyond its buffers (the CPU's arena). */
+void ltc_pool_add_bytes(ltc_pool *p, int64_t delta);
+/* The figures of `device`'s pool `id`; false when it has none (an ltc_pool_stats_fn's body). */
+bool ltc_pool_stats_of(const char *device, ltc_mempool_id id, ltc_pool_stats *out);
+
 /* ---- the core's recording API, for implementations ----------------------------------------- */
 
 typedef enum {

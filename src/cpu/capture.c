@@ -33,157 +33,93 @@ static size_t align_up(size_t n) { return (n + ALIGN - 1) & ~(size_t)(ALIGN - 1)
 
 /* ---- pools ------------------------------------------------------------------------------------- */
 
-typedef struct {
-    size_t size; /* byte size (ltc_data.nbytes) */
-    ltc_data **items;
-    int n, cap;
-} bucket;
-
+/* The CPU's part of a pool (ltc_pool's context): the backend copy whose data_free hands
+ * buffers back to the pool, and the plans' scratch. The free lists, graph counts and figures
+ * are the shared bookkeeping's (src/backend/graph_pool.c). */
 typedef struct cpu_pool {
-    ltc_mempool_id id;
-    int graphs;
-    int64_t live, mallocs, reuses, bytes;
+    ltc_pool *gp;
     ltc_backend be; /* the CPU backend's vtable with data_free returning buffers here */
     ltc_backend *cpu; /* the CPU backend: it frees the buffers for good */
     struct ltc_backend_i iface;
-    bucket *buckets;
-    int n_buckets;
     void *arena;
     size_t arena_size;
     void **ptrs;
     int n_ptrs;
-    struct cpu_pool *next;
 } cpu_pool;
-
-/* One mutex for every pool: allocations are a few per replay, and data may be released on
- * any thread. */
-static pthread_mutex_t pools_mu = PTHREAD_MUTEX_INITIALIZER;
-static cpu_pool *pools;
 
 static cpu_pool *pool_of(ltc_backend *b) {
     return (cpu_pool *)((char *)b - offsetof(cpu_pool, be));
 }
 
-static void data_destroy(cpu_pool *p, ltc_data *d) {
+static void pool_data_free(ltc_backend *b, ltc_data *d) {
+    cpu_pool *p = pool_of(b);
+    ltc_pool_put(p->gp, d, d->nbytes); /* may free p */
+}
+
+static void *ctx_new(ltc_pool *gp, void *arg) {
+    (void)arg;
+    cpu_pool *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    ltc_backend *cpu = ltc_backend_get("cpu");
+    p->gp = gp;
+    p->iface = *cpu->iface;
+    p->iface.data_free = pool_data_free;
+    p->be = (ltc_backend){.name = cpu->name, .iface = &p->iface, .context = cpu->context};
+    p->cpu = cpu;
+    return p;
+}
+
+static void ctx_destroy(void *ctx, void *item) {
+    cpu_pool *p = ctx;
+    ltc_data *d = item;
     d->backend = p->cpu;
     p->cpu->iface->data_free(p->cpu, d);
 }
 
-/* Frees the pool if nothing uses it. Called with pools_mu held. */
-static void pool_maybe_free(cpu_pool *p) {
-    if (p->graphs > 0) return;
-    for (int i = 0; i < p->n_buckets; i++) {
-        for (int k = 0; k < p->buckets[i].n; k++) {
-            p->bytes -= (int64_t)align_up(p->buckets[i].size);
-            data_destroy(p, p->buckets[i].items[k]);
-        }
-        p->buckets[i].n = 0;
-    }
+/* The last graph let go: the scratch goes (its bytes leave the pool's figure). */
+static int64_t ctx_trim(void *ctx) {
+    cpu_pool *p = ctx;
+    int64_t freed = (int64_t)p->arena_size;
     free(p->arena);
-    p->bytes -= (int64_t)p->arena_size;
     p->arena = NULL;
     p->arena_size = 0;
     free(p->ptrs);
     p->ptrs = NULL;
     p->n_ptrs = 0;
-    if (p->live > 0) return; /* the data still held comes back through pool_data_free */
-    for (cpu_pool **pp = &pools; *pp; pp = &(*pp)->next)
-        if (*pp == p) {
-            *pp = p->next;
-            break;
-        }
-    for (int i = 0; i < p->n_buckets; i++) free(p->buckets[i].items);
-    free(p->buckets);
-    free(p);
+    return freed;
 }
 
-static void pool_data_free(ltc_backend *b, ltc_data *d) {
-    cpu_pool *p = pool_of(b);
-    size_t size = d->nbytes;
-    pthread_mutex_lock(&pools_mu);
-    p->live--;
-    bucket *bk = NULL;
-    for (int i = 0; i < p->n_buckets && !bk; i++)
-        if (p->buckets[i].size == size) bk = &p->buckets[i];
-    if (p->graphs > 0 && bk && bk->n < bk->cap) {
-        bk->items[bk->n++] = d;
-    } else {
-        p->bytes -= (int64_t)align_up(size);
-        data_destroy(p, d);
-        pool_maybe_free(p);
-    }
-    pthread_mutex_unlock(&pools_mu);
-}
+static const ltc_pool_i cpu_pool_iface = {
+    .ctx_new = ctx_new, .destroy = ctx_destroy, .trim = ctx_trim, .finalize = free,
+};
 
 /* The pool with that id, made if needed, with one more graph using it. */
 static cpu_pool *pool_acquire(ltc_mempool_id id) {
-    pthread_mutex_lock(&pools_mu);
-    cpu_pool *p = pools;
-    while (p && p->id != id) p = p->next;
-    if (!p && (p = calloc(1, sizeof *p))) {
-        ltc_backend *cpu = ltc_backend_get("cpu");
-        p->id = id;
-        p->iface = *cpu->iface;
-        p->iface.data_free = pool_data_free;
-        p->be = (ltc_backend){.name = cpu->name, .iface = &p->iface, .context = cpu->context};
-        p->cpu = cpu;
-        p->next = pools;
-        pools = p;
-    }
-    if (p) p->graphs++;
-    pthread_mutex_unlock(&pools_mu);
-    if (!p) ltc_errorf(LTC_ERR_NOMEM, "capture_begin: out of memory for a pool");
-    return p;
+    ltc_pool *gp = ltc_pool_acquire("cpu", id, &cpu_pool_iface, NULL);
+    return gp ? ltc_pool_ctx(gp) : NULL;
 }
 
 static void pool_release(cpu_pool *p) {
-    if (!p) return;
-    pthread_mutex_lock(&pools_mu);
-    p->graphs--;
-    pool_maybe_free(p);
-    pthread_mutex_unlock(&pools_mu);
+    if (p) ltc_pool_release(p->gp);
 }
 
-/* A buffer of shape's byte size: a free one of that size, else a new one. Makes the size's
- * bucket (with room for every buffer of that size) so releases never allocate. */
+/* A buffer of shape's byte size: a free one of that size, else a new one. */
 static ltc_data *pool_alloc(void *ud, const ltc_shape *shape) {
     cpu_pool *p = ud;
-    size_t nbytes = ltc_shape_nbytes(shape), size = nbytes;
-    ltc_data *d = NULL;
-    pthread_mutex_lock(&pools_mu);
-    bucket *bk = NULL;
-    for (int i = 0; i < p->n_buckets && !bk; i++)
-        if (p->buckets[i].size == size) bk = &p->buckets[i];
-    if (!bk) {
-        bucket *nb = realloc(p->buckets, sizeof *nb * (size_t)(p->n_buckets + 1));
-        if (!nb) goto done;
-        p->buckets = nb;
-        bk = &p->buckets[p->n_buckets++];
-        *bk = (bucket){.size = size};
-    }
-    if (bk->n > 0) {
-        d = bk->items[--bk->n];
+    size_t nbytes = ltc_shape_nbytes(shape);
+    ltc_status st;
+    ltc_data *d = ltc_pool_get(p->gp, nbytes, align_up(nbytes), &st);
+    if (d) {
         d->refcount = 1;
         d->shape = *shape;
-        p->reuses++;
-    } else {
-        if (bk->cap <= p->live + 1) { /* room to take back every buffer of this size */
-            int nc = bk->cap ? bk->cap * 2 : 8;
-            while (nc <= p->live + 1) nc *= 2;
-            ltc_data **ni = realloc(bk->items, sizeof *ni * (size_t)nc);
-            if (!ni) goto done;
-            bk->items = ni;
-            bk->cap = nc;
-        }
-        if (!(d = ltc_cpu_data_new(&p->be, shape))) goto done;
-        p->mallocs++;
-        p->bytes += (int64_t)align_up(size);
+        return d;
     }
-    p->live++;
-done:
-    pthread_mutex_unlock(&pools_mu);
-    if (!d) ltc_errorf(LTC_ERR_NOMEM, "graph: out of memory for a %zu-byte output", nbytes);
-    return d;
+    if (!st && (d = ltc_cpu_data_new(&p->be, shape))) {
+        ltc_pool_count_new(p->gp, align_up(nbytes));
+        return d;
+    }
+    ltc_errorf(LTC_ERR_NOMEM, "graph: out of memory for a %zu-byte output", nbytes);
+    return NULL;
 }
 
 /* Grows the pool's scratch (pointer table and arena) for a plan. Not during a replay. */
@@ -198,9 +134,7 @@ static ltc_status pool_fit(cpu_pool *p, const cpu_plan *plan) {
         void *na = aligned_alloc(ALIGN, align_up(plan->arena_size));
         if (!na) goto nomem;
         free(p->arena);
-        pthread_mutex_lock(&pools_mu);
-        p->bytes += (int64_t)(align_up(plan->arena_size) - p->arena_size);
-        pthread_mutex_unlock(&pools_mu);
+        ltc_pool_add_bytes(p->gp, (int64_t)(align_up(plan->arena_size) - p->arena_size));
         p->arena = na;
         p->arena_size = align_up(plan->arena_size);
     }
@@ -210,16 +144,7 @@ nomem:
 }
 
 bool ltc_cpu_pool_stats(ltc_mempool_id id, ltc_pool_stats *out) {
-    pthread_mutex_lock(&pools_mu);
-    cpu_pool *p = pools;
-    while (p && p->id != id) p = p->next;
-    if (p) {
-        *out = (ltc_pool_stats){.graphs = p->graphs, .live = p->live, .bytes = p->bytes,
-                                .mallocs = p->mallocs, .reuses = p->reuses};
-        for (int i = 0; i < p->n_buckets; i++) out->free_buffers += p->buckets[i].n;
-    }
-    pthread_mutex_unlock(&pools_mu);
-    return p != NULL;
+    return ltc_pool_stats_of("cpu", id, out);
 }
 
 ltc_status ltc_cpu_capture_execute(void *exec_ctx, cpu_plan *plan, ltc_data *const *args,
@@ -553,7 +478,7 @@ static ltc_status g_pool(ltc_graph *g, ltc_mempool_id *out) {
     if (!cg->pool)
         return ltc_errorf(LTC_ERR_STATE, "pool: nothing captured yet (the pool is chosen at "
                           "capture_begin)");
-    *out = cg->pool->id;
+    *out = ltc_pool_id(cg->pool->gp);
     return LTC_OK;
 }
 

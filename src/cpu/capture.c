@@ -266,7 +266,7 @@ static ltc_status exec_build(const ltc_capture_record *r, cpu_pool *pool, exec *
                 if (!seen) x->statics[x->n_statics++] = s->bind[k].tensor;
             }
         }
-        if ((st = pool_fit(pool, s->plan))) goto fail;
+        if (s->plan && (st = pool_fit(pool, s->plan))) goto fail; /* a composite has no plan */
     }
     for (int i = 0; i < r->n_installs; i++, x->n_installs++) {
         x->inst_t[i] = ltc_tensor_retain(r->installs[i].tensor);

@@ -7,8 +7,15 @@
  * re-enqueues those steps with the arguments the bindings resolve to (static inputs'
  * current data, earlier steps' outputs, constants, fresh random states) and installs the
  * results into the tensors the capture wrote: no tracing, no hashing, no cache look-up.
- * Buffers come from the backend's caching allocator; `pool` is an id only (graphs given the
- * same id share nothing more on this backend). Modes: default is thread_local, as on the CPU.
+ * A computation with nodes the device does not lower (the core's eager-fallback composite)
+ * is replayed through its own execute.
+ *
+ * Pools: the buffers the captured runs and the replays write come from the graph's pool
+ * (the shared bookkeeping of src/backend/graph_pool.c over this backend's buffers): a buffer
+ * a replay let go serves the next request of its size class, so steady-state replays take
+ * nothing from the allocator. Graphs given the same handle share the free buffers and must
+ * replay in capture order. ltc.graph_pool_info reports them. Modes: default is
+ * thread_local, as on the CPU.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -23,7 +30,7 @@ typedef struct {
     ltc_graph g;
     bool keep_graph, debug, instantiated;
     gstate state;
-    ltc_mempool_id pool;
+    ltc_pool *pool;
     ltc_capture_record *rec;
 } ocl_graph;
 
@@ -43,9 +50,15 @@ static ltc_status g_capture_begin(ltc_graph *g, ltc_mempool_id pool, ltc_capture
         return ltc_errorf(LTC_ERR_STATE, "capture_begin: the opencl graph captures the opencl "
                           "backend, but syncs run on '%s' (ltc.set_backend(\"opencl\"))",
                           ltc_backend_default()->name);
-    ltc_status st = ltc_capture_start(mode, ocl_backend(), NULL);
-    if (st) return st;
-    og->pool = pool ? pool : ltc_graph_pool_handle();
+    ltc_pool *p = ltc_pool_acquire("opencl", pool ? pool : ltc_graph_pool_handle(),
+                                   &ocl_pool_iface, NULL);
+    if (!p) return LTC_ERR_NOMEM;
+    ltc_status st = ltc_capture_start(mode, ocl_backend(), p); /* execute allocates from p */
+    if (st) {
+        ltc_pool_release(p);
+        return st;
+    }
+    og->pool = p;
     og->state = G_CAPTURING;
     return LTC_OK;
 }
@@ -53,6 +66,8 @@ static ltc_status g_capture_begin(ltc_graph *g, ltc_mempool_id pool, ltc_capture
 static void drop(ocl_graph *og) {
     ltc_capture_record_free(og->rec);
     og->rec = NULL;
+    ltc_pool_release(og->pool);
+    og->pool = NULL;
     og->instantiated = false;
     og->state = G_EMPTY;
 }
@@ -69,10 +84,6 @@ static ltc_status g_instantiate(ltc_graph *g) {
         return ltc_errorf(LTC_ERR_STATE, "instantiate: already instantiated by capture_end, "
                           "which drops the raw graph when keep_graph is false (create the "
                           "Graph with keep_graph = true to instantiate explicitly)");
-    for (int i = 0; i < og->rec->n_steps; i++)
-        if (og->rec->steps[i].comp->backend != ocl_backend())
-            return ltc_errorf(LTC_ERR_STATE, "instantiate: step %d of the capture ran on '%s', "
-                              "not opencl", i + 1, og->rec->steps[i].comp->backend->name);
     og->instantiated = true;
     return LTC_OK;
 }
@@ -157,7 +168,11 @@ static ltc_status g_replay(ltc_graph *g) {
                 st = ltc_errorf(LTC_ERR_STATE, "replay (debug): step %d argument %d does not "
                                 "have the captured shape", i + 1, k + 1);
         }
-        if (!st) st = ocl_run(s->comp->impl, args, outs[i]);
+        ltc_computation *c = s->comp;
+        if (!st) /* the device's own steps from the pool; a fallback composite as it runs */
+            st = c->backend == ocl_backend() ? ocl_run(c->impl, args, outs[i], og->pool)
+                                             : c->backend->iface->execute(c->backend, c, args,
+                                                                          outs[i]);
         for (int k = 0; k < s->n_args; k++) ltc_data_release(args[k]);
         free(args);
     }
@@ -193,10 +208,10 @@ static ltc_status g_reset(ltc_graph *g) {
 
 static ltc_status g_pool(ltc_graph *g, ltc_mempool_id *out) {
     ocl_graph *og = impl_of(g);
-    if (og->state == G_EMPTY && !og->pool)
+    if (!og->pool)
         return ltc_errorf(LTC_ERR_STATE, "pool: nothing captured yet (the pool is chosen at "
                           "capture_begin)");
-    *out = og->pool;
+    *out = ltc_pool_id(og->pool);
     return LTC_OK;
 }
 
@@ -211,9 +226,14 @@ static ltc_status g_debug_dump(ltc_graph *g, const char *path) {
     fprintf(f, "digraph opencl_capture {\n");
     for (int i = 0; i < og->rec->n_steps; i++) {
         const ltc_capture_step *s = &og->rec->steps[i];
-        const ocl_comp *c = s->comp->impl;
-        fprintf(f, "  s%d [shape=box label=\"step %d: %d kernels, %d device steps\"];\n", i,
-                i + 1, c->n_kernels, c->n_steps);
+        if (s->comp->backend != ocl_backend()) {
+            fprintf(f, "  s%d [shape=box label=\"step %d: %s computation\"];\n", i, i + 1,
+                    s->comp->backend->name);
+        } else {
+            const ocl_comp *c = s->comp->impl;
+            fprintf(f, "  s%d [shape=box label=\"step %d: %d kernels, %d device steps\"];\n",
+                    i, i + 1, c->n_kernels, c->n_steps);
+        }
         for (int k = 0; k < s->n_args; k++)
             if (s->args[k].kind == LTC_BIND_OUTPUT)
                 fprintf(f, "  s%d -> s%d [label=\"out %d -> arg %d\"];\n", s->args[k].step, i,

@@ -13,17 +13,22 @@
 #include "ocl.h" /* first: sets CL_TARGET_OPENCL_VERSION */
 #include <clblast_c.h>
 
-static ltc_status alloc_slot(ocl_comp *c, ocl_buf **bufs, int slot) {
+static ltc_status alloc_slot(ocl_comp *c, ocl_buf **bufs, int slot, ltc_pool *pool) {
     if (bufs[slot]) return LTC_OK;
-    bufs[slot] = ocl_buf_new(ltc_shape_nbytes(&c->slots[slot].shape));
+    bufs[slot] = ocl_buf_from(pool, ltc_shape_nbytes(&c->slots[slot].shape));
     return bufs[slot] ? LTC_OK : LTC_ERR_NOMEM;
 }
 
-static ltc_status run_kernel(ocl_comp *c, ocl_step *s, ocl_buf **bufs, ocl_buf *err) {
+static int fail_after; /* ocl_fail_run_after: runs left before a simulated device loss */
+
+void ocl_fail_run_after(int n) { fail_after = n; }
+
+static ltc_status run_kernel(ocl_comp *c, ocl_step *s, ocl_buf **bufs, ocl_buf *err,
+                             ltc_pool *pool) {
     cl_kernel k = c->kernels[s->kernel];
     ltc_status st;
     for (int a = 0; a < s->n_args; a++)
-        if (s->args[a].kind == 'o' && (st = alloc_slot(c, bufs, s->args[a].slot))) return st;
+        if (s->args[a].kind == 'o' && (st = alloc_slot(c, bufs, s->args[a].slot, pool))) return st;
     if (!s->global) return LTC_OK;
     cl_int e = CL_SUCCESS;
     for (int a = 0; a < s->n_args && e == CL_SUCCESS; a++) {
@@ -58,8 +63,8 @@ static ltc_status run_kernel(ocl_comp *c, ocl_step *s, ocl_buf **bufs, ocl_buf *
     return LTC_OK;
 }
 
-static ltc_status run_gemm(ocl_comp *c, ocl_step *s, ocl_buf **bufs) {
-    ltc_status st = alloc_slot(c, bufs, s->out);
+static ltc_status run_gemm(ocl_comp *c, ocl_step *s, ocl_buf **bufs, ltc_pool *pool) {
+    ltc_status st = alloc_slot(c, bufs, s->out, pool);
     if (st) return st;
     double alpha = s->args[0].f, beta = s->args[1].f;
     if (!s->m || !s->n || !s->batch) return LTC_OK;
@@ -117,16 +122,18 @@ static ltc_status check_error(ocl_comp *c, ocl_buf *err) {
  * thread) and clSetKernelArg on a shared kernel is not thread-safe. */
 static pthread_mutex_t run_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static ltc_status run_locked(ocl_comp *c, ltc_data *const *args, ltc_data **outs);
+static ltc_status run_locked(ocl_comp *c, ltc_data *const *args, ltc_data **outs,
+                             ltc_pool *pool);
 
-ltc_status ocl_run(ocl_comp *c, ltc_data *const *args, ltc_data **outs) {
+ltc_status ocl_run(ocl_comp *c, ltc_data *const *args, ltc_data **outs, ltc_pool *pool) {
     pthread_mutex_lock(&run_lock);
-    ltc_status st = run_locked(c, args, outs);
+    ltc_status st = run_locked(c, args, outs, pool);
     pthread_mutex_unlock(&run_lock);
     return st;
 }
 
-static ltc_status run_locked(ocl_comp *c, ltc_data *const *args, ltc_data **outs) {
+static ltc_status run_locked(ocl_comp *c, ltc_data *const *args, ltc_data **outs,
+                             ltc_pool *pool) {
     ltc_status st = LTC_OK;
     ocl_buf **bufs = calloc((size_t)c->n_slots + 1, sizeof *bufs);
     bool *keep = calloc((size_t)c->n_slots + 1, 1);
@@ -152,8 +159,8 @@ static ltc_status run_locked(ocl_comp *c, ltc_data *const *args, ltc_data **outs
         ocl_step *s = &c->steps[i];
         switch (s->kind) {
         case OCL_STEP_ALIAS: bufs[s->out] = ocl_buf_retain(bufs[s->in[0]]); break;
-        case OCL_STEP_KERNEL: st = run_kernel(c, s, bufs, err); break;
-        case OCL_STEP_GEMM: st = run_gemm(c, s, bufs); break;
+        case OCL_STEP_KERNEL: st = run_kernel(c, s, bufs, err, pool); break;
+        case OCL_STEP_GEMM: st = run_gemm(c, s, bufs, pool); break;
         }
         for (int k = 0; k < c->n_slots && !st; k++) /* intermediates past their last use */
             if (c->last_use[k] == i && !keep[k] && bufs[k]) {
@@ -163,6 +170,7 @@ static ltc_status run_locked(ocl_comp *c, ltc_data *const *args, ltc_data **outs
     }
     if (!st) {
         cl_int e = clFinish(ocl.queue);
+        if (fail_after > 0 && --fail_after == 0) e = CL_OUT_OF_RESOURCES; /* the test hook */
         if (e != CL_SUCCESS)
             st = ltc_errorf(LTC_ERR_BACKEND, "opencl: the device %s failed while running (%s): "
                             "device lost?", ocl.info.name, ocl_err(e));

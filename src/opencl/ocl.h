@@ -64,11 +64,20 @@ typedef struct ocl_buf {
     cl_mem mem;
     size_t nbytes;   /* asked for */
     size_t cap;      /* allocated (size class) */
+    ltc_pool *pool;  /* a capture's pool it goes back to, or NULL (the allocator's cache) */
 } ocl_buf;
 
 /* A new buffer of nbytes (from the cache when one of its size class is free). On failure
  * the error names the bytes and the device, NULL returned. */
 ocl_buf *ocl_buf_new(size_t nbytes);
+/* A buffer of nbytes from a capture's pool (a free one of its size class, else a new one
+ * that returns to the pool when released); ocl_buf_new when pool is NULL. */
+ocl_buf *ocl_buf_from(ltc_pool *pool, size_t nbytes);
+/* The pools' callbacks (a pool's buffers are ocl_buf; destroying one hands it to the
+ * allocator's cache). */
+extern const ltc_pool_i ocl_pool_iface;
+/* Test hook: the n-th next run fails as a lost device would (0: never). */
+void ocl_fail_run_after(int n);
 ocl_buf *ocl_buf_retain(ocl_buf *b);
 void ocl_buf_release(ocl_buf *b);
 /* Frees every cached (unused) buffer. */
@@ -158,7 +167,8 @@ bool ocl_op_lowered(int op);
  * fallback runs the others on the CPU backend. */
 bool ocl_node_lowered(const ltc_node *n);
 void ocl_comp_free(ocl_comp *c);
-ltc_status ocl_run(ocl_comp *c, ltc_data *const *args, ltc_data **outs);
+/* Runs c; buffers come from `pool` (a capture's, or NULL: the allocator's cache). */
+ltc_status ocl_run(ocl_comp *c, ltc_data *const *args, ltc_data **outs, ltc_pool *pool);
 
 /* Builds (or finds in the memory cache, then the disk cache) the program of `source`.
  * Returns a retained program. A build error prints the source and the log into the error. */

@@ -14,94 +14,137 @@
 
 /* ---- convolution -------------------------------------------------------------------------- */
 
-/* The sizes every conv kernel takes, in this order (see conv_args in lower_nn.c). */
+/* The sizes every conv kernel takes, in this order (see conv_args in lower_nn.c), and the
+ * prologue that copies them into locals of the index type ix_t: int when every tensor of
+ * the op has fewer than 2^31 elements (lower_nn.c decides; 64-bit division is slow on most
+ * devices), else long. */
 #define CONV_ARGS                                                                              \
-    "long N, long C, long H, long W, long K, long KH, long KW, long OH, long OW, long SH, "    \
-    "long SW, long PH, long PW, long DH, long DW, long CG, long KG"
+    "long N_, long C_, long H_, long W_, long K_, long KH_, long KW_, long OH_, long OW_, "    \
+    "long SH_, long SW_, long PH_, long PW_, long DH_, long DW_, long CG_, long KG_"
+
+static void conv_prologue(ocl_sb *b, bool i32) {
+    ocl_sb_printf(b,
+        "    typedef %s ix_t;\n"
+        "    const ix_t N = N_, C = C_, H = H_, W = W_, K = K_, KH = KH_, KW = KW_, OH = OH_,\n"
+        "        OW = OW_, SH = SH_, SW = SW_, PH = PH_, PW = PW_, DH = DH_, DW = DW_, CG = CG_,\n"
+        "        KG = KG_;\n"
+        "    ix_t g = (ix_t)get_global_id(0);\n",
+        i32 ? "int" : "long");
+}
 
 /* out[n][k][oy][ox] = bias[k] + sum over the group's channels and the window of
  * in[n][ch][oy*SH-PH+i*DH][ox*SW-PW+j*DW] * w[k][ch][i][j] (padding reads a real 0). */
-void ocl_k_conv2d(ocl_sb *b, const char *name, ltc_dtype dt, bool bias) {
+void ocl_k_conv2d(ocl_sb *b, const char *name, ltc_dtype dt, bool bias, bool i32) {
     const char *t = ocl_ctype(dt);
     ocl_sb_printf(b,
         "__kernel void %s(__global %s *out, __global const %s *in, __global const %s *w%s%s%s,\n"
-        "                 " CONV_ARGS ") {\n"
-        "    long g = get_global_id(0);\n"
+        "                 " CONV_ARGS ") {\n",
+        name, t, t, t, bias ? ", __global const " : "", bias ? t : "", bias ? " *bias" : "");
+    conv_prologue(b, i32);
+    ocl_sb_printf(b,
         "    if (g >= N * K * OH * OW) return;\n"
-        "    long ox = g %% OW, r = g / OW, oy = r %% OH; r /= OH;\n"
-        "    long k = r %% K, n = r / K, first = k / KG * CG;\n"
+        "    ix_t ox = g %% OW, r = g / OW, oy = r %% OH; r /= OH;\n"
+        "    ix_t k = r %% K, n = r / K, first = k / KG * CG;\n"
         "    %s s = %s;\n"
-        "    for (long ch = 0; ch < CG; ch++)\n"
-        "        for (long i = 0; i < KH; i++) {\n"
-        "            long y = oy * SH - PH + i * DH;\n"
-        "            bool iny = y >= 0 && y < H;\n"
-        "            for (long j = 0; j < KW; j++) {\n"
-        "                long x = ox * SW - PW + j * DW;\n"
-        "                %s v = iny && x >= 0 && x < W ? in[((n * C + first + ch) * H + y) * W + x] : 0;\n"
-        "                s += v * w[((k * CG + ch) * KH + i) * KW + j];\n"
+        "    __global const %s *wk = w + k * CG * KH * KW;\n"
+        "    for (ix_t ch = 0; ch < CG; ch++) {\n"
+        "        __global const %s *ip = in + (n * C + first + ch) * H * W;\n"
+        "        for (ix_t i = 0; i < KH; i++) {\n"
+        "            ix_t y = oy * SH - PH + i * DH;\n"
+        "            if (y < 0 || y >= H) { /* a real 0 times the weights (0 * inf is NaN) */\n"
+        "                for (ix_t j = 0; j < KW; j++) s += (%s)0 * wk[(ch * KH + i) * KW + j];\n"
+        "                continue;\n"
+        "            }\n"
+        "            for (ix_t j = 0; j < KW; j++) {\n"
+        "                ix_t x = ox * SW - PW + j * DW;\n"
+        "                %s v = x >= 0 && x < W ? ip[y * W + x] : 0;\n"
+        "                s += v * wk[(ch * KH + i) * KW + j];\n"
         "            }\n"
         "        }\n"
+        "    }\n"
         "    out[g] = s;\n}\n\n",
-        name, t, t, t, bias ? ", __global const " : "", bias ? t : "", bias ? " *bias" : "", t,
-        bias ? "bias[k]" : "0", t);
+        t, bias ? "bias[k]" : "0", t, t, t, t);
 }
 
 /* grad_input[n][ch][y][x] = sum over the group's output channels k and the window positions
- * (i, j) of the outputs that read (y, x): grad_output[n][k][oy][ox] * w[k][ch'][i][j]. */
-void ocl_k_conv2d_bwd_input(ocl_sb *b, const char *name, ltc_dtype dt) {
+ * (i, j) of the outputs that read (y, x): grad_output[n][k][oy][ox] * w[k][ch'][i][j]. With
+ * unit strides every window position reads from one output (no divisibility tests). */
+void ocl_k_conv2d_bwd_input(ocl_sb *b, const char *name, ltc_dtype dt, bool unit_stride,
+                            bool i32) {
     const char *t = ocl_ctype(dt);
     ocl_sb_printf(b,
         "__kernel void %s(__global %s *out, __global const %s *go, __global const %s *w,\n"
-        "                 " CONV_ARGS ") {\n"
-        "    long g = get_global_id(0);\n"
+        "                 " CONV_ARGS ") {\n",
+        name, t, t, t);
+    conv_prologue(b, i32);
+    ocl_sb_printf(b,
         "    if (g >= N * C * H * W) return;\n"
-        "    long x = g %% W, r = g / W, y = r %% H; r /= H;\n"
-        "    long ch = r %% C, n = r / C, grp = ch / CG, cl = ch - grp * CG;\n"
+        "    ix_t x = g %% W, r = g / W, y = r %% H; r /= H;\n"
+        "    ix_t ch = r %% C, n = r / C, grp = ch / CG, cl = ch - grp * CG;\n"
         "    %s s = 0;\n"
-        "    for (long k = grp * KG; k < (grp + 1) * KG; k++)\n"
-        "        for (long i = 0; i < KH; i++) {\n"
-        "            long ty = y + PH - i * DH;\n"
-        "            if (ty < 0 || ty %% SH) continue;\n"
-        "            long oy = ty / SH;\n"
-        "            if (oy >= OH) continue;\n"
-        "            for (long j = 0; j < KW; j++) {\n"
-        "                long tx = x + PW - j * DW;\n"
-        "                if (tx < 0 || tx %% SW) continue;\n"
-        "                long ox = tx / SW;\n"
-        "                if (ox >= OW) continue;\n"
-        "                s += go[((n * K + k) * OH + oy) * OW + ox] * w[((k * CG + cl) * KH + i) * KW + j];\n"
+        "    for (ix_t k = grp * KG; k < (grp + 1) * KG; k++) {\n"
+        "        __global const %s *gp = go + (n * K + k) * OH * OW;\n"
+        "        __global const %s *wp = w + (k * CG + cl) * KH * KW;\n"
+        "        for (ix_t i = 0; i < KH; i++) {\n"
+        "            ix_t ty = y + PH - i * DH;\n",
+        t, t, t);
+    if (unit_stride) {
+        ocl_sb_printf(b,
+            "            if (ty < 0 || ty >= OH) continue;\n"
+            "            for (ix_t j = 0; j < KW; j++) {\n"
+            "                ix_t ox = x + PW - j * DW;\n"
+            "                s += ox >= 0 && ox < OW ? gp[ty * OW + ox] * wp[i * KW + j] : 0;\n"
+            "            }\n"
+            "        }\n"
+            "    }\n"
+            "    out[g] = s;\n}\n\n");
+        return;
+    }
+    ocl_sb_printf(b,
+            "            if (ty < 0 || ty %% SH) continue;\n"
+            "            ix_t oy = ty / SH;\n"
+            "            if (oy >= OH) continue;\n"
+            "            for (ix_t j = 0; j < KW; j++) {\n"
+            "                ix_t tx = x + PW - j * DW;\n"
+            "                if (tx < 0 || tx %% SW) continue;\n"
+            "                ix_t ox = tx / SW;\n"
+            "                if (ox >= OW) continue;\n");
+    ocl_sb_printf(b,
+        "                s += gp[oy * OW + ox] * wp[i * KW + j];\n"
         "            }\n"
         "        }\n"
-        "    out[g] = s;\n}\n\n",
-        name, t, t, t, t);
+        "    }\n"
+        "    out[g] = s;\n}\n\n");
 }
 
 /* grad_weight[k][ch][i][j] = sum over images and outputs of grad_output[n][k][oy][ox] times
  * the input element that weight position reads (0 in the padding). */
-void ocl_k_conv2d_bwd_weight(ocl_sb *b, const char *name, ltc_dtype dt) {
+void ocl_k_conv2d_bwd_weight(ocl_sb *b, const char *name, ltc_dtype dt, bool i32) {
     const char *t = ocl_ctype(dt);
     ocl_sb_printf(b,
         "__kernel void %s(__global %s *out, __global const %s *go, __global const %s *in,\n"
-        "                 " CONV_ARGS ") {\n"
-        "    long g = get_global_id(0);\n"
+        "                 " CONV_ARGS ") {\n",
+        name, t, t, t);
+    conv_prologue(b, i32);
+    ocl_sb_printf(b,
         "    if (g >= K * CG * KH * KW) return;\n"
-        "    long j = g %% KW, r = g / KW, i = r %% KH; r /= KH;\n"
-        "    long ch = r %% CG, k = r / CG, first = k / KG * CG;\n"
+        "    ix_t j = g %% KW, r = g / KW, i = r %% KH; r /= KH;\n"
+        "    ix_t ch = r %% CG, k = r / CG, first = k / KG * CG;\n"
         "    %s s = 0;\n"
-        "    for (long n = 0; n < N; n++)\n"
-        "        for (long oy = 0; oy < OH; oy++) {\n"
-        "            long y = oy * SH - PH + i * DH;\n"
+        "    for (ix_t n = 0; n < N; n++)\n"
+        "        for (ix_t oy = 0; oy < OH; oy++) {\n"
+        "            ix_t y = oy * SH - PH + i * DH;\n"
         "            bool iny = y >= 0 && y < H;\n"
         "            __global const %s *gp = go + ((n * K + k) * OH + oy) * OW;\n"
-        "            __global const %s *ip = in + ((n * C + first + ch) * H + y) * W;\n"
-        "            for (long ox = 0; ox < OW; ox++) {\n"
-        "                long x = ox * SW - PW + j * DW;\n"
+        "            __global const %s *ip = in + ((n * C + first + ch) * H + (iny ? y : 0)) * W;\n"
+        "            for (ix_t ox = 0; ox < OW; ox++) {\n"
+        "                ix_t x = ox * SW - PW + j * DW;\n"
         "                %s v = iny && x >= 0 && x < W ? ip[x] : 0;\n"
         "                s += gp[ox] * v;\n"
         "            }\n"
         "        }\n"
         "    out[g] = s;\n}\n\n",
-        name, t, t, t, t, t, t, t);
+        t, t, t, t);
 }
 
 /* ---- max pooling ---------------------------------------------------------------------------- */

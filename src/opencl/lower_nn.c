@@ -37,15 +37,25 @@ static void conv_args(ocl_step *s, const ltc_shape *in, const ltc_shape *w, cons
     for (int i = 0; i < 17; i++) lw_arg_long(s, v[i]);
 }
 
+/* Whether every tensor of node n has fewer than 2^31 elements (int indices suffice). */
+static bool fits_i32(const ltc_node *n) {
+    int64_t lim = (int64_t)1 << 31;
+    if (ltc_shape_numel(&n->shapes[0]) >= lim) return false;
+    for (int k = 0; k < n->n_operands; k++)
+        if (ltc_shape_numel(opshape(n, k)) >= lim) return false;
+    return true;
+}
+
 static ltc_status lower_conv(lw *w, const ltc_node *n, int out) {
     const ltc_shape *os = &n->shapes[0];
     ocl_sb b = {0};
     ocl_step *s;
+    bool i32 = fits_i32(n);
     switch (n->op) {
     case LTC_OP_CONV2D:
     case LTC_OP_CONV2D_NOBIAS: {
         bool bias = n->op == LTC_OP_CONV2D;
-        ocl_k_conv2d(&b, KNAME, os->dtype, bias);
+        ocl_k_conv2d(&b, KNAME, os->dtype, bias, i32);
         if (!(s = lw_family_step(w, &b, n->op, out, (size_t)ltc_shape_numel(os)))) return lw_nomem();
         lw_arg_buf(s, 'o', out);
         for (int k = 0; k < (bias ? 3 : 2); k++) lw_arg_buf(s, 'b', lw_opslot(w, n, k));
@@ -53,7 +63,8 @@ static ltc_status lower_conv(lw *w, const ltc_node *n, int out) {
         return LTC_OK;
     }
     case LTC_OP_CONV2D_BACKWARD_INPUT:
-        ocl_k_conv2d_bwd_input(&b, KNAME, os->dtype);
+        ocl_k_conv2d_bwd_input(&b, KNAME, os->dtype,
+                               n->attrs[1].ints[0] == 1 && n->attrs[1].ints[1] == 1, i32);
         if (!(s = lw_family_step(w, &b, n->op, out, (size_t)ltc_shape_numel(os)))) return lw_nomem();
         lw_arg_buf(s, 'o', out);
         lw_arg_buf(s, 'b', lw_opslot(w, n, 0));
@@ -61,7 +72,7 @@ static ltc_status lower_conv(lw *w, const ltc_node *n, int out) {
         conv_args(s, os, opshape(n, 1), opshape(n, 0), &n->attrs[1]);
         return LTC_OK;
     default: /* LTC_OP_CONV2D_BACKWARD_WEIGHT */
-        ocl_k_conv2d_bwd_weight(&b, KNAME, os->dtype);
+        ocl_k_conv2d_bwd_weight(&b, KNAME, os->dtype, i32);
         if (!(s = lw_family_step(w, &b, n->op, out, (size_t)ltc_shape_numel(os)))) return lw_nomem();
         lw_arg_buf(s, 'o', out);
         lw_arg_buf(s, 'b', lw_opslot(w, n, 0));

@@ -202,9 +202,10 @@ void ocl_k_strided(ocl_sb *b, const char *name, ltc_dtype dt, int r);
 void ocl_mem_set_limit(size_t bytes);
 
 /* kernels_nn.c: the CNN and LSTM families (see there). */
-void ocl_k_conv2d(ocl_sb *b, const char *name, ltc_dtype dt, bool bias);
-void ocl_k_conv2d_bwd_input(ocl_sb *b, const char *name, ltc_dtype dt);
-void ocl_k_conv2d_bwd_weight(ocl_sb *b, const char *name, ltc_dtype dt);
+void ocl_k_conv2d(ocl_sb *b, const char *name, ltc_dtype dt, bool bias, bool i32);
+void ocl_k_conv2d_bwd_input(ocl_sb *b, const char *name, ltc_dtype dt, bool unit_stride,
+                            bool i32);
+void ocl_k_conv2d_bwd_weight(ocl_sb *b, const char *name, ltc_dtype dt, bool i32);
 void ocl_k_max_pool2d(ocl_sb *b, const char *name, ltc_dtype dt);
 void ocl_k_max_pool2d_bwd(ocl_sb *b, const char *name, ltc_dtype dt);
 void ocl_k_slice(ocl_sb *b, const char *name, ltc_dtype in, ltc_dtype out, bool write);

@@ -150,72 +150,83 @@ void ocl_k_conv2d_bwd_weight(ocl_sb *b, const char *name, ltc_dtype dt, bool i32
 /* ---- max pooling ---------------------------------------------------------------------------- */
 
 #define POOL_ARGS                                                                              \
-    "long P, long H, long W, long OH, long OW, long KH, long KW, long SH, long SW, long PH, "  \
-    "long PW, long DH, long DW"
+    "long P_, long H_, long W_, long OH_, long OW_, long KH_, long KW_, long SH_, long SW_, "  \
+    "long PH_, long PW_, long DH_, long DW_"
+
+/* The sizes as locals of the index type (as conv_prologue). */
+static void pool_prologue(ocl_sb *b, const char *ix) {
+    ocl_sb_printf(b,
+        "    typedef %s ix_t;\n"
+        "    const ix_t P = P_, H = H_, W = W_, OH = OH_, OW = OW_, KH = KH_, KW = KW_, SH = SH_,\n"
+        "        SW = SW_, PH = PH_, PW = PW_, DH = DH_, DW = DW_;\n"
+        "    ix_t g = (ix_t)get_global_id(0);\n", ix);
+}
 
 /* The flat index (within plane q's base) of window (oy, ox)'s maximum: the first of equal
  * maxima, a NaN wins (the last NaN); -1 for a window wholly in the padding. */
-static void pool_argmax_fn(ocl_sb *b, const char *name, const char *t) {
+static void pool_argmax_fn(ocl_sb *b, const char *name, const char *t, const char *ix) {
     ocl_sb_printf(b,
-        "long %s_argmax(__global const %s *p, long H, long W, long oy, long ox, long KH, long KW,\n"
-        "               long SH, long SW, long PH, long PW, long DH, long DW) {\n"
-        "    long best = -1;\n"
+        "%s %s_argmax(__global const %s *p, %s H, %s W, %s oy, %s ox, %s KH, %s KW,\n"
+        "               %s SH, %s SW, %s PH, %s PW, %s DH, %s DW) {\n"
+        "    %s best = -1;\n"
         "    %s m = 0;\n"
-        "    for (long i = 0; i < KH; i++) {\n"
-        "        long y = oy * SH - PH + i * DH;\n"
+        "    for (%s i = 0; i < KH; i++) {\n"
+        "        %s y = oy * SH - PH + i * DH;\n"
         "        if (y < 0 || y >= H) continue;\n"
-        "        for (long j = 0; j < KW; j++) {\n"
-        "            long x = ox * SW - PW + j * DW;\n"
+        "        for (%s j = 0; j < KW; j++) {\n"
+        "            %s x = ox * SW - PW + j * DW;\n"
         "            if (x < 0 || x >= W) continue;\n"
         "            %s v = p[y * W + x];\n"
         "            if (best < 0 || v > m || v != v) { m = v; best = y * W + x; }\n"
         "        }\n"
         "    }\n"
         "    return best;\n}\n\n",
-        name, t, t, t);
+        ix, name, t, ix, ix, ix, ix, ix, ix, ix, ix, ix, ix, ix, ix, ix, t, ix, ix, ix, ix, t);
 }
 
-void ocl_k_max_pool2d(ocl_sb *b, const char *name, ltc_dtype dt) {
-    const char *t = ocl_ctype(dt);
-    pool_argmax_fn(b, name, t);
+void ocl_k_max_pool2d(ocl_sb *b, const char *name, ltc_dtype dt, bool i32) {
+    const char *t = ocl_ctype(dt), *ix = i32 ? "int" : "long";
+    pool_argmax_fn(b, name, t, ix);
+    ocl_sb_printf(b, "__kernel void %s(__global %s *out, __global const %s *in, " POOL_ARGS ") {\n",
+                  name, t, t);
+    pool_prologue(b, ix);
     ocl_sb_printf(b,
-        "__kernel void %s(__global %s *out, __global const %s *in, " POOL_ARGS ") {\n"
-        "    long g = get_global_id(0);\n"
         "    if (g >= P * OH * OW) return;\n"
-        "    long ox = g %% OW, r = g / OW, oy = r %% OH, q = r / OH;\n"
+        "    ix_t ox = g %% OW, r = g / OW, oy = r %% OH, q = r / OH;\n"
         "    __global const %s *p = in + q * H * W;\n"
-        "    long k = %s_argmax(p, H, W, oy, ox, KH, KW, SH, SW, PH, PW, DH, DW);\n"
+        "    ix_t k = %s_argmax(p, H, W, oy, ox, KH, KW, SH, SW, PH, PW, DH, DW);\n"
         "    out[g] = k < 0 ? -INFINITY : p[k];\n}\n\n",
-        name, t, t, t, name);
+        t, name);
 }
 
 /* grad_input[q][y][x] = the sum of grad_output over the windows that contain (y, x) and
  * picked it, in the reference's order (oy, then ox, ascending). */
-void ocl_k_max_pool2d_bwd(ocl_sb *b, const char *name, ltc_dtype dt) {
-    const char *t = ocl_ctype(dt);
-    pool_argmax_fn(b, name, t);
+void ocl_k_max_pool2d_bwd(ocl_sb *b, const char *name, ltc_dtype dt, bool i32) {
+    const char *t = ocl_ctype(dt), *ix = i32 ? "int" : "long";
+    pool_argmax_fn(b, name, t, ix);
     ocl_sb_printf(b,
         "__kernel void %s(__global %s *out, __global const %s *go, __global const %s *in,\n"
-        "                 " POOL_ARGS ") {\n"
-        "    long g = get_global_id(0);\n"
+        "                 " POOL_ARGS ") {\n", name, t, t, t);
+    pool_prologue(b, ix);
+    ocl_sb_printf(b,
         "    if (g >= P * H * W) return;\n"
-        "    long x = g %% W, r = g / W, y = r %% H, q = r / H;\n"
+        "    ix_t x = g %% W, r = g / W, y = r %% H, q = r / H;\n"
         "    __global const %s *p = in + q * H * W;\n"
         "    %s s = 0;\n"
-        "    for (long i = KH - 1; i >= 0; i--) {\n"
-        "        long ty = y + PH - i * DH;\n"
+        "    for (ix_t i = KH - 1; i >= 0; i--) {\n"
+        "        ix_t ty = y + PH - i * DH;\n"
         "        if (ty < 0 || ty %% SH || ty / SH >= OH) continue;\n"
-        "        long oy = ty / SH;\n"
-        "        for (long j = KW - 1; j >= 0; j--) {\n"
-        "            long tx = x + PW - j * DW;\n"
+        "        ix_t oy = ty / SH;\n"
+        "        for (ix_t j = KW - 1; j >= 0; j--) {\n"
+        "            ix_t tx = x + PW - j * DW;\n"
         "            if (tx < 0 || tx %% SW || tx / SW >= OW) continue;\n"
-        "            long ox = tx / SW;\n"
+        "            ix_t ox = tx / SW;\n"
         "            if (%s_argmax(p, H, W, oy, ox, KH, KW, SH, SW, PH, PW, DH, DW) == y * W + x)\n"
         "                s += go[(q * OH + oy) * OW + ox];\n"
         "        }\n"
         "    }\n"
         "    out[g] = s;\n}\n\n",
-        name, t, t, t, t, t, name);
+        t, t, name);
 }
 
 /* ---- slices ----------------------------------------------------------------------------------- */

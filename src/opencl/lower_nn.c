@@ -90,8 +90,8 @@ static ltc_status lower_pool(lw *w, const ltc_node *n, int out) {
     const ltc_attr *at = n->attrs;
     int b0 = is->ndim - 2;
     ocl_sb b = {0};
-    if (bwd) ocl_k_max_pool2d_bwd(&b, KNAME, is->dtype);
-    else ocl_k_max_pool2d(&b, KNAME, is->dtype);
+    if (bwd) ocl_k_max_pool2d_bwd(&b, KNAME, is->dtype, fits_i32(n));
+    else ocl_k_max_pool2d(&b, KNAME, is->dtype, fits_i32(n));
     ocl_step *s = lw_family_step(w, &b, n->op, out, (size_t)ltc_shape_numel(&n->shapes[0]));
     if (!s) return lw_nomem();
     lw_arg_buf(s, 'o', out);

@@ -206,8 +206,8 @@ void ocl_k_conv2d(ocl_sb *b, const char *name, ltc_dtype dt, bool bias, bool i32
 void ocl_k_conv2d_bwd_input(ocl_sb *b, const char *name, ltc_dtype dt, bool unit_stride,
                             bool i32);
 void ocl_k_conv2d_bwd_weight(ocl_sb *b, const char *name, ltc_dtype dt, bool i32);
-void ocl_k_max_pool2d(ocl_sb *b, const char *name, ltc_dtype dt);
-void ocl_k_max_pool2d_bwd(ocl_sb *b, const char *name, ltc_dtype dt);
+void ocl_k_max_pool2d(ocl_sb *b, const char *name, ltc_dtype dt, bool i32);
+void ocl_k_max_pool2d_bwd(ocl_sb *b, const char *name, ltc_dtype dt, bool i32);
 void ocl_k_slice(ocl_sb *b, const char *name, ltc_dtype in, ltc_dtype out, bool write);
 void ocl_k_index_add(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it);
 void ocl_k_scatter_add(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it);

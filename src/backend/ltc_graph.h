@@ -281,4 +281,49 @@ ltc_data *ltc_tensor_data(ltc_tensor *t);
 void ltc_tensor_install(ltc_tensor *const *ts, ltc_data *const *ds, int n);
 ltc_status ltc_tensor_share(ltc_tensor *t, ltc_tensor **out);
 
+/* ---- the capture lifecycle, for implementations -------------------------------------------
+ *
+ * What every graph implementation does the same way (graph_base.c): the states (empty,
+ * capturing, captured), the misuse errors, the pool taken at capture_begin (ltc_pool, above),
+ * the record, keep_graph and debug mode, instantiation (by capture_end, or explicitly with
+ * keep_graph, or lazily by the first replay), and the GraphCapture/GraphReplay counters. An
+ * implementation's struct starts with an ltc_graph_base, is malloc'd (free() frees it after
+ * a reset), and is set up by ltc_graph_base_init with its hooks. */
+typedef struct ltc_graph_base ltc_graph_base;
+typedef struct ltc_graph_hooks {
+    const char *device;           /* the device type (static string) */
+    const ltc_pool_i *pool_iface; /* its pools' callbacks */
+    /* capture_begin: refuse when syncs run on a backend it cannot capture. Optional. */
+    ltc_status (*check_backend)(ltc_graph_base *gb);
+    /* The backend the capture records, and the exec_ctx its execute gets during the capture
+     * (ltc_capture_start) from the pool (exec_ctx NULL: the ltc_pool itself). */
+    ltc_backend *(*capture_backend)(void);
+    void *(*exec_ctx)(ltc_pool *p);
+    /* Builds what replays run from gb->rec (a second call replaces the first's). Optional. */
+    ltc_status (*instantiate)(ltc_graph_base *gb);
+    /* Runs the captured graph (instantiated; the record if replays_record). Required. */
+    ltc_status (*replay)(ltc_graph_base *gb);
+    /* Frees what instantiate built. Optional. */
+    void (*drop)(ltc_graph_base *gb);
+    /* Writes gb->rec to path. Optional. */
+    ltc_status (*debug_dump)(ltc_graph_base *gb, const char *path);
+    bool replays_record; /* replay reads gb->rec: keep it after instantiating */
+} ltc_graph_hooks;
+
+struct ltc_graph_base {
+    ltc_graph g;
+    const ltc_graph_hooks *hooks;
+    bool keep_graph, debug;
+    int state, instantiations;
+    ltc_capture_mode mode;
+    ltc_pool *pool;          /* from capture_begin until reset */
+    ltc_capture_record *rec; /* NULL once instantiated without keep_graph, debug or
+                              * replays_record */
+    void *inst;              /* the implementation's instantiated graph */
+};
+
+/* Sets up gb (zeroed before) as a graph of hooks->device with the construction arguments. */
+void ltc_graph_base_init(ltc_graph_base *gb, const ltc_graph_hooks *hooks,
+                         const ltc_graph_args *args);
+
 #endif

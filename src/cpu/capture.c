@@ -1,5 +1,7 @@
 /*
- * capture.c - the CPU backend's graph implementation (ltc_graph.h), registered as "cpu".
+ * capture.c - the CPU backend's graph implementation (ltc_graph.h), registered as "cpu": the
+ * shared capture lifecycle (src/backend/graph_base.c) and pool bookkeeping
+ * (src/backend/graph_pool.c) with the CPU's hooks.
  *
  * capture_begin syncs pending work, then records the calling thread's syncs (recorder.c)
  * while their outputs come from the graph's pool; capture_end syncs what the capture left
@@ -92,16 +94,6 @@ static int64_t ctx_trim(void *ctx) {
 static const ltc_pool_i cpu_pool_iface = {
     .ctx_new = ctx_new, .destroy = ctx_destroy, .trim = ctx_trim, .finalize = free,
 };
-
-/* The pool with that id, made if needed, with one more graph using it. */
-static cpu_pool *pool_acquire(ltc_mempool_id id) {
-    ltc_pool *gp = ltc_pool_acquire("cpu", id, &cpu_pool_iface, NULL);
-    return gp ? ltc_pool_ctx(gp) : NULL;
-}
-
-static void pool_release(cpu_pool *p) {
-    if (p) ltc_pool_release(p->gp);
-}
 
 /* A buffer of shape's byte size: a free one of that size, else a new one. */
 static ltc_data *pool_alloc(void *ud, const ltc_shape *shape) {
@@ -344,145 +336,39 @@ static ltc_status exec_run(exec *x, cpu_pool *pool, bool debug) {
     return LTC_OK;
 }
 
-/* ---- the graph --------------------------------------------------------------------------------- */
+/* ---- the graph: the shared lifecycle (src/backend/graph_base.c) with these hooks ------------ */
 
-typedef enum { G_EMPTY, G_CAPTURING, G_CAPTURED } gstate;
-
-typedef struct {
-    ltc_graph g;
-    bool keep_graph, debug;
-    gstate state;
-    int instantiations;
-    ltc_capture_mode mode;
-    cpu_pool *pool;
-    ltc_capture_record *rec; /* the raw record: kept with keep_graph or debug mode */
-    exec *x;                 /* the instantiated graph */
-} cpu_graph;
-
-static cpu_graph *impl_of(ltc_graph *g) { return (cpu_graph *)g; }
-
-static ltc_status g_capture_begin(ltc_graph *g, ltc_mempool_id pool, ltc_capture_mode mode) {
-    cpu_graph *cg = impl_of(g);
-    if (cg->state == G_CAPTURING)
-        return ltc_errorf(LTC_ERR_STATE, "capture_begin: the graph is already capturing");
-    if (cg->state == G_CAPTURED)
-        return ltc_errorf(LTC_ERR_STATE, "capture_begin: this graph already owns a captured graph "
-                          "(call reset() first, or use another Graph)");
-    if ((unsigned)mode >= LTC_CAPTURE_MODE_COUNT)
-        return ltc_errorf(LTC_ERR_ARG, "capture_begin: bad capture mode %d", (int)mode);
-    if (mode == LTC_CAPTURE_DEFAULT) mode = LTC_CAPTURE_THREAD_LOCAL;
+static ltc_status check_backend(ltc_graph_base *gb) {
+    (void)gb;
     ltc_backend *b = ltc_backend_default();
     if (strcmp(b->name, "cpu") && strcmp(b->name, "ref"))
         return ltc_errorf(LTC_ERR_STATE, "capture_begin: the CPU graph cannot capture the '%s' "
                           "backend", b->name);
-    cpu_pool *p = pool_acquire(pool ? pool : ltc_graph_pool_handle());
-    if (!p) return LTC_ERR_NOMEM;
-    ltc_status st = ltc_capture_start(mode, ltc_backend_get("cpu"), p);
-    if (st) {
-        pool_release(p);
-        return st;
-    }
-    cg->pool = p;
-    cg->mode = mode;
-    cg->state = G_CAPTURING;
     return LTC_OK;
 }
 
-static ltc_status g_instantiate(ltc_graph *g);
+static ltc_backend *capture_backend(void) { return ltc_backend_get("cpu"); }
 
-static void drop(cpu_graph *cg) {
-    exec_free(cg->x);
-    cg->x = NULL;
-    ltc_capture_record_free(cg->rec);
-    cg->rec = NULL;
-    pool_release(cg->pool);
-    cg->pool = NULL;
-    cg->instantiations = 0;
-    cg->state = G_EMPTY;
-}
+/* The CPU backend's execute allocates a capture's outputs from the pool's cpu_pool. */
+static void *exec_ctx(ltc_pool *gp) { return ltc_pool_ctx(gp); }
 
-static ltc_status g_capture_end(ltc_graph *g) {
-    cpu_graph *cg = impl_of(g);
-    if (cg->state != G_CAPTURING)
-        return ltc_errorf(LTC_ERR_STATE, "capture_end: the graph is not capturing (call "
-                          "capture_begin first)");
-    ltc_capture_record *r = NULL;
-    ltc_status st = ltc_capture_finish(&r);
-    if (st) {
-        drop(cg);
-        return st;
-    }
-    cg->rec = r;
-    cg->state = G_CAPTURED;
-    ltc_counter_add("GraphCapture", 1);
-    if (cg->keep_graph) return LTC_OK;
-    if ((st = g_instantiate(g))) {
-        drop(cg);
-        return st;
-    }
-    if (!cg->debug) { /* keep_graph = false: the raw record goes */
-        ltc_capture_record_free(cg->rec);
-        cg->rec = NULL;
-    }
-    return LTC_OK;
-}
-
-static ltc_status g_instantiate(ltc_graph *g) {
-    cpu_graph *cg = impl_of(g);
-    if (cg->state == G_CAPTURING)
-        return ltc_errorf(LTC_ERR_STATE, "instantiate: the capture has not ended (call "
-                          "capture_end first)");
-    if (cg->state == G_EMPTY)
-        return ltc_errorf(LTC_ERR_STATE, "instantiate: nothing captured yet (capture_begin, "
-                          "then capture_end)");
-    if (cg->instantiations && !cg->keep_graph)
-        return ltc_errorf(LTC_ERR_STATE, "instantiate: already instantiated by capture_end, "
-                          "which drops the raw graph when keep_graph is false (create the "
-                          "Graph with keep_graph = true to instantiate explicitly)");
+static ltc_status h_instantiate(ltc_graph_base *gb) {
     exec *x = NULL;
-    ltc_status st = exec_build(cg->rec, cg->pool, &x);
+    ltc_status st = exec_build(gb->rec, ltc_pool_ctx(gb->pool), &x);
     if (st) return st;
-    exec_free(cg->x);
-    cg->x = x;
-    cg->instantiations++;
+    exec_free(gb->inst);
+    gb->inst = x;
     return LTC_OK;
 }
 
-static ltc_status g_replay(ltc_graph *g) {
-    cpu_graph *cg = impl_of(g);
-    if (cg->state == G_CAPTURING)
-        return ltc_errorf(LTC_ERR_STATE, "replay: the graph is still capturing (call capture_end "
-                          "first)");
-    if (cg->state == G_EMPTY)
-        return ltc_errorf(LTC_ERR_STATE, "replay: nothing captured yet (capture_begin, then "
-                          "capture_end)");
-    if (ltc_capture_active())
-        return ltc_errorf(LTC_ERR_STATE, "replay: this thread is capturing a graph");
-    ltc_status st = ltc_capture_check_sync();
-    if (st) return ltc_error_prefix(st, "replay");
-    if (!cg->x && (st = g_instantiate(g))) return st; /* keep_graph: on the first replay */
-    if ((st = exec_run(cg->x, cg->pool, cg->debug))) return st;
-    ltc_counter_add("GraphReplay", 1);
-    return LTC_OK;
+static ltc_status h_replay(ltc_graph_base *gb) {
+    return exec_run(gb->inst, ltc_pool_ctx(gb->pool), gb->debug);
 }
 
-static ltc_status g_reset(ltc_graph *g) {
-    cpu_graph *cg = impl_of(g);
-    if (cg->state == G_CAPTURING) ltc_capture_abort();
-    drop(cg);
-    return LTC_OK;
+static void h_drop(ltc_graph_base *gb) {
+    exec_free(gb->inst);
+    gb->inst = NULL;
 }
-
-static ltc_status g_pool(ltc_graph *g, ltc_mempool_id *out) {
-    cpu_graph *cg = impl_of(g);
-    if (!cg->pool)
-        return ltc_errorf(LTC_ERR_STATE, "pool: nothing captured yet (the pool is chosen at "
-                          "capture_begin)");
-    *out = ltc_pool_id(cg->pool->gp);
-    return LTC_OK;
-}
-
-static void g_enable_debug_mode(ltc_graph *g) { impl_of(g)->debug = true; }
 
 /* ---- debug_dump: Graphviz DOT ------------------------------------------------------------------ */
 
@@ -584,46 +470,28 @@ static ltc_status dump_dot(const ltc_capture_record *r, const char *path) {
     return LTC_OK;
 }
 
-static ltc_status g_debug_dump(ltc_graph *g, const char *path) {
-    cpu_graph *cg = impl_of(g);
-    if (cg->state == G_CAPTURING)
-        return ltc_errorf(LTC_ERR_STATE, "debug_dump: the graph is still capturing");
-    if (cg->state == G_EMPTY)
-        return ltc_errorf(LTC_ERR_STATE, "debug_dump: nothing captured yet");
-    if (!cg->rec)
-        return ltc_errorf(LTC_ERR_STATE, "debug_dump: the graph kept no record to dump: call "
-                          "enable_debug_mode() before capture_end, or create the Graph with "
-                          "keep_graph = true");
-    return dump_dot(cg->rec, path);
+static ltc_status h_debug_dump(ltc_graph_base *gb, const char *path) {
+    return dump_dot(gb->rec, path);
 }
 
-static void g_free(ltc_graph *g) {
-    g_reset(g);
-    free(impl_of(g));
-}
-
-static const struct ltc_graph_i cpu_graph_iface = {
-    .version = LTC_GRAPH_IFACE_VERSION,
-    .capture_begin = g_capture_begin,
-    .capture_end = g_capture_end,
-    .instantiate = g_instantiate,
-    .replay = g_replay,
-    .reset = g_reset,
-    .pool = g_pool,
-    .enable_debug_mode = g_enable_debug_mode,
-    .debug_dump = g_debug_dump,
-    .free = g_free,
+static const ltc_graph_hooks cpu_graph_hooks = {
+    .device = "cpu",
+    .pool_iface = &cpu_pool_iface,
+    .check_backend = check_backend,
+    .capture_backend = capture_backend,
+    .exec_ctx = exec_ctx,
+    .instantiate = h_instantiate,
+    .replay = h_replay,
+    .drop = h_drop,
+    .debug_dump = h_debug_dump,
 };
 
 ltc_graph *ltc_cpu_graph_new(const ltc_graph_args *args) {
-    cpu_graph *cg = calloc(1, sizeof *cg);
-    if (!cg) {
+    ltc_graph_base *gb = calloc(1, sizeof *gb);
+    if (!gb) {
         ltc_errorf(LTC_ERR_NOMEM, "Graph: out of memory");
         return NULL;
     }
-    cg->g = (ltc_graph){.iface = &cpu_graph_iface, .device = "cpu", .impl = cg};
-    /* a field is read only if the caller's struct has it */
-    if (args->size >= offsetof(ltc_graph_args, keep_graph) + sizeof args->keep_graph)
-        cg->keep_graph = args->keep_graph;
-    return &cg->g;
+    ltc_graph_base_init(gb, &cpu_graph_hooks, args);
+    return &gb->g;
 }

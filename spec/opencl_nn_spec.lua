@@ -247,6 +247,33 @@ describe("opencl kernels for CNN and LSTM", function()
         return ltc.stack(losses), model[1].weight
       end, 1e-4)
     end)
+    it("ltc.jit replays a CNN step with dropout on the device to the CPU's losses", function()
+      local r0 = ltc.metrics.counter("GraphReplay")
+      local _, o = same(function()
+        ltc.manual_seed(0)
+        local nn = ltc.nn
+        local model = nn.Sequential(nn.Conv2d(1, 3, 3, { padding = 1 }), nn.ReLU(), nn.MaxPool2d(2),
+          nn.Flatten(), nn.Dropout(0.3), nn.Linear(3 * 5 * 5, 4))
+        local opt = ltc.optim.SGD(model:parameters(), { lr = 0.1 })
+        local step = ltc.jit(function(x, y)
+          opt:zero_grad()
+          local loss = nn.functional.cross_entropy(model(x), y)
+          loss:backward()
+          opt:step()
+          return loss
+        end)
+        local data = ltc.randn(12, 1, 10, 10)
+        local labels = ltc.tensor({ 1, 2, 3, 4, 1, 2, 3, 4, 4, 3, 2, 1 }, "int64")
+        local losses = {}
+        for i = 1, 5 do
+          local lo = ((i - 1) % 3) * 4 + 1
+          losses[i] = step(data:narrow(1, lo, 4), labels:narrow(1, lo, 4)):item()
+        end
+        return ltc.tensor(losses), model[1].weight
+      end, 1e-4)
+      assert.are_not.equal(o[1][1][4], o[1][1][1]) -- it trains (and dropout draws anew)
+      assert.is_true(ltc.metrics.counter("GraphReplay") - r0 >= 6) -- 3 replays on each backend
+    end)
     it("an LSTM step (embedding, 2 layers with dropout, Adam) runs wholly on the device", function()
       same(function()
         ltc.manual_seed(0)

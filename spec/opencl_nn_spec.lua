@@ -226,6 +226,25 @@ describe("opencl kernels for CNN and LSTM", function()
     end)
   end)
 
+  describe("norm (gradient clipping)", function()
+    it("p = 2, 1, 3, inf, -inf and 0, of everything and along each dim, keepdim; NaN wins", function()
+      same(function()
+        local a = ltc.tensor({ { 3, -4, 0, 1 }, { 0.5, 2, -2, 0 }, { 1, 1, 1, 1 } })
+        return a:norm(), a:norm(1), a:norm(3, 1), a:norm(math.huge, 2), a:norm(-math.huge, 1),
+          a:norm(0, 2, true), ltc.tensor({ 1, 0 / 0, 2 }):norm(), ltc.zeros(0):norm(),
+          ltc.tensor({ 1e-3, 2e-3 }, "float64"):norm()
+      end, 1e-6)
+    end)
+    it("clip_grad_norm_ clips on the device", function()
+      same(function()
+        local w = ltc.tensor({ { 3, 4 }, { 0, 12 } }):requires_grad_()
+        ;(w * w):sum():backward()
+        local total = ltc.nn.utils.clip_grad_norm_({ w }, 5)
+        return total, w.grad
+      end, 1e-6)
+    end)
+  end)
+
   describe("training steps", function()
     it("a CNN step (conv, relu, max_pool, linear, cross_entropy, SGD) runs wholly on the device", function()
       same(function()

@@ -123,7 +123,7 @@ describe("opencl backend", function()
     for _, name in ipairs({ "arange", "bernoulli", "bernoulli.p", "cat", "conv2d",
                             "conv2d.nobias", "conv2d_backward_input", "conv2d_backward_weight",
                             "dropout", "index_add", "max_pool2d", "max_pool2d_backward",
-                            "narrow", "narrow_scatter", "rand", "randint", "randn",
+                            "narrow", "narrow_scatter", "norm", "rand", "randint", "randn",
                             "scatter_add", "select", "select_scatter", "stack" }) do
       listed[name] = true
     end

@@ -391,3 +391,35 @@ void ocl_k_random(ocl_sb *b, const char *name, char kind, ltc_dtype dt, bool fp6
     }
     ocl_sb_printf(b, "}\n\n");
 }
+
+/* ---- norm ------------------------------------------------------------------------------------- */
+
+/* The p-norm along a dim (or of everything, outer = inner = 1), as the reference: |x|^p summed
+ * in double (float without fp64), then ^(1/p); p = inf the max |x|, -inf the min, 0 the count
+ * of nonzeros; a NaN wins. p = 1 and 2 take |x| and x*x (exact, where pow is not). One work
+ * item per (o, k). */
+void ocl_k_norm(ocl_sb *b, const char *name, ltc_dtype in, ltc_dtype out, bool fp64) {
+    const char *a = fp64 ? "double" : "float";
+    ocl_sb_printf(b,
+        "__kernel void %s(__global %s *out, __global const %s *in, long outer, long n, long inner,\n"
+        "                 %s p) {\n"
+        "    long g = get_global_id(0);\n"
+        "    if (g >= outer * inner) return;\n"
+        "    long o = g / inner, k = g %% inner;\n"
+        "    __global const %s *q = in + o * n * inner + k;\n"
+        "    %s r = p == -INFINITY ? INFINITY : 0;\n"
+        "    for (long j = 0; j < n; j++) {\n"
+        "        %s v = fabs((%s)q[j * inner]);\n"
+        "        if (p == 0) r += v != 0 ? 1 : 0;\n"
+        "        else if (isnan(v)) r = v;\n"
+        "        else if (isnan(r)) continue;\n"
+        "        else if (p == INFINITY) r = v > r ? v : r;\n"
+        "        else if (p == -INFINITY) r = v < r ? v : r;\n"
+        "        else if (p == 2) r += v * v;\n"
+        "        else if (p == 1) r += v;\n"
+        "        else r += pow(v, p);\n"
+        "    }\n"
+        "    if (!isinf(p) && p != 0 && !isnan(r)) r = p == 2 ? sqrt(r) : p == 1 ? r : pow(r, 1 / p);\n"
+        "    out[g] = (%s)r;\n}\n\n",
+        name, ocl_ctype(out), ocl_ctype(in), a, ocl_ctype(in), a, a, a, ocl_ctype(out));
+}

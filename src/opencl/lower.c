@@ -766,6 +766,7 @@ bool ocl_op_lowered(int op) {
     case LTC_OP_NARROW_SCATTER: case LTC_OP_SELECT_SCATTER: case LTC_OP_INDEX_ADD:
     case LTC_OP_SCATTER_ADD: case LTC_OP_ARANGE: case LTC_OP_RAND: case LTC_OP_RANDN:
     case LTC_OP_RANDINT: case LTC_OP_BERNOULLI: case LTC_OP_BERNOULLI_P: case LTC_OP_DROPOUT:
+    case LTC_OP_NORM:
         return true;
     default: break;
     }

@@ -2,7 +2,8 @@
  * lower_nn.c - lowering the ops of the CNN and LSTM paths to kernels of kernels_nn.c:
  * conv2d (with and without bias) and its backward ops, max_pool2d and its backward, cat,
  * stack, narrow, select, narrow_scatter, select_scatter, index_add, scatter_add, arange and
- * the random ops (rand, randn, randint, bernoulli, bernoulli.p, dropout).
+ * the random ops (rand, randn, randint, bernoulli, bernoulli.p, dropout), and norm (the LSTM
+ * example's gradient clipping).
  *
  * ocl_nn_lowers says which nodes these are (dtypes and sizes included): the core's eager
  * fallback runs the others (mem.c's `lowers` slot), so the two must agree.
@@ -249,6 +250,29 @@ static ltc_status lower_arange(lw *w, const ltc_node *n, int out) {
     return LTC_OK;
 }
 
+/* ---- norm ---------------------------------------------------------------------------------------- */
+
+static ltc_status lower_norm(lw *w, const ltc_node *n, int out) {
+    const ltc_shape *is = opshape(n, 0);
+    int64_t dim = n->attrs[1].i, outer = 1, len = ltc_shape_numel(is), inner = 1;
+    if (dim != LTC_NONE && is->ndim > 0) {
+        outer = lw_prod(is, 0, (int)dim);
+        len = is->dims[dim];
+        inner = lw_prod(is, (int)dim + 1, is->ndim);
+    }
+    ocl_sb b = {0};
+    ocl_k_norm(&b, KNAME, is->dtype, n->shapes[0].dtype, ocl.info.fp64);
+    ocl_step *s = lw_family_step(w, &b, n->op, out, (size_t)(outer * inner));
+    if (!s) return lw_nomem();
+    lw_arg_buf(s, 'o', out);
+    lw_arg_buf(s, 'b', lw_opslot(w, n, 0));
+    lw_arg_long(s, outer);
+    lw_arg_long(s, len);
+    lw_arg_long(s, inner);
+    s->args[s->n_args++] = (ocl_arg){.kind = ocl.info.fp64 ? 'd' : 'f', .f = n->attrs[0].f};
+    return LTC_OK;
+}
+
 /* ---- which nodes ------------------------------------------------------------------------------------ */
 
 static bool same_but(const ltc_shape *a, const ltc_shape *b, int dim) {
@@ -308,6 +332,8 @@ bool ocl_nn_lowers(const ltc_node *n) {
         return ltc_shape_numel(ss) > 0 || ltc_shape_numel(is) == 0;
     }
     case LTC_OP_ARANGE: return ocl.info.fp64 && n->n_attrs >= 3;
+    case LTC_OP_NORM: return n->n_attrs >= 2 && is_float(opshape(n, 0)->dtype) &&
+                             opshape(n, 0)->dtype == os->dtype;
     case LTC_OP_RAND:
     case LTC_OP_RANDN: return is_float(os->dtype);
     case LTC_OP_BERNOULLI: return is_float(os->dtype) && opshape(n, 0)->dtype == os->dtype;
@@ -331,6 +357,7 @@ ltc_status ocl_lower_nn(lw *w, const ltc_node *n, int out, bool *done) {
     case LTC_OP_INDEX_ADD:
     case LTC_OP_SCATTER_ADD: return lower_index_add(w, n, out);
     case LTC_OP_ARANGE: return lower_arange(w, n, out);
+    case LTC_OP_NORM: return lower_norm(w, n, out);
     case LTC_OP_RAND:
     case LTC_OP_RANDN:
     case LTC_OP_RANDINT:

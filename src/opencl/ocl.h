@@ -212,6 +212,7 @@ void ocl_k_slice(ocl_sb *b, const char *name, ltc_dtype in, ltc_dtype out, bool 
 void ocl_k_index_add(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it);
 void ocl_k_scatter_add(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it);
 void ocl_k_arange(ocl_sb *b, const char *name, ltc_dtype dt, bool fp64);
+void ocl_k_norm(ocl_sb *b, const char *name, ltc_dtype in, ltc_dtype out, bool fp64);
 void ocl_src_philox(ocl_sb *b, bool fp64);
 void ocl_k_random(ocl_sb *b, const char *name, char kind, ltc_dtype dt, bool fp64);
 

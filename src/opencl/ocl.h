@@ -7,9 +7,11 @@
  * over value slots. Nodes it does not lower go to the core's eager fallback (`lowers`).
  *
  * Files: device.c (platforms, devices, context, queue, errors), mem.c (buffers, the caching
- * allocator, the data slots), lower.c (a graph to steps and OpenCL C), kernels.c (the
- * source of the hand-written kernel families), program.c (build, memory and disk cache),
- * exec.c (running steps), lua_opencl.c (the Lua module).
+ * allocator, capture pools' buffers, the data slots), lower.c (a graph to steps and OpenCL
+ * C; lower.h its walk's state), lower_nn.c (the CNN and LSTM ops' lowering), kernels.c and
+ * kernels_nn.c (the source of the hand-written kernel families), program.c (build, memory
+ * and disk cache), exec.c (running steps), capture.c (the graph implementation),
+ * lua_opencl.c (the Lua module), bench.c (raw copy and CLBlast figures).
  */
 #ifndef LTC_OCL_H
 #define LTC_OCL_H

@@ -1,13 +1,14 @@
 --- bench/opencl.lua - the OpenCL backend against its device's own limits, same run: the
 -- chain relu(a*b + c)*0.5 + exp(-a) against the device's copy-kernel bandwidth (16 bytes
 -- per element at the copy's GB/s), a GEMM through the backend against raw CLBlast on the
--- same device, and MLP 784-256-10 training steps (SGD, batch 128) against the CPU backend.
+-- same device, MLP 784-256-10 training steps (SGD, batch 128) and the Fashion-MNIST CNN's
+-- steps (batch 64, with the host steps they take: none) against the CPU backend.
 -- Targets: chain at most 2x the copy floor; GEMM at least 0.9 of raw CLBlast. On PoCL the
 -- device is this CPU, so slower than the CPU backend is expected; the MLP row has no target.
 -- Nothing here is specific to PoCL: on a GPU it measures the GPU. Skips with one line where
 -- the module is not built or no OpenCL device exists.
 -- Sizes: BENCH_OPENCL_N (chain elements, default 2^22), BENCH_OPENCL_GEMM (default 512),
--- BENCH_OPENCL_STEPS (MLP steps, default 40).
+-- BENCH_OPENCL_STEPS (MLP steps, default 40), BENCH_OPENCL_CNN_STEPS (CNN steps, default 5).
 local lib = require "bench.lib"
 local ltc = lib.ltc
 
@@ -103,3 +104,49 @@ lib.row { bench = "opencl-mlp", workload = "MLP 784-256-10 SGD step, batch 128, 
   ltc = lib.fmt(dev_ms, "ms"), peers = "cpu backend " .. lib.fmt(cpu_ms, "ms"),
   ratio = lib.fmt(dev_ms / cpu_ms, "x") .. " of the cpu backend's time",
   target = "(none: same CPU under PoCL)", met = math.abs(dev_loss - cpu_loss) < 1e-3 }
+
+-- CNN training steps (the Fashion-MNIST example's network, batch 64), device against the
+-- CPU backend, and the eager-fallback steps the device run took (target: none)
+local function fallbacks()
+  local n = 0
+  for _, name in ipairs(ltc.metrics.counter_names()) do
+    if name:match("^EagerFallback::") then n = n + ltc.metrics.counter(name) end
+  end
+  return n
+end
+local CNN_STEPS = tonumber(os.getenv("BENCH_OPENCL_CNN_STEPS") or "") or 5
+local function cnn(backend)
+  ltc.set_backend(backend)
+  ltc.manual_seed(0)
+  local nn = ltc.nn
+  local model = nn.Sequential(nn.Conv2d(1, 16, 3, { padding = 1 }), nn.ReLU(), nn.MaxPool2d(2),
+    nn.Conv2d(16, 32, 3, { padding = 1 }), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+    nn.Linear(32 * 7 * 7, 10))
+  local opt = ltc.optim.SGD(model:parameters(), { lr = 0.05 })
+  local x = ltc.randn(64, 1, 28, 28)
+  local labels = {}
+  for i = 1, 64 do labels[i] = i % 10 + 1 end
+  local y = ltc.tensor(labels, "int64")
+  ltc.sync()
+  local loss
+  local function step()
+    opt:zero_grad()
+    loss = nn.functional.cross_entropy(model(x), y)
+    loss:backward()
+    opt:step()
+    ltc.sync()
+  end
+  for _ = 1, 2 do step() end -- warm-up: compiles
+  local f0, t0 = fallbacks(), ltc.clock()
+  for _ = 1, CNN_STEPS do step() end
+  return (ltc.clock() - t0) / CNN_STEPS * 1e3, loss:item(), (fallbacks() - f0) / CNN_STEPS
+end
+local cdev_ms, cdev_loss, cdev_fb = cnn("opencl")
+local ccpu_ms, ccpu_loss = cnn("cpu")
+print(string.format("cnn step (conv-relu-pool x2, linear; batch 64): opencl %.1f ms (%.1f host " ..
+  "steps per step), cpu %.1f ms (%.2fx); loss %.4f vs %.4f", cdev_ms, cdev_fb, ccpu_ms,
+  cdev_ms / ccpu_ms, cdev_loss, ccpu_loss))
+lib.row { bench = "opencl-cnn", workload = "Fashion-MNIST CNN SGD step, batch 64, on " .. info.name,
+  ltc = lib.fmt(cdev_ms, "ms"), peers = "cpu backend " .. lib.fmt(ccpu_ms, "ms"),
+  ratio = string.format("%s of the cpu backend's time, %.1f host steps", lib.fmt(cdev_ms / ccpu_ms, "x"), cdev_fb),
+  target = "0 host (eager-fallback) steps", met = cdev_fb == 0 and math.abs(cdev_loss - ccpu_loss) < 1e-3 }

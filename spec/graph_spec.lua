@@ -176,6 +176,20 @@ describe("capture and replay", function()
     assert.same({ 1, 3, 7 }, c:totable())
   end)
 
+  it("replays a step with an op the CPU backend leaves to the reference fallback (cumsum)", function()
+    -- instantiating a capture whose step is the eager fallback's composite crashed (pool_fit
+    -- of a missing plan)
+    local x = ltc.tensor { { 1, 2, 3 }, { 4, 5, 6 } }
+    local g = ltc.Graph()
+    g:capture_begin()
+    local y = (x * 2):cumsum(2) + 1
+    g:capture_end()
+    assert.same({ { 3, 7, 13 }, { 9, 19, 31 } }, y:totable())
+    x:copy_(ltc.tensor { { 0, 1, 0 }, { 2, 2, 2 } })
+    g:replay()
+    assert.same({ { 1, 3, 3 }, { 5, 9, 13 } }, y:totable())
+  end)
+
   it("with keep_graph, the first replay instantiates", function()
     local x = ltc.tensor { 1 }
     local g = ltc.Graph { keep_graph = true }

@@ -56,6 +56,7 @@ M.set_memory_limit = C.set_memory_limit   -- (bytes) cap on device memory, 0 = t
 M.trim = C.trim                           -- () frees cached device buffers
 M.last_build_log = C.last_build_log       -- () source and log of the last failed build
 M._try_build = C._try_build               -- (src) builds OpenCL C as given (tests)
+M._fail_run_after = C._fail_run_after     -- (n) the n-th next run fails as a lost device (tests)
 M._bench_copy = C._bench_copy             -- (n_floats, reps) -> GB/s of a copy kernel
 M._bench_gemm = C._bench_gemm             -- (m, n, k, reps) -> ms of a raw CLBlast SGEMM
 

@@ -147,6 +147,53 @@ ltc_status ltc_graph_impl_register_pool_stats(const char *device, ltc_pool_stats
  * (never made, or released). */
 bool ltc_graph_pool_stats(ltc_mempool_id id, ltc_pool_stats *out);
 
+/* ---- pool bookkeeping, for implementations -------------------------------------------------
+ *
+ * What every graph implementation's memory pool keeps the same way (graph_pool.c): pools by
+ * device type and handle, how many graphs use each, free buffers by byte size (a buffer a
+ * replay let go serves the next request of that size, so steady-state replays allocate
+ * nothing), and the figures ltc.graph_pool_info reports. A buffer is the implementation's
+ * own (`void *`): it makes them, and the callbacks free them. Graphs sharing a handle share
+ * the free lists; they must replay in capture order, never concurrently. Thread-safe: one
+ * lock over every pool; the callbacks run under it and must not call these functions. */
+typedef struct ltc_pool ltc_pool;
+typedef struct ltc_pool_i {
+    /* At creation (under the lock): the implementation's context for the pool, from `arg`
+     * of ltc_pool_acquire; NULL fails the acquire. Optional (ctx NULL). */
+    void *(*ctx_new)(ltc_pool *p, void *arg);
+    /* Frees one buffer for good (a free one when the last graph goes, a released one the
+     * free lists do not keep). Required. */
+    void (*destroy)(void *ctx, void *item);
+    /* The last graph let go: free the scratch the context keeps (buffers may still be held
+     * by tensors); returns the bytes it counted with ltc_pool_add_bytes. Optional. */
+    int64_t (*trim)(void *ctx);
+    /* The pool goes (no graph, no buffer held): free the context. Optional. */
+    void (*finalize)(void *ctx);
+} ltc_pool_i;
+
+/* The pool of `device` with handle `id` (made with iface, arg if new), with one more graph
+ * using it. NULL with the error set when out of memory. */
+ltc_pool *ltc_pool_acquire(const char *device, ltc_mempool_id id, const ltc_pool_i *iface,
+                           void *arg);
+/* A graph stops using p; with none left its free buffers are destroyed, and once no buffer
+ * is held either the pool is freed. NULL is a no-op. */
+void ltc_pool_release(ltc_pool *p);
+void *ltc_pool_ctx(const ltc_pool *p);
+ltc_mempool_id ltc_pool_id(const ltc_pool *p);
+/* A free buffer of byte size `size` (counted as a reuse and live), or NULL: then the caller
+ * makes one and calls ltc_pool_count_new (room for taking it back is already reserved).
+ * `unit` is what one buffer of that size counts for in the pool's bytes. *st is set when
+ * the free lists cannot grow (LTC_ERR_NOMEM). */
+void *ltc_pool_get(ltc_pool *p, size_t size, size_t unit, ltc_status *st);
+void ltc_pool_count_new(ltc_pool *p, size_t unit);
+/* A buffer of the pool was let go: kept for reuse while a graph uses the pool, else
+ * destroyed (which may free the pool). */
+void ltc_pool_put(ltc_pool *p, void *item, size_t size);
+/* Bytes the implementation holds for the pool beyond its buffers (the CPU's arena). */
+void ltc_pool_add_bytes(ltc_pool *p, int64_t delta);
+/* The figures of `device`'s pool `id`; false when it has none (an ltc_pool_stats_fn's body). */
+bool ltc_pool_stats_of(const char *device, ltc_mempool_id id, ltc_pool_stats *out);
+
 /* ---- the core's recording API, for implementations ----------------------------------------- */
 
 typedef enum {
@@ -233,5 +280,50 @@ uint64_t ltc_rng_advance(uint64_t delta);
 ltc_data *ltc_tensor_data(ltc_tensor *t);
 void ltc_tensor_install(ltc_tensor *const *ts, ltc_data *const *ds, int n);
 ltc_status ltc_tensor_share(ltc_tensor *t, ltc_tensor **out);
+
+/* ---- the capture lifecycle, for implementations -------------------------------------------
+ *
+ * What every graph implementation does the same way (graph_base.c): the states (empty,
+ * capturing, captured), the misuse errors, the pool taken at capture_begin (ltc_pool, above),
+ * the record, keep_graph and debug mode, instantiation (by capture_end, or explicitly with
+ * keep_graph, or lazily by the first replay), and the GraphCapture/GraphReplay counters. An
+ * implementation's struct starts with an ltc_graph_base, is malloc'd (free() frees it after
+ * a reset), and is set up by ltc_graph_base_init with its hooks. */
+typedef struct ltc_graph_base ltc_graph_base;
+typedef struct ltc_graph_hooks {
+    const char *device;           /* the device type (static string) */
+    const ltc_pool_i *pool_iface; /* its pools' callbacks */
+    /* capture_begin: refuse when syncs run on a backend it cannot capture. Optional. */
+    ltc_status (*check_backend)(ltc_graph_base *gb);
+    /* The backend the capture records, and the exec_ctx its execute gets during the capture
+     * (ltc_capture_start) from the pool (exec_ctx NULL: the ltc_pool itself). */
+    ltc_backend *(*capture_backend)(void);
+    void *(*exec_ctx)(ltc_pool *p);
+    /* Builds what replays run from gb->rec (a second call replaces the first's). Optional. */
+    ltc_status (*instantiate)(ltc_graph_base *gb);
+    /* Runs the captured graph (instantiated; the record if replays_record). Required. */
+    ltc_status (*replay)(ltc_graph_base *gb);
+    /* Frees what instantiate built. Optional. */
+    void (*drop)(ltc_graph_base *gb);
+    /* Writes gb->rec to path. Optional. */
+    ltc_status (*debug_dump)(ltc_graph_base *gb, const char *path);
+    bool replays_record; /* replay reads gb->rec: keep it after instantiating */
+} ltc_graph_hooks;
+
+struct ltc_graph_base {
+    ltc_graph g;
+    const ltc_graph_hooks *hooks;
+    bool keep_graph, debug;
+    int state, instantiations;
+    ltc_capture_mode mode;
+    ltc_pool *pool;          /* from capture_begin until reset */
+    ltc_capture_record *rec; /* NULL once instantiated without keep_graph, debug or
+                              * replays_record */
+    void *inst;              /* the implementation's instantiated graph */
+};
+
+/* Sets up gb (zeroed before) as a graph of hooks->device with the construction arguments. */
+void ltc_graph_base_init(ltc_graph_base *gb, const ltc_graph_hooks *hooks,
+                         const ltc_graph_args *args);
 
 #endif

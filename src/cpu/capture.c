@@ -1,5 +1,7 @@
 /*
- * capture.c - the CPU backend's graph implementation (ltc_graph.h), registered as "cpu".
+ * capture.c - the CPU backend's graph implementation (ltc_graph.h), registered as "cpu": the
+ * shared capture lifecycle (src/backend/graph_base.c) and pool bookkeeping
+ * (src/backend/graph_pool.c) with the CPU's hooks.
  *
  * capture_begin syncs pending work, then records the calling thread's syncs (recorder.c)
  * while their outputs come from the graph's pool; capture_end syncs what the capture left
@@ -33,157 +35,83 @@ static size_t align_up(size_t n) { return (n + ALIGN - 1) & ~(size_t)(ALIGN - 1)
 
 /* ---- pools ------------------------------------------------------------------------------------- */
 
-typedef struct {
-    size_t size; /* byte size (ltc_data.nbytes) */
-    ltc_data **items;
-    int n, cap;
-} bucket;
-
+/* The CPU's part of a pool (ltc_pool's context): the backend copy whose data_free hands
+ * buffers back to the pool, and the plans' scratch. The free lists, graph counts and figures
+ * are the shared bookkeeping's (src/backend/graph_pool.c). */
 typedef struct cpu_pool {
-    ltc_mempool_id id;
-    int graphs;
-    int64_t live, mallocs, reuses, bytes;
+    ltc_pool *gp;
     ltc_backend be; /* the CPU backend's vtable with data_free returning buffers here */
     ltc_backend *cpu; /* the CPU backend: it frees the buffers for good */
     struct ltc_backend_i iface;
-    bucket *buckets;
-    int n_buckets;
     void *arena;
     size_t arena_size;
     void **ptrs;
     int n_ptrs;
-    struct cpu_pool *next;
 } cpu_pool;
-
-/* One mutex for every pool: allocations are a few per replay, and data may be released on
- * any thread. */
-static pthread_mutex_t pools_mu = PTHREAD_MUTEX_INITIALIZER;
-static cpu_pool *pools;
 
 static cpu_pool *pool_of(ltc_backend *b) {
     return (cpu_pool *)((char *)b - offsetof(cpu_pool, be));
 }
 
-static void data_destroy(cpu_pool *p, ltc_data *d) {
+static void pool_data_free(ltc_backend *b, ltc_data *d) {
+    cpu_pool *p = pool_of(b);
+    ltc_pool_put(p->gp, d, d->nbytes); /* may free p */
+}
+
+static void *ctx_new(ltc_pool *gp, void *arg) {
+    (void)arg;
+    cpu_pool *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    ltc_backend *cpu = ltc_backend_get("cpu");
+    p->gp = gp;
+    p->iface = *cpu->iface;
+    p->iface.data_free = pool_data_free;
+    p->be = (ltc_backend){.name = cpu->name, .iface = &p->iface, .context = cpu->context};
+    p->cpu = cpu;
+    return p;
+}
+
+static void ctx_destroy(void *ctx, void *item) {
+    cpu_pool *p = ctx;
+    ltc_data *d = item;
     d->backend = p->cpu;
     p->cpu->iface->data_free(p->cpu, d);
 }
 
-/* Frees the pool if nothing uses it. Called with pools_mu held. */
-static void pool_maybe_free(cpu_pool *p) {
-    if (p->graphs > 0) return;
-    for (int i = 0; i < p->n_buckets; i++) {
-        for (int k = 0; k < p->buckets[i].n; k++) {
-            p->bytes -= (int64_t)align_up(p->buckets[i].size);
-            data_destroy(p, p->buckets[i].items[k]);
-        }
-        p->buckets[i].n = 0;
-    }
+/* The last graph let go: the scratch goes (its bytes leave the pool's figure). */
+static int64_t ctx_trim(void *ctx) {
+    cpu_pool *p = ctx;
+    int64_t freed = (int64_t)p->arena_size;
     free(p->arena);
-    p->bytes -= (int64_t)p->arena_size;
     p->arena = NULL;
     p->arena_size = 0;
     free(p->ptrs);
     p->ptrs = NULL;
     p->n_ptrs = 0;
-    if (p->live > 0) return; /* the data still held comes back through pool_data_free */
-    for (cpu_pool **pp = &pools; *pp; pp = &(*pp)->next)
-        if (*pp == p) {
-            *pp = p->next;
-            break;
-        }
-    for (int i = 0; i < p->n_buckets; i++) free(p->buckets[i].items);
-    free(p->buckets);
-    free(p);
+    return freed;
 }
 
-static void pool_data_free(ltc_backend *b, ltc_data *d) {
-    cpu_pool *p = pool_of(b);
-    size_t size = d->nbytes;
-    pthread_mutex_lock(&pools_mu);
-    p->live--;
-    bucket *bk = NULL;
-    for (int i = 0; i < p->n_buckets && !bk; i++)
-        if (p->buckets[i].size == size) bk = &p->buckets[i];
-    if (p->graphs > 0 && bk && bk->n < bk->cap) {
-        bk->items[bk->n++] = d;
-    } else {
-        p->bytes -= (int64_t)align_up(size);
-        data_destroy(p, d);
-        pool_maybe_free(p);
-    }
-    pthread_mutex_unlock(&pools_mu);
-}
+static const ltc_pool_i cpu_pool_iface = {
+    .ctx_new = ctx_new, .destroy = ctx_destroy, .trim = ctx_trim, .finalize = free,
+};
 
-/* The pool with that id, made if needed, with one more graph using it. */
-static cpu_pool *pool_acquire(ltc_mempool_id id) {
-    pthread_mutex_lock(&pools_mu);
-    cpu_pool *p = pools;
-    while (p && p->id != id) p = p->next;
-    if (!p && (p = calloc(1, sizeof *p))) {
-        ltc_backend *cpu = ltc_backend_get("cpu");
-        p->id = id;
-        p->iface = *cpu->iface;
-        p->iface.data_free = pool_data_free;
-        p->be = (ltc_backend){.name = cpu->name, .iface = &p->iface, .context = cpu->context};
-        p->cpu = cpu;
-        p->next = pools;
-        pools = p;
-    }
-    if (p) p->graphs++;
-    pthread_mutex_unlock(&pools_mu);
-    if (!p) ltc_errorf(LTC_ERR_NOMEM, "capture_begin: out of memory for a pool");
-    return p;
-}
-
-static void pool_release(cpu_pool *p) {
-    if (!p) return;
-    pthread_mutex_lock(&pools_mu);
-    p->graphs--;
-    pool_maybe_free(p);
-    pthread_mutex_unlock(&pools_mu);
-}
-
-/* A buffer of shape's byte size: a free one of that size, else a new one. Makes the size's
- * bucket (with room for every buffer of that size) so releases never allocate. */
+/* A buffer of shape's byte size: a free one of that size, else a new one. */
 static ltc_data *pool_alloc(void *ud, const ltc_shape *shape) {
     cpu_pool *p = ud;
-    size_t nbytes = ltc_shape_nbytes(shape), size = nbytes;
-    ltc_data *d = NULL;
-    pthread_mutex_lock(&pools_mu);
-    bucket *bk = NULL;
-    for (int i = 0; i < p->n_buckets && !bk; i++)
-        if (p->buckets[i].size == size) bk = &p->buckets[i];
-    if (!bk) {
-        bucket *nb = realloc(p->buckets, sizeof *nb * (size_t)(p->n_buckets + 1));
-        if (!nb) goto done;
-        p->buckets = nb;
-        bk = &p->buckets[p->n_buckets++];
-        *bk = (bucket){.size = size};
-    }
-    if (bk->n > 0) {
-        d = bk->items[--bk->n];
+    size_t nbytes = ltc_shape_nbytes(shape);
+    ltc_status st;
+    ltc_data *d = ltc_pool_get(p->gp, nbytes, align_up(nbytes), &st);
+    if (d) {
         d->refcount = 1;
         d->shape = *shape;
-        p->reuses++;
-    } else {
-        if (bk->cap <= p->live + 1) { /* room to take back every buffer of this size */
-            int nc = bk->cap ? bk->cap * 2 : 8;
-            while (nc <= p->live + 1) nc *= 2;
-            ltc_data **ni = realloc(bk->items, sizeof *ni * (size_t)nc);
-            if (!ni) goto done;
-            bk->items = ni;
-            bk->cap = nc;
-        }
-        if (!(d = ltc_cpu_data_new(&p->be, shape))) goto done;
-        p->mallocs++;
-        p->bytes += (int64_t)align_up(size);
+        return d;
     }
-    p->live++;
-done:
-    pthread_mutex_unlock(&pools_mu);
-    if (!d) ltc_errorf(LTC_ERR_NOMEM, "graph: out of memory for a %zu-byte output", nbytes);
-    return d;
+    if (!st && (d = ltc_cpu_data_new(&p->be, shape))) {
+        ltc_pool_count_new(p->gp, align_up(nbytes));
+        return d;
+    }
+    ltc_errorf(LTC_ERR_NOMEM, "graph: out of memory for a %zu-byte output", nbytes);
+    return NULL;
 }
 
 /* Grows the pool's scratch (pointer table and arena) for a plan. Not during a replay. */
@@ -198,9 +126,7 @@ static ltc_status pool_fit(cpu_pool *p, const cpu_plan *plan) {
         void *na = aligned_alloc(ALIGN, align_up(plan->arena_size));
         if (!na) goto nomem;
         free(p->arena);
-        pthread_mutex_lock(&pools_mu);
-        p->bytes += (int64_t)(align_up(plan->arena_size) - p->arena_size);
-        pthread_mutex_unlock(&pools_mu);
+        ltc_pool_add_bytes(p->gp, (int64_t)(align_up(plan->arena_size) - p->arena_size));
         p->arena = na;
         p->arena_size = align_up(plan->arena_size);
     }
@@ -210,16 +136,7 @@ nomem:
 }
 
 bool ltc_cpu_pool_stats(ltc_mempool_id id, ltc_pool_stats *out) {
-    pthread_mutex_lock(&pools_mu);
-    cpu_pool *p = pools;
-    while (p && p->id != id) p = p->next;
-    if (p) {
-        *out = (ltc_pool_stats){.graphs = p->graphs, .live = p->live, .bytes = p->bytes,
-                                .mallocs = p->mallocs, .reuses = p->reuses};
-        for (int i = 0; i < p->n_buckets; i++) out->free_buffers += p->buckets[i].n;
-    }
-    pthread_mutex_unlock(&pools_mu);
-    return p != NULL;
+    return ltc_pool_stats_of("cpu", id, out);
 }
 
 ltc_status ltc_cpu_capture_execute(void *exec_ctx, cpu_plan *plan, ltc_data *const *args,
@@ -341,7 +258,7 @@ static ltc_status exec_build(const ltc_capture_record *r, cpu_pool *pool, exec *
                 if (!seen) x->statics[x->n_statics++] = s->bind[k].tensor;
             }
         }
-        if ((st = pool_fit(pool, s->plan))) goto fail;
+        if (s->plan && (st = pool_fit(pool, s->plan))) goto fail; /* a composite has no plan */
     }
     for (int i = 0; i < r->n_installs; i++, x->n_installs++) {
         x->inst_t[i] = ltc_tensor_retain(r->installs[i].tensor);
@@ -419,145 +336,39 @@ static ltc_status exec_run(exec *x, cpu_pool *pool, bool debug) {
     return LTC_OK;
 }
 
-/* ---- the graph --------------------------------------------------------------------------------- */
+/* ---- the graph: the shared lifecycle (src/backend/graph_base.c) with these hooks ------------ */
 
-typedef enum { G_EMPTY, G_CAPTURING, G_CAPTURED } gstate;
-
-typedef struct {
-    ltc_graph g;
-    bool keep_graph, debug;
-    gstate state;
-    int instantiations;
-    ltc_capture_mode mode;
-    cpu_pool *pool;
-    ltc_capture_record *rec; /* the raw record: kept with keep_graph or debug mode */
-    exec *x;                 /* the instantiated graph */
-} cpu_graph;
-
-static cpu_graph *impl_of(ltc_graph *g) { return (cpu_graph *)g; }
-
-static ltc_status g_capture_begin(ltc_graph *g, ltc_mempool_id pool, ltc_capture_mode mode) {
-    cpu_graph *cg = impl_of(g);
-    if (cg->state == G_CAPTURING)
-        return ltc_errorf(LTC_ERR_STATE, "capture_begin: the graph is already capturing");
-    if (cg->state == G_CAPTURED)
-        return ltc_errorf(LTC_ERR_STATE, "capture_begin: this graph already owns a captured graph "
-                          "(call reset() first, or use another Graph)");
-    if ((unsigned)mode >= LTC_CAPTURE_MODE_COUNT)
-        return ltc_errorf(LTC_ERR_ARG, "capture_begin: bad capture mode %d", (int)mode);
-    if (mode == LTC_CAPTURE_DEFAULT) mode = LTC_CAPTURE_THREAD_LOCAL;
+static ltc_status check_backend(ltc_graph_base *gb) {
+    (void)gb;
     ltc_backend *b = ltc_backend_default();
     if (strcmp(b->name, "cpu") && strcmp(b->name, "ref"))
         return ltc_errorf(LTC_ERR_STATE, "capture_begin: the CPU graph cannot capture the '%s' "
                           "backend", b->name);
-    cpu_pool *p = pool_acquire(pool ? pool : ltc_graph_pool_handle());
-    if (!p) return LTC_ERR_NOMEM;
-    ltc_status st = ltc_capture_start(mode, ltc_backend_get("cpu"), p);
-    if (st) {
-        pool_release(p);
-        return st;
-    }
-    cg->pool = p;
-    cg->mode = mode;
-    cg->state = G_CAPTURING;
     return LTC_OK;
 }
 
-static ltc_status g_instantiate(ltc_graph *g);
+static ltc_backend *capture_backend(void) { return ltc_backend_get("cpu"); }
 
-static void drop(cpu_graph *cg) {
-    exec_free(cg->x);
-    cg->x = NULL;
-    ltc_capture_record_free(cg->rec);
-    cg->rec = NULL;
-    pool_release(cg->pool);
-    cg->pool = NULL;
-    cg->instantiations = 0;
-    cg->state = G_EMPTY;
-}
+/* The CPU backend's execute allocates a capture's outputs from the pool's cpu_pool. */
+static void *exec_ctx(ltc_pool *gp) { return ltc_pool_ctx(gp); }
 
-static ltc_status g_capture_end(ltc_graph *g) {
-    cpu_graph *cg = impl_of(g);
-    if (cg->state != G_CAPTURING)
-        return ltc_errorf(LTC_ERR_STATE, "capture_end: the graph is not capturing (call "
-                          "capture_begin first)");
-    ltc_capture_record *r = NULL;
-    ltc_status st = ltc_capture_finish(&r);
-    if (st) {
-        drop(cg);
-        return st;
-    }
-    cg->rec = r;
-    cg->state = G_CAPTURED;
-    ltc_counter_add("GraphCapture", 1);
-    if (cg->keep_graph) return LTC_OK;
-    if ((st = g_instantiate(g))) {
-        drop(cg);
-        return st;
-    }
-    if (!cg->debug) { /* keep_graph = false: the raw record goes */
-        ltc_capture_record_free(cg->rec);
-        cg->rec = NULL;
-    }
-    return LTC_OK;
-}
-
-static ltc_status g_instantiate(ltc_graph *g) {
-    cpu_graph *cg = impl_of(g);
-    if (cg->state == G_CAPTURING)
-        return ltc_errorf(LTC_ERR_STATE, "instantiate: the capture has not ended (call "
-                          "capture_end first)");
-    if (cg->state == G_EMPTY)
-        return ltc_errorf(LTC_ERR_STATE, "instantiate: nothing captured yet (capture_begin, "
-                          "then capture_end)");
-    if (cg->instantiations && !cg->keep_graph)
-        return ltc_errorf(LTC_ERR_STATE, "instantiate: already instantiated by capture_end, "
-                          "which drops the raw graph when keep_graph is false (create the "
-                          "Graph with keep_graph = true to instantiate explicitly)");
+static ltc_status h_instantiate(ltc_graph_base *gb) {
     exec *x = NULL;
-    ltc_status st = exec_build(cg->rec, cg->pool, &x);
+    ltc_status st = exec_build(gb->rec, ltc_pool_ctx(gb->pool), &x);
     if (st) return st;
-    exec_free(cg->x);
-    cg->x = x;
-    cg->instantiations++;
+    exec_free(gb->inst);
+    gb->inst = x;
     return LTC_OK;
 }
 
-static ltc_status g_replay(ltc_graph *g) {
-    cpu_graph *cg = impl_of(g);
-    if (cg->state == G_CAPTURING)
-        return ltc_errorf(LTC_ERR_STATE, "replay: the graph is still capturing (call capture_end "
-                          "first)");
-    if (cg->state == G_EMPTY)
-        return ltc_errorf(LTC_ERR_STATE, "replay: nothing captured yet (capture_begin, then "
-                          "capture_end)");
-    if (ltc_capture_active())
-        return ltc_errorf(LTC_ERR_STATE, "replay: this thread is capturing a graph");
-    ltc_status st = ltc_capture_check_sync();
-    if (st) return ltc_error_prefix(st, "replay");
-    if (!cg->x && (st = g_instantiate(g))) return st; /* keep_graph: on the first replay */
-    if ((st = exec_run(cg->x, cg->pool, cg->debug))) return st;
-    ltc_counter_add("GraphReplay", 1);
-    return LTC_OK;
+static ltc_status h_replay(ltc_graph_base *gb) {
+    return exec_run(gb->inst, ltc_pool_ctx(gb->pool), gb->debug);
 }
 
-static ltc_status g_reset(ltc_graph *g) {
-    cpu_graph *cg = impl_of(g);
-    if (cg->state == G_CAPTURING) ltc_capture_abort();
-    drop(cg);
-    return LTC_OK;
+static void h_drop(ltc_graph_base *gb) {
+    exec_free(gb->inst);
+    gb->inst = NULL;
 }
-
-static ltc_status g_pool(ltc_graph *g, ltc_mempool_id *out) {
-    cpu_graph *cg = impl_of(g);
-    if (!cg->pool)
-        return ltc_errorf(LTC_ERR_STATE, "pool: nothing captured yet (the pool is chosen at "
-                          "capture_begin)");
-    *out = cg->pool->id;
-    return LTC_OK;
-}
-
-static void g_enable_debug_mode(ltc_graph *g) { impl_of(g)->debug = true; }
 
 /* ---- debug_dump: Graphviz DOT ------------------------------------------------------------------ */
 
@@ -659,46 +470,28 @@ static ltc_status dump_dot(const ltc_capture_record *r, const char *path) {
     return LTC_OK;
 }
 
-static ltc_status g_debug_dump(ltc_graph *g, const char *path) {
-    cpu_graph *cg = impl_of(g);
-    if (cg->state == G_CAPTURING)
-        return ltc_errorf(LTC_ERR_STATE, "debug_dump: the graph is still capturing");
-    if (cg->state == G_EMPTY)
-        return ltc_errorf(LTC_ERR_STATE, "debug_dump: nothing captured yet");
-    if (!cg->rec)
-        return ltc_errorf(LTC_ERR_STATE, "debug_dump: the graph kept no record to dump: call "
-                          "enable_debug_mode() before capture_end, or create the Graph with "
-                          "keep_graph = true");
-    return dump_dot(cg->rec, path);
+static ltc_status h_debug_dump(ltc_graph_base *gb, const char *path) {
+    return dump_dot(gb->rec, path);
 }
 
-static void g_free(ltc_graph *g) {
-    g_reset(g);
-    free(impl_of(g));
-}
-
-static const struct ltc_graph_i cpu_graph_iface = {
-    .version = LTC_GRAPH_IFACE_VERSION,
-    .capture_begin = g_capture_begin,
-    .capture_end = g_capture_end,
-    .instantiate = g_instantiate,
-    .replay = g_replay,
-    .reset = g_reset,
-    .pool = g_pool,
-    .enable_debug_mode = g_enable_debug_mode,
-    .debug_dump = g_debug_dump,
-    .free = g_free,
+static const ltc_graph_hooks cpu_graph_hooks = {
+    .device = "cpu",
+    .pool_iface = &cpu_pool_iface,
+    .check_backend = check_backend,
+    .capture_backend = capture_backend,
+    .exec_ctx = exec_ctx,
+    .instantiate = h_instantiate,
+    .replay = h_replay,
+    .drop = h_drop,
+    .debug_dump = h_debug_dump,
 };
 
 ltc_graph *ltc_cpu_graph_new(const ltc_graph_args *args) {
-    cpu_graph *cg = calloc(1, sizeof *cg);
-    if (!cg) {
+    ltc_graph_base *gb = calloc(1, sizeof *gb);
+    if (!gb) {
         ltc_errorf(LTC_ERR_NOMEM, "Graph: out of memory");
         return NULL;
     }
-    cg->g = (ltc_graph){.iface = &cpu_graph_iface, .device = "cpu", .impl = cg};
-    /* a field is read only if the caller's struct has it */
-    if (args->size >= offsetof(ltc_graph_args, keep_graph) + sizeof args->keep_graph)
-        cg->keep_graph = args->keep_graph;
-    return &cg->g;
+    ltc_graph_base_init(gb, &cpu_graph_hooks, args);
+    return &gb->g;
 }

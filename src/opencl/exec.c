@@ -1,30 +1,34 @@
 /*
  * exec.c - running a computation: parameters bound to their buffers (data of another
  * backend uploaded), each step enqueued in order on the device's in-order queue (kernels,
- * CLBlast GEMMs, aliases), eager-fallback steps run on the host with the reference
- * kernels, intermediates returned to the allocator after their last use, and the error
- * flag of index-checking kernels read at the end.
+ * CLBlast GEMMs, aliases), intermediates returned to the allocator after their last use,
+ * and the error flag of index-checking kernels read at the end. (Nodes the device does not
+ * lower never get here: the core's eager fallback runs them.)
  */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ltc_kernel.h"
 #include "ocl.h" /* first: sets CL_TARGET_OPENCL_VERSION */
 #include <clblast_c.h>
 
-static ltc_status alloc_slot(ocl_comp *c, ocl_buf **bufs, int slot) {
+static ltc_status alloc_slot(ocl_comp *c, ocl_buf **bufs, int slot, ltc_pool *pool) {
     if (bufs[slot]) return LTC_OK;
-    bufs[slot] = ocl_buf_new(ltc_shape_nbytes(&c->slots[slot].shape));
+    bufs[slot] = ocl_buf_from(pool, ltc_shape_nbytes(&c->slots[slot].shape));
     return bufs[slot] ? LTC_OK : LTC_ERR_NOMEM;
 }
 
-static ltc_status run_kernel(ocl_comp *c, ocl_step *s, ocl_buf **bufs, ocl_buf *err) {
+static int fail_after; /* ocl_fail_run_after: runs left before a simulated device loss */
+
+void ocl_fail_run_after(int n) { fail_after = n; }
+
+static ltc_status run_kernel(ocl_comp *c, ocl_step *s, ocl_buf **bufs, ocl_buf *err,
+                             ltc_pool *pool) {
     cl_kernel k = c->kernels[s->kernel];
     ltc_status st;
     for (int a = 0; a < s->n_args; a++)
-        if (s->args[a].kind == 'o' && (st = alloc_slot(c, bufs, s->args[a].slot))) return st;
+        if (s->args[a].kind == 'o' && (st = alloc_slot(c, bufs, s->args[a].slot, pool))) return st;
     if (!s->global) return LTC_OK;
     cl_int e = CL_SUCCESS;
     for (int a = 0; a < s->n_args && e == CL_SUCCESS; a++) {
@@ -59,8 +63,8 @@ static ltc_status run_kernel(ocl_comp *c, ocl_step *s, ocl_buf **bufs, ocl_buf *
     return LTC_OK;
 }
 
-static ltc_status run_gemm(ocl_comp *c, ocl_step *s, ocl_buf **bufs) {
-    ltc_status st = alloc_slot(c, bufs, s->out);
+static ltc_status run_gemm(ocl_comp *c, ocl_step *s, ocl_buf **bufs, ltc_pool *pool) {
+    ltc_status st = alloc_slot(c, bufs, s->out, pool);
     if (st) return st;
     double alpha = s->args[0].f, beta = s->args[1].f;
     if (!s->m || !s->n || !s->batch) return LTC_OK;
@@ -100,51 +104,6 @@ static ltc_status run_gemm(ocl_comp *c, ocl_step *s, ocl_buf **bufs) {
     return LTC_OK;
 }
 
-/* The op on the host with the reference backend's kernel: operands read back, results
- * written to new device buffers. */
-static ltc_status run_fallback(ocl_comp *c, ocl_step *s, ocl_buf **bufs) {
-    (void)c;
-    ltc_status st = LTC_OK;
-    void *in[8] = {0}, *out[8] = {0};
-    if (s->n_out > 8) return ltc_errorf(LTC_ERR_BACKEND, "opencl: %s: too many outputs",
-                                        ltc_op_name(s->op));
-    ltc_kernel_fn fn = ltc_ref_kernels[s->op];
-    if (!fn) return ltc_errorf(LTC_ERR_BACKEND, "opencl: %s has no kernel", ltc_op_name(s->op));
-    for (int k = 0; k < s->n_in && !st; k++) {
-        size_t nb = ltc_shape_nbytes(&s->shapes[k]);
-        if (!(in[k] = malloc(nb ? nb : 1))) st = ltc_errorf(LTC_ERR_NOMEM, "opencl: out of memory");
-        else st = ocl_read(bufs[s->in[k]], in[k], nb);
-    }
-    for (int k = 0; k < s->n_out && !st; k++) {
-        size_t nb = ltc_shape_nbytes(&s->shapes[s->n_in + k]);
-        if (!(out[k] = calloc(nb ? nb : 1, 1))) st = ltc_errorf(LTC_ERR_NOMEM, "opencl: out of memory");
-    }
-    if (!st) {
-        ltc_kernel_args a = {
-            .op = s->op, .attrs = s->attrs, .n_attrs = s->n_attrs, .n_in = s->n_in,
-            .in_shapes = s->shapes, .in = (const void *const *)in, .n_out = s->n_out,
-            .out_shapes = s->shapes + s->n_in, .out = out,
-        };
-        st = ltc_kernel_int_div_check(&a); /* integer // and % by zero raise */
-        if (!st) st = fn(&a);
-    }
-    for (int k = 0; k < s->n_out && !st; k++) {
-        size_t nb = ltc_shape_nbytes(&s->shapes[s->n_in + k]);
-        if (!(bufs[s->out + k] = ocl_buf_new(nb))) st = LTC_ERR_NOMEM;
-        else st = ocl_write(bufs[s->out + k], out[k], nb);
-    }
-    for (int k = 0; k < 8; k++) {
-        free(in[k]);
-        free(out[k]);
-    }
-    if (!st) {
-        char name[96];
-        snprintf(name, sizeof name, "EagerFallback::%s", ltc_op_name(s->op));
-        ltc_counter_add(name, 1);
-    }
-    return st;
-}
-
 static ltc_status check_error(ocl_comp *c, ocl_buf *err) {
     cl_long v[2] = {0, 0};
     ltc_status st = ocl_read(err, v, sizeof v);
@@ -163,16 +122,18 @@ static ltc_status check_error(ocl_comp *c, ocl_buf *err) {
  * thread) and clSetKernelArg on a shared kernel is not thread-safe. */
 static pthread_mutex_t run_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static ltc_status run_locked(ocl_comp *c, ltc_data *const *args, ltc_data **outs);
+static ltc_status run_locked(ocl_comp *c, ltc_data *const *args, ltc_data **outs,
+                             ltc_pool *pool);
 
-ltc_status ocl_run(ocl_comp *c, ltc_data *const *args, ltc_data **outs) {
+ltc_status ocl_run(ocl_comp *c, ltc_data *const *args, ltc_data **outs, ltc_pool *pool) {
     pthread_mutex_lock(&run_lock);
-    ltc_status st = run_locked(c, args, outs);
+    ltc_status st = run_locked(c, args, outs, pool);
     pthread_mutex_unlock(&run_lock);
     return st;
 }
 
-static ltc_status run_locked(ocl_comp *c, ltc_data *const *args, ltc_data **outs) {
+static ltc_status run_locked(ocl_comp *c, ltc_data *const *args, ltc_data **outs,
+                             ltc_pool *pool) {
     ltc_status st = LTC_OK;
     ocl_buf **bufs = calloc((size_t)c->n_slots + 1, sizeof *bufs);
     bool *keep = calloc((size_t)c->n_slots + 1, 1);
@@ -198,9 +159,8 @@ static ltc_status run_locked(ocl_comp *c, ltc_data *const *args, ltc_data **outs
         ocl_step *s = &c->steps[i];
         switch (s->kind) {
         case OCL_STEP_ALIAS: bufs[s->out] = ocl_buf_retain(bufs[s->in[0]]); break;
-        case OCL_STEP_KERNEL: st = run_kernel(c, s, bufs, err); break;
-        case OCL_STEP_GEMM: st = run_gemm(c, s, bufs); break;
-        case OCL_STEP_FALLBACK: st = run_fallback(c, s, bufs); break;
+        case OCL_STEP_KERNEL: st = run_kernel(c, s, bufs, err, pool); break;
+        case OCL_STEP_GEMM: st = run_gemm(c, s, bufs, pool); break;
         }
         for (int k = 0; k < c->n_slots && !st; k++) /* intermediates past their last use */
             if (c->last_use[k] == i && !keep[k] && bufs[k]) {
@@ -210,6 +170,7 @@ static ltc_status run_locked(ocl_comp *c, ltc_data *const *args, ltc_data **outs
     }
     if (!st) {
         cl_int e = clFinish(ocl.queue);
+        if (fail_after > 0 && --fail_after == 0) e = CL_OUT_OF_RESOURCES; /* the test hook */
         if (e != CL_SUCCESS)
             st = ltc_errorf(LTC_ERR_BACKEND, "opencl: the device %s failed while running (%s): "
                             "device lost?", ocl.info.name, ocl_err(e));

@@ -13,38 +13,23 @@
  *    CLBlast's transpose flag instead.
  *  - Matrix products (mm, matmul, bmm, linear, addmm) are CLBlast GEMM steps (batched for
  *    bmm); reductions, softmax, cross_entropy and index ops have kernels of kernels.c.
- *  - Every other op is an eager-fallback step: the reference backend's kernel on the host,
- *    operands read back and results written to the device, counted as EagerFallback::<op>.
+ *  - Every other node is refused by ocl_node_lowered (the backend's `lowers` slot): the
+ *    core's eager fallback (src/core/fallback.c) cuts the graph there and runs those nodes
+ *    on the CPU backend, moving values through the transfer slots, counted as
+ *    EagerFallback::<op>.
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ocl.h"
+#include "lower.h"
 
-typedef struct lw {
-    const ltc_lowering_ctx *ctx;
-    ocl_comp *c;
-    int *slot_of;   /* per node: its first output's slot */
-    int *uses;      /* per node: references to output 0 (operands and roots) */
-    int *consumer;  /* per node: the last node using output 0 */
-    bool *is_root;
-    bool *inlined;  /* elementwise, folded into its consumer's kernel */
-    bool *skip;     /* a transpose every user folds into its GEMM */
-    int *ew_stamp;  /* per node: the elementwise kernel that computed it last (group id) */
-    int ew_groups;
-    bool fp64;
-    int cap_slots, cap_steps;
-    char **bodies;  /* kernel sources with the placeholder name */
-    int cap_kernels;
-} lw;
 
-#define KNAME "__KNAME__"
 
-static ltc_status nomem(void) { return ltc_errorf(LTC_ERR_NOMEM, "opencl: out of memory lowering"); }
+ltc_status lw_nomem(void) { return ltc_errorf(LTC_ERR_NOMEM, "opencl: out of memory lowering"); }
 
-static int new_slot(lw *w, const ltc_shape *s) {
+int lw_new_slot(lw *w, const ltc_shape *s) {
     ocl_comp *c = w->c;
     if (c->n_slots == w->cap_slots) {
         int cap = w->cap_slots ? w->cap_slots * 2 : 64;
@@ -57,7 +42,7 @@ static int new_slot(lw *w, const ltc_shape *s) {
     return c->n_slots++;
 }
 
-static ocl_step *new_step(lw *w, ocl_step_kind kind, int op, int out) {
+ocl_step *lw_new_step(lw *w, ocl_step_kind kind, int op, int out) {
     ocl_comp *c = w->c;
     if (c->n_steps == w->cap_steps) {
         int cap = w->cap_steps ? w->cap_steps * 2 : 32;
@@ -77,7 +62,7 @@ static ocl_step *new_step(lw *w, ocl_step_kind kind, int op, int out) {
 }
 
 /* The index of kernel `body` (with KNAME as its name) in the program, added if new. */
-static int add_kernel(lw *w, ocl_sb *body) {
+int lw_add_kernel(lw *w, ocl_sb *body) {
     if (body->oom || !body->s) return -1;
     ocl_comp *c = w->c;
     for (int i = 0; i < c->n_kernels; i++)
@@ -96,14 +81,14 @@ static int add_kernel(lw *w, ocl_sb *body) {
     return c->n_kernels++;
 }
 
-static void arg_buf(ocl_step *s, char kind, int slot) {
+void lw_arg_buf(ocl_step *s, char kind, int slot) {
     s->args[s->n_args++] = (ocl_arg){.kind = kind, .slot = slot};
 }
-static void arg_long(ocl_step *s, int64_t v) {
+void lw_arg_long(ocl_step *s, int64_t v) {
     s->args[s->n_args++] = (ocl_arg){.kind = 'l', .l = v};
 }
 
-static int64_t prod(const ltc_shape *s, int from, int to) {
+int64_t lw_prod(const ltc_shape *s, int from, int to) {
     int64_t p = 1;
     for (int d = from; d < to; d++) p *= s->dims[d];
     return p;
@@ -295,12 +280,12 @@ static ltc_status ew_stmt(lw *w, int ni, group *g) {
     ocl_sb_printf(e, odt == LTC_BOOL ? ") != 0))" : "))");
     if (e->oom) {
         free(ebuf.s);
-        return nomem();
+        return lw_nomem();
     }
     ocl_sb_printf(&g->stmts, "    %s v%d = %s;\n", ocl_ctype(odt), ni, ebuf.s);
     free(ebuf.s);
     w->ew_stamp[ni] = g->id;
-    return g->stmts.oom ? nomem() : LTC_OK;
+    return g->stmts.oom ? lw_nomem() : LTC_OK;
 }
 
 /* One kernel for the elementwise group rooted at node ni, writing slot out. */
@@ -346,22 +331,22 @@ static ltc_status lower_ew(lw *w, int ni, int out) {
     }
     ocl_sb_printf(&b, "%s    out[i] = v%d;\n}\n\n", g.stmts.s, ni);
     free(g.stmts.s);
-    int k = add_kernel(w, &b);
-    if (k < 0) return nomem();
+    int k = lw_add_kernel(w, &b);
+    if (k < 0) return lw_nomem();
     int n_args = 2 + g.n_leaves + (any_b ? r : 0);
     for (int l = 0; l < g.n_leaves; l++) n_args += g.leaf_kind[l] == 'b' ? r : 0;
     if (n_args > OCL_MAX_ARGS)
         return ltc_errorf(LTC_ERR_BACKEND, "opencl: %s: a fused kernel needs %d arguments (at "
                           "most %d)", ltc_op_name(n->op), n_args, OCL_MAX_ARGS);
-    ocl_step *s = new_step(w, OCL_STEP_KERNEL, n->op, out);
-    if (!s) return nomem();
+    ocl_step *s = lw_new_step(w, OCL_STEP_KERNEL, n->op, out);
+    if (!s) return lw_nomem();
     s->kernel = k;
     s->global = (size_t)ltc_shape_numel(g.out);
-    arg_buf(s, 'o', out);
-    for (int l = 0; l < g.n_leaves; l++) arg_buf(s, 'b', g.leaf_slot[l]);
-    arg_long(s, (int64_t)s->global);
+    lw_arg_buf(s, 'o', out);
+    for (int l = 0; l < g.n_leaves; l++) lw_arg_buf(s, 'b', g.leaf_slot[l]);
+    lw_arg_long(s, (int64_t)s->global);
     if (any_b)
-        for (int d = 0; d < r; d++) arg_long(s, g.out->dims[d]);
+        for (int d = 0; d < r; d++) lw_arg_long(s, g.out->dims[d]);
     for (int l = 0; l < g.n_leaves; l++) {
         if (g.leaf_kind[l] != 'b') continue;
         const ltc_shape *ls = &w->c->slots[g.leaf_slot[l]].shape;
@@ -371,7 +356,7 @@ static ltc_status lower_ew(lw *w, int ni, int out) {
             strides[d + off] = ls->dims[d] == 1 ? 0 : stride;
             stride *= ls->dims[d];
         }
-        for (int d = 0; d < r; d++) arg_long(s, strides[d]);
+        for (int d = 0; d < r; d++) lw_arg_long(s, strides[d]);
     }
     return LTC_OK;
 }
@@ -386,22 +371,22 @@ static ltc_status lower_strided(lw *w, int op, int in, int out, const int *src_d
     ocl_sb b = {0};
     ocl_sb_printf(&b, "%s", ""); /* keep b.s non-NULL */
     ocl_k_strided(&b, KNAME, os->dtype, r);
-    int k = add_kernel(w, &b);
-    ocl_step *s = k < 0 ? NULL : new_step(w, OCL_STEP_KERNEL, op, out);
-    if (!s) return nomem();
+    int k = lw_add_kernel(w, &b);
+    ocl_step *s = k < 0 ? NULL : lw_new_step(w, OCL_STEP_KERNEL, op, out);
+    if (!s) return lw_nomem();
     s->kernel = k;
     s->global = (size_t)ltc_shape_numel(os);
-    arg_buf(s, 'o', out);
-    arg_buf(s, 'b', in);
-    arg_long(s, (int64_t)s->global);
+    lw_arg_buf(s, 'o', out);
+    lw_arg_buf(s, 'b', in);
+    lw_arg_long(s, (int64_t)s->global);
     int64_t istr[LTC_MAX_DIMS], st = 1;
     for (int d = is->ndim - 1; d >= 0; d--) {
         istr[d] = st;
         st *= is->dims[d];
     }
-    for (int d = 0; d < r; d++) arg_long(s, os->dims[d]);
+    for (int d = 0; d < r; d++) lw_arg_long(s, os->dims[d]);
     for (int d = 0; d < r; d++)
-        arg_long(s, src_dim[d] < 0 || is->dims[src_dim[d]] == 1 ? 0 : istr[src_dim[d]]);
+        lw_arg_long(s, src_dim[d] < 0 || is->dims[src_dim[d]] == 1 ? 0 : istr[src_dim[d]]);
     return LTC_OK;
 }
 
@@ -486,10 +471,10 @@ static ltc_status lower_gemm(lw *w, const ltc_node *n, int out) {
         k = as->dims[as->ndim - 1];
         nn = bs->dims[bs->ndim - 1];
         if (bs->ndim == 2) {
-            m = k ? ltc_shape_numel(as) / k : prod(as, 0, as->ndim - 1);
+            m = k ? ltc_shape_numel(as) / k : lw_prod(as, 0, as->ndim - 1);
         } else {
             m = as->dims[as->ndim - 2];
-            batch = prod(os, 0, os->ndim - 2);
+            batch = lw_prod(os, 0, os->ndim - 2);
         }
         break;
     }
@@ -498,8 +483,8 @@ static ltc_status lower_gemm(lw *w, const ltc_node *n, int out) {
         if (st) return st;
         if (n->op != LTC_OP_ADDMM) beta = 1;
     }
-    ocl_step *s = new_step(w, OCL_STEP_GEMM, n->op, out);
-    if (!s) return nomem();
+    ocl_step *s = lw_new_step(w, OCL_STEP_GEMM, n->op, out);
+    if (!s) return lw_nomem();
     s->a = a;
     s->bslot = b;
     s->bias = fill >= 0 ? fill : -1;
@@ -538,16 +523,16 @@ static bool gemm_lowerable(const ltc_node *n) {
 }
 
 /* A kernel step of a hand-written family; `body` already holds the kernel source. */
-static ocl_step *family_step(lw *w, ocl_sb *b, int op, int out, size_t global) {
-    int k = add_kernel(w, b);
-    ocl_step *s = k < 0 ? NULL : new_step(w, OCL_STEP_KERNEL, op, out);
+ocl_step *lw_family_step(lw *w, ocl_sb *b, int op, int out, size_t global) {
+    int k = lw_add_kernel(w, b);
+    ocl_step *s = k < 0 ? NULL : lw_new_step(w, OCL_STEP_KERNEL, op, out);
     if (!s) return NULL;
     s->kernel = k;
     s->global = global;
     return s;
 }
 
-static int opslot(lw *w, const ltc_node *n, int k) {
+int lw_opslot(lw *w, const ltc_node *n, int k) {
     return w->slot_of[n->operands[k].node->index] + n->operands[k].index;
 }
 
@@ -555,23 +540,23 @@ static ltc_status lower_reduce(lw *w, const ltc_node *n, int out, char kind, int
     const ltc_shape *is = &n->operands[0].node->shapes[n->operands[0].index];
     int64_t outer = 1, len = ltc_shape_numel(is), inner = 1;
     if (dim != LTC_NONE && is->ndim > 0) {
-        outer = prod(is, 0, (int)dim);
+        outer = lw_prod(is, 0, (int)dim);
         len = is->dims[dim];
-        inner = prod(is, (int)dim + 1, is->ndim);
+        inner = lw_prod(is, (int)dim + 1, is->ndim);
     }
     ocl_sb b = {0};
     ocl_k_reduce(&b, KNAME, kind, is->dtype, n->shapes[0].dtype, ocl.info.fp64);
-    ocl_step *s = family_step(w, &b, n->op, out, (size_t)(outer * inner));
-    if (!s) return nomem();
-    arg_buf(s, 'o', out);
+    ocl_step *s = lw_family_step(w, &b, n->op, out, (size_t)(outer * inner));
+    if (!s) return lw_nomem();
+    lw_arg_buf(s, 'o', out);
     if (kind == 'D' || kind == 'E') {
-        arg_buf(s, 'o', out + 1);
+        lw_arg_buf(s, 'o', out + 1);
         s->n_out = 2;
     }
-    arg_buf(s, 'b', opslot(w, n, 0));
-    arg_long(s, outer);
-    arg_long(s, len);
-    arg_long(s, inner);
+    lw_arg_buf(s, 'b', lw_opslot(w, n, 0));
+    lw_arg_long(s, outer);
+    lw_arg_long(s, len);
+    lw_arg_long(s, inner);
     return LTC_OK;
 }
 
@@ -596,13 +581,13 @@ static ltc_status lower_family(lw *w, const ltc_node *n, int out, bool *done) {
     case LTC_OP_LOG_SOFTMAX: {
         if (!ltc_dtype_is_float(s0->dtype) || s0->ndim == 0) break;
         ocl_k_softmax(&b, KNAME, s0->dtype, n->op == LTC_OP_LOG_SOFTMAX);
-        int64_t outer = prod(s0, 0, (int)dim), inner = prod(s0, (int)dim + 1, s0->ndim);
-        if (!(s = family_step(w, &b, n->op, out, (size_t)(outer * inner)))) return nomem();
-        arg_buf(s, 'o', out);
-        arg_buf(s, 'b', opslot(w, n, 0));
-        arg_long(s, outer);
-        arg_long(s, s0->dims[dim]);
-        arg_long(s, inner);
+        int64_t outer = lw_prod(s0, 0, (int)dim), inner = lw_prod(s0, (int)dim + 1, s0->ndim);
+        if (!(s = lw_family_step(w, &b, n->op, out, (size_t)(outer * inner)))) return lw_nomem();
+        lw_arg_buf(s, 'o', out);
+        lw_arg_buf(s, 'b', lw_opslot(w, n, 0));
+        lw_arg_long(s, outer);
+        lw_arg_long(s, s0->dims[dim]);
+        lw_arg_long(s, inner);
         return LTC_OK;
     }
     case LTC_OP_CROSS_ENTROPY: {
@@ -613,28 +598,28 @@ static ltc_status lower_family(lw *w, const ltc_node *n, int out, bool *done) {
         ltc_shape rs;
         int64_t rd[1] = {rows};
         ltc_shape_make(&rs, s0->dtype, 1, rd);
-        int tmp = red == 0 ? out : new_slot(w, &rs);
-        if (tmp < 0) return nomem();
+        int tmp = red == 0 ? out : lw_new_slot(w, &rs);
+        if (tmp < 0) return lw_nomem();
         ocl_k_ce_rows(&b, KNAME, s0->dtype, ts->dtype);
-        if (!(s = family_step(w, &b, n->op, tmp, (size_t)rows))) return nomem();
-        arg_buf(s, 'o', tmp);
-        arg_buf(s, 'b', opslot(w, n, 0));
-        arg_buf(s, 'b', opslot(w, n, 1));
-        arg_long(s, rows);
-        arg_long(s, c);
-        arg_buf(s, 'e', -1);
-        arg_long(s, w->c->n_steps - 1);
+        if (!(s = lw_family_step(w, &b, n->op, tmp, (size_t)rows))) return lw_nomem();
+        lw_arg_buf(s, 'o', tmp);
+        lw_arg_buf(s, 'b', lw_opslot(w, n, 0));
+        lw_arg_buf(s, 'b', lw_opslot(w, n, 1));
+        lw_arg_long(s, rows);
+        lw_arg_long(s, c);
+        lw_arg_buf(s, 'e', -1);
+        lw_arg_long(s, w->c->n_steps - 1);
         s->checks = true;
         s->k = c;
         if (red == 0) return LTC_OK;
         ocl_sb r = {0};
         ocl_k_reduce(&r, KNAME, red == 1 ? 'm' : 's', s0->dtype, s0->dtype, ocl.info.fp64);
-        if (!(s = family_step(w, &r, n->op, out, 1))) return nomem();
-        arg_buf(s, 'o', out);
-        arg_buf(s, 'b', tmp);
-        arg_long(s, 1);
-        arg_long(s, rows);
-        arg_long(s, 1);
+        if (!(s = lw_family_step(w, &r, n->op, out, 1))) return lw_nomem();
+        lw_arg_buf(s, 'o', out);
+        lw_arg_buf(s, 'b', tmp);
+        lw_arg_long(s, 1);
+        lw_arg_long(s, rows);
+        lw_arg_long(s, 1);
         return LTC_OK;
     }
     case LTC_OP_CROSS_ENTROPY_BACKWARD: {
@@ -646,17 +631,17 @@ static ltc_status lower_family(lw *w, const ltc_node *n, int out, bool *done) {
         int64_t rows = xs->ndim == 2 ? xs->dims[0] : 1, c = xs->dims[xs->ndim - 1];
         int red = (int)n->attrs[0].i;
         ocl_k_ce_backward(&b, KNAME, xs->dtype, ts->dtype, red == 0 && s0->ndim > 0);
-        if (!(s = family_step(w, &b, n->op, out, (size_t)rows))) return nomem();
-        arg_buf(s, 'o', out);
-        arg_buf(s, 'b', opslot(w, n, 0));
-        arg_buf(s, 'b', opslot(w, n, 1));
-        arg_buf(s, 'b', opslot(w, n, 2));
-        arg_long(s, rows);
-        arg_long(s, c);
+        if (!(s = lw_family_step(w, &b, n->op, out, (size_t)rows))) return lw_nomem();
+        lw_arg_buf(s, 'o', out);
+        lw_arg_buf(s, 'b', lw_opslot(w, n, 0));
+        lw_arg_buf(s, 'b', lw_opslot(w, n, 1));
+        lw_arg_buf(s, 'b', lw_opslot(w, n, 2));
+        lw_arg_long(s, rows);
+        lw_arg_long(s, c);
         s->args[s->n_args++] = (ocl_arg){.kind = xs->dtype == LTC_F64 ? 'd' : 'f',
                                          .f = red == 1 && rows ? 1.0 / (double)rows : 1.0};
-        arg_buf(s, 'e', -1);
-        arg_long(s, w->c->n_steps - 1);
+        lw_arg_buf(s, 'e', -1);
+        lw_arg_long(s, w->c->n_steps - 1);
         s->checks = true;
         s->k = c;
         return LTC_OK;
@@ -668,19 +653,19 @@ static ltc_status lower_family(lw *w, const ltc_node *n, int out, bool *done) {
         if (is->dtype != LTC_I64 && is->dtype != LTC_I32) break;
         int64_t d = n->op == LTC_OP_EMBEDDING ? 0 : dim;
         if (s0->ndim == 0) break;
-        int64_t outer = prod(s0, 0, (int)d), len = s0->dims[d], inner = prod(s0, (int)d + 1, s0->ndim);
+        int64_t outer = lw_prod(s0, 0, (int)d), len = s0->dims[d], inner = lw_prod(s0, (int)d + 1, s0->ndim);
         int64_t m = ltc_shape_numel(is);
         ocl_k_index_select(&b, KNAME, s0->dtype, is->dtype);
-        if (!(s = family_step(w, &b, n->op, out, (size_t)(outer * m * inner)))) return nomem();
-        arg_buf(s, 'o', out);
-        arg_buf(s, 'b', opslot(w, n, src));
-        arg_buf(s, 'b', opslot(w, n, idx));
-        arg_long(s, outer);
-        arg_long(s, len);
-        arg_long(s, m);
-        arg_long(s, inner);
-        arg_buf(s, 'e', -1);
-        arg_long(s, w->c->n_steps - 1);
+        if (!(s = lw_family_step(w, &b, n->op, out, (size_t)(outer * m * inner)))) return lw_nomem();
+        lw_arg_buf(s, 'o', out);
+        lw_arg_buf(s, 'b', lw_opslot(w, n, src));
+        lw_arg_buf(s, 'b', lw_opslot(w, n, idx));
+        lw_arg_long(s, outer);
+        lw_arg_long(s, len);
+        lw_arg_long(s, m);
+        lw_arg_long(s, inner);
+        lw_arg_buf(s, 'e', -1);
+        lw_arg_long(s, w->c->n_steps - 1);
         s->checks = true;
         s->k = len;
         return LTC_OK;
@@ -704,10 +689,10 @@ static ltc_status lower_family(lw *w, const ltc_node *n, int out, bool *done) {
             map[0] = 1;
             map[1] = 0;
         }
-        return lower_strided(w, n->op, opslot(w, n, 0), out, map);
+        return lower_strided(w, n->op, lw_opslot(w, n, 0), out, map);
     }
     case LTC_OP_EXPAND:
-    case LTC_OP_BROADCAST_TO: return lower_broadcast(w, n->op, opslot(w, n, 0), out);
+    case LTC_OP_BROADCAST_TO: return lower_broadcast(w, n->op, lw_opslot(w, n, 0), out);
     default: break;
     }
     *done = false;
@@ -731,24 +716,35 @@ static bool is_alias(const ltc_node *n) {
     }
 }
 
-static ltc_status lower_fallback(lw *w, const ltc_node *n, int out) {
-    if (n->n_operands > 8)
-        return ltc_errorf(LTC_ERR_BACKEND, "opencl: %s with %d operands has no fallback",
-                          ltc_op_name(n->op), n->n_operands);
-    ocl_step *s = new_step(w, OCL_STEP_FALLBACK, n->op, out);
-    if (!s) return nomem();
-    s->n_out = n->n_outputs;
-    s->n_in = n->n_operands;
-    for (int k = 0; k < n->n_operands; k++) s->in[k] = opslot(w, n, k);
-    s->n_attrs = n->n_attrs;
-    s->attrs = malloc(sizeof(ltc_attr) * (size_t)(n->n_attrs + 1));
-    s->shapes = malloc(sizeof(ltc_shape) * (size_t)(n->n_operands + n->n_outputs));
-    if (!s->attrs || !s->shapes) return nomem();
-    if (n->n_attrs) memcpy(s->attrs, n->attrs, sizeof(ltc_attr) * (size_t)n->n_attrs);
-    for (int k = 0; k < n->n_operands; k++)
-        s->shapes[k] = n->operands[k].node->shapes[n->operands[k].index];
-    for (int k = 0; k < n->n_outputs; k++) s->shapes[n->n_operands + k] = n->shapes[k];
-    return LTC_OK;
+/* Whether lower_family lowers node n (its breaks, as conditions). */
+static bool family_ok(const ltc_node *n) {
+    const ltc_shape *s0 = n->n_operands ? &n->operands[0].node->shapes[n->operands[0].index] : NULL;
+    switch (n->op) {
+    case LTC_OP_SUM: case LTC_OP_MAX: case LTC_OP_MIN: case LTC_OP_ARGMAX: case LTC_OP_ARGMIN:
+    case LTC_OP_MAX_DIM: case LTC_OP_MIN_DIM: case LTC_OP_PERMUTE: case LTC_OP_TRANSPOSE:
+    case LTC_OP_T: case LTC_OP_EXPAND: case LTC_OP_BROADCAST_TO: return true;
+    case LTC_OP_MEAN: return ltc_dtype_is_float(n->shapes[0].dtype);
+    case LTC_OP_SOFTMAX:
+    case LTC_OP_LOG_SOFTMAX: return ltc_dtype_is_float(s0->dtype) && s0->ndim > 0;
+    case LTC_OP_CROSS_ENTROPY:
+        return ltc_dtype_is_float(s0->dtype) && s0->ndim >= 1 && s0->ndim <= 2;
+    case LTC_OP_CROSS_ENTROPY_BACKWARD: {
+        const ltc_shape *xs = &n->operands[1].node->shapes[n->operands[1].index];
+        return ltc_dtype_is_float(xs->dtype) && xs->ndim >= 1 && xs->ndim <= 2 &&
+               s0->dtype == xs->dtype;
+    }
+    case LTC_OP_INDEX_SELECT:
+    case LTC_OP_EMBEDDING: {
+        const ltc_shape *is = &n->operands[1].node->shapes[n->operands[1].index];
+        return (is->dtype == LTC_I64 || is->dtype == LTC_I32) && s0->ndim > 0;
+    }
+    default: return false;
+    }
+}
+
+bool ocl_node_lowered(const ltc_node *n) {
+    return n->op == LTC_OP_DEVICE_DATA || is_alias(n) || ew_expr_of(n) || gemm_lowerable(n) ||
+           family_ok(n) || ocl_nn_lowers(n);
 }
 
 bool ocl_op_lowered(int op) {
@@ -763,6 +759,14 @@ bool ocl_op_lowered(int op) {
     case LTC_OP_CROSS_ENTROPY: case LTC_OP_CROSS_ENTROPY_BACKWARD: case LTC_OP_INDEX_SELECT:
     case LTC_OP_EMBEDDING: case LTC_OP_PERMUTE: case LTC_OP_TRANSPOSE: case LTC_OP_T:
     case LTC_OP_EXPAND: case LTC_OP_BROADCAST_TO: case LTC_OP_DEVICE_DATA:
+    /* lower_nn.c's (float32 operands) */
+    case LTC_OP_CONV2D: case LTC_OP_CONV2D_NOBIAS: case LTC_OP_CONV2D_BACKWARD_INPUT:
+    case LTC_OP_CONV2D_BACKWARD_WEIGHT: case LTC_OP_MAX_POOL2D: case LTC_OP_MAX_POOL2D_BACKWARD:
+    case LTC_OP_CAT: case LTC_OP_STACK: case LTC_OP_NARROW: case LTC_OP_SELECT:
+    case LTC_OP_NARROW_SCATTER: case LTC_OP_SELECT_SCATTER: case LTC_OP_INDEX_ADD:
+    case LTC_OP_SCATTER_ADD: case LTC_OP_ARANGE: case LTC_OP_RAND: case LTC_OP_RANDN:
+    case LTC_OP_RANDINT: case LTC_OP_BERNOULLI: case LTC_OP_BERNOULLI_P: case LTC_OP_DROPOUT:
+    case LTC_OP_NORM:
         return true;
     default: break;
     }
@@ -780,9 +784,9 @@ static ltc_status lower_node(lw *w, int ni) {
     int out = w->slot_of[ni];
     if (n->op == LTC_OP_DEVICE_DATA || w->inlined[ni] || w->skip[ni]) return LTC_OK;
     if (is_alias(n)) {
-        ocl_step *s = new_step(w, OCL_STEP_ALIAS, n->op, out);
-        if (!s) return nomem();
-        s->in[0] = opslot(w, n, 0);
+        ocl_step *s = lw_new_step(w, OCL_STEP_ALIAS, n->op, out);
+        if (!s) return lw_nomem();
+        s->in[0] = lw_opslot(w, n, 0);
         s->n_in = 1;
         return LTC_OK;
     }
@@ -791,7 +795,10 @@ static ltc_status lower_node(lw *w, int ni) {
     bool done;
     ltc_status st = lower_family(w, n, out, &done);
     if (st || done) return st;
-    return lower_fallback(w, n, out);
+    if ((st = ocl_lower_nn(w, n, out, &done)) || done) return st;
+    /* the core's eager fallback runs what ocl_node_lowered refuses: never here */
+    return ltc_errorf(LTC_ERR_BACKEND, "opencl: %s reached the device's lowering but is not "
+                      "lowered (ocl_node_lowered and the lowering disagree)", ltc_op_name(n->op));
 }
 
 /* At most this many buffers a fused kernel reads (its operands outside the group). */
@@ -866,7 +873,7 @@ ltc_status ocl_lower(const ltc_lowering_ctx *ctx, ocl_comp **out) {
     w.ew_stamp = calloc((size_t)nn + 1, sizeof *w.ew_stamp);
     if (!c || !w.slot_of || !w.uses || !w.consumer || !w.is_root || !w.inlined || !w.skip ||
         !w.ew_stamp) {
-        st = nomem();
+        st = lw_nomem();
         goto fail;
     }
     for (int i = 0; i < nn; i++) {
@@ -874,8 +881,8 @@ ltc_status ocl_lower(const ltc_lowering_ctx *ctx, ocl_comp **out) {
         w.consumer[i] = -1;
         w.slot_of[i] = c->n_slots;
         for (int k = 0; k < n->n_outputs; k++) {
-            if (new_slot(&w, &n->shapes[k]) < 0) {
-                st = nomem();
+            if (lw_new_slot(&w, &n->shapes[k]) < 0) {
+                st = lw_nomem();
                 goto fail;
             }
             if (ltc_dtype_is_float(n->shapes[k].dtype) && n->shapes[k].dtype == LTC_F64) w.fp64 = true;
@@ -890,7 +897,7 @@ ltc_status ocl_lower(const ltc_lowering_ctx *ctx, ocl_comp **out) {
     c->n_roots = ctx->n_roots;
     c->root_slots = malloc(sizeof(int) * ((size_t)ctx->n_roots + 1));
     if (!c->root_slots) {
-        st = nomem();
+        st = lw_nomem();
         goto fail;
     }
     for (int r = 0; r < ctx->n_roots; r++) {
@@ -906,32 +913,37 @@ ltc_status ocl_lower(const ltc_lowering_ctx *ctx, ocl_comp **out) {
     if (c->n_kernels) {
         ocl_sb src = {0};
         ocl_src_preamble(&src, w.fp64 || ocl.info.fp64);
+        if (w.rng) ocl_src_philox(&src, ocl.info.fp64);
         c->kernel_names = calloc((size_t)c->n_kernels, sizeof *c->kernel_names);
         if (!c->kernel_names) {
-            st = nomem();
+            st = lw_nomem();
             goto fail;
         }
         for (int k = 0; k < c->n_kernels; k++) {
             char name[32];
             snprintf(name, sizeof name, "k%d", k);
             c->kernel_names[k] = strdup(name);
-            const char *body = w.bodies[k], *at = strstr(body, KNAME);
-            if (!at || !c->kernel_names[k]) {
-                st = nomem();
+            const char *body = w.bodies[k], *at;
+            if (!strstr(body, KNAME) || !c->kernel_names[k]) {
+                st = lw_nomem();
                 goto fail;
             }
-            ocl_sb_printf(&src, "%.*s%s%s", (int)(at - body), body, name, at + strlen(KNAME));
+            while ((at = strstr(body, KNAME))) { /* every occurrence: helpers carry the name */
+                ocl_sb_printf(&src, "%.*s%s", (int)(at - body), body, name);
+                body = at + strlen(KNAME);
+            }
+            ocl_sb_printf(&src, "%s", body);
         }
         if (src.oom) {
             free(src.s);
-            st = nomem();
+            st = lw_nomem();
             goto fail;
         }
         c->source = src.s;
         if ((st = ocl_program_get(c->source, &c->program))) goto fail;
         c->kernels = calloc((size_t)c->n_kernels, sizeof *c->kernels);
         if (!c->kernels) {
-            st = nomem();
+            st = lw_nomem();
             goto fail;
         }
         for (int k = 0; k < c->n_kernels; k++) {
@@ -947,7 +959,7 @@ ltc_status ocl_lower(const ltc_lowering_ctx *ctx, ocl_comp **out) {
     /* last reads of each slot, so a run frees intermediates early */
     c->last_use = malloc(sizeof(int) * ((size_t)c->n_slots + 1));
     if (!c->last_use) {
-        st = nomem();
+        st = lw_nomem();
         goto fail;
     }
     for (int i = 0; i < c->n_slots; i++) c->last_use[i] = -1;
@@ -980,10 +992,6 @@ fail: /* the walk's scratch, on success and failure alike; c itself only on fail
 
 void ocl_comp_free(ocl_comp *c) {
     if (!c) return;
-    for (int i = 0; i < c->n_steps; i++) {
-        free(c->steps[i].attrs);
-        free(c->steps[i].shapes);
-    }
     if (c->kernels)
         for (int k = 0; k < c->n_kernels; k++)
             if (c->kernels[k]) clReleaseKernel(c->kernels[k]);

@@ -100,19 +100,34 @@ static int l_lowered_ops(lua_State *L) {
     return 1;
 }
 
+/* _fail_run_after(n): the n-th next run on the device fails as a lost device would (tests
+ * of the device-lost path; 0 disarms). */
+static int l_fail_run_after(lua_State *L) {
+    ocl_fail_run_after((int)luaL_checkinteger(L, 1));
+    return 0;
+}
+
+/* ltc.graph_pool_info for the pools of opencl graphs. */
+static bool pool_stats(ltc_mempool_id id, ltc_pool_stats *out) {
+    return ltc_pool_stats_of("opencl", id, out);
+}
+
 void ocl_bench_open(lua_State *L); /* bench.c: _bench_copy, _bench_gemm */
 
 static const luaL_Reg fns[] = {
     {"lowered_ops", l_lowered_ops},
     {"devices", l_devices}, {"open", l_open}, {"set_memory_limit", l_set_memory_limit},
     {"trim", l_trim}, {"last_build_log", l_last_build_log}, {"_try_build", l_try_build},
+    {"_fail_run_after", l_fail_run_after},
     {NULL, NULL},
 };
 
 int luaopen_ltc_opencl(lua_State *L) {
     if (!ltc_has_backend("opencl") && ltc_backend_register(ocl_backend()))
         return luaL_error(L, "ltc.opencl: %s", ltc_last_error());
-    if (!ltc_has_graph_impl("opencl") && ltc_graph_impl_register("opencl", ocl_graph_new))
+    if (!ltc_has_graph_impl("opencl") &&
+        (ltc_graph_impl_register("opencl", ocl_graph_new) ||
+         ltc_graph_impl_register_pool_stats("opencl", pool_stats)))
         return luaL_error(L, "ltc.opencl: %s", ltc_last_error());
     lua_newtable(L);
     luaL_setfuncs(L, fns, 0);

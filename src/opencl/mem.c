@@ -80,6 +80,7 @@ ocl_buf *ocl_buf_new(size_t nbytes) {
     b->nbytes = nbytes;
     b->cap = cap;
     b->mem = NULL;
+    b->pool = NULL;
     pthread_mutex_lock(&mem_lock);
     for (int i = 0; i < n_cached; i++) {
         if (cache[i].cap != cap) continue;
@@ -118,6 +119,10 @@ ocl_buf *ocl_buf_retain(ocl_buf *b) {
 
 void ocl_buf_release(ocl_buf *b) {
     if (!b || __atomic_sub_fetch(&b->refcount, 1, __ATOMIC_ACQ_REL) > 0) return;
+    if (b->pool) { /* back to its capture's pool (which may hand it to pool_destroy) */
+        ltc_pool_put(b->pool, b, b->cap);
+        return;
+    }
     pthread_mutex_lock(&mem_lock);
     bytes_live -= b->cap;
     ltc_counter_add("OpenCLBytesLive", -(int64_t)b->cap);
@@ -132,6 +137,36 @@ void ocl_buf_release(ocl_buf *b) {
     }
     pthread_mutex_unlock(&mem_lock);
     free(b);
+}
+
+/* ---- capture pools ------------------------------------------------------------------------------ */
+
+/* A pool's buffer let go for good: to the allocator's cache. Runs under the pools' lock
+ * (then takes mem_lock: the order is always pools, then memory). */
+static void pool_destroy(void *ctx, void *item) {
+    (void)ctx;
+    ocl_buf *b = item;
+    b->pool = NULL;
+    b->refcount = 1;
+    ocl_buf_release(b);
+}
+
+const ltc_pool_i ocl_pool_iface = {.destroy = pool_destroy};
+
+ocl_buf *ocl_buf_from(ltc_pool *pool, size_t nbytes) {
+    if (!pool) return ocl_buf_new(nbytes);
+    size_t cap = size_class(nbytes);
+    ltc_status st;
+    ocl_buf *b = ltc_pool_get(pool, cap, cap, &st);
+    if (b) {
+        b->refcount = 1;
+        b->nbytes = nbytes;
+        return b;
+    }
+    if (st || !(b = ocl_buf_new(nbytes))) return NULL;
+    b->pool = pool;
+    ltc_pool_count_new(pool, cap);
+    return b;
 }
 
 ltc_status ocl_write(ocl_buf *b, const void *host, size_t nbytes) {
@@ -257,8 +292,8 @@ static void computation_free(ltc_backend *b, ltc_computation *c) {
 
 static ltc_status execute(ltc_backend *b, ltc_computation *c, ltc_data *const *args,
                           ltc_data **outs) {
-    (void)b;
-    return ocl_run(c->impl, args, outs);
+    /* during a capture on this thread, buffers come from the graph's pool */
+    return ocl_run(c->impl, args, outs, ltc_capture_exec_ctx(b));
 }
 
 static ltc_device default_device(ltc_backend *b) { return (ltc_device){b->name, 0}; }
@@ -268,9 +303,16 @@ static int devices(ltc_backend *b, ltc_device *out, int max) {
     return 1;
 }
 
+/* The CPU backend runs what the device does not lower (fused, threaded plans; it falls back
+ * to the reference kernels in turn for what it does not lower itself). */
 static const char *fallback_type(ltc_backend *b) {
     (void)b;
-    return "ref";
+    return "cpu";
+}
+
+static bool lowers(ltc_backend *b, const ltc_node *n) {
+    (void)b;
+    return ocl_node_lowered(n);
 }
 
 static char *computation_text(ltc_backend *b, const ltc_computation *c) {
@@ -291,10 +333,6 @@ static char *computation_text(ltc_backend *b, const ltc_computation *c) {
                           s->out, s->batch > 1 ? " batched" : "", ltc_op_name(s->op),
                           (long long)s->m, (long long)s->n, (long long)s->k,
                           s->ta ? " A^T" : "", s->tb ? " B^T" : "", s->bias >= 0 ? " +bias" : "");
-            break;
-        case OCL_STEP_FALLBACK:
-            ocl_sb_printf(&sb, "//   %%%d = %s on the host (eager fallback)\n", s->out,
-                          ltc_op_name(s->op));
             break;
         case OCL_STEP_ALIAS:
             ocl_sb_printf(&sb, "//   %%%d = %s (alias of %%%d)\n", s->out, ltc_op_name(s->op),
@@ -321,6 +359,7 @@ static const struct ltc_backend_i ocl_iface = {
     .eager_fallback_device_type = fallback_type,
     .devices = devices,
     .computation_text = computation_text,
+    .lowers = lowers,
 };
 
 ltc_backend *ocl_backend(void) {

@@ -3,13 +3,15 @@
  *
  * The backend reaches the core only through ltc.h, ltc_ir.h, ltc_backend.h, ltc_graph.h and
  * the op enum (gen/ltc_ops.h). Its data is device memory (a cl_mem behind a reference-counted
- * buffer); a computation is a list of steps (a generated kernel, a CLBlast GEMM, or an op run
- * on the host by the reference kernels: the eager fallback, counted) over value slots.
+ * buffer); a computation is a list of steps (a generated kernel, a CLBlast GEMM, or an alias)
+ * over value slots. Nodes it does not lower go to the core's eager fallback (`lowers`).
  *
  * Files: device.c (platforms, devices, context, queue, errors), mem.c (buffers, the caching
- * allocator, the data slots), lower.c (a graph to steps and OpenCL C), kernels.c (the
- * source of the hand-written kernel families), program.c (build, memory and disk cache),
- * exec.c (running steps), lua_opencl.c (the Lua module).
+ * allocator, capture pools' buffers, the data slots), lower.c (a graph to steps and OpenCL
+ * C; lower.h its walk's state), lower_nn.c (the CNN and LSTM ops' lowering), kernels.c and
+ * kernels_nn.c (the source of the hand-written kernel families), program.c (build, memory
+ * and disk cache), exec.c (running steps), capture.c (the graph implementation),
+ * lua_opencl.c (the Lua module), bench.c (raw copy and CLBlast figures).
  */
 #ifndef LTC_OCL_H
 #define LTC_OCL_H
@@ -64,11 +66,20 @@ typedef struct ocl_buf {
     cl_mem mem;
     size_t nbytes;   /* asked for */
     size_t cap;      /* allocated (size class) */
+    ltc_pool *pool;  /* a capture's pool it goes back to, or NULL (the allocator's cache) */
 } ocl_buf;
 
 /* A new buffer of nbytes (from the cache when one of its size class is free). On failure
  * the error names the bytes and the device, NULL returned. */
 ocl_buf *ocl_buf_new(size_t nbytes);
+/* A buffer of nbytes from a capture's pool (a free one of its size class, else a new one
+ * that returns to the pool when released); ocl_buf_new when pool is NULL. */
+ocl_buf *ocl_buf_from(ltc_pool *pool, size_t nbytes);
+/* The pools' callbacks (a pool's buffers are ocl_buf; destroying one hands it to the
+ * allocator's cache). */
+extern const ltc_pool_i ocl_pool_iface;
+/* Test hook: the n-th next run fails as a lost device would (0: never). */
+void ocl_fail_run_after(int n);
 ocl_buf *ocl_buf_retain(ocl_buf *b);
 void ocl_buf_release(ocl_buf *b);
 /* Frees every cached (unused) buffer. */
@@ -96,7 +107,6 @@ ltc_status ocl_read(ocl_buf *b, void *host, size_t nbytes);
 typedef enum {
     OCL_STEP_KERNEL,   /* a kernel of the program over slots, with long/size arguments */
     OCL_STEP_GEMM,     /* CLBlast GEMM (batched when batch > 1) */
-    OCL_STEP_FALLBACK, /* the reference kernel of one op on the host */
     OCL_STEP_ALIAS,    /* out slot = in slot (a view of contiguous data) */
 } ocl_step_kind;
 
@@ -112,7 +122,7 @@ typedef struct ocl_arg {
 typedef struct ocl_step {
     ocl_step_kind kind;
     int out;               /* the slot written (first output) */
-    int n_out;             /* fallback: several outputs (slots out .. out+n_out-1) */
+    int n_out;             /* outputs (slots out .. out+n_out-1): max.dim, min.dim */
     /* KERNEL */
     int kernel;            /* index into the computation's kernels */
     size_t global;         /* work items */
@@ -123,13 +133,10 @@ typedef struct ocl_step {
     bool ta, tb;
     int64_t m, n, k, batch;
     ltc_dtype dtype;
-    /* FALLBACK and error messages */
+    /* ALIAS and error messages */
     int op;
     int n_in;
-    int in[8];
-    ltc_attr *attrs;       /* owned copies */
-    int n_attrs;
-    ltc_shape *shapes;     /* n_in input shapes then n_out output shapes, owned */
+    int in[1];
     bool checks;           /* writes the error flag (index ranges) */
 } ocl_step;
 
@@ -158,8 +165,12 @@ ltc_status ocl_lower(const ltc_lowering_ctx *ctx, ocl_comp **out);
 /* Whether the backend lowers op on the device (float32 operands; some ops fall back for
  * other dtypes or shapes: integer pow, 1-d matmul, ...). */
 bool ocl_op_lowered(int op);
+/* Whether it lowers node n, dtypes and sizes included (the `lowers` slot): the core's eager
+ * fallback runs the others on the CPU backend. */
+bool ocl_node_lowered(const ltc_node *n);
 void ocl_comp_free(ocl_comp *c);
-ltc_status ocl_run(ocl_comp *c, ltc_data *const *args, ltc_data **outs);
+/* Runs c; buffers come from `pool` (a capture's, or NULL: the allocator's cache). */
+ltc_status ocl_run(ocl_comp *c, ltc_data *const *args, ltc_data **outs, ltc_pool *pool);
 
 /* Builds (or finds in the memory cache, then the disk cache) the program of `source`.
  * Returns a retained program. A build error prints the source and the log into the error. */
@@ -191,5 +202,20 @@ void ocl_k_ce_backward(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it, 
 void ocl_k_index_select(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it);
 void ocl_k_strided(ocl_sb *b, const char *name, ltc_dtype dt, int r);
 void ocl_mem_set_limit(size_t bytes);
+
+/* kernels_nn.c: the CNN and LSTM families (see there). */
+void ocl_k_conv2d(ocl_sb *b, const char *name, ltc_dtype dt, bool bias, bool i32);
+void ocl_k_conv2d_bwd_input(ocl_sb *b, const char *name, ltc_dtype dt, bool unit_stride,
+                            bool i32);
+void ocl_k_conv2d_bwd_weight(ocl_sb *b, const char *name, ltc_dtype dt, bool i32);
+void ocl_k_max_pool2d(ocl_sb *b, const char *name, ltc_dtype dt, bool i32);
+void ocl_k_max_pool2d_bwd(ocl_sb *b, const char *name, ltc_dtype dt, bool i32);
+void ocl_k_slice(ocl_sb *b, const char *name, ltc_dtype in, ltc_dtype out, bool write);
+void ocl_k_index_add(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it);
+void ocl_k_scatter_add(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it);
+void ocl_k_arange(ocl_sb *b, const char *name, ltc_dtype dt, bool fp64);
+void ocl_k_norm(ocl_sb *b, const char *name, ltc_dtype in, ltc_dtype out, bool fp64);
+void ocl_src_philox(ocl_sb *b, bool fp64);
+void ocl_k_random(ocl_sb *b, const char *name, char kind, ltc_dtype dt, bool fp64);
 
 #endif

@@ -1,0 +1,51 @@
+/*
+ * lower.h - the lowering walk's state and helpers, shared by lower.c (elementwise groups,
+ * GEMMs, reductions, losses, index_select, views) and lower_nn.c (convolution, pooling,
+ * slices, index_add/scatter_add, arange, random ops). Internal to the module.
+ */
+#ifndef LTC_OCL_LOWER_H
+#define LTC_OCL_LOWER_H
+
+#include "ocl.h"
+
+typedef struct lw {
+    const ltc_lowering_ctx *ctx;
+    ocl_comp *c;
+    int *slot_of;   /* per node: its first output's slot */
+    int *uses;      /* per node: references to output 0 (operands and roots) */
+    int *consumer;  /* per node: the last node using output 0 */
+    bool *is_root;
+    bool *inlined;  /* elementwise, folded into its consumer's kernel */
+    bool *skip;     /* a transpose every user folds into its GEMM */
+    int *ew_stamp;  /* per node: the elementwise kernel that computed it last (group id) */
+    int ew_groups;
+    bool fp64;
+    bool rng;       /* a random kernel: the program gets the Philox functions */
+    int cap_slots, cap_steps;
+    char **bodies;  /* kernel sources with the placeholder name */
+    int cap_kernels;
+} lw;
+
+/* The placeholder a kernel body names itself by (every occurrence becomes its name). */
+#define KNAME "__KNAME__"
+
+ltc_status lw_nomem(void);
+/* A new value slot of shape s (-1: out of memory). */
+int lw_new_slot(lw *w, const ltc_shape *s);
+ocl_step *lw_new_step(lw *w, ocl_step_kind kind, int op, int out);
+/* The index of kernel `body` in the program (added if new; body's string is taken). */
+int lw_add_kernel(lw *w, ocl_sb *body);
+/* A kernel step running `body` (taken) over `global` work items, writing slot out. */
+ocl_step *lw_family_step(lw *w, ocl_sb *b, int op, int out, size_t global);
+void lw_arg_buf(ocl_step *s, char kind, int slot);
+void lw_arg_long(ocl_step *s, int64_t v);
+/* The slot of operand k of node n. */
+int lw_opslot(lw *w, const ltc_node *n, int k);
+/* The product of dims [from, to) of s. */
+int64_t lw_prod(const ltc_shape *s, int from, int to);
+
+/* lower_nn.c: whether it lowers node n (its dtypes and sizes included), and lowering it. */
+bool ocl_nn_lowers(const ltc_node *n);
+ltc_status ocl_lower_nn(lw *w, const ltc_node *n, int out, bool *done);
+
+#endif

@@ -115,3 +115,36 @@ describe("t:register_hook(fn)", function()
     assert.matches("does not require grad", err, 1, true)
   end)
 end)
+
+describe("saved values and in-place writes", function()
+  local core = require "ltc.core"
+  local function live()
+    collectgarbage(); collectgarbage()
+    return core.live_info().live_tensors
+  end
+
+  it("leave no reference cycle when an op's input is written with its result", function()
+    local w = ltc.tensor({ 1, 2 }, "float64"):requires_grad_()
+    local before = live()
+    do
+      local x = w * 1
+      x:mul_(ltc.tensor({ 3, 4 }, "float64"))   -- mul saves x, and x's history becomes that mul
+      local y = w:exp()
+      y:sin_()                                  -- sin saves y
+      local z = ltc.zeros(2, "float64")
+      z:copy_(w)
+      z:maximum_(w * 2)
+    end
+    assert.are.equal(before, live())
+  end)
+
+  it("differentiate with the value saved before the write", function()
+    local w = ltc.tensor({ 1, 2 }, "float64"):requires_grad_()
+    local x = w * 1
+    x:mul_(ltc.tensor({ 3, 4 }, "float64"))
+    local y = x * x            -- saves x = {3, 8}
+    x:add_(100)                -- y keeps x's value {3, 8}
+    y:sum():backward()
+    assert.are.same({ 18, 64 }, w.grad:totable())  -- d(x^2)/dw = 2 x * {3, 4}
+  end)
+end)

@@ -40,6 +40,7 @@ void ltc_ag_meta_free(ltc_tensor *t) {
     ltc_grad_fn_release(m->fn);
     ltc_tensor_release(m->grad);
     ltc_ag_hooks_free(m);
+    free(m->savers);
 }
 
 ltc_status ltc_ag_set_history(ltc_tensor *t, ltc_grad_fn *fn, int nr, bool req) {
@@ -88,6 +89,68 @@ ltc_status ltc_ag_refresh(ltc_tensor *t) {
         t->ag_gen = base->generation;
     }
     ltc_tensor_release(x);
+    return st;
+}
+
+/* ---- savers: which nodes saved a root or its views ------------------------------------- */
+
+static ltc_tensor *root_of(ltc_tensor *t) { return t->base ? t->base : t; }
+
+static ltc_status add_saver(ltc_tensor *t, ltc_grad_fn *fn, int slot) {
+    ltc_ag_meta *m = ltc_ag_meta_of(root_of(t));
+    if (m->n_savers == m->cap_savers) {
+        int nc = m->cap_savers ? m->cap_savers * 2 : 4;
+        struct ltc_ag_saver *ns = realloc(m->savers, sizeof *ns * (size_t)nc);
+        if (!ns) return ltc_errorf(LTC_ERR_NOMEM, "autograd: out of memory");
+        m->savers = ns;
+        m->cap_savers = nc;
+    }
+    m->savers[m->n_savers++] = (struct ltc_ag_saver){fn, slot};
+    return LTC_OK;
+}
+
+static void remove_saver(ltc_tensor *t, ltc_grad_fn *fn, int slot) {
+    ltc_ag_meta *m = root_of(t)->ag;
+    for (int i = m ? m->n_savers - 1 : -1; i >= 0; i--)
+        if (m->savers[i].fn == fn && m->savers[i].slot == slot) {
+            m->savers[i] = m->savers[--m->n_savers];
+            return;
+        }
+}
+
+/* A new tensor holding x's current value (its data, or its pending value), no history. */
+static ltc_status snapshot(ltc_tensor *x, ltc_tensor **out) {
+    ltc_status st;
+    if ((st = ltc_view_refresh(x))) return st;
+    if (x->data && !ltc_tensor_is_pending(x)) {
+        st = ltc_tensor_from_data(ltc_data_retain(x->data), out);
+    } else {
+        ltc_value v;
+        if ((st = ltc_tensor_value(x, &v))) return st;
+        st = ltc_tensor_from_value(v, out);
+    }
+    if (!st) (*out)->backend = x->backend, (*out)->ordinal = x->ordinal;
+    return st;
+}
+
+ltc_status ltc_ag_preserve(ltc_tensor *r) {
+    ltc_ag_meta *m = r->ag;
+    if (!m || !m->n_savers) return LTC_OK;
+    ltc_status st = LTC_OK;
+    while (m->n_savers > 0 && !st) {
+        struct ltc_ag_saver sv = m->savers[--m->n_savers];
+        ag_saved *s = &sv.fn->saved[sv.slot];
+        if (!s->t) continue;
+        ltc_tensor *snap = NULL;
+        if ((st = snapshot(s->t, &snap))) {
+            m->n_savers++; /* kept: tried again at the next write */
+            break;
+        }
+        ltc_tensor_release(s->t);
+        s->t = snap;
+        s->registered = false;
+        s->version = ltc_ag_version(snap);
+    }
     return st;
 }
 
@@ -160,6 +223,7 @@ ltc_grad_fn *ltc_grad_fn_retain(ltc_grad_fn *fn) {
 
 void ltc_grad_fn_free_saved(ltc_grad_fn *fn) {
     for (int i = 0; i < fn->n_saved; i++) {
+        if (fn->saved[i].t && fn->saved[i].registered) remove_saver(fn->saved[i].t, fn, i);
         ltc_tensor_release(fn->saved[i].t);
         ltc_node_release(fn->saved[i].value.node);
         fn->saved[i].t = NULL;
@@ -226,7 +290,9 @@ ltc_status ltc_ag_save(ltc_grad_fn *fn, int i, ltc_tensor *t, const ltc_edge *e)
     ltc_value v;
     ltc_status st = ltc_tensor_value(t, &v);
     if (st) return st;
+    if ((st = add_saver(t, fn, i))) return st;
     fn->saved[i].kept = true;
+    fn->saved[i].registered = true;
     fn->saved[i].t = ltc_tensor_retain(t);
     fn->saved[i].version = ltc_ag_version(t);
     fn->saved[i].value = v;
@@ -266,6 +332,11 @@ ltc_status ltc_ag_unpack(ltc_grad_fn *fn, int i, ltc_tensor **out) {
                           "(its saved tensors were freed; pass {retain_graph = true} to the "
                           "first backward)", fn->name);
     if (ltc_ag_version(s->t) == s->version && !s->t->failed) {
+        /* a copy preserve made holds the old value: with the history the value had */
+        if (!s->registered) {
+            ltc_status st = with_edge(s->t, &fn->edges[i], NULL, 0);
+            if (st) return st;
+        }
         *out = ltc_tensor_retain(s->t);
         return LTC_OK;
     }

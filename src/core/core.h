@@ -65,6 +65,11 @@ struct ltc_tensor {
         bool retains_grad;  /* a tensor with history that keeps its grad (retain_grad) */
         int n_hooks;        /* register_hook: ids of the binding's hook functions (owned) */
         int *hooks;
+        /* on a root (a tensor that is no view): the nodes that saved it or one of its views,
+         * as (node, saved slot), weak (autograd.c); an in-place write gives them a copy of
+         * the old value first, so no node holds a tensor whose history comes to hold it */
+        struct ltc_ag_saver { struct ltc_grad_fn *fn; int slot; } *savers;
+        int n_savers, cap_savers;
     } ag_meta;
 };
 

@@ -167,10 +167,31 @@ void ltc_ag_history_restore(ltc_tensor *t, int i) {
     (void)ltc_ag_set_history(t, a->fn, a->nr, a->requires_grad);
 }
 
+/* Releases of nodes the value history held, deferred to a safe point: they happen while the
+ * executor installs results (ltc_tensor_set_data), and a node's last release may free
+ * tensors the executor is still walking. */
+static _Thread_local ltc_grad_fn **deferred;
+static _Thread_local int n_deferred, cap_deferred;
+
+void ltc_ag_flush_deferred(void) {
+    while (n_deferred > 0) ltc_grad_fn_release(deferred[--n_deferred]);
+}
+
 void ltc_ag_history_drop(ltc_tensor *t, int from, int n) {
     for (int i = from; i < n; i++) {
-        ltc_grad_fn_release(t->ag_history[i].fn);
+        ltc_grad_fn *fn = t->ag_history[i].fn;
         t->ag_history[i].fn = NULL;
+        if (!fn) continue;
+        if (n_deferred == cap_deferred) {
+            int nc = cap_deferred ? cap_deferred * 2 : 64;
+            ltc_grad_fn **nd = realloc(deferred, sizeof *nd * (size_t)nc);
+            if (!nd) { /* cannot defer: kept (a leak), never freed under the executor */
+                continue;
+            }
+            deferred = nd;
+            cap_deferred = nc;
+        }
+        deferred[n_deferred++] = fn;
     }
 }
 
@@ -399,6 +420,7 @@ ltc_status ltc_ag_record(int op, const ltc_ag_arg *args, int n_args, ltc_tensor 
                          int n_outs) {
     const ltc_derivative *d = ltc_derivative_of(op);
     if (!d || d->not_differentiable) return LTC_OK;
+    if (n_deferred) ltc_ag_flush_deferred();
     /* the operands' edges first: nothing is made when none needs grad */
     ltc_edge stack_edges[8], *edges = stack_edges;
     int n_saved = count_saved(args, n_args);

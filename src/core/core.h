@@ -85,6 +85,8 @@ typedef struct ltc_ag_hist {
 void ltc_ag_history_save(ltc_tensor *t, int i);
 void ltc_ag_history_restore(ltc_tensor *t, int i);
 void ltc_ag_history_drop(ltc_tensor *t, int from, int n);
+/* The node releases history_drop deferred: run at the end of a sync and when recording. */
+void ltc_ag_flush_deferred(void);
 /* Frees t's autograd state (tensor.c, when t goes). */
 void ltc_ag_meta_free(ltc_tensor *t);
 

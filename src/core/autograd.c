@@ -40,6 +40,7 @@ void ltc_ag_meta_free(ltc_tensor *t) {
     ltc_grad_fn_release(m->fn);
     ltc_tensor_release(m->grad);
     ltc_ag_hooks_free(m);
+    free(m->savers);
 }
 
 ltc_status ltc_ag_set_history(ltc_tensor *t, ltc_grad_fn *fn, int nr, bool req) {
@@ -91,6 +92,68 @@ ltc_status ltc_ag_refresh(ltc_tensor *t) {
     return st;
 }
 
+/* ---- savers: which nodes saved a root or its views ------------------------------------- */
+
+static ltc_tensor *root_of(ltc_tensor *t) { return t->base ? t->base : t; }
+
+static ltc_status add_saver(ltc_tensor *t, ltc_grad_fn *fn, int slot) {
+    ltc_ag_meta *m = ltc_ag_meta_of(root_of(t));
+    if (m->n_savers == m->cap_savers) {
+        int nc = m->cap_savers ? m->cap_savers * 2 : 4;
+        struct ltc_ag_saver *ns = realloc(m->savers, sizeof *ns * (size_t)nc);
+        if (!ns) return ltc_errorf(LTC_ERR_NOMEM, "autograd: out of memory");
+        m->savers = ns;
+        m->cap_savers = nc;
+    }
+    m->savers[m->n_savers++] = (struct ltc_ag_saver){fn, slot};
+    return LTC_OK;
+}
+
+static void remove_saver(ltc_tensor *t, ltc_grad_fn *fn, int slot) {
+    ltc_ag_meta *m = root_of(t)->ag;
+    for (int i = m ? m->n_savers - 1 : -1; i >= 0; i--)
+        if (m->savers[i].fn == fn && m->savers[i].slot == slot) {
+            m->savers[i] = m->savers[--m->n_savers];
+            return;
+        }
+}
+
+/* A new tensor holding x's current value (its data, or its pending value), no history. */
+static ltc_status snapshot(ltc_tensor *x, ltc_tensor **out) {
+    ltc_status st;
+    if ((st = ltc_view_refresh(x))) return st;
+    if (x->data && !ltc_tensor_is_pending(x)) {
+        st = ltc_tensor_from_data(ltc_data_retain(x->data), out);
+    } else {
+        ltc_value v;
+        if ((st = ltc_tensor_value(x, &v))) return st;
+        st = ltc_tensor_from_value(v, out);
+    }
+    if (!st) (*out)->backend = x->backend, (*out)->ordinal = x->ordinal;
+    return st;
+}
+
+ltc_status ltc_ag_preserve(ltc_tensor *r) {
+    ltc_ag_meta *m = r->ag;
+    if (!m || !m->n_savers) return LTC_OK;
+    ltc_status st = LTC_OK;
+    while (m->n_savers > 0 && !st) {
+        struct ltc_ag_saver sv = m->savers[--m->n_savers];
+        ag_saved *s = &sv.fn->saved[sv.slot];
+        if (!s->t) continue;
+        ltc_tensor *snap = NULL;
+        if ((st = snapshot(s->t, &snap))) {
+            m->n_savers++; /* kept: tried again at the next write */
+            break;
+        }
+        ltc_tensor_release(s->t);
+        s->t = snap;
+        s->registered = false;
+        s->version = ltc_ag_version(snap);
+    }
+    return st;
+}
+
 /* ---- autograd history beside the value history of in-place writes ---------------------- */
 
 void ltc_ag_history_save(ltc_tensor *t, int i) {
@@ -104,10 +167,31 @@ void ltc_ag_history_restore(ltc_tensor *t, int i) {
     (void)ltc_ag_set_history(t, a->fn, a->nr, a->requires_grad);
 }
 
+/* Releases of nodes the value history held, deferred to a safe point: they happen while the
+ * executor installs results (ltc_tensor_set_data), and a node's last release may free
+ * tensors the executor is still walking. */
+static _Thread_local ltc_grad_fn **deferred;
+static _Thread_local int n_deferred, cap_deferred;
+
+void ltc_ag_flush_deferred(void) {
+    while (n_deferred > 0) ltc_grad_fn_release(deferred[--n_deferred]);
+}
+
 void ltc_ag_history_drop(ltc_tensor *t, int from, int n) {
     for (int i = from; i < n; i++) {
-        ltc_grad_fn_release(t->ag_history[i].fn);
+        ltc_grad_fn *fn = t->ag_history[i].fn;
         t->ag_history[i].fn = NULL;
+        if (!fn) continue;
+        if (n_deferred == cap_deferred) {
+            int nc = cap_deferred ? cap_deferred * 2 : 64;
+            ltc_grad_fn **nd = realloc(deferred, sizeof *nd * (size_t)nc);
+            if (!nd) { /* cannot defer: kept (a leak), never freed under the executor */
+                continue;
+            }
+            deferred = nd;
+            cap_deferred = nc;
+        }
+        deferred[n_deferred++] = fn;
     }
 }
 
@@ -160,6 +244,7 @@ ltc_grad_fn *ltc_grad_fn_retain(ltc_grad_fn *fn) {
 
 void ltc_grad_fn_free_saved(ltc_grad_fn *fn) {
     for (int i = 0; i < fn->n_saved; i++) {
+        if (fn->saved[i].t && fn->saved[i].registered) remove_saver(fn->saved[i].t, fn, i);
         ltc_tensor_release(fn->saved[i].t);
         ltc_node_release(fn->saved[i].value.node);
         fn->saved[i].t = NULL;
@@ -226,7 +311,9 @@ ltc_status ltc_ag_save(ltc_grad_fn *fn, int i, ltc_tensor *t, const ltc_edge *e)
     ltc_value v;
     ltc_status st = ltc_tensor_value(t, &v);
     if (st) return st;
+    if ((st = add_saver(t, fn, i))) return st;
     fn->saved[i].kept = true;
+    fn->saved[i].registered = true;
     fn->saved[i].t = ltc_tensor_retain(t);
     fn->saved[i].version = ltc_ag_version(t);
     fn->saved[i].value = v;
@@ -266,6 +353,11 @@ ltc_status ltc_ag_unpack(ltc_grad_fn *fn, int i, ltc_tensor **out) {
                           "(its saved tensors were freed; pass {retain_graph = true} to the "
                           "first backward)", fn->name);
     if (ltc_ag_version(s->t) == s->version && !s->t->failed) {
+        /* a copy preserve made holds the old value: with the history the value had */
+        if (!s->registered) {
+            ltc_status st = with_edge(s->t, &fn->edges[i], NULL, 0);
+            if (st) return st;
+        }
         *out = ltc_tensor_retain(s->t);
         return LTC_OK;
     }
@@ -328,6 +420,7 @@ ltc_status ltc_ag_record(int op, const ltc_ag_arg *args, int n_args, ltc_tensor 
                          int n_outs) {
     const ltc_derivative *d = ltc_derivative_of(op);
     if (!d || d->not_differentiable) return LTC_OK;
+    if (n_deferred) ltc_ag_flush_deferred();
     /* the operands' edges first: nothing is made when none needs grad */
     ltc_edge stack_edges[8], *edges = stack_edges;
     int n_saved = count_saved(args, n_args);

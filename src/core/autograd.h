@@ -33,6 +33,7 @@ typedef enum {
  * then; if the root was written in place since, the value it had (a retained IR value). */
 typedef struct ag_saved {
     bool kept; /* saved at all (a formula reads it) */
+    bool registered; /* t is in its root's savers (a copy made by ltc_ag_preserve is not) */
     ltc_tensor *t;
     uint64_t version;
     ltc_value value;
@@ -107,6 +108,12 @@ ltc_status ltc_ag_scatter_step(ltc_tensor *whole, ltc_tensor *src, const ltc_vie
                                ltc_tensor **out);
 /* The backward of COPY_SLICES and OVERWRITE nodes (autograd_inplace.c). */
 ltc_status ltc_ag_inplace_backward(ltc_grad_fn *fn, ltc_tensor *grad, ltc_tensor **g);
+
+/* Before an in-place write to root r (a tensor that is no view): every node that saved r or
+ * a view of r gets a tensor of its own holding the value saved (PyTorch saves the original
+ * value of an input written later; here the saved tensor would otherwise come to hold, in
+ * its new history, the node that saves it: a reference cycle). */
+ltc_status ltc_ag_preserve(ltc_tensor *r);
 
 /* Drops the hooks of a tensor's state (autograd_engine.c). */
 void ltc_ag_hooks_free(ltc_ag_meta *m);

@@ -524,6 +524,7 @@ static ltc_status root_grad(const char *op, ltc_tensor *t, ltc_tensor *grad, ltc
 
 ltc_status ltc_backward(ltc_tensor *t, ltc_tensor *grad, bool retain_graph, bool create_graph) {
     ltc_tensor *g = NULL;
+    ltc_ag_flush_deferred();
     ltc_status st = root_grad("backward", t, grad, &g);
     if (st) return st;
     bool prev = ltc_set_grad_enabled(create_graph);

@@ -186,6 +186,8 @@ done:
 ltc_status ltc_tensor_write_(ltc_tensor *t, ltc_tensor *v, bool copy, const char *op) {
     if (!ltc_grad_mode) return raw_write(t, v, copy);
     ltc_status st;
+    /* the nodes that saved t's root or its views keep the old value, in tensors of their own */
+    if ((st = ltc_ag_preserve(t->base ? t->base : t))) return st;
     if (ltc_ag_stale(t) && (st = ltc_ag_refresh(t))) return st;
     /* integer and bool tensors never require grad, whatever is written into them */
     ltc_edge ve = {0};

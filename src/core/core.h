@@ -65,6 +65,11 @@ struct ltc_tensor {
         bool retains_grad;  /* a tensor with history that keeps its grad (retain_grad) */
         int n_hooks;        /* register_hook: ids of the binding's hook functions (owned) */
         int *hooks;
+        /* on a root (a tensor that is no view): the nodes that saved it or one of its views,
+         * as (node, saved slot), weak (autograd.c); an in-place write gives them a copy of
+         * the old value first, so no node holds a tensor whose history comes to hold it */
+        struct ltc_ag_saver { struct ltc_grad_fn *fn; int slot; } *savers;
+        int n_savers, cap_savers;
     } ag_meta;
 };
 
@@ -80,6 +85,8 @@ typedef struct ltc_ag_hist {
 void ltc_ag_history_save(ltc_tensor *t, int i);
 void ltc_ag_history_restore(ltc_tensor *t, int i);
 void ltc_ag_history_drop(ltc_tensor *t, int from, int n);
+/* The node releases history_drop deferred: run at the end of a sync and when recording. */
+void ltc_ag_flush_deferred(void);
 /* Frees t's autograd state (tensor.c, when t goes). */
 void ltc_ag_meta_free(ltc_tensor *t);
 

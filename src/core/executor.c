@@ -533,6 +533,7 @@ ltc_status ltc_sync(void) {
     else if ((st = run_graph(&g)) && !trimming && !ltc_capture_active()) isolate_failure(&g, st);
 done:
     graph_free(&g);
+    ltc_ag_flush_deferred(); /* nodes the installed values' histories held */
     return st;
 }
 
@@ -596,6 +597,7 @@ int64_t ltc_pending_node_count(void) {
 }
 
 void ltc_shutdown(void) {
+    ltc_ag_flush_deferred();
     ltc_cache_clear();
     /* PyTorch's PrepareToExit: each backend frees what it caches (the CPU backend: its
      * host-memory cache), after the compile cache let go of the computations */

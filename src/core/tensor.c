@@ -312,6 +312,7 @@ ltc_status ltc_tensor_read_i64(ltc_tensor *t, int64_t flat, int64_t *out) {
 }
 
 void ltc_live_info_get(ltc_live_info *out) {
+    ltc_ag_flush_deferred(); /* nodes waiting to go: what they hold is not live */
     memset(out, 0, sizeof *out);
     out->live_tensors = ltc_live_count;
     for (ltc_tensor *t = ltc_live_head; t; t = t->next)

@@ -40,7 +40,7 @@ void ltc_ag_meta_free(ltc_tensor *t) {
     ltc_grad_fn_release(m->fn);
     ltc_tensor_release(m->grad);
     ltc_ag_hooks_free(m);
-    free(m->savers);
+    if (m->savers != m->few) free(m->savers);
 }
 
 ltc_status ltc_ag_set_history(ltc_tensor *t, ltc_grad_fn *fn, int nr, bool req) {
@@ -98,10 +98,16 @@ static ltc_tensor *root_of(ltc_tensor *t) { return t->base ? t->base : t; }
 
 static ltc_status add_saver(ltc_tensor *t, ltc_grad_fn *fn, int slot) {
     ltc_ag_meta *m = ltc_ag_meta_of(root_of(t));
+    if (!m->savers) {
+        m->savers = m->few;
+        m->cap_savers = 2;
+    }
     if (m->n_savers == m->cap_savers) {
-        int nc = m->cap_savers ? m->cap_savers * 2 : 4;
-        struct ltc_ag_saver *ns = realloc(m->savers, sizeof *ns * (size_t)nc);
+        int nc = m->cap_savers * 2;
+        struct ltc_ag_saver *ns = m->savers == m->few ? malloc(sizeof *ns * (size_t)nc)
+                                                      : realloc(m->savers, sizeof *ns * (size_t)nc);
         if (!ns) return ltc_errorf(LTC_ERR_NOMEM, "autograd: out of memory");
+        if (m->savers == m->few) memcpy(ns, m->few, sizeof m->few);
         m->savers = ns;
         m->cap_savers = nc;
     }

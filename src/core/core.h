@@ -70,6 +70,7 @@ struct ltc_tensor {
          * the old value first, so no node holds a tensor whose history comes to hold it */
         struct ltc_ag_saver { struct ltc_grad_fn *fn; int slot; } *savers;
         int n_savers, cap_savers;
+        struct ltc_ag_saver few[2]; /* savers points here until more are needed */
     } ag_meta;
 };
 

@@ -44,6 +44,12 @@ ltc_tensor *ltcL_checktensor(lua_State *L, int arg, const char *fname) {
     return *ud;
 }
 
+const char *ltcL_typename(lua_State *L, int arg) {
+    ltc_tensor **ud = test_ud(L, arg);
+    if (ud) return *ud ? "ltc.Tensor" : "a closed ltc.Tensor";
+    return luaL_typename(L, arg);
+}
+
 void ltcL_pushtensor(lua_State *L, ltc_tensor *t) {
     ltc_tensor **ud = lua_newuserdatauv(L, sizeof *ud, 0);
     *ud = t;
@@ -60,7 +66,7 @@ int ltcL_error_prefixed(lua_State *L, const char *op) {
     return luaL_error(L, "%s: %s", op, m);
 }
 
-/* __gc and __close: safe to call twice. */
+/* __gc, __close and t:close(): safe to call twice. */
 static int t_close(lua_State *L) {
     ltc_tensor **ud = test_ud(L, 1);
     if (!ud) ud = luaL_checkudata(L, 1, LTC_TENSOR_MT); /* raises */
@@ -102,7 +108,7 @@ int ltcL_checkoperands(lua_State *L, int arg, ltc_tensor **out, int max, const c
         lua_geti(L, arg, i);
         if (lua_type(L, -1) != LUA_TNUMBER && !ltcL_testtensor(L, -1))
             luaL_error(L, "%s: bad argument #%d (entry %d is %s, expected ltc.Tensor or number)",
-                       fname, arg, i, luaL_typename(L, -1));
+                       fname, arg, i, ltcL_typename(L, -1));
         lua_rawseti(L, copy, i);
     }
     for (int i = 1; i <= n; i++) {
@@ -539,10 +545,13 @@ static int l_copy_(lua_State *L) {
  * not lose the category: a float result cannot go into an int tensor). The in-place ops
  * (add_, mul_, ...) of lua/ltc/init.lua are built on it. Returns t. */
 static int l_assign_(lua_State *L) {
+    if (!lua_isnoneornil(L, 3) && lua_type(L, 3) != LUA_TSTRING)
+        return luaL_error(L, "assign_: bad argument #3 (the op name, a string, expected, got %s)",
+                          ltcL_typename(L, 3));
     const char *name = luaL_optstring(L, 3, "assign_");
     ltc_tensor *t = ltcL_checktensor(L, 1, name);
     ltc_tensor *v = ltcL_checktensor(L, 2, name);
-    if (ltc_tensor_write_(t, v, false, name)) return luaL_error(L, "%s", ltc_last_error());
+    if (ltc_tensor_write_(t, v, false, name)) return ltcL_error_prefixed(L, name);
     lua_settop(L, 1);
     return 1;
 }
@@ -668,6 +677,14 @@ static int l_is_tensor(lua_State *L) {
     return 1;
 }
 
+/* core.typename(v): "ltc.Tensor", "a closed ltc.Tensor" (closed by t:close() or a <close>
+ * variable) or v's Lua type name, for argument errors of the Lua-written functions. */
+static int l_typename(lua_State *L) {
+    luaL_checkany(L, 1);
+    lua_pushstring(L, ltcL_typename(L, 1));
+    return 1;
+}
+
 /* t:has_value(): false when the sync that was to compute t failed (t->failed: using t raises
  * that error). Lets the optimizers drop state made by a step whose sync failed. */
 static int l_has_value(lua_State *L) {
@@ -772,7 +789,7 @@ static const luaL_Reg core_functions[] = {
     {"tensor", l_tensor}, {"sync", l_sync}, {"manual_seed", l_manual_seed},
     {"counter", l_counter}, {"counter_names", l_counter_names}, {"metrics_report", l_report},
     {"metrics_reset", l_reset}, {"config_get", l_config_get}, {"config_set", l_config_set},
-    {"live_info", l_live_info}, {"is_tensor", l_is_tensor}, {"assign_", l_assign_},
+    {"live_info", l_live_info}, {"is_tensor", l_is_tensor}, {"typename", l_typename}, {"assign_", l_assign_},
     {"clock", l_clock}, {"_wrap_op", l_wrap_op},
     {NULL, NULL},
 };
@@ -833,6 +850,8 @@ int luaopen_ltc_core(lua_State *L) {
     lua_newtable(L); /* methods */
     luaL_setfuncs(L, ltc_lua_methods, 0);
     luaL_setfuncs(L, core_methods, 0);
+    lua_pushcfunction(L, t_close); /* t:close(): what a <close> variable does at scope end */
+    lua_setfield(L, -2, "close");
 
     luaL_newmetatable(L, LTC_TENSOR_MT);
     lua_pushvalue(L, -1);

@@ -17,6 +17,9 @@
 ltc_tensor *ltcL_checktensor(lua_State *L, int arg, const char *fname);
 /* The tensor at `arg`, or NULL if it is not one. */
 ltc_tensor *ltcL_testtensor(lua_State *L, int arg);
+/* The name of the value at arg for an argument error: "ltc.Tensor", "a closed ltc.Tensor" or
+ * its Lua type name (luaL_typename). */
+const char *ltcL_typename(lua_State *L, int arg);
 /* Checks that `arg` is a tensor or a number; raises otherwise. Allocates nothing. */
 void ltcL_checkoperand(lua_State *L, int arg, const char *fname);
 /* A new reference to the operand at `arg` (checked before): the tensor itself, or a new

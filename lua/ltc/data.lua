@@ -30,7 +30,17 @@ end
 
 --- data.permutation(n, seed): a table holding 1..n in an order fixed by seed (Fisher-Yates).
 function data.permutation(n, seed)
-  local rand, p = splitmix(seed or 0), {}
+  local count, iseed = math.tointeger(n), math.tointeger(seed or 0)
+  if not count or count < 0 then
+    error("permutation: bad argument #1 (an integer n >= 0 expected, got " .. (math.type(n)
+      and tostring(n) or type(n)) .. ")", 2)
+  end
+  if not iseed then
+    error("permutation: bad argument #2 (an integer seed expected, got " .. (math.type(seed)
+      and tostring(seed) or type(seed)) .. ")", 2)
+  end
+  local rand, p = splitmix(iseed), {}
+  n = count
   for i = 1, n do p[i] = i end
   for i = n, 2, -1 do
     local j = (rand() >> 1) % i + 1

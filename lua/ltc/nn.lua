@@ -477,6 +477,10 @@ end
 -- buffers in place (cast to each one's dtype; sizes must match). With strict, missing or
 -- unexpected names are errors.
 function Module:load_state_dict(sd, strict)
+  if type(sd) ~= "table" then
+    error("load_state_dict: bad argument #1 (a state dict, a table of tensors, expected, got "
+      .. ltc.typename(sd) .. ")", 2)
+  end
   if strict == nil then strict = true end
   local known = {}
   local entries = self:named_parameters()
@@ -488,6 +492,9 @@ function Module:load_state_dict(sd, strict)
     if v == nil then
       if strict then error("load_state_dict: missing parameter '" .. name .. "'", 2) end
     else
+      if not ltc.is_tensor(v) then
+        error(string.format("load_state_dict: '%s' is %s, not a tensor", name, ltc.typename(v)), 2)
+      end
       local ps, vs = p:size(), v:size()
       local same = #ps == #vs
       for i = 1, #ps do same = same and ps[i] == vs[i] end
@@ -708,7 +715,14 @@ function nn.Sequential:add(m) return self:add_module(tostring(#self._modules + 1
 nn.LayerNorm = nn.class("LayerNorm")
 function nn.LayerNorm:__init(shape, opts)
   opts = check_options("LayerNorm", opts, set("eps", "elementwise_affine", "bias"), 3)
-  if type(shape) == "number" then shape = { shape } end
+  if math.type(shape) == "integer" then shape = { shape } end
+  local ok = type(shape) == "table" and #shape > 0
+  for i = 1, ok and #shape or 0 do ok = ok and math.type(shape[i]) == "integer" and shape[i] >= 0 end
+  if not ok then
+    error("LayerNorm: bad argument #1 (normalized_shape: an integer size or a table of them "
+      .. "expected, got " .. (type(shape) == "table" and "a table with other entries"
+        or ltc.typename(shape)) .. ")", 3)
+  end
   self.normalized_shape, self.eps = shape, opts.eps or 1e-5
   self.elementwise_affine = opts.elementwise_affine ~= false
   if self.elementwise_affine then

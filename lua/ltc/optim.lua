@@ -48,14 +48,18 @@ local function groups_of(params, defaults, name)
     error(name .. ": expected a non-empty list of parameters (or of parameter groups)", 3)
   end
   local groups = {}
-  if ltc.is_tensor(params[1]) then params = { { params = params } } end
-  for _, g in ipairs(params) do
+  if type(params[1]) ~= "table" then params = { { params = params } } end
+  for gi, g in ipairs(params) do
+    if type(g) ~= "table" or type(g.params) ~= "table" then
+      error(string.format("%s: parameter group %d is %s, not {params = {...}, ...}", name, gi,
+        ltc.typename(g)), 3)
+    end
     local group = {}
     for k, v in pairs(defaults) do group[k] = v end
     for k, v in pairs(g) do group[k] = v end
     for i, p in ipairs(group.params) do
       if not ltc.is_tensor(p) then
-        error(string.format("%s: parameter %d is %s, not a tensor", name, i, type(p)), 3)
+        error(string.format("%s: parameter %d is %s, not a tensor", name, i, ltc.typename(p)), 3)
       end
     end
     groups[#groups + 1] = group

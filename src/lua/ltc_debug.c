@@ -3,6 +3,7 @@
  * IR text and DOT, backend text, the recompile explanation, the LTC_IR_DEBUG source hook,
  * and ltc.config's typed get/set/list. lua/ltc/debug.lua and init.lua build on them.
  */
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -290,6 +291,30 @@ static bool lua_source(void *ud, char *buf, size_t n) {
         return true;
     }
     return false;
+}
+
+void ltcL_where(lua_State *L) {
+    lua_Debug ar;
+    for (int level = 1; lua_getstack(L, level, &ar); level++) {
+        if (!lua_getinfo(L, "Sl", &ar) || ar.what[0] == 'C') break; /* pcall, ...: no line */
+        if (skipped(ar.source)) continue;
+        if (ar.currentline > 0) {
+            lua_pushfstring(L, "%s:%d: ", ar.short_src, ar.currentline);
+            return;
+        }
+        break;
+    }
+    lua_pushliteral(L, "");
+}
+
+int ltcL_raise(lua_State *L, const char *fmt, ...) {
+    va_list ap;
+    ltcL_where(L);
+    va_start(ap, fmt);
+    lua_pushvfstring(L, fmt, ap);
+    va_end(ap);
+    lua_concat(L, 2);
+    return lua_error(L);
 }
 
 /* core.debug_set_source_skip(prefix, ...): frames whose source starts with one of the

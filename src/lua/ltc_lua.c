@@ -95,7 +95,7 @@ ltc_tensor *ltcL_operand(lua_State *L, int arg) {
 int ltcL_checkoperands(lua_State *L, int arg, ltc_tensor **out, int max, const char *fname) {
     if (lua_type(L, arg) != LUA_TTABLE)
         luaL_error(L, "%s: bad argument #%d (a table of tensors expected, got %s)", fname, arg,
-                   luaL_typename(L, arg));
+                   ltcL_typename(L, arg));
     int n = (int)luaL_len(L, arg);
     if (n < 0) luaL_error(L, "%s: bad argument #%d (the list's length is %d)", fname, arg, n);
     if (n > max) luaL_error(L, "%s: at most %d tensors, got %d", fname, max, n);
@@ -139,7 +139,7 @@ int ltcL_checkints(lua_State *L, int *arg, int64_t *out, bool varargs, const cha
             out[i - 1] = lua_tointegerx(L, -1, &ok);
             if (!ok)
                 luaL_error(L, "%s: bad argument #%d (entry %d is %s, expected an integer)", fname,
-                           *arg, i, luaL_typename(L, -1));
+                           *arg, i, ltcL_typename(L, -1));
             lua_pop(L, 1);
         }
         (*arg)++;
@@ -148,7 +148,7 @@ int ltcL_checkints(lua_State *L, int *arg, int64_t *out, bool varargs, const cha
     if (!varargs || lua_type(L, *arg) != LUA_TNUMBER) {
         if (!varargs || !lua_isnoneornil(L, *arg))
             luaL_error(L, "%s: bad argument #%d (table of sizes expected, got %s)", fname, *arg,
-                       luaL_typename(L, *arg));
+                       ltcL_typename(L, *arg));
         return 0;
     }
     while (lua_type(L, *arg) == LUA_TNUMBER) {
@@ -168,7 +168,7 @@ ltc_dtype ltcL_checkdtype(lua_State *L, int arg, bool opt, const char *fname) {
     const char *name = lua_tostring(L, arg);
     if (!name || lua_type(L, arg) != LUA_TSTRING)
         luaL_error(L, "%s: bad argument #%d (dtype name expected, got %s)", fname, arg,
-                   luaL_typename(L, arg));
+                   ltcL_typename(L, arg));
     ltc_dtype dt;
     if (ltc_dtype_parse(name, &dt)) luaL_error(L, "%s: %s", fname, ltc_last_error());
     return dt;
@@ -180,7 +180,7 @@ int64_t ltcL_checkdim(lua_State *L, int arg, bool opt, const char *fname) {
     int64_t d = lua_tointegerx(L, arg, &ok);
     if (!ok)
         luaL_error(L, "%s: bad argument #%d (integer expected, got %s)", fname, arg,
-                   lua_type(L, arg) == LUA_TNUMBER ? "a non-integer number" : luaL_typename(L, arg));
+                   lua_type(L, arg) == LUA_TNUMBER ? "a non-integer number" : ltcL_typename(L, arg));
     if (d == 0) luaL_error(L, "%s: bad argument #%d (0 is invalid: dims and indices are 1-based)",
                            fname, arg);
     return d;
@@ -236,7 +236,7 @@ static void table_shape(lua_State *L, int idx, ltc_shape *s, bool *is_bool) {
 static void store(void *buf, int64_t i, ltc_dtype dt, lua_State *L, int idx, const char *where) {
     int t = lua_type(L, idx);
     if (t != LUA_TNUMBER && t != LUA_TBOOLEAN)
-        luaL_error(L, "tensor: element %s is %s, expected a number or boolean", where, luaL_typename(L, idx));
+        luaL_error(L, "tensor: element %s is %s, expected a number or boolean", where, ltcL_typename(L, idx));
     double f = t == LUA_TBOOLEAN ? lua_toboolean(L, idx) : lua_tonumber(L, idx);
     int64_t n = t == LUA_TBOOLEAN ? lua_toboolean(L, idx)
                 : lua_isinteger(L, idx) ? lua_tointeger(L, idx) : (int64_t)0;
@@ -273,7 +273,7 @@ static void fill(lua_State *L, int idx, const ltc_shape *s, int d, void *buf, in
     if (!lua_istable(L, idx) || (int64_t)luaL_len(L, idx) != s->dims[d])
         luaL_error(L, "tensor: ragged nested table at %s (expected %I elements, got %s)",
                    path[0] ? path : "top level", (lua_Integer)s->dims[d],
-                   lua_istable(L, idx) ? lua_pushfstring(L, "%d", (int)luaL_len(L, idx)) : luaL_typename(L, idx));
+                   lua_istable(L, idx) ? lua_pushfstring(L, "%d", (int)luaL_len(L, idx)) : ltcL_typename(L, idx));
     size_t plen = strlen(path);
     for (int64_t i = 1; i <= s->dims[d]; i++) {
         lua_geti(L, idx, i);

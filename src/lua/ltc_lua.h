@@ -13,6 +13,18 @@
 
 #define LTC_TENSOR_MT "ltc.Tensor"
 
+/* ---- errors at the user's line ----
+ * luaL_error names the line of the function that called the C function (luaL_where(L, 1)):
+ * for an op called from one of ltc's own Lua files (lua/ltc/ops.lua's chunk, init.lua's
+ * in-place ops, ...) a line inside ltc. The binding's errors are raised by ltcL_raise instead,
+ * which names the innermost caller outside those files (the prefixes ltc.debug sets, as the
+ * LTC_IR_DEBUG hook skips them), or no line when a C function (pcall) comes first, as
+ * luaL_where does. Every luaL_error of the binding is ltcL_raise (the define below). */
+int ltcL_raise(lua_State *L, const char *fmt, ...);
+/* Pushes the position ltcL_raise uses: "chunk:line: " or "". */
+void ltcL_where(lua_State *L);
+#define luaL_error ltcL_raise
+
 /* The tensor at `arg` (raises "<fname>: bad argument #N (ltc.Tensor expected, got T)"). */
 ltc_tensor *ltcL_checktensor(lua_State *L, int arg, const char *fname);
 /* The tensor at `arg`, or NULL if it is not one. */

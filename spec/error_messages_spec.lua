@@ -94,6 +94,30 @@ describe("a Lua-written function", function()
       "LTC_NUM_THREADS")
   end)
 
+  it("nn.functional checks its tensor arguments", function()
+    raised_here(err(function() local _ = ltc.nn.functional.relu(nil) end), "relu",
+      "bad argument #1", "got nil")
+    raised_here(err(function() local _ = ltc.nn.functional.cross_entropy(ltc.ones(2, 3), 1) end),
+      "cross_entropy", "bad argument #2", "got number")
+    raised_here(err(function() local _ = ltc.nn.functional.mse_loss(ltc.ones(2), "x") end),
+      "mse_loss", "bad argument #2", "ltc.Tensor or number expected")
+    assert.are.equal(0, ltc.nn.functional.mse_loss(ltc.ones(2), 1):item())
+    -- ltc.help shows the checked function's own doc comment
+    assert.truthy(ltc.doc(ltc.nn.functional.mse_loss):find("(input - target)^2", 1, true))
+  end)
+
+  it("checks a few calls deep name the caller's line (indexing, data, io, optim)", function()
+    raised_here(err(function() local _ = ltc.take_along_dim(ltc.ones(2), nil) end),
+      "take_along_dim", "index must be a tensor, got nil")
+    raised_here(err(function() local _ = ltc.ones(2, 2):index_fill(9, ltc.tensor({ 1 }, "int64"), 0) end),
+      "index_fill", "dim 9 out of range")
+    raised_here(err(function() local _ = ltc.data.mnist({}) end), "mnist", "got table")
+    raised_here(err(function() local _ = ltc.io.load_npz(nil) end), "load_npz", "got nil")
+    raised_here(err(function() local _ = ltc.tensor(nil) end), "tensor", "got nil")
+    raised_here(err(function() local _ = ltc.optim.Adam({ ltc.ones(1) }, 5) end), "Adam",
+      "bad argument #2", "got number")
+  end)
+
   it("keeps working for good arguments", function()
     assert.are.equal(3, #ltc.data.permutation(3, 5))
     assert.are.same(ltc.data.permutation(10, 4), ltc.data.permutation(10.0, 4))

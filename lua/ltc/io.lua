@@ -123,6 +123,9 @@ end
 -- that is not a zip archive or is truncated, a record or offset outside the file, a
 -- compressed member, or a CRC mismatch; a bad member's error names the member.
 function M.load_npz(path)
+  if type(path) ~= "string" then
+    error("load_npz: bad argument #1 (a path string expected, got " .. core.typename(path) .. ")", 2)
+  end
   local f, err = io.open(path, "rb")
   if not f then error("load: cannot open '" .. path .. "': " .. tostring(err), 2) end
   local data = f:read("a")

@@ -836,4 +836,38 @@ require("ltc.nn_rnn")(nn, F)
 require("ltc.nn_layers")(nn, F)
 require("ltc.nn_attention")(nn, F)
 
+-- Every ltc.nn.functional function takes a tensor first (the losses an input and a target,
+-- the regression losses' target may be a number; cosine_embedding_loss x1, x2 and y): another
+-- value raises "<name>: bad argument #k (ltc.Tensor expected, got ...)" at the caller's line,
+-- not "attempt to index a nil value" inside ltc.nn. The check tail-calls the function, so the
+-- levels of its own errors are unchanged.
+do
+  local is_tensor, typename, select = ltc.is_tensor, ltc.typename, select
+  local two = { "t", "t" }
+  local regression = { "t", "n" } -- a tensor or a number
+  local args = { nll_loss = two, cross_entropy = two, binary_cross_entropy = two,
+    binary_cross_entropy_with_logits = two, kl_div = two, cosine_embedding_loss = { "t", "t", "t" },
+    mse_loss = regression, l1_loss = regression, smooth_l1_loss = regression,
+    huber_loss = regression, embedding = two, linear = two }
+  local function check(name, kinds, ...)
+    for i = 1, #kinds do
+      local v = select(i, ...)
+      if not is_tensor(v) and not (kinds[i] == "n" and type(v) == "number") then
+        error(string.format("%s: bad argument #%d (%s expected, got %s)", name, i,
+          kinds[i] == "n" and "ltc.Tensor or number" or "ltc.Tensor", typename(v)), 3)
+      end
+    end
+  end
+  local names, wraps = {}, require("ltc.help").wraps -- ltc.help shows fn's doc comment
+  for name in pairs(F) do names[#names + 1] = name end
+  for _, name in ipairs(names) do
+    local fn, kinds = F[name], args[name] or { "t" }
+    F[name] = function(...)
+      check(name, kinds, ...)
+      return fn(...)
+    end
+    wraps[F[name]] = fn
+  end
+end
+
 return nn

@@ -86,6 +86,10 @@ local function class(name, defaults, update)
   setmetatable(cls, {
     __index = Optimizer,
     __call = function(c, params, opts)
+      if opts ~= nil and type(opts) ~= "table" then
+        error(string.format("%s: bad argument #2 (a table of options expected, got %s)", name,
+          ltc.typename(opts)), 2)
+      end
       opts = opts or {}
       for k in pairs(opts) do
         if defaults[k] == nil then error(string.format("%s: unknown option '%s'", name, k), 2) end

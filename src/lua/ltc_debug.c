@@ -317,6 +317,17 @@ int ltcL_raise(lua_State *L, const char *fmt, ...) {
     return lua_error(L);
 }
 
+/* core._raise(msg): raises msg led by the line of the innermost caller outside ltc's own Lua
+ * files (ltcL_where), for the checks of lua/ltc/ that run a few calls deep. */
+static int l_raise(lua_State *L) {
+    luaL_checkstring(L, 1);
+    lua_settop(L, 1);
+    ltcL_where(L);
+    lua_insert(L, 1);
+    lua_concat(L, 2);
+    return lua_error(L);
+}
+
 /* core.debug_set_source_skip(prefix, ...): frames whose source starts with one of the
  * prefixes (at most 4) are skipped. */
 static int l_set_source_skip(lua_State *L) {
@@ -416,7 +427,7 @@ static const luaL_Reg debug_functions[] = {
     {"debug_tensor_ids", l_debug_tensor_ids},
     {"debug_backend_text", l_debug_backend_text},
     {"debug_explain_recompile", l_debug_explain},
-    {"debug_set_source_skip", l_set_source_skip},
+    {"debug_set_source_skip", l_set_source_skip}, {"_raise", l_raise},
     {"debug_scope_enter", l_scope_enter},
     {"config_value", l_config_value},
     {"config_assign", l_config_assign},

@@ -287,8 +287,9 @@ static void fill(lua_State *L, int idx, const ltc_shape *s, int d, void *buf, in
 /* ltc.tensor(data [, dtype]): data is a number, a boolean or a nested table of them.
  * float32 by default (bool for booleans), as Torch7's default tensor type. */
 static int l_tensor(lua_State *L) {
-    luaL_argexpected(L, lua_istable(L, 1) || lua_isnumber(L, 1) || lua_isboolean(L, 1), 1,
-                     "table, number or boolean");
+    if (!lua_istable(L, 1) && !lua_isnumber(L, 1) && !lua_isboolean(L, 1))
+        return luaL_error(L, "tensor: bad argument #1 (a table, number or boolean expected, got %s)",
+                          ltcL_typename(L, 1));
     ltc_shape s = {0};
     bool is_bool;
     if (lua_istable(L, 1) && luaL_len(L, 1) == 0) { /* {} is an empty tensor; {a = 1} is a mistake */

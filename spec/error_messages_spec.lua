@@ -92,6 +92,8 @@ describe("a Lua-written function", function()
       "read_csv", "/nonexistent/x.csv")
     raised_here(err(function() ltc.config.LTC_NUM_THREADS = -1 end), "config",
       "LTC_NUM_THREADS")
+    raised_here(err(function() ltc.config.LTC_NUM_THREADS = 2.5 end), "config",
+      "LTC_NUM_THREADS", "non-integer number 2.5")
   end)
 
   it("nn.functional checks its tensor arguments", function()

@@ -377,9 +377,12 @@ static int l_config_assign(lua_State *L) {
     } else {
         int ok;
         lua_Integer v = lua_tointegerx(L, 2, &ok);
+        if (!ok && lua_type(L, 2) == LUA_TNUMBER)
+            return luaL_error(L, "config: %s needs an integer, a boolean or a string, got the "
+                              "non-integer number %s", name, luaL_tolstring(L, 2, NULL));
         if (!ok)
             return luaL_error(L, "config: %s needs an integer, a boolean or a string, got %s",
-                              name, luaL_typename(L, 2));
+                              name, ltcL_typename(L, 2));
         st = ltc_config_set_int(name, v);
     }
     if (st) return luaL_error(L, "config: %s", ltc_last_error());

@@ -104,6 +104,13 @@ describe("a Lua-written function", function()
     raised_here(err(function() local _ = ltc.nn.functional.mse_loss(ltc.ones(2), "x") end),
       "mse_loss", "bad argument #2", "ltc.Tensor or number expected")
     assert.are.equal(0, ltc.nn.functional.mse_loss(ltc.ones(2), 1):item())
+    raised_here(err(function() local _ = ltc.nn.functional.group_norm(ltc.ones(2, 4), nil) end),
+      "group_norm", "bad argument #2", "an integer expected, got nil")
+    raised_here(err(function() local _ = ltc.nn.functional.conv1d(ltc.ones(1, 1, 4), nil) end),
+      "conv1d", "bad argument #2")
+    raised_here(err(function()
+      local _ = ltc.nn.functional.conv_transpose2d(ltc.ones(2, 3), ltc.ones(2, 3))
+    end), "conv_transpose2d", "must be 4-d")
     -- ltc.help shows the checked function's own doc comment
     assert.truthy(ltc.doc(ltc.nn.functional.mse_loss):find("(input - target)^2", 1, true))
   end)

@@ -842,19 +842,30 @@ require("ltc.nn_attention")(nn, F)
 -- not "attempt to index a nil value" inside ltc.nn. The check tail-calls the function, so the
 -- levels of its own errors are unchanged.
 do
-  local is_tensor, typename, select = ltc.is_tensor, ltc.typename, select
-  local two = { "t", "t" }
-  local regression = { "t", "n" } -- a tensor or a number
+  local is_tensor, typename, select, mtype = ltc.is_tensor, ltc.typename, select, math.type
+  -- argument kinds: t a tensor, n a tensor or a number, i an integer, s an integer or a table
+  -- of sizes, i? nil or an integer
+  local kind = {
+    t = { "ltc.Tensor", function(v) return is_tensor(v) end },
+    n = { "ltc.Tensor or number", function(v) return is_tensor(v) or type(v) == "number" end },
+    i = { "an integer", function(v) return mtype(v) == "integer" end },
+    s = { "a size or a table of sizes", function(v) return mtype(v) == "integer" or type(v) == "table" end },
+    ["i?"] = { "an integer or nil", function(v) return v == nil or mtype(v) == "integer" end },
+  }
+  local two, three = { "t", "t" }, { "t", "t", "t" }
+  local regression = { "t", "n" }
   local args = { nll_loss = two, cross_entropy = two, binary_cross_entropy = two,
-    binary_cross_entropy_with_logits = two, kl_div = two, cosine_embedding_loss = { "t", "t", "t" },
+    binary_cross_entropy_with_logits = two, kl_div = two, cosine_embedding_loss = three,
     mse_loss = regression, l1_loss = regression, smooth_l1_loss = regression,
-    huber_loss = regression, embedding = two, linear = two }
+    huber_loss = regression, embedding = two, linear = two, conv1d = two, conv2d = two,
+    conv_transpose2d = two, scaled_dot_product_attention = three, group_norm = { "t", "i" },
+    layer_norm = { "t", "s" }, adaptive_avg_pool2d = { "t", "s" }, flatten = { "t", "i?", "i?" } }
   local function check(name, kinds, ...)
     for i = 1, #kinds do
-      local v = select(i, ...)
-      if not is_tensor(v) and not (kinds[i] == "n" and type(v) == "number") then
-        error(string.format("%s: bad argument #%d (%s expected, got %s)", name, i,
-          kinds[i] == "n" and "ltc.Tensor or number" or "ltc.Tensor", typename(v)), 3)
+      local v, k = select(i, ...), kind[kinds[i]]
+      if not k[2](v) then
+        error(string.format("%s: bad argument #%d (%s expected, got %s)", name, i, k[1],
+          mtype(v) == "float" and "the non-integer number " .. tostring(v) or typename(v)), 3)
       end
     end
   end

@@ -111,6 +111,13 @@ describe("a Lua-written function", function()
     raised_here(err(function()
       local _ = ltc.nn.functional.conv_transpose2d(ltc.ones(2, 3), ltc.ones(2, 3))
     end), "conv_transpose2d", "must be 4-d")
+    -- the modules call the checked functions
+    raised_here(err(function() local _ = ltc.nn.ReLU()(nil) end), "relu", "got nil")
+    raised_here(err(function() local _ = ltc.nn.Softmax(1)("x") end), "softmax", "got string")
+    raised_here(err(function() local _ = ltc.nn.CrossEntropyLoss()(ltc.ones(2, 3), nil) end),
+      "cross_entropy", "bad argument #2")
+    raised_here(err(function() local _ = ltc.nn.TransformerEncoderLayer(nil, 2) end),
+      "MultiheadAttention", "embed_dim")
     -- ltc.help shows the checked function's own doc comment
     assert.truthy(ltc.doc(ltc.nn.functional.mse_loss):find("(input - target)^2", 1, true))
   end)

@@ -618,7 +618,7 @@ describe("autograd and in-place writes", function()
     assert.has_error(function() w[1] = 5 end,
       "newindex: a view of a leaf tensor that requires grad is used in an in-place operation (use ltc.no_grad, or t.data)")
     assert.has_error(function() w[2]:fill_(0) end,
-      "copy_: a view of a leaf tensor that requires grad is used in an in-place operation (use ltc.no_grad, or t.data)")
+      "fill_: a view of a leaf tensor that requires grad is used in an in-place operation (use ltc.no_grad, or t.data)")
     ltc.no_grad(function() w[1] = 5 end)
     assert.are.same({ { 5, 5 }, { 3, 4 } }, w:totable())
     assert.is_true(w.is_leaf and w.requires_grad)

@@ -130,6 +130,39 @@ describe("a failed sync", function()
     end)
   end
 
+  -- a good step, a step whose gradient fails at the sync, a good step: the parameter, the
+  -- moments, the momentum buffer and the step count are those of the two good steps alone.
+  -- Expected values: PyTorch's formulas by hand (Lua doubles), gradients {1, 2} then {-0.5, 4}.
+  for _, case in ipairs({
+    { "Adam's step count and moments", function(ps) return ltc.optim.Adam(ps, { lr = 0.1 }) end,
+      { 0.873366297, -2.1965182 }, 2 },
+    { "SGD's momentum buffer", function(ps) return ltc.optim.SGD(ps, { lr = 0.1, momentum = 0.9 }) end,
+      { 0.86, -2.78 } },
+    { "Adagrad's step count (lr_decay)", function(ps)
+      return ltc.optim.Adagrad(ps, { lr = 0.1, lr_decay = 0.5 }) end, { 0.92981424, -2.15962848 }, 2 },
+  }) do
+    it("keeps " .. case[1] .. " as they were when a later step fails", function()
+      local p = ltc.tensor({ 1.0, -2.0 }):requires_grad_()
+      local opt = case[2]({ p })
+      local function step(c, bad)
+        opt:zero_grad()
+        local loss = (p * ltc.tensor(c)):sum()
+        if bad then loss = loss + p:index_select(1, bad_index(5)):sum() end
+        loss:backward()
+        opt:step()
+        ltc.sync()
+      end
+      step({ 1.0, 2.0 })
+      local ok, err = pcall(step, { 3.0, 3.0 }, true)
+      assert.is_false(ok)
+      assert.truthy(tostring(err):find("index 5 out of range", 1, true))
+      step({ -0.5, 4.0 })
+      local got = p:totable()
+      for i = 1, 2 do assert.is_true(math.abs(got[i] - case[3][i]) < 1e-6, got[i] .. " vs " .. case[3][i]) end
+      if case[4] then assert.are.equal(case[4], opt.state[p].step:item()) end
+    end)
+  end
+
   it("recovers in about one step's work, not one graph per pending tensor (r17)", function()
     local before = ltc.counter("UncachedCompile") + ltc.counter("CachedCompile")
     local x = ltc.tensor({ 1.0, 2.0 })

@@ -54,6 +54,14 @@ end
 -- ops too (gradients of gradients). Nothing is computed until a sync.
 function A.backward(t, grad, opts)
   if type(grad) == "table" and not core.is_tensor(grad) then grad, opts = nil, grad end
+  if opts ~= nil and type(opts) ~= "table" then
+    error("backward: bad argument #3 (a table of options expected, got " .. core.typename(opts)
+      .. ")", 2)
+  end
+  if grad ~= nil and type(grad) ~= "number" and not core.is_tensor(grad) then
+    error("backward: bad argument #2 (a gradient tensor, a number or a table of options "
+      .. "expected, got " .. core.typename(grad) .. ")", 2)
+  end
   opts = opts or {}
   if type(grad) == "number" then grad = core.full(t:size(), grad, t:dtype()) end
   local ok, err = pcall(AG.backward, t, grad, opts.retain_graph or opts.create_graph,
@@ -95,6 +103,15 @@ A.post_backward_hooks = {}
 ---------------------------------------------------------------------------------------------
 -- grad mode
 
+-- Raises "<fname>: bad argument #1 (a function expected, ...)" at the caller of fname's
+-- caller unless fn can be called.
+local function check_callable(fn, fname)
+  if type(fn) ~= "function" and not (type(getmetatable(fn)) == "table" and getmetatable(fn).__call) then
+    error(string.format("%s: bad argument #1 (a function expected, got %s)", fname,
+      core.typename(fn)), 3)
+  end
+end
+
 local function with_mode(mode, fn, ...)
   local prev = AG.set_grad_enabled(mode)
   local r = pack(pcall(fn, ...))
@@ -104,9 +121,15 @@ local function with_mode(mode, fn, ...)
 end
 
 --- ltc.no_grad(fn, ...): calls fn(...) with gradient recording off; returns its results.
-function A.no_grad(fn, ...) return with_mode(false, fn, ...) end
+function A.no_grad(fn, ...)
+  check_callable(fn, "no_grad")
+  return with_mode(false, fn, ...)
+end
 --- ltc.enable_grad(fn, ...): calls fn(...) with gradient recording on.
-function A.enable_grad(fn, ...) return with_mode(true, fn, ...) end
+function A.enable_grad(fn, ...)
+  check_callable(fn, "enable_grad")
+  return with_mode(true, fn, ...)
+end
 function A.is_grad_enabled() return AG.is_grad_enabled() end
 --- ltc.set_grad_enabled(flag): switches recording on or off; returns the previous mode.
 function A.set_grad_enabled(flag) return AG.set_grad_enabled(flag and true or false) end
@@ -220,7 +243,13 @@ function A.install(c)
     return { remove = function() AG.remove_hook(t, id) end }
   end
   --- t:zero_grad(): t.grad = nil.
-  function methods.zero_grad(t) AG.set_grad(t, nil) end
+  function methods.zero_grad(t)
+    if not core.is_tensor(t) then
+      error("zero_grad: bad argument #1 (ltc.Tensor expected, got " .. core.typename(t)
+        .. "; t:zero_grad(), not t.zero_grad())", 2)
+    end
+    AG.set_grad(t, nil)
+  end
 end
 
 --- export(M): adds the grad-mode functions to the user-facing module.

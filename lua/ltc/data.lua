@@ -30,7 +30,17 @@ end
 
 --- data.permutation(n, seed): a table holding 1..n in an order fixed by seed (Fisher-Yates).
 function data.permutation(n, seed)
-  local rand, p = splitmix(seed or 0), {}
+  local count, iseed = math.tointeger(n), math.tointeger(seed or 0)
+  if not count or count < 0 then
+    error("permutation: bad argument #1 (an integer n >= 0 expected, got " .. (math.type(n)
+      and tostring(n) or type(n)) .. ")", 2)
+  end
+  if not iseed then
+    error("permutation: bad argument #2 (an integer seed expected, got " .. (math.type(seed)
+      and tostring(seed) or type(seed)) .. ")", 2)
+  end
+  local rand, p = splitmix(iseed), {}
+  n = count
   for i = 1, n do p[i] = i end
   for i = n, 2, -1 do
     local j = (rand() >> 1) % i + 1
@@ -154,9 +164,18 @@ local function exists(path)
   return f ~= nil
 end
 
+-- Raises "<fname>: bad argument #1 (a directory path expected, ...)" at the caller's line
+-- (ltc._raise: the first line outside ltc's files) unless dir is a string.
+local function check_dir(fname, dir)
+  if type(dir) ~= "string" then
+    ltc._raise(fname .. ": bad argument #1 (a directory path expected, got " .. ltc.typename(dir) .. ")")
+  end
+end
+
 --- data.mnist_files(dir): the four IDX paths of an MNIST-format data set in dir, or nil and
 -- a message naming the first missing file.
 function data.mnist_files(dir)
+  check_dir("mnist_files", dir)
   local names = { "train-images-idx3-ubyte", "train-labels-idx1-ubyte",
                   "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte" }
   local paths = {}
@@ -174,6 +193,7 @@ end
 -- as float32 [N, 784] in [0, 1], labels as int64 [N], 1-based (class k is label k - 1 of
 -- the files). Raises when a file is missing or malformed.
 function data.mnist(dir)
+  check_dir("mnist", dir)
   local paths, err = data.mnist_files(dir)
   if not paths then error("mnist: " .. err, 2) end
   local function images(p)
@@ -189,7 +209,10 @@ function data.mnist(dir)
   return d
 end
 
-function data.fashion_mnist(dir) return data.mnist(dir or data.FASHION_MNIST_DIR) end
+function data.fashion_mnist(dir)
+  if dir ~= nil then check_dir("fashion_mnist", dir) end
+  return data.mnist(dir or data.FASHION_MNIST_DIR)
+end
 
 --- Fashion-MNIST's class names, by 1-based label.
 data.FASHION_MNIST_CLASSES = { "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal",

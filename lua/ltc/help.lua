@@ -76,6 +76,10 @@ local function name_of(f, ltc)
   return nil
 end
 
+--- M.wraps[wrapper] = fn: wrapper only checks arguments and calls fn, whose doc comment is
+-- the documentation (ltc.nn.functional's argument checks).
+M.wraps = setmetatable({}, { __mode = "k" })
+
 --- M.doc(x): the documentation as a string, or nil and why not.
 function M.doc(x)
   local ltc = require "ltc"
@@ -105,6 +109,7 @@ function M.doc(x)
     if type(init) == "function" then f = init end
   end
   if type(f) == "function" then
+    f = M.wraps[f] or f
     local info = debug.getinfo(f, "S")
     if info.what == "Lua" and info.source:sub(1, 1) == "@" then
       local c = comment_above(info.source:sub(2), info.linedefined)

@@ -14,9 +14,10 @@ function M.install(core)
     core[name] = fn
     if method then methods[name] = fn end
   end
-  local function fail(name, fmt, ...) error(name .. ": " .. string.format(fmt, ...), 3) end
+  -- raised at the caller's line, however deep in this file (core._raise)
+  local function fail(name, fmt, ...) core._raise(name .. ": " .. string.format(fmt, ...)) end
   local function check_tensor(name, what, v)
-    if not is_tensor(v) then fail(name, "%s must be a tensor, got %s", what, type(v)) end
+    if not is_tensor(v) then fail(name, "%s must be a tensor, got %s", what, core.typename(v)) end
   end
   local function wrap_dim(name, t, dim)
     local n = math.max(t:dim(), 1)

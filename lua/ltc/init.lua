@@ -57,18 +57,45 @@ end
 -- the result into t (and so into t's base and its other views, if t is a view). The result
 -- keeps t's dtype; a float result cannot go into an integer tensor (an error, as in PyTorch).
 
+-- Errors name the in-place op (add_: ..., not add: ... or assign_: ...) and the caller's line:
+-- the op and the write run under pcall, whose C frame gives their messages no position, and
+-- are raised again at level 2.
 local inplace = core.inplace_ops -- ops.yaml entries with `inplace: true`
+local assign, pcall, error = core.assign_, pcall, error
+local function inplace_error(err, op, uname)
+  if type(err) == "string" and err:sub(1, #op + 1) == op .. ":" then
+    err = uname .. err:sub(#op + 1)
+  end
+  error(err, 3)
+end
 for _, name in ipairs(inplace) do
-  local op = core[name]
-  if op and methods[name .. "_"] == nil then
-    methods[name .. "_"] = function(t, ...) return core.assign_(t, op(t, ...), name .. "_") end
+  local op, uname = core[name], name .. "_"
+  if op and methods[uname] == nil then
+    methods[uname] = function(t, ...)
+      local ok, r = pcall(op, t, ...)
+      if ok then ok, r = pcall(assign, t, r, uname) end
+      if not ok then inplace_error(r, name, uname) end
+      return t
+    end
   end
 end
 
 --- t:fill_(value): every element becomes value (a number or 0-d tensor). Returns t.
-function methods.fill_(t, value) return t:copy_(value) end
+function methods.fill_(t, value)
+  if type(value) ~= "number" and not core.is_tensor(value) then
+    error("fill_: bad argument #1 (a number or 0-d tensor expected, got "
+      .. core.typename(value) .. ")", 2)
+  end
+  local ok, err = pcall(methods.copy_, t, value)
+  if not ok then inplace_error(err, "copy_", "fill_") end
+  return t
+end
 --- t:zero_(): every element becomes 0. Returns t.
-function methods.zero_(t) return t:copy_(0) end
+function methods.zero_(t)
+  local ok, err = pcall(methods.copy_, t, 0)
+  if not ok then inplace_error(err, "copy_", "zero_") end
+  return t
+end
 
 ---------------------------------------------------------------------------------------------
 -- printing, in Torch7's layout: rows of right-aligned values, then a footer
@@ -81,6 +108,7 @@ printing.install(core) -- t:size() is an ltc.Size
 M.set_printoptions, M.Size = printing.set_printoptions, printing.Size
 
 mt.__tostring = function(t)
+  if not core.is_tensor(t) then return "ltc.Tensor (closed)" end -- as io's "file (closed)"
   local size, dtype = t:size(), t:dtype()
   local dims = {}
   for i, s in ipairs(size) do dims[i] = tostring(s) end
@@ -119,8 +147,15 @@ M.metrics = {
 -- out-of-range values are errors. ltc.config.list(): {{name=, value=, doc=[, min=, max=]}}
 -- in table order; pairs(ltc.config) iterates names and values.
 M.config = setmetatable({ list = core.config_list }, {
-  __index = function(_, k) return core.config_value(k) end,
-  __newindex = function(_, k, v) core.config_assign(k, v) end,
+  __index = function(_, k)
+    local ok, v = pcall(core.config_value, k)
+    if not ok then error(v, 2) end -- at the caller's line
+    return v
+  end,
+  __newindex = function(_, k, v)
+    local ok, err = pcall(core.config_assign, k, v)
+    if not ok then error(err, 2) end
+  end,
   __pairs = function()
     local list, i = core.config_list(), 0
     return function()

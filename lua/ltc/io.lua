@@ -8,8 +8,12 @@ local M = {}
 -- to skip at the top (default 0). Raises on a field that is not a number, naming the
 -- line and field.
 function M.read_csv(path, opts)
+  if type(path) ~= "string" then
+    error("read_csv: bad argument #1 (a path string expected, got " .. core.typename(path) .. ")", 2)
+  end
   local skip = opts and opts.skip or 0
-  local text = core.read_gz(path)
+  local ok, text = pcall(core.read_gz, path)
+  if not ok then error("read_csv: " .. tostring(text), 2) end
   local rows, lineno = {}, 0
   for line in text:gmatch("[^\r\n]+") do
     lineno = lineno + 1
@@ -35,7 +39,9 @@ end
 -- {scale = 1/255} for pixels in [0, 1] or {dtype = "int64", offset = 1} for 1-based labels.
 function M.read_idx(path, opts)
   opts = opts or {}
-  return core.read_idx(path, opts.dtype, opts.scale, opts.offset)
+  local ok, t = pcall(core.read_idx, path, opts.dtype, opts.scale, opts.offset)
+  if not ok then error(t, 2) end -- at the caller's line, not this one
+  return t
 end
 
 ---------------------------------------------------------------------------------------------
@@ -117,6 +123,9 @@ end
 -- that is not a zip archive or is truncated, a record or offset outside the file, a
 -- compressed member, or a CRC mismatch; a bad member's error names the member.
 function M.load_npz(path)
+  if type(path) ~= "string" then
+    error("load_npz: bad argument #1 (a path string expected, got " .. core.typename(path) .. ")", 2)
+  end
   local f, err = io.open(path, "rb")
   if not f then error("load: cannot open '" .. path .. "': " .. tostring(err), 2) end
   local data = f:read("a")

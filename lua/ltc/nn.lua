@@ -12,7 +12,58 @@
 local ltc = require "ltc"
 
 local nn = {}
-local F = {}
+
+-- Every ltc.nn.functional function takes a tensor first (the losses an input and a target,
+-- the regression losses' target may be a number; cosine_embedding_loss x1, x2 and y; some a
+-- weight or a size second): another value raises "<name>: bad argument #k (... expected, got
+-- ...)" at the caller's line (ltc._raise), not "attempt to index a nil value" inside ltc.nn.
+-- F checks as each function is defined (its __newindex stores the checking function), so the
+-- modules, which keep the functions they call, check too; ltc.help shows fn's doc comment.
+local F
+do
+  local is_tensor, typename, select, mtype = ltc.is_tensor, ltc.typename, select, math.type
+  -- argument kinds: t a tensor, n a tensor or a number, i an integer, s an integer or a table
+  -- of sizes, i? nil or an integer
+  local kind = {
+    t = { "ltc.Tensor", function(v) return is_tensor(v) end },
+    n = { "ltc.Tensor or number", function(v) return is_tensor(v) or type(v) == "number" end },
+    i = { "an integer", function(v) return mtype(v) == "integer" end },
+    s = { "a size or a table of sizes", function(v) return mtype(v) == "integer" or type(v) == "table" end },
+    ["i?"] = { "an integer or nil", function(v) return v == nil or mtype(v) == "integer" end },
+  }
+  local two, three = { "t", "t" }, { "t", "t", "t" }
+  local regression = { "t", "n" }
+  local args = { nll_loss = two, cross_entropy = two, binary_cross_entropy = two,
+    binary_cross_entropy_with_logits = two, kl_div = two, cosine_embedding_loss = three,
+    mse_loss = regression, l1_loss = regression, smooth_l1_loss = regression,
+    huber_loss = regression, embedding = two, linear = two, conv1d = two, conv2d = two,
+    conv_transpose2d = two, scaled_dot_product_attention = three, group_norm = { "t", "i" },
+    layer_norm = { "t", "s" }, adaptive_avg_pool2d = { "t", "s" }, flatten = { "t", "i?", "i?" } }
+  local function check(name, kinds, ...)
+    for i = 1, #kinds do
+      local v, k = select(i, ...), kind[kinds[i]]
+      if not k[2](v) then
+        ltc._raise(string.format("%s: bad argument #%d (%s expected, got %s)", name, i, k[1],
+          mtype(v) == "float" and "the non-integer number " .. tostring(v) or typename(v)))
+      end
+    end
+  end
+  local wraps = require("ltc.help").wraps
+  F = setmetatable({}, {
+    __newindex = function(t, name, fn)
+      local value = fn
+      if type(fn) == "function" then
+        local kinds = args[name] or { "t" }
+        value = function(...)
+          check(name, kinds, ...)
+          return fn(...)
+        end
+        wraps[value] = fn
+      end
+      rawset(t, name, value)
+    end,
+  })
+end
 nn.functional = F
 
 local sqrt = math.sqrt
@@ -477,6 +528,10 @@ end
 -- buffers in place (cast to each one's dtype; sizes must match). With strict, missing or
 -- unexpected names are errors.
 function Module:load_state_dict(sd, strict)
+  if type(sd) ~= "table" then
+    error("load_state_dict: bad argument #1 (a state dict, a table of tensors, expected, got "
+      .. ltc.typename(sd) .. ")", 2)
+  end
   if strict == nil then strict = true end
   local known = {}
   local entries = self:named_parameters()
@@ -488,6 +543,9 @@ function Module:load_state_dict(sd, strict)
     if v == nil then
       if strict then error("load_state_dict: missing parameter '" .. name .. "'", 2) end
     else
+      if not ltc.is_tensor(v) then
+        error(string.format("load_state_dict: '%s' is %s, not a tensor", name, ltc.typename(v)), 2)
+      end
       local ps, vs = p:size(), v:size()
       local same = #ps == #vs
       for i = 1, #ps do same = same and ps[i] == vs[i] end
@@ -551,11 +609,12 @@ local function set(...)
 end
 nn.option_set = set
 
--- Raises "<layer>: <what> must be a positive integer (got ...)" unless v is one.
+-- Raises "<layer>: <what> must be a positive integer (got ...)" unless v is one, at the
+-- caller's line (ltc._raise: also when a layer builds another, as TransformerEncoderLayer).
 local function check_size(layer, what, v)
   if math.type(v) ~= "integer" or v < 1 then
-    error(string.format("%s: %s must be a positive integer (got %s)", layer, what,
-      type(v) == "number" and tostring(v) or type(v)), 4)
+    ltc._raise(string.format("%s: %s must be a positive integer (got %s)", layer, what,
+      type(v) == "number" and tostring(v) or ltc.typename(v)))
   end
 end
 nn.check_size = check_size
@@ -660,11 +719,11 @@ nn.Sigmoid = activation("Sigmoid", F.sigmoid)
 --- nn.Softmax(dim) / nn.LogSoftmax(dim).
 nn.Softmax = nn.class("Softmax")
 function nn.Softmax:__init(dim) self.dim = dim or -1 end
-function nn.Softmax:forward(x) return x:softmax(self.dim) end
+function nn.Softmax:forward(x) return F.softmax(x, self.dim) end
 function nn.Softmax:extra_repr() return "dim=" .. self.dim end
 nn.LogSoftmax = nn.class("LogSoftmax")
 function nn.LogSoftmax:__init(dim) self.dim = dim or -1 end
-function nn.LogSoftmax:forward(x) return x:log_softmax(self.dim) end
+function nn.LogSoftmax:forward(x) return F.log_softmax(x, self.dim) end
 function nn.LogSoftmax:extra_repr() return "dim=" .. self.dim end
 
 --- nn.Dropout([p=0.5]) or nn.Dropout{p = 0.5}: F.dropout while training, identity in eval
@@ -708,7 +767,14 @@ function nn.Sequential:add(m) return self:add_module(tostring(#self._modules + 1
 nn.LayerNorm = nn.class("LayerNorm")
 function nn.LayerNorm:__init(shape, opts)
   opts = check_options("LayerNorm", opts, set("eps", "elementwise_affine", "bias"), 3)
-  if type(shape) == "number" then shape = { shape } end
+  if math.type(shape) == "integer" then shape = { shape } end
+  local ok = type(shape) == "table" and #shape > 0
+  for i = 1, ok and #shape or 0 do ok = ok and math.type(shape[i]) == "integer" and shape[i] >= 0 end
+  if not ok then
+    error("LayerNorm: bad argument #1 (normalized_shape: an integer size or a table of them "
+      .. "expected, got " .. (type(shape) == "table" and "a table with other entries"
+        or ltc.typename(shape)) .. ")", 3)
+  end
   self.normalized_shape, self.eps = shape, opts.eps or 1e-5
   self.elementwise_affine = opts.elementwise_affine ~= false
   if self.elementwise_affine then
@@ -821,5 +887,6 @@ require("ltc.nn_loss")(nn, F)
 require("ltc.nn_rnn")(nn, F)
 require("ltc.nn_layers")(nn, F)
 require("ltc.nn_attention")(nn, F)
+
 
 return nn

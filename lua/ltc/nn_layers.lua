@@ -410,6 +410,10 @@ return function(nn, F)
     dilation, groups = pair(dilation or 1), groups or 1
     local s = x:size()
     local ws = weight:size()
+    if #s ~= 4 or #ws ~= 4 then
+      ltc._raise(string.format("conv_transpose2d: input [N, C, H, W] and weight [C, O / groups, kh, "
+        .. "kw] must be 4-d, got %d-d and %d-d", #s, #ws))
+    end
     local out = { s[1], ws[2] * groups }
     for i = 1, 2 do
       out[i + 2] = (s[i + 2] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (ws[i + 2] - 1)

@@ -19,6 +19,24 @@ end
 function M.install(core)
   local methods = core.methods
 
+  -- Raises "<fname>: bad argument #<n> (ltc.Tensor expected, got ...)" at the level of the
+  -- caller of the op that calls this (of the op's caller's caller with depth 1), unless v is
+  -- a tensor (a closed one is named as such).
+  local function check_tensor(v, n, fname, depth)
+    if not core.is_tensor(v) then
+      error(string.format("%s: bad argument #%d (ltc.Tensor expected, got %s)", fname, n,
+        core.typename(v)), 3 + (depth or 0))
+    end
+  end
+  -- fn(...)'s one result; its error is raised again at the level of the caller of the op
+  -- that calls this (call it as `local r = call1(...)`, not in a tail call), not at a line of
+  -- this file.
+  local function call1(fn, ...)
+    local ok, r = pcall(fn, ...)
+    if not ok then error(r, 3) end
+    return r
+  end
+
   -- Registers fn as ltc.<name> and, when `method`, as t:<name>().
   local function def(name, fn, method)
     core[name] = fn
@@ -38,12 +56,25 @@ function M.install(core)
   end, true)
 
   --- t:expand_as(other): t:expand(other:size()). t:view_as(other), t:reshape_as(other) alike.
-  def("expand_as", function(t, other) return t:expand(other:size()) end, true)
-  def("view_as", function(t, other) return t:view(other:size()) end, true)
-  def("reshape_as", function(t, other) return t:reshape(other:size()) end, true)
+  for _, name in ipairs { "expand", "view", "reshape" } do
+    local fname = name .. "_as"
+    def(fname, function(t, other)
+      check_tensor(t, 1, fname)
+      check_tensor(other, 2, fname)
+      local ok, r = pcall(methods[name], t, other:size())
+      if not ok then
+        if type(r) == "string" and r:sub(1, #name + 1) == name .. ":" then
+          r = fname .. r:sub(#name + 1)
+        end
+        error(r, 2)
+      end
+      return r
+    end, true)
+  end
 
   -- A dim argument of a Lua op: 1-based or negative against t's dims, as a 1-based number.
   local function wrap_dim(t, dim, fname)
+    check_tensor(t, 1, fname, 1)
     local n = t:dim()
     if n == 0 then n = 1 end
     if math.type(dim) ~= "integer" or dim == 0 or dim > n or dim < -n then
@@ -87,6 +118,7 @@ function M.install(core)
   -- ceil(size / chunks) elements (the last may be smaller; fewer chunks when they run out),
   -- as a table. PyTorch torch.chunk.
   def("chunk", function(t, chunks, dim)
+    check_tensor(t, 1, "chunk")
     if math.type(chunks) ~= "integer" or chunks < 1 then
       error("chunk: chunks must be a positive integer", 2)
     end
@@ -112,7 +144,8 @@ function M.install(core)
       end
       if skipped and #keep > 0 then tensors = keep end
     end
-    return raw_cat(tensors, ...)
+    local r = call1(raw_cat, tensors, ...)
+    return r
   end)
 
   -- A graph node takes at most 64 operands (ltc_trace): cat and stack of more tensors are a

@@ -26,20 +26,40 @@ local Optimizer = {}
 Optimizer.__index = Optimizer
 optim.Optimizer = Optimizer
 
+-- A failed step never happened (issue 17): when the sync of a step fails on a node its
+-- gradient depends on, the parameter and every state tensor of it go back to their values
+-- before the step. The runtime rolls a tensor back to its newest value that does not depend
+-- on the failure, so each state tensor is written once per step (ema, not mul_ then add_,
+-- whose mul_ would stay) and the step counts count in a 1 computed from the gradient (one).
+
+--- optim._one(g): a float64 0-d 1 that depends on gradient g (where(isnan(g's first
+-- element), 1, 1)), for step counts: incremented by it, a count goes back with its parameter.
+local function one(g)
+  local g0 = g:numel() > 0 and g:reshape(-1):select(1, 1) or g:sum()
+  return core.to(ltc.where(g0:isnan(), 1.0, 1.0), "float64")
+end
+--- optim._ema(x, a, y): x = x * a + y in place, as one write. Returns x.
+local function ema(x, a, y) return assign(x, x * a + y, "data") end
+optim._one, optim._ema = one, ema
+
 -- Parameter groups from a list of tensors or a list of {params = {...}, lr = ...} tables.
 local function groups_of(params, defaults, name)
   if type(params) ~= "table" or #params == 0 then
     error(name .. ": expected a non-empty list of parameters (or of parameter groups)", 3)
   end
   local groups = {}
-  if ltc.is_tensor(params[1]) then params = { { params = params } } end
-  for _, g in ipairs(params) do
+  if type(params[1]) ~= "table" then params = { { params = params } } end
+  for gi, g in ipairs(params) do
+    if type(g) ~= "table" or type(g.params) ~= "table" then
+      error(string.format("%s: parameter group %d is %s, not {params = {...}, ...}", name, gi,
+        ltc.typename(g)), 3)
+    end
     local group = {}
     for k, v in pairs(defaults) do group[k] = v end
     for k, v in pairs(g) do group[k] = v end
     for i, p in ipairs(group.params) do
       if not ltc.is_tensor(p) then
-        error(string.format("%s: parameter %d is %s, not a tensor", name, i, type(p)), 3)
+        error(string.format("%s: parameter %d is %s, not a tensor", name, i, ltc.typename(p)), 3)
       end
     end
     groups[#groups + 1] = group
@@ -66,6 +86,10 @@ local function class(name, defaults, update)
   setmetatable(cls, {
     __index = Optimizer,
     __call = function(c, params, opts)
+      if opts ~= nil and type(opts) ~= "table" then
+        error(string.format("%s: bad argument #2 (a table of options expected, got %s)", name,
+          ltc.typename(opts)), 2)
+      end
       opts = opts or {}
       for k in pairs(opts) do
         if defaults[k] == nil then error(string.format("%s: unknown option '%s'", name, k), 2) end
@@ -154,7 +178,7 @@ optim.SGD = class("SGD", { lr = 0.001, momentum = 0, dampening = 0, weight_decay
       buf = g:clone()
       st.momentum_buffer = buf
     else
-      buf:mul_(o.momentum):add_((1 - o.dampening) * g)
+      ema(buf, o.momentum, (1 - o.dampening) * g)
     end
     if o.nesterov then g = g + o.momentum * buf else g = buf end
   end
@@ -170,13 +194,13 @@ local function adam_step(p, g, st, o)
   if m == nil then
     m = g * (1 - b1)
     v = g * g * (1 - b2)
-    t = ltc.tensor(1, "float64")
+    t = one(g)
     st.exp_avg, st.exp_avg_sq, st.step = m, v, t
     if o.amsgrad then st.max_exp_avg_sq = v:clone() end
   else
-    m:mul_(b1):add_(g * (1 - b1))
-    v:mul_(b2):add_(g * g * (1 - b2))
-    t:add_(1)
+    ema(m, b1, g * (1 - b1))
+    ema(v, b2, g * g * (1 - b2))
+    t:add_(one(g))
     if o.amsgrad then st.max_exp_avg_sq:copy_(ltc.maximum(st.max_exp_avg_sq, v)) end
   end
   local bc1, bc2 = 1 - b1 ^ t, 1 - b2 ^ t

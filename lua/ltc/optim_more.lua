@@ -9,6 +9,7 @@ local live = require("ltc.jit").live -- lr read live at replay under ltc.jit (as
 
 return function(optim, class)
   local Optimizer = optim.Optimizer
+  local one, ema = optim._one, optim._ema -- one write per state tensor per step (optim.lua)
 
   -- st[name], made as zeros (or `fill`) of p's size at the first step.
   local function buf(st, name, p, fill)
@@ -20,10 +21,11 @@ return function(optim, class)
     return b
   end
 
-  -- the step count st.step, incremented in place (a float64 0-d tensor from 1).
-  local function count(st)
-    if st.step == nil then st.step = ltc.tensor(1, "float64")
-    else st.step:add_(1) end
+  -- the step count st.step, incremented in place (a float64 0-d tensor from 1) by a 1
+  -- computed from the gradient g: it goes back with the parameter when the step fails.
+  local function count(st, g)
+    if st.step == nil then st.step = one(g)
+    else st.step:add_(one(g)) end
     return st.step
   end
 
@@ -151,18 +153,18 @@ return function(optim, class)
     momentum = 0, centered = false }, function(p, g, st, o)
     g = decay(g, p, o)
     local sq = buf(st, "square_avg", p)
-    sq:mul_(o.alpha):add_(g * g * (1 - o.alpha))
+    ema(sq, o.alpha, g * g * (1 - o.alpha))
     local avg
     if o.centered then
       local ga = buf(st, "grad_avg", p)
-      ga:mul_(o.alpha):add_(g * (1 - o.alpha))
+      ema(ga, o.alpha, g * (1 - o.alpha))
       avg = (sq - ga * ga):sqrt() + o.eps
     else
       avg = sq:sqrt() + o.eps
     end
     if o.momentum > 0 then
       local b = buf(st, "momentum_buffer", p)
-      b:mul_(o.momentum):add_(g / avg)
+      ema(b, o.momentum, g / avg)
       return p - live(o, "lr") * b
     end
     return p - live(o, "lr") * (g / avg)
@@ -172,10 +174,10 @@ return function(optim, class)
   -- eps=1e-10}): sum += g^2; p -= lr / (1 + (step - 1) lr_decay) * g / (sqrt(sum) + eps).
   optim.Adagrad = class("Adagrad", { lr = 0.01, lr_decay = 0, weight_decay = 0,
     initial_accumulator_value = 0, eps = 1e-10 }, function(p, g, st, o)
-    local t = count(st)
+    local t = count(st, g)
     g = decay(g, p, o)
     local sum = buf(st, "sum", p, o.initial_accumulator_value)
-    sum:add_(g * g)
+    sum:copy_(sum + g * g)
     local clr = live(o, "lr") / ((t - 1) * o.lr_decay + 1)
     return p - g / (sum:sqrt() + o.eps) * clr
   end)
@@ -186,9 +188,9 @@ return function(optim, class)
     function(p, g, st, o)
       g = decay(g, p, o)
       local sq, acc = buf(st, "square_avg", p), buf(st, "acc_delta", p)
-      sq:mul_(o.rho):add_(g * g * (1 - o.rho))
+      ema(sq, o.rho, g * g * (1 - o.rho))
       local d = (acc + o.eps):sqrt() / (sq + o.eps):sqrt() * g
-      acc:mul_(o.rho):add_(d * d * (1 - o.rho))
+      ema(acc, o.rho, d * d * (1 - o.rho))
       return p - live(o, "lr") * d
     end)
 
@@ -197,10 +199,10 @@ return function(optim, class)
   optim.Adamax = class("Adamax", { lr = 0.002, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 0 },
     function(p, g, st, o)
       local b1, b2 = o.betas[1], o.betas[2]
-      local t = count(st)
+      local t = count(st, g)
       g = decay(g, p, o)
       local m, u = buf(st, "exp_avg", p), buf(st, "exp_inf", p)
-      m:mul_(b1):add_(g * (1 - b1))
+      ema(m, b1, g * (1 - b1))
       u:copy_(ltc.maximum(u * b2, g:abs() + o.eps))
       return p - m / u * (live(o, "lr") / (1 - b1 ^ t))
     end)
@@ -211,16 +213,16 @@ return function(optim, class)
   optim.NAdam = class("NAdam", { lr = 0.002, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 0,
     momentum_decay = 0.004 }, function(p, g, st, o)
     local b1, b2 = o.betas[1], o.betas[2]
-    local t = count(st)
+    local t = count(st, g)
     g = decay(g, p, o)
     local m, v = buf(st, "exp_avg", p), buf(st, "exp_avg_sq", p)
     if st.mu_product == nil then st.mu_product = ltc.tensor(1, "float64") end
     local mu = (1 - 0.5 * 0.96 ^ (t * o.momentum_decay)) * b1
     local mu_next = (1 - 0.5 * 0.96 ^ ((t + 1) * o.momentum_decay)) * b1
-    st.mu_product:mul_(mu)
+    st.mu_product:copy_(st.mu_product * mu)
     local prod = st.mu_product
-    m:mul_(b1):add_(g * (1 - b1))
-    v:mul_(b2):add_(g * g * (1 - b2))
+    ema(m, b1, g * (1 - b1))
+    ema(v, b2, g * g * (1 - b2))
     local denom = (v / (1 - b2 ^ t)):sqrt() + o.eps
     local c1 = (1 - mu) / (1 - prod) * (-live(o, "lr"))
     local c2 = mu_next / (1 - prod * mu_next) * (-live(o, "lr"))
@@ -233,11 +235,11 @@ return function(optim, class)
   optim.RAdam = class("RAdam", { lr = 0.001, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 0 },
     function(p, g, st, o)
       local b1, b2 = o.betas[1], o.betas[2]
-      local t = count(st)
+      local t = count(st, g)
       g = decay(g, p, o)
       local m, v = buf(st, "exp_avg", p), buf(st, "exp_avg_sq", p)
-      m:mul_(b1):add_(g * (1 - b1))
-      v:mul_(b2):add_(g * g * (1 - b2))
+      ema(m, b1, g * (1 - b1))
+      ema(v, b2, g * g * (1 - b2))
       local bc2 = 1 - b2 ^ t
       local mhat = m / (1 - b1 ^ t)
       local rho_inf = 2 / (1 - b2) - 1

@@ -4,14 +4,14 @@
  * the function only when Lua's call info knows it ("bad argument #2 to '?'" once a Lua
  * wrapper such as the autograd layer tail-calls the binding), these name the op.
  */
-#include "ltc_args.h"
+#include "ltc_lua.h" /* ltc_args.h, and luaL_error as ltcL_raise (errors at the user's line) */
 
 static int bad_arg(lua_State *L, int arg, const char *fname, const char *expected) {
     if (lua_type(L, arg) == LUA_TNUMBER)
         return luaL_error(L, "%s: bad argument #%d (%s expected, got the number %s)", fname, arg,
                           expected, lua_tostring(L, arg));
     return luaL_error(L, "%s: bad argument #%d (%s expected, got %s)", fname, arg, expected,
-                      luaL_typename(L, arg));
+                      ltcL_typename(L, arg));
 }
 
 int64_t ltcL_checkint(lua_State *L, int arg, const char *fname) {
@@ -41,7 +41,7 @@ void ltcL_checknoextra(lua_State *L, int arg, const char *fname) {
     for (int i = top; i >= arg; i--)
         if (!lua_isnil(L, i))
             luaL_error(L, "%s: too many arguments (at most %d expected, got %d: argument #%d is %s)",
-                       fname, arg - 1, top, i, luaL_typename(L, i));
+                       fname, arg - 1, top, i, ltcL_typename(L, i));
 }
 
 void ltcL_checklist(lua_State *L, int arg, const char *fname) {

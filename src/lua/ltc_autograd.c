@@ -263,7 +263,7 @@ static ltc_tensor **check_tensor_list(lua_State *L, int arg, int *n, const char 
         lua_rawgeti(L, arg, i + 1);
         ts[i] = ltcL_testtensor(L, -1);
         if (!ts[i] && !(lua_isnil(L, -1) && !strcmp(what, "grad_outputs")))
-            luaL_error(L, "grad: %s[%d] is not a tensor", what, i + 1);
+            luaL_error(L, "grad: %s[%d] is %s, not a tensor", what, i + 1, ltcL_typename(L, -1));
         lua_pop(L, 1);
     }
     *n = len;

@@ -3,6 +3,7 @@
  * IR text and DOT, backend text, the recompile explanation, the LTC_IR_DEBUG source hook,
  * and ltc.config's typed get/set/list. lua/ltc/debug.lua and init.lua build on them.
  */
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -292,6 +293,41 @@ static bool lua_source(void *ud, char *buf, size_t n) {
     return false;
 }
 
+void ltcL_where(lua_State *L) {
+    lua_Debug ar;
+    for (int level = 1; lua_getstack(L, level, &ar); level++) {
+        if (!lua_getinfo(L, "Sl", &ar) || ar.what[0] == 'C') break; /* pcall, ...: no line */
+        if (skipped(ar.source)) continue;
+        if (ar.currentline > 0) {
+            lua_pushfstring(L, "%s:%d: ", ar.short_src, ar.currentline);
+            return;
+        }
+        break;
+    }
+    lua_pushliteral(L, "");
+}
+
+int ltcL_raise(lua_State *L, const char *fmt, ...) {
+    va_list ap;
+    ltcL_where(L);
+    va_start(ap, fmt);
+    lua_pushvfstring(L, fmt, ap);
+    va_end(ap);
+    lua_concat(L, 2);
+    return lua_error(L);
+}
+
+/* core._raise(msg): raises msg led by the line of the innermost caller outside ltc's own Lua
+ * files (ltcL_where), for the checks of lua/ltc/ that run a few calls deep. */
+static int l_raise(lua_State *L) {
+    luaL_checkstring(L, 1);
+    lua_settop(L, 1);
+    ltcL_where(L);
+    lua_insert(L, 1);
+    lua_concat(L, 2);
+    return lua_error(L);
+}
+
 /* core.debug_set_source_skip(prefix, ...): frames whose source starts with one of the
  * prefixes (at most 4) are skipped. */
 static int l_set_source_skip(lua_State *L) {
@@ -341,9 +377,12 @@ static int l_config_assign(lua_State *L) {
     } else {
         int ok;
         lua_Integer v = lua_tointegerx(L, 2, &ok);
+        if (!ok && lua_type(L, 2) == LUA_TNUMBER)
+            return luaL_error(L, "config: %s needs an integer, a boolean or a string, got the "
+                              "non-integer number %s", name, luaL_tolstring(L, 2, NULL));
         if (!ok)
             return luaL_error(L, "config: %s needs an integer, a boolean or a string, got %s",
-                              name, luaL_typename(L, 2));
+                              name, ltcL_typename(L, 2));
         st = ltc_config_set_int(name, v);
     }
     if (st) return luaL_error(L, "config: %s", ltc_last_error());
@@ -391,7 +430,7 @@ static const luaL_Reg debug_functions[] = {
     {"debug_tensor_ids", l_debug_tensor_ids},
     {"debug_backend_text", l_debug_backend_text},
     {"debug_explain_recompile", l_debug_explain},
-    {"debug_set_source_skip", l_set_source_skip},
+    {"debug_set_source_skip", l_set_source_skip}, {"_raise", l_raise},
     {"debug_scope_enter", l_scope_enter},
     {"config_value", l_config_value},
     {"config_assign", l_config_assign},

@@ -44,6 +44,12 @@ ltc_tensor *ltcL_checktensor(lua_State *L, int arg, const char *fname) {
     return *ud;
 }
 
+const char *ltcL_typename(lua_State *L, int arg) {
+    ltc_tensor **ud = test_ud(L, arg);
+    if (ud) return *ud ? "ltc.Tensor" : "a closed ltc.Tensor";
+    return luaL_typename(L, arg);
+}
+
 void ltcL_pushtensor(lua_State *L, ltc_tensor *t) {
     ltc_tensor **ud = lua_newuserdatauv(L, sizeof *ud, 0);
     *ud = t;
@@ -60,7 +66,7 @@ int ltcL_error_prefixed(lua_State *L, const char *op) {
     return luaL_error(L, "%s: %s", op, m);
 }
 
-/* __gc and __close: safe to call twice. */
+/* __gc, __close and t:close(): safe to call twice. */
 static int t_close(lua_State *L) {
     ltc_tensor **ud = test_ud(L, 1);
     if (!ud) ud = luaL_checkudata(L, 1, LTC_TENSOR_MT); /* raises */
@@ -89,7 +95,7 @@ ltc_tensor *ltcL_operand(lua_State *L, int arg) {
 int ltcL_checkoperands(lua_State *L, int arg, ltc_tensor **out, int max, const char *fname) {
     if (lua_type(L, arg) != LUA_TTABLE)
         luaL_error(L, "%s: bad argument #%d (a table of tensors expected, got %s)", fname, arg,
-                   luaL_typename(L, arg));
+                   ltcL_typename(L, arg));
     int n = (int)luaL_len(L, arg);
     if (n < 0) luaL_error(L, "%s: bad argument #%d (the list's length is %d)", fname, arg, n);
     if (n > max) luaL_error(L, "%s: at most %d tensors, got %d", fname, max, n);
@@ -102,7 +108,7 @@ int ltcL_checkoperands(lua_State *L, int arg, ltc_tensor **out, int max, const c
         lua_geti(L, arg, i);
         if (lua_type(L, -1) != LUA_TNUMBER && !ltcL_testtensor(L, -1))
             luaL_error(L, "%s: bad argument #%d (entry %d is %s, expected ltc.Tensor or number)",
-                       fname, arg, i, luaL_typename(L, -1));
+                       fname, arg, i, ltcL_typename(L, -1));
         lua_rawseti(L, copy, i);
     }
     for (int i = 1; i <= n; i++) {
@@ -133,7 +139,7 @@ int ltcL_checkints(lua_State *L, int *arg, int64_t *out, bool varargs, const cha
             out[i - 1] = lua_tointegerx(L, -1, &ok);
             if (!ok)
                 luaL_error(L, "%s: bad argument #%d (entry %d is %s, expected an integer)", fname,
-                           *arg, i, luaL_typename(L, -1));
+                           *arg, i, ltcL_typename(L, -1));
             lua_pop(L, 1);
         }
         (*arg)++;
@@ -142,7 +148,7 @@ int ltcL_checkints(lua_State *L, int *arg, int64_t *out, bool varargs, const cha
     if (!varargs || lua_type(L, *arg) != LUA_TNUMBER) {
         if (!varargs || !lua_isnoneornil(L, *arg))
             luaL_error(L, "%s: bad argument #%d (table of sizes expected, got %s)", fname, *arg,
-                       luaL_typename(L, *arg));
+                       ltcL_typename(L, *arg));
         return 0;
     }
     while (lua_type(L, *arg) == LUA_TNUMBER) {
@@ -162,7 +168,7 @@ ltc_dtype ltcL_checkdtype(lua_State *L, int arg, bool opt, const char *fname) {
     const char *name = lua_tostring(L, arg);
     if (!name || lua_type(L, arg) != LUA_TSTRING)
         luaL_error(L, "%s: bad argument #%d (dtype name expected, got %s)", fname, arg,
-                   luaL_typename(L, arg));
+                   ltcL_typename(L, arg));
     ltc_dtype dt;
     if (ltc_dtype_parse(name, &dt)) luaL_error(L, "%s: %s", fname, ltc_last_error());
     return dt;
@@ -174,7 +180,7 @@ int64_t ltcL_checkdim(lua_State *L, int arg, bool opt, const char *fname) {
     int64_t d = lua_tointegerx(L, arg, &ok);
     if (!ok)
         luaL_error(L, "%s: bad argument #%d (integer expected, got %s)", fname, arg,
-                   lua_type(L, arg) == LUA_TNUMBER ? "a non-integer number" : luaL_typename(L, arg));
+                   lua_type(L, arg) == LUA_TNUMBER ? "a non-integer number" : ltcL_typename(L, arg));
     if (d == 0) luaL_error(L, "%s: bad argument #%d (0 is invalid: dims and indices are 1-based)",
                            fname, arg);
     return d;
@@ -230,7 +236,7 @@ static void table_shape(lua_State *L, int idx, ltc_shape *s, bool *is_bool) {
 static void store(void *buf, int64_t i, ltc_dtype dt, lua_State *L, int idx, const char *where) {
     int t = lua_type(L, idx);
     if (t != LUA_TNUMBER && t != LUA_TBOOLEAN)
-        luaL_error(L, "tensor: element %s is %s, expected a number or boolean", where, luaL_typename(L, idx));
+        luaL_error(L, "tensor: element %s is %s, expected a number or boolean", where, ltcL_typename(L, idx));
     double f = t == LUA_TBOOLEAN ? lua_toboolean(L, idx) : lua_tonumber(L, idx);
     int64_t n = t == LUA_TBOOLEAN ? lua_toboolean(L, idx)
                 : lua_isinteger(L, idx) ? lua_tointeger(L, idx) : (int64_t)0;
@@ -267,7 +273,7 @@ static void fill(lua_State *L, int idx, const ltc_shape *s, int d, void *buf, in
     if (!lua_istable(L, idx) || (int64_t)luaL_len(L, idx) != s->dims[d])
         luaL_error(L, "tensor: ragged nested table at %s (expected %I elements, got %s)",
                    path[0] ? path : "top level", (lua_Integer)s->dims[d],
-                   lua_istable(L, idx) ? lua_pushfstring(L, "%d", (int)luaL_len(L, idx)) : luaL_typename(L, idx));
+                   lua_istable(L, idx) ? lua_pushfstring(L, "%d", (int)luaL_len(L, idx)) : ltcL_typename(L, idx));
     size_t plen = strlen(path);
     for (int64_t i = 1; i <= s->dims[d]; i++) {
         lua_geti(L, idx, i);
@@ -281,8 +287,9 @@ static void fill(lua_State *L, int idx, const ltc_shape *s, int d, void *buf, in
 /* ltc.tensor(data [, dtype]): data is a number, a boolean or a nested table of them.
  * float32 by default (bool for booleans), as Torch7's default tensor type. */
 static int l_tensor(lua_State *L) {
-    luaL_argexpected(L, lua_istable(L, 1) || lua_isnumber(L, 1) || lua_isboolean(L, 1), 1,
-                     "table, number or boolean");
+    if (!lua_istable(L, 1) && !lua_isnumber(L, 1) && !lua_isboolean(L, 1))
+        return luaL_error(L, "tensor: bad argument #1 (a table, number or boolean expected, got %s)",
+                          ltcL_typename(L, 1));
     ltc_shape s = {0};
     bool is_bool;
     if (lua_istable(L, 1) && luaL_len(L, 1) == 0) { /* {} is an empty tensor; {a = 1} is a mistake */
@@ -539,10 +546,13 @@ static int l_copy_(lua_State *L) {
  * not lose the category: a float result cannot go into an int tensor). The in-place ops
  * (add_, mul_, ...) of lua/ltc/init.lua are built on it. Returns t. */
 static int l_assign_(lua_State *L) {
+    if (!lua_isnoneornil(L, 3) && lua_type(L, 3) != LUA_TSTRING)
+        return luaL_error(L, "assign_: bad argument #3 (the op name, a string, expected, got %s)",
+                          ltcL_typename(L, 3));
     const char *name = luaL_optstring(L, 3, "assign_");
     ltc_tensor *t = ltcL_checktensor(L, 1, name);
     ltc_tensor *v = ltcL_checktensor(L, 2, name);
-    if (ltc_tensor_write_(t, v, false, name)) return luaL_error(L, "%s", ltc_last_error());
+    if (ltc_tensor_write_(t, v, false, name)) return ltcL_error_prefixed(L, name);
     lua_settop(L, 1);
     return 1;
 }
@@ -668,6 +678,14 @@ static int l_is_tensor(lua_State *L) {
     return 1;
 }
 
+/* core.typename(v): "ltc.Tensor", "a closed ltc.Tensor" (closed by t:close() or a <close>
+ * variable) or v's Lua type name, for argument errors of the Lua-written functions. */
+static int l_typename(lua_State *L) {
+    luaL_checkany(L, 1);
+    lua_pushstring(L, ltcL_typename(L, 1));
+    return 1;
+}
+
 /* t:has_value(): false when the sync that was to compute t failed (t->failed: using t raises
  * that error). Lets the optimizers drop state made by a step whose sync failed. */
 static int l_has_value(lua_State *L) {
@@ -772,7 +790,7 @@ static const luaL_Reg core_functions[] = {
     {"tensor", l_tensor}, {"sync", l_sync}, {"manual_seed", l_manual_seed},
     {"counter", l_counter}, {"counter_names", l_counter_names}, {"metrics_report", l_report},
     {"metrics_reset", l_reset}, {"config_get", l_config_get}, {"config_set", l_config_set},
-    {"live_info", l_live_info}, {"is_tensor", l_is_tensor}, {"assign_", l_assign_},
+    {"live_info", l_live_info}, {"is_tensor", l_is_tensor}, {"typename", l_typename}, {"assign_", l_assign_},
     {"clock", l_clock}, {"_wrap_op", l_wrap_op},
     {NULL, NULL},
 };
@@ -833,6 +851,8 @@ int luaopen_ltc_core(lua_State *L) {
     lua_newtable(L); /* methods */
     luaL_setfuncs(L, ltc_lua_methods, 0);
     luaL_setfuncs(L, core_methods, 0);
+    lua_pushcfunction(L, t_close); /* t:close(): what a <close> variable does at scope end */
+    lua_setfield(L, -2, "close");
 
     luaL_newmetatable(L, LTC_TENSOR_MT);
     lua_pushvalue(L, -1);

@@ -14,6 +14,21 @@
 
 #define LTC_TENSOR_MT "ltc.Tensor"
 
+/* ---- errors at the user's line ----
+ * luaL_error names the line of the function that called the C function (luaL_where(L, 1)):
+ * for an op called from one of ltc's own Lua files (lua/ltc/ops.lua's chunk, init.lua's
+ * in-place ops, ...) a line inside ltc. The binding's errors are raised by ltcL_raise instead,
+ * which names the innermost caller outside those files (the prefixes ltc.debug sets, as the
+ * LTC_IR_DEBUG hook skips them), or no line when a C function (pcall) comes first, as
+ * luaL_where does. Every luaL_error of the binding is ltcL_raise (the define below). */
+int ltcL_raise(lua_State *L, const char *fmt, ...);
+/* Pushes the position ltcL_raise uses: "chunk:line: " or "". */
+void ltcL_where(lua_State *L);
+#define luaL_error ltcL_raise
+
+/* The name of the value at arg for an argument error: "ltc.Tensor", "a closed ltc.Tensor" or
+ * its Lua type name (luaL_typename). */
+const char *ltcL_typename(lua_State *L, int arg);
 /* Checks that `arg` is a tensor or a number; raises otherwise. Allocates nothing. */
 void ltcL_checkoperand(lua_State *L, int arg, const char *fname);
 /* A new reference to the operand at `arg` (checked before): the tensor itself, or a new

@@ -3,7 +3,13 @@
 -- source's step list: 4,000 narrow steps peaked at 3.66 GB and 6,000 t() at 8.2 GB.
 local ltc = require "ltc"
 
+-- Under AddressSanitizer (make test-asan) freed memory sits in its quarantine, so RSS says
+-- nothing there: the steps run (10,000 of them) and the memory check is left out.
+local sanitized = os.getenv("ASAN_OPTIONS") ~= nil
+local N = sanitized and 10000 or 100000
+
 local function rss_kb()
+  if sanitized then return nil end
   local f = io.open("/proc/self/status")
   if not f then return nil end
   local s = f:read("a")
@@ -13,7 +19,6 @@ end
 
 describe("100,000 chained views", function()
   it("consume a buffer with narrow at flat memory, reading each head", function()
-    local N = 100000
     local rest = ltc.arange(0, N + 1, 1, "float64")
     local total, warm = 0, nil
     for i = 1, N do
@@ -34,10 +39,10 @@ describe("100,000 chained views", function()
   it("x = x:t() 100,000 times keeps one step and flat memory", function()
     local x = ltc.arange(1, 13, 1, "float32"):reshape({ 3, 4 })
     local warm
-    for i = 1, 100000 do
+    for i = 1, N do
       x = x:t()
       if i % 10000 == 0 then assert.are.equal(78, x:sum():item()) end
-      if i == 10000 then collectgarbage(); warm = rss_kb() end
+      if i == N // 10 then collectgarbage(); warm = rss_kb() end
     end
     collectgarbage()
     local last = rss_kb()

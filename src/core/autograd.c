@@ -126,15 +126,9 @@ static void remove_saver(ltc_tensor *t, ltc_grad_fn *fn, int slot) {
 
 /* A new tensor holding x's current value (its data, or its pending value), no history. */
 static ltc_status snapshot(ltc_tensor *x, ltc_tensor **out) {
-    ltc_status st;
-    if ((st = ltc_view_refresh(x))) return st;
-    if (x->data && !ltc_tensor_is_pending(x)) {
-        st = ltc_tensor_from_data(ltc_data_retain(x->data), out);
-    } else {
-        ltc_value v;
-        if ((st = ltc_tensor_value(x, &v))) return st;
-        st = ltc_tensor_from_value(v, out);
-    }
+    ltc_value v;
+    ltc_status st = ltc_tensor_value(x, &v);
+    if (!st) st = ltc_tensor_from_value(v, out);
     if (!st) (*out)->backend = x->backend, (*out)->ordinal = x->ordinal;
     return st;
 }

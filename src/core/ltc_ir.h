@@ -118,7 +118,7 @@ const char *ltc_op_expr(int op, bool integer, bool *out_bool);
 /* The IR value of a tensor: its pending value, or a DEVICE_DATA node for its data
  * (created on first use and cached in the tensor). Borrowed reference. */
 ltc_status ltc_tensor_value(ltc_tensor *t, ltc_value *out);
-/* A new tensor holding `v` (retains v.node). */
+/* A new tensor holding `v` (retains v.node; a DEVICE_DATA value also gives it its data). */
 ltc_status ltc_tensor_from_value(ltc_value v, ltc_tensor **out);
 
 /* ---- the tracing helpers used by generated op entries --------------------------------------- */

@@ -438,7 +438,6 @@ ltc_status ltc_tensor_share(ltc_tensor *t, ltc_tensor **out) {
         return ltc_errorf(LTC_ERR_STATE, "share: the tensor holds no data");
     if ((st = ltc_tensor_value(t, &v)) || (st = ltc_tensor_from_value(v, out))) return st;
     (*out)->backend = t->backend, (*out)->ordinal = t->ordinal;
-    (*out)->data = ltc_data_retain(t->data);
-    (*out)->weak = t->weak;
+    (*out)->weak = t->weak; /* (its data came with the DEVICE_DATA value) */
     return LTC_OK;
 }

@@ -221,6 +221,8 @@ ltc_status ltc_tensor_from_value(ltc_value v, ltc_tensor **out) {
     if (!t) return LTC_ERR_NOMEM;
     t->ir = v;
     ltc_node_retain(v.node);
+    /* a computed value: the tensor holds its data as any computed tensor does */
+    if (v.node->op == LTC_OP_DEVICE_DATA) t->data = ltc_data_retain(v.node->data);
     *out = t;
     return LTC_OK;
 }

@@ -9,26 +9,8 @@ local nn = ltc.nn
 
 local GLOBAL, STEPS, N = 12, 8, 48 -- 12 rows a step, split over 2 or 3 ranks
 
--- a two-layer perceptron of the given dtype (ltc.nn layers are float32)
-local function model_of(dtype)
-  ltc.manual_seed(7)
-  local ps = {}
-  for i, size in ipairs({ { 5, 6 }, { 6 }, { 6, 3 }, { 3 } }) do
-    ps[i] = (ltc.randn(size) * 0.5):to(dtype):detach():requires_grad_()
-  end
-  ltc.sync()
-  return setmetatable({ parameters = function() return ps end }, {
-    __call = function(_, x) return (x:matmul(ps[1]) + ps[2]):relu():matmul(ps[3]) + ps[4] end,
-  })
-end
-
-local function data_of(dtype)
-  ltc.manual_seed(11)
-  local x = ltc.randn(N, 5):to(dtype)
-  local y = (ltc.arange(0, N) % 3 + 1):long()
-  ltc.sync()
-  return x, y
-end
+local function model_of(dtype) return S.mlp(dtype) end
+local function data_of(dtype) return S.data(dtype, N) end
 
 -- trains and returns the parameters' values and the UncachedCompile count per step
 local function train(dtype, distributed, bucket_cap_mb)

@@ -10,26 +10,8 @@ local nn = ltc.nn
 
 local GLOBAL, STEPS, N = 12, 9, 48
 
-local function model_of(dtype)
-  ltc.manual_seed(7)
-  local ps = {}
-  for i, size in ipairs({ { 5, 6 }, { 6 }, { 6, 3 }, { 3 } }) do
-    ps[i] = (ltc.randn(size) * 0.5):to(dtype):detach():requires_grad_()
-  end
-  ltc.sync()
-  return setmetatable({ parameters = function() return ps end }, {
-    __call = function(_, x) return (x:matmul(ps[1]) + ps[2]):relu():matmul(ps[3]) + ps[4] end,
-  })
-end
-
--- the same shard of the same data on every run of a rank: each rank's rows differ
-local function data_of(dtype)
-  ltc.manual_seed(11)
-  local x = ltc.randn(N, 5):to(dtype)
-  local y = (ltc.arange(0, N) % 3 + 1):long()
-  ltc.sync()
-  return x, y
-end
+local function model_of(dtype) return S.mlp(dtype) end
+local function data_of(dtype) return S.data(dtype, N) end
 
 -- trains STEPS steps; returns the parameters, the losses (the global batch's mean, an
 -- all_reduce avg of each rank's loss), the UncachedCompile count after each step, the number

@@ -51,4 +51,30 @@ function S.done()
   io.stdout:flush()
 end
 
+--- S.mlp(dtype): the specs' two-layer perceptron 5-6-3 of the given dtype, from seed 7 (ltc.nn
+-- layers are float32): a callable table with parameters().
+function S.mlp(dtype)
+  local ltc = S.ltc
+  ltc.manual_seed(7)
+  local ps = {}
+  for i, size in ipairs({ { 5, 6 }, { 6 }, { 6, 3 }, { 3 } }) do
+    ps[i] = (ltc.randn(size) * 0.5):to(dtype):detach():requires_grad_()
+  end
+  ltc.sync()
+  return setmetatable({ parameters = function() return ps end }, {
+    __call = function(_, x) return (x:matmul(ps[1]) + ps[2]):relu():matmul(ps[3]) + ps[4] end,
+  })
+end
+
+--- S.data(dtype, n): n rows of 5 features and 3 classes (1-based), the same from seed 11 on
+-- every run of a rank.
+function S.data(dtype, n)
+  local ltc = S.ltc
+  ltc.manual_seed(11)
+  local x = ltc.randn(n, 5):to(dtype)
+  local y = (ltc.arange(0, n) % 3 + 1):long()
+  ltc.sync()
+  return x, y
+end
+
 return S

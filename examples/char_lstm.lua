@@ -19,68 +19,23 @@
 -- PyTorch twin (bench/char_lstm.py, run by bench/char_lstm.lua); `--keyvals 1` prints the
 -- figures as key/value lines for it.
 local ltc = require "ltc"
+local common = dofile((arg and arg[0] and arg[0]:match("^(.*)/[^/]*$") or "examples") .. "/text_common.lua")
 local nn = ltc.nn
 
 local opts = { steps = 300, hidden = 128, seq = 64, batch = 32, lr = 0.002, chars = 400000,
   temperature = 0.8, plot = "char_lstm_loss.svg", checkpoint = "char_lstm.npz", resume = "",
   init_dir = "", seed = 0, eval_every = 100, sample = 300, embed = 64, keyvals = 0,
   data = "/usr/share/games/fortunes" }
-do
-  local i, a = 1, arg or {}
-  while a[i] do
-    local key = a[i]:match("^%-%-([%w%-]+)$")
-    key = key and key:gsub("%-", "_")
-    if not key or opts[key] == nil or a[i + 1] == nil then
-      io.stderr:write("usage: char_lstm.lua [--steps N] [--hidden N] [--seq N] [--batch N] [--lr X] "
-        .. "[--chars N] [--temperature X] [--plot FILE.svg] [--checkpoint FILE.npz] [--resume FILE.npz] "
-        .. "[--init-dir DIR] [--eval-every N] [--sample N] [--seed N] [--data DIR] [--keyvals 1]\n")
-      os.exit(2)
-    end
-    local v = a[i + 1]
-    opts[key] = type(opts[key]) == "number" and (math.tointeger(tonumber(v)) or tonumber(v)) or v
-    i = i + 2
-  end
-end
+common.options("char_lstm", opts,
+  "[--steps N] [--hidden N] [--seq N] [--batch N] [--lr X] "
+    .. "[--chars N] [--temperature X] [--plot FILE.svg] [--checkpoint FILE.npz] [--resume FILE.npz] "
+    .. "[--init-dir DIR] [--eval-every N] [--sample N] [--seed N] [--data DIR] [--keyvals 1]")
 
 ---------------------------------------------------------------------------------------------
 -- data: the fortune files' text, bytes as 1-based class indices
 
-local function read_corpus(dir, limit)
-  local p = io.popen("ls '" .. dir .. "' 2>/dev/null")
-  local names = {}
-  for name in p:lines() do
-    if not name:match("%.dat$") and not name:match("%.u8$") then names[#names + 1] = name end
-  end
-  p:close()
-  table.sort(names)
-  local parts, n = {}, 0
-  for _, name in ipairs(names) do
-    local f = io.open(dir .. "/" .. name, "rb")
-    if f then
-      local s = f:read("a")
-      f:close()
-      if s and not s:find("\0", 1, true) then
-        parts[#parts + 1] = s
-        n = n + #s
-        if n >= limit then break end
-      end
-    end
-  end
-  return table.concat(parts):sub(1, limit)
-end
-
-local text = read_corpus(opts.data, opts.chars)
-if #text < 10000 then
-  io.stderr:write("char_lstm: no text in " .. opts.data .. " (install Debian's fortunes: "
-    .. "sudo apt-get install fortunes), or pass --data DIR\n")
-  os.exit(3)
-end
-local seen, vocab, index = {}, {}, {}
-for i = 1, #text do seen[text:byte(i)] = true end
-for b = 0, 255 do if seen[b] then vocab[#vocab + 1] = b; index[b] = #vocab end end
+local codes, vocab, index = common.corpus("char_lstm", opts.data, opts.chars)
 local V = #vocab
-local codes = {}
-for i = 1, #text do codes[i] = index[text:byte(i)] end
 
 ltc.manual_seed(opts.seed)
 math.randomseed(opts.seed)

@@ -557,50 +557,6 @@ static int l_assign_(lua_State *L) {
     return 1;
 }
 
-/* ---- autograd's op wrappers ---------------------------------------------------------------------- */
-
-/* An op function made by core._wrap_op: upvalues raw (a C function without upvalues), slow,
- * then the tables. Calls raw itself, on this very stack (errors then name the caller's line),
- * unless an argument is a table or a key of one of the tables: then slow(...). */
-static int wrapped_op(lua_State *L) {
-    int n = lua_gettop(L);
-    for (int i = 1; i <= n; i++) {
-        int t = lua_type(L, i);
-        if (t == LUA_TTABLE) goto slow;
-        if (t != LUA_TUSERDATA) continue;
-        for (int k = 3; lua_type(L, lua_upvalueindex(k)) == LUA_TTABLE; k++) {
-            lua_pushvalue(L, i);
-            bool hit = lua_rawget(L, lua_upvalueindex(k)) != LUA_TNIL;
-            lua_pop(L, 1);
-            if (hit) goto slow;
-        }
-    }
-    return lua_tocfunction(L, lua_upvalueindex(1))(L);
-slow:
-    lua_pushvalue(L, lua_upvalueindex(2));
-    lua_insert(L, 1);
-    lua_call(L, n, LUA_MULTRET);
-    return lua_gettop(L);
-}
-
-/* core._wrap_op(raw, slow, t1 [, t2, t3]): the function autograd installs for the op function
- * raw. As fast as raw itself when no argument is a key of a table t1... (autograd's weak
- * tables of tensors that require grad, of tracked views) nor a table (a list of tensors);
- * otherwise slow(...), the recording path. Returns slow itself when raw is not a C function
- * without upvalues. */
-static int l_wrap_op(lua_State *L) {
-    luaL_checktype(L, 2, LUA_TFUNCTION);
-    int n = lua_gettop(L);
-    if (n < 3 || n > 5) return luaL_error(L, "_wrap_op: 1 to 3 tables expected");
-    for (int i = 3; i <= n; i++) luaL_checktype(L, i, LUA_TTABLE);
-    if (!lua_iscfunction(L, 1) || lua_getupvalue(L, 1, 1)) {
-        lua_settop(L, 2);
-        return 1;
-    }
-    lua_pushcclosure(L, wrapped_op, n);
-    return 1;
-}
-
 /* ---- metrics, config, misc ----------------------------------------------------------------------- */
 
 static int l_manual_seed(lua_State *L) {
@@ -791,7 +747,7 @@ static const luaL_Reg core_functions[] = {
     {"counter", l_counter}, {"counter_names", l_counter_names}, {"metrics_report", l_report},
     {"metrics_reset", l_reset}, {"config_get", l_config_get}, {"config_set", l_config_set},
     {"live_info", l_live_info}, {"is_tensor", l_is_tensor}, {"typename", l_typename}, {"assign_", l_assign_},
-    {"clock", l_clock}, {"_wrap_op", l_wrap_op},
+    {"clock", l_clock},
     {NULL, NULL},
 };
 

@@ -425,6 +425,18 @@ bool model_load(gen_model *m, const char *ops_path, const char *backend_path) {
 
 bool op_has_entry(const gen_op *op) { return !op->non_native; }
 
+bool op_drops_tensor(const gen_op *a, const gen_op *b, int p) {
+    if (b->n_args != a->n_args - 1 || p < 1 || p > a->n_args || a->args[p - 1].type != ARG_TENSOR)
+        return false;
+    for (int i = 0, j = 0; i < a->n_args; i++) {
+        if (i == p - 1) continue;
+        const gen_arg *x = &a->args[i], *y = &b->args[j++];
+        if (x->type != y->type || x->fixed_len != y->fixed_len || strcmp(x->name, y->name))
+            return false;
+    }
+    return true;
+}
+
 void model_free(gen_model *m) {
     for (int i = 0; i < m->n_ops; i++) {
         gen_op *op = &m->ops[i];

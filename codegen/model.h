@@ -20,7 +20,8 @@ typedef enum {
     ARG_SCALAR,      /* Scalar: a tensor or a Lua number (a weak 0-d tensor) */
     ARG_INT,         /* int */
     ARG_INT_OPT,     /* int? */
-    ARG_INTS,        /* int[] */
+    ARG_INTS,        /* int[], or int[N] (gen_arg.fixed_len N): N integers, Lua gives a
+                      * number (every one) or a table of 1 or N (PyTorch's int[2]) */
     ARG_INDEX,       /* index: 1-based, negative from the end */
     ARG_DIM,         /* dim: 1-based or negative on entry, wrapped to 0-based */
     ARG_DIM_OPT,     /* dim? */
@@ -39,13 +40,15 @@ typedef enum {
     DEF_FALSE,      /* False */
     DEF_INT,        /* an integer literal (text kept) */
     DEF_FLOAT,      /* a float literal (text kept) */
+    DEF_ARG,        /* int[N]: the value of an earlier int[N] argument (its name kept) */
 } default_kind;
 
 typedef struct gen_arg {
     arg_type type;
     char *name;
     default_kind def;
-    char *def_text; /* DEF_INT / DEF_FLOAT: the literal as written */
+    char *def_text; /* DEF_INT / DEF_FLOAT: the literal as written; DEF_ARG: the name */
+    int fixed_len;  /* int[N]: N (1..8); 0 for int[] of any length */
 } gen_arg;
 
 /* The schema spelling of a type ("int?", "Tensor[]"). */
@@ -133,6 +136,10 @@ gen_op *model_find(gen_model *m, const char *full_name);
 
 /* True for ops that get a C entry and a Lua binding: those not marked non_native. */
 bool op_has_entry(const gen_op *op);
+/* True if b's arguments are a's without a's argument at position p (1-based), a Tensor
+ * (conv2d and conv2d.nobias): the Lua dispatcher and the derivative formulas take a nil
+ * there as leaving it out, the later arguments shifting down (PyTorch's `Tensor? bias`). */
+bool op_drops_tensor(const gen_op *a, const gen_op *b, int p);
 
 /* Number of Tensor/Scalar arguments; whether there is a Tensor[] argument. */
 int op_n_operands(const gen_op *op);

@@ -614,6 +614,8 @@ function Gen:op_stmt1()
   end
   local texts, uses = self:args_for(op, self_var)
   if texts[1] == nil then texts[1] = "1.5" end
+  -- an overload Lua reaches with a nil in one place (conv2d.nobias: conv2d(x, w, nil, ...))
+  if op.nil_at then table.insert(texts, op.nil_at, "nil") end
   local defs, lhs = {}, {}
   for r = 1, op.returns do
     local id = self:new_id()

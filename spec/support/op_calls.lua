@@ -91,5 +91,17 @@ local function valid_args(op)
   return args
 end
 
+-- A function calling ltc.<op.name> with args[1..n] (n defaults to #op.args) as the schema
+-- of op orders them; an overload that Lua reaches with a nil in one place
+-- (conv2d.nobias: conv2d(x, w, nil, ...)) gets it there.
+local function caller(op, args, n)
+  local f, list = ltc[op.name], table.pack(table.unpack(args, 1, n or #op.args))
+  if op.nil_at and list.n >= op.nil_at - 1 then
+    for i = list.n, op.nil_at, -1 do list[i + 1] = list[i] end
+    list[op.nil_at], list.n = nil, list.n + 1
+  end
+  return function() return f(table.unpack(list, 1, list.n)) end
+end
+
 return { META = META, OPS = OPS, CNN = CNN, valid_tensor = valid_tensor, valid_arg = valid_arg,
-  valid_args = valid_args }
+  valid_args = valid_args, caller = caller }

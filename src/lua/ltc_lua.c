@@ -163,6 +163,36 @@ int ltcL_checkints(lua_State *L, int *arg, int64_t *out, bool varargs, const cha
     return n;
 }
 
+bool ltcL_checkfixedints(lua_State *L, int arg, int64_t *out, int n, bool has_def, int64_t def,
+                         const char *fname, const char *what) {
+    if (lua_isnoneornil(L, arg)) {
+        for (int i = 0; has_def && i < n; i++) out[i] = def;
+        return has_def;
+    }
+    int len = 1, ok = 0;
+    if (lua_istable(L, arg)) {
+        len = (int)luaL_len(L, arg);
+        if (len != 1 && len != n)
+            luaL_error(L, "%s: bad argument #%d '%s' (a number or a table of 1 or %d integers "
+                       "expected, got a table of %d)", fname, arg, what, n, len);
+        for (int i = 1; i <= len; i++) {
+            lua_geti(L, arg, i);
+            out[i - 1] = lua_tointegerx(L, -1, &ok);
+            if (!ok)
+                luaL_error(L, "%s: bad argument #%d '%s' (entry %d is %s, expected an integer)",
+                           fname, arg, what, i, ltcL_typename(L, -1));
+            lua_pop(L, 1);
+        }
+    } else {
+        out[0] = lua_tointegerx(L, arg, &ok);
+        if (!ok || lua_type(L, arg) != LUA_TNUMBER)
+            luaL_error(L, "%s: bad argument #%d '%s' (an integer or a table of %d integers "
+                       "expected, got %s)", fname, arg, what, n, ltcL_typename(L, arg));
+    }
+    for (int i = len; i < n; i++) out[i] = out[0];
+    return true;
+}
+
 ltc_dtype ltcL_checkdtype(lua_State *L, int arg, bool opt, const char *fname) {
     if (opt && lua_isnoneornil(L, arg)) return LTC_DTYPE_NONE;
     const char *name = lua_tostring(L, arg);

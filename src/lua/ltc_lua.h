@@ -45,6 +45,13 @@ void ltcL_release(ltc_tensor **ts, int n);
  * integer arguments. Advances *arg past what it consumed; returns the count. Raises if an
  * entry is not an integer or there are more than LTC_MAX_DIMS. */
 int ltcL_checkints(lua_State *L, int *arg, int64_t *out, bool varargs, const char *fname);
+/* An int[N] argument (PyTorch's int[2] of conv and pooling): a number (every entry) or a
+ * table of 1 (every entry) or N integers, into out[0..n-1]. Nil or absent gives `def` in
+ * every entry when has_def, and otherwise leaves `out` alone and returns false (the caller
+ * supplies the default); true when a value was read. Raises "<fname>: bad argument #A
+ * '<what>' (...)" for anything else. */
+bool ltcL_checkfixedints(lua_State *L, int arg, int64_t *out, int n, bool has_def, int64_t def,
+                         const char *fname, const char *what);
 /* A dtype name ("float32", "float64", "int32", "int64", "bool", or the shorthands "float",
  * "double", "int", "long"); LTC_DTYPE_NONE when the argument is nil or absent and `opt`. */
 ltc_dtype ltcL_checkdtype(lua_State *L, int arg, bool opt, const char *fname);

@@ -150,4 +150,17 @@ void emit_doc_md(const gen_model *m, const gen_options *o, strbuf *b) {
         }
     }
     for (int i = 0; i < m->n_ops; i++) emit_section(b, &m->ops[i], o);
+    if (!m->n_composites) return;
+    sb_puts(b, "\n# Composite ops\n\nWritten in Lua over the ops above (PyTorch's "
+               "CompositeImplicitAutograd): no IR node and no kernel of their own; autograd, "
+               "fusion and every backend see the ops they call.\n\nOps: ");
+    for (int i = 0; i < m->n_composites; i++)
+        sb_printf(b, "%s`%s`", i ? ", " : "", m->composites[i].full_name);
+    sb_puts(b, ".\n");
+    for (int i = 0; i < m->n_composites; i++) {
+        const gen_composite *c = &m->composites[i];
+        sb_printf(b, "\n## %s\n\nSchema: `%s`\n\n", c->full_name, c->schema);
+        if (c->doc) sb_printf(b, "%s\n\n", c->doc);
+        sb_printf(b, "- Composite: `%s`\n", c->impl);
+    }
 }

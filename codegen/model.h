@@ -109,9 +109,23 @@ typedef struct gen_op {
     int line, col;
 } gen_op;
 
+/* An op written in Lua over the generated ones (`composite: lua/ltc/<file>.lua` in
+ * ops.yaml; PyTorch's CompositeImplicitAutograd): no IR node, no C entry, no binding. Its
+ * kernels and derivatives are those of the ops it calls. ops.yaml lists it so that it is
+ * documented (ops.md, ltc.help) and known to tools (ops_meta.lua) like any op; its schema is
+ * PyTorch's, kept as text (its Lua function checks its arguments). */
+typedef struct gen_composite {
+    char *full_name, *base_name;
+    char *schema, *doc, *impl; /* impl: the Lua file that defines it */
+    const char *file;
+    int line, col;
+} gen_composite;
+
 typedef struct gen_model {
     gen_op *ops; /* all ops of ops.yaml (non_native ones included), sorted by full name */
     int n_ops;
+    gen_composite *composites; /* sorted by full name */
+    int n_composites;
     char *backend; /* the backend YAML's `backend:` */
 } gen_model;
 

@@ -164,7 +164,7 @@ for w in ([[and break do else elseif end false for function goto if in local nil
 local probe = ltc.zeros(1)
 local OPS = {}
 for _, op in ipairs(META) do
-  if not SKIP[op.name] and op.args[1] and (op.args[1].type == "Tensor" or
+  if not SKIP[op.name] and not op.composite and op.args[1] and (op.args[1].type == "Tensor" or
       op.args[1].type == "Tensor[]") and ltc[op.name] then
     OPS[#OPS + 1] = op
   end

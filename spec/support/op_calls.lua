@@ -13,7 +13,7 @@ local META = load_meta()
 -- ops that the loaded module binds (ops_meta.lua may be ahead of a stale build)
 local OPS = {}
 for _, op in ipairs(META) do
-  if ltc[op.name] then OPS[#OPS + 1] = op end
+  if ltc[op.name] and not op.composite then OPS[#OPS + 1] = op end
 end
 
 -- convolution and pooling: an image [1, 1, 4, 4], a 2x2 kernel, stride 1, no padding

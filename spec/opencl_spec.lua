@@ -505,9 +505,32 @@ describe("opencl backend", function()
       local ok, err = pcall(function() return ltc.ones(1024, 1024):sum():item() end)
       ocl.set_memory_limit(0)
       assert.is_false(ok)
-      assert.matches("out of device memory: %d+ bytes asked for on ", err)
+      local dev = ocl.open().name:gsub("%p", "%%%0")
+      assert.matches("opencl: out of device memory: 4194304 bytes asked for on " .. dev .. " %(", err)
       close({ 2, 4, 6 }, keep:totable())
       assert.are.equal(1024 * 1024, ltc.ones(1024, 1024):sum():item())
+    end)
+    it("out of device memory making a tensor or a scalar keeps the bytes and the device in the message", function()
+      ltc.set_backend("opencl")
+      local x = ltc.ones(4)
+      x:sum():item()
+      ocl.trim()
+      ocl.set_memory_limit(1)
+      local msgs = {}
+      for i, f in ipairs {
+        function() return ltc.tensor({ 1, 2, 3 }) end,              -- data_from_host: 12 bytes
+        function() return ltc.tensor(3.5) end,                      -- a 0-d float32: 4 bytes
+        function() return x * 2.5 end,                              -- a weak scalar (float64): 8 bytes
+      } do
+        local ok, err = pcall(f)
+        msgs[i] = ok and "no error" or tostring(err)
+      end
+      ocl.set_memory_limit(0)
+      local dev = ocl.open().name:gsub("%p", "%%%0")
+      for i, bytes in ipairs { 12, 4, 8 } do
+        assert.matches("opencl: out of device memory: " .. bytes .. " bytes asked for on " .. dev .. " %(", msgs[i])
+      end
+      close({ 2.5, 2.5, 2.5, 2.5 }, (x * 2.5):totable()) -- the runtime goes on
     end)
     it("out of device memory during a capture: a Lua error naming bytes and device; capture works after", function()
       ltc.set_backend("opencl")

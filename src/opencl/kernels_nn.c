@@ -1,13 +1,13 @@
 /*
  * kernels_nn.c - OpenCL C of the kernel families the CNN and LSTM paths need: conv2d and its
  * two backward ops, max_pool2d and its backward, slice copies (cat, stack, narrow, select
- * and their scatter forms), index_add and scatter_add, arange, and the random ops on the
+ * and their scatter forms), index_add, arange, and the random ops on the
  * core's Philox 4x32-10 (src/core/ltc_rng.h).
  *
  * Semantics are the reference backend's (src/ref/conv.c, pool.c, join.c, scatter.c,
  * index.c, creation.c). Sizes are kernel arguments (long), never constants of the source.
  * Each kernel computes one output element per work item by gathering what it needs (the
- * backward ops and index_add/scatter_add loop over their contributions in the reference's
+ * backward ops and index_add loop over their contributions in the reference's
  * order), so no kernel needs atomics and results do not depend on scheduling.
  */
 #include "ocl.h"
@@ -256,7 +256,7 @@ void ocl_k_slice(ocl_sb *b, const char *name, ltc_dtype in, ltc_dtype out, bool 
     else ocl_sb_printf(b, "(%s)v;\n}\n\n", ot);
 }
 
-/* ---- index_add and scatter_add ------------------------------------------------------------------ */
+/* ---- index_add ------------------------------------------------------------------ */
 
 /* index_add along a dim: out[o, v, k] = self[o, v, k] + the sum, in index order, of
  * src[o, j, k] over the j with index[j] == v + 1. Every work item reads every index, so an
@@ -274,27 +274,6 @@ void ocl_k_index_add(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it) {
         "    %s s = self[g];\n"
         "    for (long j = 0; j < m; j++) {\n"
         "        long x = (long)index[j];\n"
-        "        if (x < 1 || x > n) { err[0] = step + 1; err[1] = x; continue; }\n"
-        "        if (x == v + 1) s += src[(o * m + j) * inner + k];\n"
-        "    }\n"
-        "    out[g] = s;\n}\n\n",
-        name, t, t, ocl_ctype(it), t, t);
-}
-
-/* scatter_add along a dim, index and src of self's size but along the dim (m entries):
- * out[o, v, k] = self[o, v, k] + the sum over j of src[o, j, k] where index[o, j, k] == v + 1. */
-void ocl_k_scatter_add(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it) {
-    const char *t = ocl_ctype(dt);
-    ocl_sb_printf(b,
-        "__kernel void %s(__global %s *out, __global const %s *self, __global const %s *index,\n"
-        "                 __global const %s *src, long outer, long n, long m, long inner,\n"
-        "                 __global long *err, long step) {\n"
-        "    long g = get_global_id(0);\n"
-        "    if (g >= outer * n * inner) return;\n"
-        "    long k = g %% inner, r = g / inner, v = r %% n, o = r / n;\n"
-        "    %s s = self[g];\n"
-        "    for (long j = 0; j < m; j++) {\n"
-        "        long x = (long)index[(o * m + j) * inner + k];\n"
         "        if (x < 1 || x > n) { err[0] = step + 1; err[1] = x; continue; }\n"
         "        if (x == v + 1) s += src[(o * m + j) * inner + k];\n"
         "    }\n"

@@ -744,7 +744,7 @@ static bool family_ok(const ltc_node *n) {
 
 bool ocl_node_lowered(const ltc_node *n) {
     return n->op == LTC_OP_DEVICE_DATA || is_alias(n) || ew_expr_of(n) || gemm_lowerable(n) ||
-           family_ok(n) || ocl_nn_lowers(n);
+           family_ok(n) || ocl_nn_lowers(n) || ocl_more_lowers(n);
 }
 
 bool ocl_op_lowered(int op) {
@@ -767,6 +767,13 @@ bool ocl_op_lowered(int op) {
     case LTC_OP_SCATTER_ADD: case LTC_OP_ARANGE: case LTC_OP_RAND: case LTC_OP_RANDN:
     case LTC_OP_RANDINT: case LTC_OP_BERNOULLI: case LTC_OP_BERNOULLI_P: case LTC_OP_DROPOUT:
     case LTC_OP_NORM:
+    /* lower_more.c's */
+    case LTC_OP_LAYER_NORM: case LTC_OP_BATCH_NORM: case LTC_OP_NLL_LOSS:
+    case LTC_OP_NLL_LOSS_BACKWARD: case LTC_OP_GATHER: case LTC_OP_SCATTER: case LTC_OP_TRIL:
+    case LTC_OP_TRIU: case LTC_OP_AVG_POOL2D: case LTC_OP_AVG_POOL2D_BACKWARD:
+    case LTC_OP_CUMSUM: case LTC_OP_CUMPROD: case LTC_OP_SORT: case LTC_OP_ARGSORT:
+    case LTC_OP_TOPK: case LTC_OP_VAR: case LTC_OP_STD: case LTC_OP_PROD:
+    case LTC_OP_LOGSUMEXP: case LTC_OP_ALL: case LTC_OP_ANY:
         return true;
     default: break;
     }
@@ -796,6 +803,7 @@ static ltc_status lower_node(lw *w, int ni) {
     ltc_status st = lower_family(w, n, out, &done);
     if (st || done) return st;
     if ((st = ocl_lower_nn(w, n, out, &done)) || done) return st;
+    if ((st = ocl_lower_more(w, n, out, &done)) || done) return st;
     /* the core's eager fallback runs what ocl_node_lowered refuses: never here */
     return ltc_errorf(LTC_ERR_BACKEND, "opencl: %s reached the device's lowering but is not "
                       "lowered (ocl_node_lowered and the lowering disagree)", ltc_op_name(n->op));

@@ -1,7 +1,7 @@
 /*
  * lower_nn.c - lowering the ops of the CNN and LSTM paths to kernels of kernels_nn.c:
  * conv2d (with and without bias) and its backward ops, max_pool2d and its backward, cat,
- * stack, narrow, select, narrow_scatter, select_scatter, index_add, scatter_add, arange and
+ * stack, narrow, select, narrow_scatter, select_scatter, index_add, arange and
  * the random ops (rand, randn, randint, bernoulli, bernoulli.p, dropout), and norm (the LSTM
  * example's gradient clipping).
  *
@@ -167,15 +167,14 @@ static ltc_status lower_slices(lw *w, const ltc_node *n, int out) {
     }
 }
 
-/* ---- index_add, scatter_add ---------------------------------------------------------------------- */
+/* ---- index_add ---------------------------------------------------------------------- */
 
 static ltc_status lower_index_add(lw *w, const ltc_node *n, int out) {
     const ltc_shape *ss = opshape(n, 0), *is = opshape(n, 1), *rs = opshape(n, 2);
     int dim = (int)n->attrs[0].i;
-    int64_t m = n->op == LTC_OP_INDEX_ADD ? ltc_shape_numel(is) : is->dims[dim];
+    int64_t m = ltc_shape_numel(is);
     ocl_sb b = {0};
-    if (n->op == LTC_OP_INDEX_ADD) ocl_k_index_add(&b, KNAME, ss->dtype, is->dtype);
-    else ocl_k_scatter_add(&b, KNAME, ss->dtype, is->dtype);
+    ocl_k_index_add(&b, KNAME, ss->dtype, is->dtype);
     ocl_step *s = lw_family_step(w, &b, n->op, out, (size_t)ltc_shape_numel(ss));
     if (!s) return lw_nomem();
     lw_arg_buf(s, 'o', out);
@@ -316,8 +315,7 @@ bool ocl_nn_lowers(const ltc_node *n) {
         for (int k = 0; k < n->n_operands; k++)
             if (opshape(n, k)->dtype == LTC_F64 && !ocl.info.fp64) return false;
         return os->dtype != LTC_F64 || ocl.info.fp64;
-    case LTC_OP_INDEX_ADD:
-    case LTC_OP_SCATTER_ADD: {
+    case LTC_OP_INDEX_ADD: {
         const ltc_shape *ss = opshape(n, 0), *is = opshape(n, 1), *rs = opshape(n, 2);
         int dim = (int)n->attrs[0].i;
         if (ss->ndim == 0 || dim < 0 || dim >= ss->ndim) return false;
@@ -325,9 +323,7 @@ bool ocl_nn_lowers(const ltc_node *n) {
         if (ss->dtype == LTC_F64 && !ocl.info.fp64) return false;
         if (is->dtype != LTC_I64 && is->dtype != LTC_I32) return false;
         if (!same_but(ss, rs, dim)) return false;
-        if (n->op == LTC_OP_INDEX_ADD && ltc_shape_numel(is) != rs->dims[dim]) return false;
-        if (n->op == LTC_OP_SCATTER_ADD && !same_but(ss, is, dim)) return false;
-        if (n->op == LTC_OP_SCATTER_ADD && is->dims[dim] != rs->dims[dim]) return false;
+        if (ltc_shape_numel(is) != rs->dims[dim]) return false;
         /* an empty self checks no index on the device: the host raises as the CPU does */
         return ltc_shape_numel(ss) > 0 || ltc_shape_numel(is) == 0;
     }
@@ -354,8 +350,7 @@ ltc_status ocl_lower_nn(lw *w, const ltc_node *n, int out, bool *done) {
     case LTC_OP_CONV2D_BACKWARD_WEIGHT: return lower_conv(w, n, out);
     case LTC_OP_MAX_POOL2D:
     case LTC_OP_MAX_POOL2D_BACKWARD: return lower_pool(w, n, out);
-    case LTC_OP_INDEX_ADD:
-    case LTC_OP_SCATTER_ADD: return lower_index_add(w, n, out);
+    case LTC_OP_INDEX_ADD: return lower_index_add(w, n, out);
     case LTC_OP_ARANGE: return lower_arange(w, n, out);
     case LTC_OP_NORM: return lower_norm(w, n, out);
     case LTC_OP_RAND:

@@ -8,8 +8,9 @@
  *
  * Files: device.c (platforms, devices, context, queue, errors), mem.c (buffers, the caching
  * allocator, capture pools' buffers, the data slots), lower.c (a graph to steps and OpenCL
- * C; lower.h its walk's state), lower_nn.c (the CNN and LSTM ops' lowering), kernels.c and
- * kernels_nn.c (the source of the hand-written kernel families), program.c (build, memory
+ * C; lower.h its walk's state), lower_nn.c (the CNN and LSTM ops' lowering), lower_more.c
+ * (normalisation, losses, gather/scatter, scans, sorting), kernels.c, kernels_nn.c and
+ * kernels_more.c (the source of the hand-written kernel families), program.c (build, memory
  * and disk cache), exec.c (running steps), capture.c (the graph implementation),
  * lua_opencl.c (the Lua module), bench.c (raw copy and CLBlast figures).
  */
@@ -212,10 +213,29 @@ void ocl_k_max_pool2d(ocl_sb *b, const char *name, ltc_dtype dt, bool i32);
 void ocl_k_max_pool2d_bwd(ocl_sb *b, const char *name, ltc_dtype dt, bool i32);
 void ocl_k_slice(ocl_sb *b, const char *name, ltc_dtype in, ltc_dtype out, bool write);
 void ocl_k_index_add(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it);
-void ocl_k_scatter_add(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it);
 void ocl_k_arange(ocl_sb *b, const char *name, ltc_dtype dt, bool fp64);
 void ocl_k_norm(ocl_sb *b, const char *name, ltc_dtype in, ltc_dtype out, bool fp64);
 void ocl_src_philox(ocl_sb *b, bool fp64);
 void ocl_k_random(ocl_sb *b, const char *name, char kind, ltc_dtype dt, bool fp64);
+
+/* kernels_more.c: normalisation, nll_loss, gather/scatter, triangles, avg pooling, scans
+ * and sorting (see there). */
+void ocl_k_layer_norm(ocl_sb *b, const char *name, ltc_dtype dt, bool fp64);
+void ocl_k_bn_stats(ocl_sb *b, const char *name, ltc_dtype dt, bool fp64);
+void ocl_k_bn_apply(ocl_sb *b, const char *name, ltc_dtype dt, bool fp64);
+void ocl_k_nll_rows(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it);
+void ocl_k_nll_backward(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it, bool per_row,
+                        bool fp64);
+void ocl_k_gather(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it, int r);
+void ocl_k_scatter(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it, ltc_dtype st, int r,
+                   bool add, bool value);
+void ocl_k_triangle(ocl_sb *b, const char *name, ltc_dtype dt, bool upper);
+void ocl_k_avg_pool2d(ocl_sb *b, const char *name, ltc_dtype dt);
+void ocl_k_avg_pool2d_bwd(ocl_sb *b, const char *name, ltc_dtype dt);
+void ocl_k_cumulative(ocl_sb *b, const char *name, ltc_dtype in, ltc_dtype out, bool prod,
+                      bool fp64);
+void ocl_k_sort(ocl_sb *b, const char *name, ltc_dtype dt, bool descending, bool values);
+void ocl_k_reduce_more(ocl_sb *b, const char *name, char kind, ltc_dtype in, ltc_dtype out,
+                       bool fp64);
 
 #endif

@@ -209,6 +209,9 @@ void ocl_k_conv2d(ocl_sb *b, const char *name, ltc_dtype dt, bool bias, bool i32
 void ocl_k_conv2d_bwd_input(ocl_sb *b, const char *name, ltc_dtype dt, bool unit_stride,
                             bool i32);
 void ocl_k_conv2d_bwd_weight(ocl_sb *b, const char *name, ltc_dtype dt, bool i32);
+void ocl_k_im2col(ocl_sb *b, const char *name, ltc_dtype dt, bool i32);
+void ocl_k_col2im(ocl_sb *b, const char *name, ltc_dtype dt, bool i32);
+void ocl_k_swap01(ocl_sb *b, const char *name, ltc_dtype dt, bool bias);
 void ocl_k_max_pool2d(ocl_sb *b, const char *name, ltc_dtype dt, bool i32);
 void ocl_k_max_pool2d_bwd(ocl_sb *b, const char *name, ltc_dtype dt, bool i32);
 void ocl_k_slice(ocl_sb *b, const char *name, ltc_dtype in, ltc_dtype out, bool write);

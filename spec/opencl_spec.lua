@@ -326,6 +326,24 @@ describe("opencl backend", function()
     end)
   end)
 
+  describe("asynchronous runs", function()
+    it("a sync enqueues without waiting: many steps in flight (buffers reused) give the CPU's values", function()
+      local c, o = both(function()
+        ltc.manual_seed(5)
+        local x, w = ltc.randn(37, 5), ltc.randn(5, 5) * 0.3
+        local seen = {}
+        for i = 1, 30 do
+          x = (x:matmul(w) * 1.5 + i):tanh() -- each step's buffers come back to the cache
+          ltc.sync()
+          if i % 10 == 0 then seen[#seen + 1] = x:sum(1) end
+        end
+        if ltc.get_backend() == "opencl" then ocl.finish() end
+        return x, table.unpack(seen)
+      end)
+      for i = 1, #c do close(c[i][1], o[i][1], 1e-5) end
+    end)
+  end)
+
   describe("programs", function()
     it("are cached by source: a second identical graph builds nothing", function()
       ltc.set_backend("opencl")

@@ -866,6 +866,12 @@ static void plan_fusion(lw *w) {
     }
 }
 
+static bool is_root_slot(const ocl_comp *c, int slot) {
+    for (int r = 0; r < c->n_roots; r++)
+        if (c->root_slots[r] == slot) return true;
+    return false;
+}
+
 ltc_status ocl_lower(const ltc_lowering_ctx *ctx, ocl_comp **out) {
     ltc_status st = LTC_OK;
     int nn = ctx->n_nodes;
@@ -982,6 +988,29 @@ ltc_status ocl_lower(const ltc_lowering_ctx *ctx, ocl_comp **out) {
             c->last_use[s->bslot] = i;
         }
     }
+    /* the slots released after each step: intermediates at their last use */
+    c->free_at = calloc((size_t)c->n_steps + 2, sizeof *c->free_at);
+    c->free_slots = malloc(sizeof(int) * ((size_t)c->n_slots + 1));
+    if (!c->free_at || !c->free_slots) {
+        st = lw_nomem();
+        goto fail;
+    }
+    for (int i = 0; i < c->n_slots; i++)
+        if (c->last_use[i] >= 0 && !is_root_slot(c, i)) c->free_at[c->last_use[i] + 1]++;
+    for (int i = 0; i < c->n_steps; i++) c->free_at[i + 1] += c->free_at[i];
+    {
+        int *fill = calloc((size_t)c->n_steps + 1, sizeof *fill);
+        if (!fill) {
+            st = lw_nomem();
+            goto fail;
+        }
+        for (int i = 0; i < c->n_slots; i++)
+            if (c->last_use[i] >= 0 && !is_root_slot(c, i)) {
+                int at = c->last_use[i];
+                c->free_slots[c->free_at[at] + fill[at]++] = i;
+            }
+        free(fill);
+    }
     *out = c;
 fail: /* the walk's scratch, on success and failure alike; c itself only on failure */
     if (c)
@@ -1013,5 +1042,7 @@ void ocl_comp_free(ocl_comp *c) {
     free(c->root_slots);
     free(c->source);
     free(c->last_use);
+    free(c->free_at);
+    free(c->free_slots);
     free(c);
 }

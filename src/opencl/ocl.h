@@ -159,6 +159,8 @@ typedef struct ocl_comp {
     cl_program program;    /* retained from the program cache */
     cl_kernel *kernels;
     int *last_use;         /* per slot: the last step reading it (-1 none) */
+    int *free_at;          /* n_steps + 1 offsets into free_slots: the intermediates (not */
+    int *free_slots;       /* roots) whose last use is step i, released after it */
     bool checks;
 } ocl_comp;
 
@@ -170,7 +172,10 @@ bool ocl_op_lowered(int op);
  * fallback runs the others on the CPU backend. */
 bool ocl_node_lowered(const ltc_node *n);
 void ocl_comp_free(ocl_comp *c);
-/* Runs c; buffers come from `pool` (a capture's, or NULL: the allocator's cache). */
+/* Waits for everything enqueued on the device; a device error is returned (device lost). */
+ltc_status ocl_finish(void);
+/* Runs c (enqueues it: no wait, exec.c); buffers come from `pool` (a capture's, or NULL: the
+ * allocator's cache). */
 ltc_status ocl_run(ocl_comp *c, ltc_data *const *args, ltc_data **outs, ltc_pool *pool);
 
 /* Builds (or finds in the memory cache, then the disk cache) the program of `source`.

@@ -326,6 +326,23 @@ describe("opencl backend", function()
     end)
   end)
 
+  describe("float32 exp (the preamble's ltc_expf)", function()
+    it("is within 2 ulp of the CPU's over the whole range; inf, -inf, NaN, overflow and subnormals as the CPU", function()
+      local vals = { 0 / 0, math.huge, -math.huge, 0, 88.72, 88.7228, 88.73, 89, 100, -87.3, -100,
+        -103.9, -103.98, -104, -110, 1e-8, -1e-8 }
+      for i = 1, 4000 do vals[#vals + 1] = (i - 2000) / 2000 * 104 end
+      local c, o = both(function() return ltc.tensor(vals):exp() end)
+      c, o = c[1][1], o[1][1]
+      for i = 1, #vals do
+        local a, b = c[i], o[i]
+        if a ~= a then assert.is_true(b ~= b, "NaN at " .. vals[i])
+        elseif a == math.huge or a == 0 then assert.are.equal(a, b, "at " .. vals[i])
+        elseif a < 1.2e-38 then assert.is_true(math.abs(a - b) <= 1.5e-45, "subnormal at " .. vals[i])
+        else assert.is_true(math.abs(a - b) <= 2.4e-7 * a, string.format("exp(%.9g): %.9g vs %.9g", vals[i], b, a)) end
+      end
+    end)
+  end)
+
   describe("asynchronous runs", function()
     it("a sync enqueues without waiting: many steps in flight (buffers reused) give the CPU's values", function()
       local c, o = both(function()

@@ -264,6 +264,11 @@ static ltc_status ew_stmt(lw *w, int ni, group *g) {
                 free(ebuf.s);
                 return st;
             }
+            /* float32 exp: the preamble's ltc_expf (kernels.c) */
+            if (!done && odt == LTC_F32 && len == 3 && !strncmp(p, "exp", 3) && *q == '(') {
+                ocl_sb_printf(e, "ltc_expf");
+                done = true;
+            }
             if (!done) ocl_sb_printf(e, "%.*s", (int)len, p);
             p = q;
         } else if (*p >= '0' && *p <= '9') { /* a number: copy whole (1e-5, 0.5f) */

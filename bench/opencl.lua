@@ -38,6 +38,7 @@ local function chain()
   y = nil
   y = (a * b + c):relu() * 0.5 + (-a):exp()
   ltc.sync()
+  ocl.finish() -- a sync does not wait for the device
 end
 chain()
 local t_chain = lib.best(chain, reps) * 1e3
@@ -58,6 +59,7 @@ local function gemm()
   gy = nil
   gy = ga:matmul(gb)
   ltc.sync()
+  ocl.finish()
 end
 gemm()
 local t_gemm = lib.best(gemm, reps) * 1e3
@@ -93,6 +95,7 @@ local function mlp(backend)
   local t0 = ltc.clock()
   local loss
   for i = 1, STEPS do loss = step(i) end
+  if backend == "opencl" then ocl.finish() end
   local ms = (ltc.clock() - t0) / STEPS * 1e3
   return ms, loss:item()
 end
@@ -139,6 +142,7 @@ local function cnn(backend)
   for _ = 1, 2 do step() end -- warm-up: compiles
   local f0, t0 = fallbacks(), ltc.clock()
   for _ = 1, CNN_STEPS do step() end
+  if backend == "opencl" then ocl.finish() end
   return (ltc.clock() - t0) / CNN_STEPS * 1e3, loss:item(), (fallbacks() - f0) / CNN_STEPS
 end
 local cdev_ms, cdev_loss, cdev_fb = cnn("opencl")

@@ -50,6 +50,27 @@ describe("opencl kernels for CNN and LSTM", function()
         end, 1e-4)
       end)
     end
+    it("runs as im2col and a CLBlast GEMM (groups 1; grouped ones direct), one program for every batch size", function()
+      ltc.set_backend("opencl")
+      local w, b = ltc.randn(5, 3, 3, 3), ltc.randn(5)
+      local builds
+      for i, n in ipairs { 4, 3, 1 } do
+        local x = ltc.randn(n, 3, 8, 8)
+        local y = ltc.conv2d(x, w, b, 1, 1)
+        local g = ltc.randn(n, 5, 8, 8)
+        local gi = ltc.conv2d_backward_input(g, w, { n, 3, 8, 8 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, 1)
+        local gw = ltc.conv2d_backward_weight(g, x, { 5, 3, 3, 3 }, { 1, 1 }, { 1, 1 }, { 1, 1 }, 1)
+        for _, t in ipairs { y, gi, gw } do
+          assert.matches("CLBlast gemm %(conv2d", ltc.debug.backend_text(t))
+        end
+        ltc.sync()
+        local now = ltc.metrics.counter("OpenCLProgramBuild") + ltc.metrics.counter("OpenCLProgramDiskHit")
+        if i > 1 then assert.are.equal(builds, now, "a program was built for batch " .. n) end
+        builds = now
+      end
+      local y = ltc.conv2d(ltc.randn(2, 4, 6, 6), ltc.randn(4, 2, 3, 3), nil, 1, 1, 1, 2)
+      assert.is_nil(ltc.debug.backend_text(y):match("CLBlast gemm"))
+    end)
     it("of an empty batch is empty, and its weight gradient 0", function()
       same(function()
         local x, w = ltc.zeros(0, 2, 5, 5), ltc.ones(3, 2, 3, 3)

@@ -99,7 +99,7 @@ describe("opencl backend", function()
                             "sum", "reshape", "ones", "argmax", "eq", "mean" }) do
       assert.is_true(lowered_ops[name] or false, name)
     end
-    assert.is_nil(lowered_ops.cumsum) -- an op it leaves to the eager fallback
+    assert.is_nil(lowered_ops.flip) -- an op it leaves to the eager fallback
   end)
 
   it("lowers every op of the CNN's and the char LSTM's training steps", function()
@@ -319,10 +319,45 @@ describe("opencl backend", function()
     it("runs ops the backend does not lower on the host and counts them", function()
       local c, o, fb = both(function()
         local a = ltc.tensor(A)
-        return ltc.cat({ a, a }, 1):cumsum(2) + 1
+        return ltc.cat({ a, a }, 1):flip({ 2 }) + 1
       end)
       close(c[1][1], o[1][1])
       assert.is_true(fb >= 1)
+    end)
+  end)
+
+  describe("float32 exp (the preamble's ltc_expf)", function()
+    it("is within 2 ulp of the CPU's over the whole range; inf, -inf, NaN, overflow and subnormals as the CPU", function()
+      local vals = { 0 / 0, math.huge, -math.huge, 0, 88.72, 88.7228, 88.73, 89, 100, -87.3, -100,
+        -103.9, -103.98, -104, -110, 1e-8, -1e-8 }
+      for i = 1, 4000 do vals[#vals + 1] = (i - 2000) / 2000 * 104 end
+      local c, o = both(function() return ltc.tensor(vals):exp() end)
+      c, o = c[1][1], o[1][1]
+      for i = 1, #vals do
+        local a, b = c[i], o[i]
+        if a ~= a then assert.is_true(b ~= b, "NaN at " .. vals[i])
+        elseif a == math.huge or a == 0 then assert.are.equal(a, b, "at " .. vals[i])
+        elseif a < 1.2e-38 then assert.is_true(math.abs(a - b) <= 1.5e-45, "subnormal at " .. vals[i])
+        else assert.is_true(math.abs(a - b) <= 2.4e-7 * a, string.format("exp(%.9g): %.9g vs %.9g", vals[i], b, a)) end
+      end
+    end)
+  end)
+
+  describe("asynchronous runs", function()
+    it("a sync enqueues without waiting: many steps in flight (buffers reused) give the CPU's values", function()
+      local c, o = both(function()
+        ltc.manual_seed(5)
+        local x, w = ltc.randn(37, 5), ltc.randn(5, 5) * 0.3
+        local seen = {}
+        for i = 1, 30 do
+          x = (x:matmul(w) * 1.5 + i):tanh() -- each step's buffers come back to the cache
+          ltc.sync()
+          if i % 10 == 0 then seen[#seen + 1] = x:sum(1) end
+        end
+        if ltc.get_backend() == "opencl" then ocl.finish() end
+        return x, table.unpack(seen)
+      end)
+      for i = 1, #c do close(c[i][1], o[i][1], 1e-5) end
     end)
   end)
 
@@ -411,7 +446,7 @@ describe("opencl backend", function()
         ltc.sync()
         local g = ltc.Graph { device = ltc.get_backend() }
         g:capture_begin()
-        local y = (x * 2):tril() + 1 -- tril: the CPU lowers it, the device does not
+        local y = (x * 2):flip({ 1, 2 }) + 1 -- flip: the CPU lowers it, the device does not
         g:capture_end()
         local seen = { y:totable() }
         x:copy_(ltc.tensor({ { 0, 1, 0 }, { 2, 2, 2 } }))
@@ -422,9 +457,9 @@ describe("opencl backend", function()
       ltc.set_backend("cpu")
       local c = run()
       ltc.set_backend("opencl")
-      local f0 = ltc.metrics.counter("EagerFallback::tril")
+      local f0 = ltc.metrics.counter("EagerFallback::flip")
       local o = run()
-      assert.are.equal(2, ltc.metrics.counter("EagerFallback::tril") - f0)
+      assert.are.equal(2, ltc.metrics.counter("EagerFallback::flip") - f0)
       close(c, o)
     end)
     it("replays from the graph's pool: steady-state replays allocate nothing", function()
@@ -505,9 +540,32 @@ describe("opencl backend", function()
       local ok, err = pcall(function() return ltc.ones(1024, 1024):sum():item() end)
       ocl.set_memory_limit(0)
       assert.is_false(ok)
-      assert.matches("out of device memory: %d+ bytes asked for on ", err)
+      local dev = ocl.open().name:gsub("%p", "%%%0")
+      assert.matches("opencl: out of device memory: 4194304 bytes asked for on " .. dev .. " %(", err)
       close({ 2, 4, 6 }, keep:totable())
       assert.are.equal(1024 * 1024, ltc.ones(1024, 1024):sum():item())
+    end)
+    it("out of device memory making a tensor or a scalar keeps the bytes and the device in the message", function()
+      ltc.set_backend("opencl")
+      local x = ltc.ones(4)
+      x:sum():item()
+      ocl.trim()
+      ocl.set_memory_limit(1)
+      local msgs = {}
+      for i, f in ipairs {
+        function() return ltc.tensor({ 1, 2, 3 }) end,              -- data_from_host: 12 bytes
+        function() return ltc.tensor(3.5) end,                      -- a 0-d float32: 4 bytes
+        function() return x * 2.5 end,                              -- a weak scalar (float64): 8 bytes
+      } do
+        local ok, err = pcall(f)
+        msgs[i] = ok and "no error" or tostring(err)
+      end
+      ocl.set_memory_limit(0)
+      local dev = ocl.open().name:gsub("%p", "%%%0")
+      for i, bytes in ipairs { 12, 4, 8 } do
+        assert.matches("opencl: out of device memory: " .. bytes .. " bytes asked for on " .. dev .. " %(", msgs[i])
+      end
+      close({ 2.5, 2.5, 2.5, 2.5 }, (x * 2.5):totable()) -- the runtime goes on
     end)
     it("out of device memory during a capture: a Lua error naming bytes and device; capture works after", function()
       ltc.set_backend("opencl")

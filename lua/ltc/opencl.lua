@@ -52,6 +52,10 @@ end
 --- lowered_ops() -> {name = true, ...}: the ops run on the device (float32 operands); the
 -- others (and integer pow, 1-d matmul, ...) run through the eager fallback, counted.
 M.lowered_ops = C.lowered_ops
+--- finish(): waits until the device has run everything enqueued. A sync enqueues its
+-- kernels and returns without waiting for them (the queue is in order: reading a value,
+-- t:item() or t:totable(), waits for what it needs), so timing device work needs finish().
+M.finish = C.finish
 M.set_memory_limit = C.set_memory_limit   -- (bytes) cap on device memory, 0 = the device's
 M.trim = C.trim                           -- () frees cached device buffers
 M.last_build_log = C.last_build_log       -- () source and log of the last failed build

@@ -106,6 +106,19 @@ extern _Thread_local int ltc_guard_ordinal;
 /* Copies bytes [offset, offset + n) of d's value to host: the backend's data_read slot, or
  * its data_to_host of the whole value into a scratch buffer. */
 ltc_status ltc_data_read(const ltc_data *d, size_t offset, size_t n, void *host);
+/* *out: new data on b (a new reference) holding `host`, the value of `shape`: b's
+ * data_from_scalar when `scalar` (and b has one), else its data_from_host. When the slot
+ * fails, the message it left is kept as it is (a device backend names the bytes asked for and
+ * the device there); a slot that left none gets "out of memory for N bytes on <backend>".
+ * Every core path that makes backend data from host bytes goes through here, so no caller
+ * overwrites the backend's message with a vaguer one. */
+ltc_status ltc_data_from_host(ltc_backend *b, const ltc_shape *shape, const void *host,
+                              bool scalar, ltc_data **out);
+/* The same for b's data_placeholder (the executor's outputs). */
+ltc_status ltc_data_placeholder(ltc_backend *b, const ltc_shape *shape, ltc_data **out);
+/* How many errors this thread has set (error.c): a call that fails without changing it left
+ * no message of its own. */
+unsigned ltc_error_serial(void);
 /* *out: new data on `to` holding d's value (a new reference). Counted as DeviceTransfer. */
 ltc_status ltc_data_transfer(ltc_data *d, ltc_backend *to, ltc_data **out);
 /* A new tensor holding d (the reference is taken over, released on failure), on d's

@@ -30,6 +30,28 @@ ltc_status ltc_data_read(const ltc_data *d, size_t offset, size_t n, void *host)
     return st;
 }
 
+/* The error of a data slot of b that returned NULL for `shape`: its own message if it left
+ * one since `serial`, else a generic one naming the bytes and the backend. */
+static ltc_status data_slot_failed(ltc_backend *b, const ltc_shape *shape, unsigned serial) {
+    if (ltc_error_serial() != serial) return LTC_ERR_NOMEM;
+    return ltc_errorf(LTC_ERR_NOMEM, "out of memory for %zu bytes on %s", ltc_shape_nbytes(shape),
+                      b->name);
+}
+
+ltc_status ltc_data_from_host(ltc_backend *b, const ltc_shape *shape, const void *host,
+                              bool scalar, ltc_data **out) {
+    unsigned serial = ltc_error_serial();
+    *out = scalar && b->iface->data_from_scalar ? b->iface->data_from_scalar(b, shape, host)
+                                                : b->iface->data_from_host(b, shape, host);
+    return *out ? LTC_OK : data_slot_failed(b, shape, serial);
+}
+
+ltc_status ltc_data_placeholder(ltc_backend *b, const ltc_shape *shape, ltc_data **out) {
+    unsigned serial = ltc_error_serial();
+    *out = b->iface->data_placeholder(b, shape);
+    return *out ? LTC_OK : data_slot_failed(b, shape, serial);
+}
+
 ltc_status ltc_data_transfer(ltc_data *d, ltc_backend *to, ltc_data **out) {
     static int64_t *c_transfer;
     void *buf = malloc(d->nbytes ? d->nbytes : 1);
@@ -37,8 +59,7 @@ ltc_status ltc_data_transfer(ltc_data *d, ltc_backend *to, ltc_data **out) {
         return ltc_errorf(LTC_ERR_NOMEM, "out of memory moving %zu bytes to %s", d->nbytes,
                           to->name);
     ltc_status st = d->backend->iface->data_to_host(d->backend, d, buf);
-    if (!st && !(*out = to->iface->data_from_host(to, &d->shape, buf)))
-        st = ltc_errorf(LTC_ERR_NOMEM, "out of memory for %zu bytes on %s", d->nbytes, to->name);
+    if (!st) st = ltc_data_from_host(to, &d->shape, buf, false, out);
     free(buf);
     LTC_COUNT(c_transfer, "DeviceTransfer", 1);
     return st;

@@ -6,8 +6,10 @@
 #include "ltc.h"
 
 static _Thread_local char err_buf[1024];
+static _Thread_local unsigned err_serial; /* counts ltc_errorf calls (ltc_error_serial) */
 
 const char *ltc_last_error(void) { return err_buf; }
+unsigned ltc_error_serial(void) { return err_serial; }
 
 ltc_status ltc_errorf(ltc_status st, const char *fmt, ...) {
     /* formatted aside first: an argument may be ltc_last_error() itself ("load: %s: %s") */
@@ -17,6 +19,7 @@ ltc_status ltc_errorf(ltc_status st, const char *fmt, ...) {
     vsnprintf(tmp, sizeof tmp, fmt, ap);
     va_end(ap);
     memcpy(err_buf, tmp, sizeof err_buf);
+    err_serial++;
     return st;
 }
 

@@ -241,10 +241,9 @@ ltc_status ltc_execute(ltc_computation *c, ltc_data *const *args, ltc_data **out
     if ((b->iface->flags & LTC_BACKEND_FILLS_PLACEHOLDERS) && b->iface->data_placeholder)
         /* PyTorch: a computation's outputs are placeholders that running it fills */
         for (int i = 0; i < c->n_outputs; i++)
-            if (!(outs[i] = b->iface->data_placeholder(b, &c->out_shapes[i]))) {
+            if (ltc_data_placeholder(b, &c->out_shapes[i], &outs[i])) {
                 for (int k = 0; k < i; k++) ltc_data_release(outs[k]), outs[k] = NULL;
-                return ltc_errorf(LTC_ERR_NOMEM, "sync: out of memory for an output of %zu "
-                                  "bytes on %s", ltc_shape_nbytes(&c->out_shapes[i]), b->name);
+                return ltc_error_prefix(LTC_ERR_NOMEM, "sync");
             }
     ltc_status st = b->iface->execute(b, c, args, outs);
     if (st)

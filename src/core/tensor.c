@@ -95,9 +95,9 @@ ltc_status ltc_tensor_from_data(ltc_data *d, ltc_tensor **out) {
 ltc_status ltc_tensor_from_host(const ltc_shape *shape, const void *host, ltc_tensor **out) {
     ltc_backend *b = ltc_backend_default();
     if (!b) return ltc_errorf(LTC_ERR_STATE, "tensor: no backend is registered");
-    ltc_data *d = b->iface->data_from_host(b, shape, host);
-    if (!d) return ltc_errorf(LTC_ERR_NOMEM, "out of memory for %zu bytes", ltc_shape_nbytes(shape));
-    return tensor_from_data(d, false, out);
+    ltc_data *d;
+    ltc_status st = ltc_data_from_host(b, shape, host, false, &d);
+    return st ? st : tensor_from_data(d, false, out);
 }
 
 /* The data of weak scalars, by backend, dtype and value: one per thread, direct-mapped. A
@@ -130,10 +130,11 @@ static void scalar_make_key(void) { (void)pthread_key_create(&scalar_key, scalar
 
 void ltc_scalar_cache_clear(void) { scalar_cache_clear_at(scalar_cache); }
 
-/* data_from_scalar is optional: a 0-d value is also host data of its dtype. */
+/* data_from_scalar is optional: a 0-d value is also host data of its dtype. NULL on
+ * failure, with the backend's message kept (ltc_data_from_host). */
 static ltc_data *from_scalar(ltc_backend *b, const ltc_shape *s, const void *v) {
-    return b->iface->data_from_scalar ? b->iface->data_from_scalar(b, s, v)
-                                      : b->iface->data_from_host(b, s, v);
+    ltc_data *d;
+    return ltc_data_from_host(b, s, v, true, &d) ? NULL : d;
 }
 
 /* New data (one reference) of a 0-d `dt` holding the bytes at v (ltc_dtype_size(dt)). */
@@ -166,7 +167,7 @@ static ltc_status scalar(ltc_dtype dt, const void *v, bool weak, ltc_tensor **ou
         ltc_shape s = {.dtype = dt, .ndim = 0};
         d = from_scalar(b, &s, v);
     }
-    if (!d) return ltc_errorf(LTC_ERR_NOMEM, "out of memory for a scalar");
+    if (!d) return LTC_ERR_NOMEM; /* from_scalar left the message (bytes and device) */
     return tensor_from_data(d, weak, out);
 }
 

@@ -81,8 +81,11 @@ static ltc_status h_replay(ltc_graph_base *gb) {
         }
         for (int k = 0; k < s->n_args && !st; k++) {
             args[k] = resolve(&s->args[k], outs, seed, base);
-            if (!args[k]) st = ltc_errorf(LTC_ERR_STATE, "replay: step %d argument %d has no "
-                                          "data", i + 1, k + 1);
+            if (!args[k] && s->args[k].kind == LTC_BIND_RNG)
+                st = LTC_ERR_NOMEM; /* ocl_buf_new's message names the bytes and the device */
+            else if (!args[k])
+                st = ltc_errorf(LTC_ERR_STATE, "replay: step %d argument %d has no data", i + 1,
+                                k + 1);
             else if (gb->debug && !ltc_shape_equal(&args[k]->shape, &s->comp->param_shapes[k]))
                 st = ltc_errorf(LTC_ERR_STATE, "replay (debug): step %d argument %d does not "
                                 "have the captured shape", i + 1, k + 1);

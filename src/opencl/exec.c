@@ -1,8 +1,9 @@
 /*
  * exec.c - running a computation: parameters bound to their buffers (data of another
  * backend uploaded), each step enqueued in order on the device's in-order queue (kernels,
- * CLBlast GEMMs, aliases), intermediates returned to the allocator after their last use,
- * and the error flag of index-checking kernels read at the end. (Nodes the device does not
+ * CLBlast GEMMs, aliases), intermediates returned to the allocator after their last use
+ * (the queue orders their reuse after it), and the error flag of index-checking kernels
+ * read at the end. A run does not wait for the device (see OCL_MAX_INFLIGHT). (Nodes the device does not
  * lower never get here: the core's eager fallback runs them.)
  */
 #include <pthread.h>
@@ -20,6 +21,10 @@ static ltc_status alloc_slot(ocl_comp *c, ocl_buf **bufs, int slot, ltc_pool *po
 }
 
 static int fail_after; /* ocl_fail_run_after: runs left before a simulated device loss */
+
+/* One run at a time: a computation's kernels are shared (the compile cache serves every
+ * thread) and clSetKernelArg on a shared kernel is not thread-safe. */
+static pthread_mutex_t run_lock = PTHREAD_MUTEX_INITIALIZER;
 
 void ocl_fail_run_after(int n) { fail_after = n; }
 
@@ -111,16 +116,14 @@ static ltc_status check_error(ocl_comp *c, ocl_buf *err) {
     int i = (int)v[0] - 1;
     if (i < 0 || i >= c->n_steps) return ltc_errorf(LTC_ERR_ARG, "opencl: bad error flag");
     const ocl_step *s = &c->steps[i];
-    if (s->op == LTC_OP_CROSS_ENTROPY || s->op == LTC_OP_CROSS_ENTROPY_BACKWARD)
+    if (s->op == LTC_OP_CROSS_ENTROPY || s->op == LTC_OP_CROSS_ENTROPY_BACKWARD ||
+        s->op == LTC_OP_NLL_LOSS || s->op == LTC_OP_NLL_LOSS_BACKWARD)
         return ltc_errorf(LTC_ERR_ARG, "%s: target %lld out of range for %lld classes (labels "
                           "are 1-based)", ltc_op_name(s->op), (long long)v[1], (long long)s->k);
     return ltc_errorf(LTC_ERR_ARG, "%s: index %lld out of range (1..%lld; indices are 1-based)",
                       ltc_op_name(s->op), (long long)v[1], (long long)s->k);
 }
 
-/* One run at a time: a computation's kernels are shared (the compile cache serves every
- * thread) and clSetKernelArg on a shared kernel is not thread-safe. */
-static pthread_mutex_t run_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static ltc_status run_locked(ocl_comp *c, ltc_data *const *args, ltc_data **outs,
                              ltc_pool *pool);
@@ -132,18 +135,38 @@ ltc_status ocl_run(ocl_comp *c, ltc_data *const *args, ltc_data **outs, ltc_pool
     return st;
 }
 
+/* Runs enqueued since the queue last drained. A run does not wait for its kernels (the
+ * queue is in order: later runs, transfers and reads come after them; a read of a value
+ * blocks until it is computed), so tracing the next step overlaps the device's work and a
+ * sync costs no round trip through the driver's threads; every OCL_MAX_INFLIGHT runs one
+ * waits, so a loop that never reads a value cannot queue without bound. */
+#define OCL_MAX_INFLIGHT 8
+static int inflight;
+
+static ltc_status device_failed(cl_int e) {
+    return ltc_errorf(LTC_ERR_BACKEND, "opencl: the device %s failed while running (%s): "
+                      "device lost?", ocl.info.name, ocl_err(e));
+}
+
+ltc_status ocl_finish(void) {
+    if (!ocl.ready) return LTC_OK;
+    pthread_mutex_lock(&run_lock);
+    inflight = 0;
+    cl_int e = clFinish(ocl.queue);
+    pthread_mutex_unlock(&run_lock);
+    return e == CL_SUCCESS ? LTC_OK : device_failed(e);
+}
+
 static ltc_status run_locked(ocl_comp *c, ltc_data *const *args, ltc_data **outs,
                              ltc_pool *pool) {
     ltc_status st = LTC_OK;
     ocl_buf **bufs = calloc((size_t)c->n_slots + 1, sizeof *bufs);
-    bool *keep = calloc((size_t)c->n_slots + 1, 1);
     ocl_buf *err = NULL;
     int r = 0;
-    if (!bufs || !keep) {
+    if (!bufs) {
         st = ltc_errorf(LTC_ERR_NOMEM, "opencl: out of memory");
         goto done;
     }
-    for (int i = 0; i < c->n_roots; i++) keep[c->root_slots[i]] = true;
     for (int i = 0; i < c->n_slots && !st; i++) {
         int p = c->slots[i].param;
         if (p < 0) continue;
@@ -162,18 +185,16 @@ static ltc_status run_locked(ocl_comp *c, ltc_data *const *args, ltc_data **outs
         case OCL_STEP_KERNEL: st = run_kernel(c, s, bufs, err, pool); break;
         case OCL_STEP_GEMM: st = run_gemm(c, s, bufs, pool); break;
         }
-        for (int k = 0; k < c->n_slots && !st; k++) /* intermediates past their last use */
-            if (c->last_use[k] == i && !keep[k] && bufs[k]) {
-                ocl_buf_release(bufs[k]);
-                bufs[k] = NULL;
-            }
+        for (int f = c->free_at[i]; f < c->free_at[i + 1] && !st; f++) { /* past last use */
+            ocl_buf_release(bufs[c->free_slots[f]]);
+            bufs[c->free_slots[f]] = NULL;
+        }
     }
     if (!st) {
-        cl_int e = clFinish(ocl.queue);
+        cl_int e = ++inflight >= OCL_MAX_INFLIGHT ? clFinish(ocl.queue) : clFlush(ocl.queue);
+        if (inflight >= OCL_MAX_INFLIGHT) inflight = 0;
         if (fail_after > 0 && --fail_after == 0) e = CL_OUT_OF_RESOURCES; /* the test hook */
-        if (e != CL_SUCCESS)
-            st = ltc_errorf(LTC_ERR_BACKEND, "opencl: the device %s failed while running (%s): "
-                            "device lost?", ocl.info.name, ocl_err(e));
+        if (e != CL_SUCCESS) st = device_failed(e);
     }
     if (!st && err) st = check_error(c, err);
     for (r = 0; r < c->n_roots && !st; r++) {
@@ -194,6 +215,5 @@ done:
         for (int i = 0; i < c->n_slots; i++) ocl_buf_release(bufs[i]);
     ocl_buf_release(err);
     free(bufs);
-    free(keep);
     return st;
 }

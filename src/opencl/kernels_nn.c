@@ -1,13 +1,13 @@
 /*
  * kernels_nn.c - OpenCL C of the kernel families the CNN and LSTM paths need: conv2d and its
  * two backward ops, max_pool2d and its backward, slice copies (cat, stack, narrow, select
- * and their scatter forms), index_add and scatter_add, arange, and the random ops on the
+ * and their scatter forms), index_add, arange, and the random ops on the
  * core's Philox 4x32-10 (src/core/ltc_rng.h).
  *
  * Semantics are the reference backend's (src/ref/conv.c, pool.c, join.c, scatter.c,
  * index.c, creation.c). Sizes are kernel arguments (long), never constants of the source.
  * Each kernel computes one output element per work item by gathering what it needs (the
- * backward ops and index_add/scatter_add loop over their contributions in the reference's
+ * backward ops and index_add loop over their contributions in the reference's
  * order), so no kernel needs atomics and results do not depend on scheduling.
  */
 #include "ocl.h"
@@ -147,6 +147,68 @@ void ocl_k_conv2d_bwd_weight(ocl_sb *b, const char *name, ltc_dtype dt, bool i32
         t, t, t, t);
 }
 
+/* im2col for a GEMM convolution (groups 1): col [C * KH * KW, N * OH * OW], row (ch, i, j),
+ * column (n, oy, ox), holds the input element that kernel tap (i, j) of channel ch meets at
+ * output (oy, ox), 0 in the padding (multiplied by the weights as a real 0, as the direct
+ * kernel does). */
+void ocl_k_im2col(ocl_sb *b, const char *name, ltc_dtype dt, bool i32) {
+    const char *t = ocl_ctype(dt);
+    ocl_sb_printf(b, "__kernel void %s(__global %s *col, __global const %s *in, " CONV_ARGS ") {\n",
+                  name, t, t);
+    conv_prologue(b, i32);
+    ocl_sb_printf(b,
+        "    (void)K; (void)CG; (void)KG;\n"
+        "    ix_t NP = N * OH * OW;\n"
+        "    if (g >= C * KH * KW * NP) return;\n"
+        "    ix_t q = g %% NP, r = g / NP;\n"
+        "    ix_t ox = q %% OW, u = q / OW, oy = u %% OH, n = u / OH;\n"
+        "    ix_t j = r %% KW; u = r / KW;\n"
+        "    ix_t i = u %% KH, ch = u / KH;\n"
+        "    ix_t y = oy * SH - PH + i * DH, x = ox * SW - PW + j * DW;\n"
+        "    col[g] = y >= 0 && y < H && x >= 0 && x < W ? in[((n * C + ch) * H + y) * W + x] : (%s)0;\n}\n\n",
+        t);
+}
+
+/* col2im, the backward of im2col: grad_input[n][ch][y][x] = the sum over the taps (i, j)
+ * whose output (oy, ox) reads (y, x) of dcol[(ch, i, j), (n, oy, ox)]. */
+void ocl_k_col2im(ocl_sb *b, const char *name, ltc_dtype dt, bool i32) {
+    const char *t = ocl_ctype(dt);
+    ocl_sb_printf(b, "__kernel void %s(__global %s *out, __global const %s *dcol, " CONV_ARGS ") {\n",
+                  name, t, t);
+    conv_prologue(b, i32);
+    ocl_sb_printf(b,
+        "    (void)K; (void)CG; (void)KG;\n"
+        "    if (g >= N * C * H * W) return;\n"
+        "    ix_t x = g %% W, r = g / W, y = r %% H; r /= H;\n"
+        "    ix_t ch = r %% C, n = r / C, NP = N * OH * OW;\n"
+        "    %s s = 0;\n"
+        "    for (ix_t i = 0; i < KH; i++) {\n"
+        "        ix_t ty = y + PH - i * DH;\n"
+        "        if (ty < 0 || ty %% SH || ty / SH >= OH) continue;\n"
+        "        for (ix_t j = 0; j < KW; j++) {\n"
+        "            ix_t tx = x + PW - j * DW;\n"
+        "            if (tx < 0 || tx %% SW || tx / SW >= OW) continue;\n"
+        "            s += dcol[((ch * KH + i) * KW + j) * NP + (n * OH + ty / SH) * OW + tx / SW];\n"
+        "        }\n"
+        "    }\n"
+        "    out[g] = s;\n}\n\n",
+        t);
+}
+
+/* out [A, B, P] = in [B, A, P] with its first two dims swapped (plus bias[b] when given): the
+ * GEMM convolution's [K, N * P] results to [N, K, P], and grad_output the other way. */
+void ocl_k_swap01(ocl_sb *b, const char *name, ltc_dtype dt, bool bias) {
+    const char *t = ocl_ctype(dt);
+    ocl_sb_printf(b,
+        "__kernel void %s(__global %s *out, __global const %s *in%s%s%s, long A, long B, long P) {\n"
+        "    long g = get_global_id(0);\n"
+        "    if (g >= A * B * P) return;\n"
+        "    long p = g %% P, r = g / P, bb = r %% B, aa = r / B;\n"
+        "    out[g] = in[(bb * A + aa) * P + p]%s;\n}\n\n",
+        name, t, t, bias ? ", __global const " : "", bias ? t : "", bias ? " *bias" : "",
+        bias ? " + bias[bb]" : "");
+}
+
 /* ---- max pooling ---------------------------------------------------------------------------- */
 
 #define POOL_ARGS                                                                              \
@@ -256,7 +318,7 @@ void ocl_k_slice(ocl_sb *b, const char *name, ltc_dtype in, ltc_dtype out, bool 
     else ocl_sb_printf(b, "(%s)v;\n}\n\n", ot);
 }
 
-/* ---- index_add and scatter_add ------------------------------------------------------------------ */
+/* ---- index_add ------------------------------------------------------------------ */
 
 /* index_add along a dim: out[o, v, k] = self[o, v, k] + the sum, in index order, of
  * src[o, j, k] over the j with index[j] == v + 1. Every work item reads every index, so an
@@ -274,27 +336,6 @@ void ocl_k_index_add(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it) {
         "    %s s = self[g];\n"
         "    for (long j = 0; j < m; j++) {\n"
         "        long x = (long)index[j];\n"
-        "        if (x < 1 || x > n) { err[0] = step + 1; err[1] = x; continue; }\n"
-        "        if (x == v + 1) s += src[(o * m + j) * inner + k];\n"
-        "    }\n"
-        "    out[g] = s;\n}\n\n",
-        name, t, t, ocl_ctype(it), t, t);
-}
-
-/* scatter_add along a dim, index and src of self's size but along the dim (m entries):
- * out[o, v, k] = self[o, v, k] + the sum over j of src[o, j, k] where index[o, j, k] == v + 1. */
-void ocl_k_scatter_add(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it) {
-    const char *t = ocl_ctype(dt);
-    ocl_sb_printf(b,
-        "__kernel void %s(__global %s *out, __global const %s *self, __global const %s *index,\n"
-        "                 __global const %s *src, long outer, long n, long m, long inner,\n"
-        "                 __global long *err, long step) {\n"
-        "    long g = get_global_id(0);\n"
-        "    if (g >= outer * n * inner) return;\n"
-        "    long k = g %% inner, r = g / inner, v = r %% n, o = r / n;\n"
-        "    %s s = self[g];\n"
-        "    for (long j = 0; j < m; j++) {\n"
-        "        long x = (long)index[(o * m + j) * inner + k];\n"
         "        if (x < 1 || x > n) { err[0] = step + 1; err[1] = x; continue; }\n"
         "        if (x == v + 1) s += src[(o * m + j) * inner + k];\n"
         "    }\n"

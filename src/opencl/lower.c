@@ -264,6 +264,11 @@ static ltc_status ew_stmt(lw *w, int ni, group *g) {
                 free(ebuf.s);
                 return st;
             }
+            /* float32 exp: the preamble's ltc_expf (kernels.c) */
+            if (!done && odt == LTC_F32 && len == 3 && !strncmp(p, "exp", 3) && *q == '(') {
+                ocl_sb_printf(e, "ltc_expf");
+                done = true;
+            }
             if (!done) ocl_sb_printf(e, "%.*s", (int)len, p);
             p = q;
         } else if (*p >= '0' && *p <= '9') { /* a number: copy whole (1e-5, 0.5f) */
@@ -744,7 +749,7 @@ static bool family_ok(const ltc_node *n) {
 
 bool ocl_node_lowered(const ltc_node *n) {
     return n->op == LTC_OP_DEVICE_DATA || is_alias(n) || ew_expr_of(n) || gemm_lowerable(n) ||
-           family_ok(n) || ocl_nn_lowers(n);
+           family_ok(n) || ocl_nn_lowers(n) || ocl_more_lowers(n);
 }
 
 bool ocl_op_lowered(int op) {
@@ -767,6 +772,13 @@ bool ocl_op_lowered(int op) {
     case LTC_OP_SCATTER_ADD: case LTC_OP_ARANGE: case LTC_OP_RAND: case LTC_OP_RANDN:
     case LTC_OP_RANDINT: case LTC_OP_BERNOULLI: case LTC_OP_BERNOULLI_P: case LTC_OP_DROPOUT:
     case LTC_OP_NORM:
+    /* lower_more.c's */
+    case LTC_OP_LAYER_NORM: case LTC_OP_BATCH_NORM: case LTC_OP_NLL_LOSS:
+    case LTC_OP_NLL_LOSS_BACKWARD: case LTC_OP_GATHER: case LTC_OP_SCATTER: case LTC_OP_TRIL:
+    case LTC_OP_TRIU: case LTC_OP_AVG_POOL2D: case LTC_OP_AVG_POOL2D_BACKWARD:
+    case LTC_OP_CUMSUM: case LTC_OP_CUMPROD: case LTC_OP_SORT: case LTC_OP_ARGSORT:
+    case LTC_OP_TOPK: case LTC_OP_VAR: case LTC_OP_STD: case LTC_OP_PROD:
+    case LTC_OP_LOGSUMEXP: case LTC_OP_ALL: case LTC_OP_ANY:
         return true;
     default: break;
     }
@@ -796,6 +808,7 @@ static ltc_status lower_node(lw *w, int ni) {
     ltc_status st = lower_family(w, n, out, &done);
     if (st || done) return st;
     if ((st = ocl_lower_nn(w, n, out, &done)) || done) return st;
+    if ((st = ocl_lower_more(w, n, out, &done)) || done) return st;
     /* the core's eager fallback runs what ocl_node_lowered refuses: never here */
     return ltc_errorf(LTC_ERR_BACKEND, "opencl: %s reached the device's lowering but is not "
                       "lowered (ocl_node_lowered and the lowering disagree)", ltc_op_name(n->op));
@@ -856,6 +869,12 @@ static void plan_fusion(lw *w) {
         }
         w->skip[i] = all;
     }
+}
+
+static bool is_root_slot(const ocl_comp *c, int slot) {
+    for (int r = 0; r < c->n_roots; r++)
+        if (c->root_slots[r] == slot) return true;
+    return false;
 }
 
 ltc_status ocl_lower(const ltc_lowering_ctx *ctx, ocl_comp **out) {
@@ -974,6 +993,29 @@ ltc_status ocl_lower(const ltc_lowering_ctx *ctx, ocl_comp **out) {
             c->last_use[s->bslot] = i;
         }
     }
+    /* the slots released after each step: intermediates at their last use */
+    c->free_at = calloc((size_t)c->n_steps + 2, sizeof *c->free_at);
+    c->free_slots = malloc(sizeof(int) * ((size_t)c->n_slots + 1));
+    if (!c->free_at || !c->free_slots) {
+        st = lw_nomem();
+        goto fail;
+    }
+    for (int i = 0; i < c->n_slots; i++)
+        if (c->last_use[i] >= 0 && !is_root_slot(c, i)) c->free_at[c->last_use[i] + 1]++;
+    for (int i = 0; i < c->n_steps; i++) c->free_at[i + 1] += c->free_at[i];
+    {
+        int *fill = calloc((size_t)c->n_steps + 1, sizeof *fill);
+        if (!fill) {
+            st = lw_nomem();
+            goto fail;
+        }
+        for (int i = 0; i < c->n_slots; i++)
+            if (c->last_use[i] >= 0 && !is_root_slot(c, i)) {
+                int at = c->last_use[i];
+                c->free_slots[c->free_at[at] + fill[at]++] = i;
+            }
+        free(fill);
+    }
     *out = c;
 fail: /* the walk's scratch, on success and failure alike; c itself only on failure */
     if (c)
@@ -1005,5 +1047,7 @@ void ocl_comp_free(ocl_comp *c) {
     free(c->root_slots);
     free(c->source);
     free(c->last_use);
+    free(c->free_at);
+    free(c->free_slots);
     free(c);
 }

@@ -47,5 +47,9 @@ int64_t lw_prod(const ltc_shape *s, int from, int to);
 /* lower_nn.c: whether it lowers node n (its dtypes and sizes included), and lowering it. */
 bool ocl_nn_lowers(const ltc_node *n);
 ltc_status ocl_lower_nn(lw *w, const ltc_node *n, int out, bool *done);
+/* lower_more.c: the same for layer_norm, batch_norm, nll_loss, gather/scatter, tril/triu,
+ * avg_pool2d, cumsum/cumprod and sort/argsort/topk. */
+bool ocl_more_lowers(const ltc_node *n);
+ltc_status ocl_lower_more(lw *w, const ltc_node *n, int out, bool *done);
 
 #endif

@@ -1,9 +1,13 @@
 /*
  * lower_nn.c - lowering the ops of the CNN and LSTM paths to kernels of kernels_nn.c:
  * conv2d (with and without bias) and its backward ops, max_pool2d and its backward, cat,
- * stack, narrow, select, narrow_scatter, select_scatter, index_add, scatter_add, arange and
+ * stack, narrow, select, narrow_scatter, select_scatter, index_add, arange and
  * the random ops (rand, randn, randint, bernoulli, bernoulli.p, dropout), and norm (the LSTM
  * example's gradient clipping).
+ *
+ * Convolutions with groups 1 run as im2col + a CLBlast GEMM (+ a swap of the first two dims
+ * and the bias), their input gradient as GEMM + col2im and their weight gradient as im2col +
+ * GEMM; grouped ones (and column matrices over CONV_COL_MAX elements) use the direct kernels.
  *
  * ocl_nn_lowers says which nodes these are (dtypes and sizes included): the core's eager
  * fallback runs the others (mem.c's `lowers` slot), so the two must agree.
@@ -47,11 +51,146 @@ static bool fits_i32(const ltc_node *n) {
     return true;
 }
 
+/* ---- convolution as im2col + CLBlast GEMM ----------------------------------------------------------- */
+
+/* The column matrix of a GEMM convolution holds at most this many elements; bigger ones (and
+ * grouped convolutions) take the direct kernels. */
+#define CONV_COL_MAX ((int64_t)1 << 26)
+
+/* A CLBlast GEMM step C (m x n) = A (m x k, or its transpose) B (k x n, or its transpose),
+ * row-major, over slots. */
+static ltc_status gemm_step(lw *w, int op, int out, int a, int bslot, bool ta, bool tb, int64_t m,
+                            int64_t nn, int64_t k, ltc_dtype dt) {
+    ocl_step *s = lw_new_step(w, OCL_STEP_GEMM, op, out);
+    if (!s) return lw_nomem();
+    s->a = a;
+    s->bslot = bslot;
+    s->ta = ta;
+    s->tb = tb;
+    s->m = m;
+    s->n = nn;
+    s->k = k;
+    s->batch = 1;
+    s->dtype = dt;
+    s->args[0] = (ocl_arg){.kind = 'd', .f = 1};
+    s->args[1] = (ocl_arg){.kind = 'd', .f = 0};
+    return LTC_OK;
+}
+
+/* The input, weight and output shapes of node n's convolution (forward or backward) and the
+ * index of its stride attr. */
+static void conv_shapes(const ltc_node *n, const ltc_shape **in, const ltc_shape **wt,
+                        const ltc_shape **out, int *at) {
+    switch (n->op) {
+    case LTC_OP_CONV2D_BACKWARD_INPUT:
+        *in = &n->shapes[0], *wt = opshape(n, 1), *out = opshape(n, 0), *at = 1;
+        break;
+    case LTC_OP_CONV2D_BACKWARD_WEIGHT:
+        *in = opshape(n, 1), *wt = &n->shapes[0], *out = opshape(n, 0), *at = 1;
+        break;
+    default: *in = opshape(n, 0), *wt = opshape(n, 1), *out = &n->shapes[0], *at = 0; break;
+    }
+}
+
+static bool conv_gemm_ok(const ltc_node *n) {
+    const ltc_shape *in, *wt, *out;
+    int at;
+    conv_shapes(n, &in, &wt, &out, &at);
+    int b = in->ndim - 3;
+    int64_t ckk = lw_prod(wt, 1, 4), np = (b ? in->dims[0] : 1) * out->dims[b + 1] * out->dims[b + 2];
+    return n->attrs[at + 3].i == 1 && ckk > 0 && np > 0 && wt->dims[0] > 0 &&
+           ckk * np <= CONV_COL_MAX && ltc_shape_numel(in) < ((int64_t)1 << 31);
+}
+
+/* A kernel step of the conv family over slots: out, then the `nin` inputs, then the 17 sizes. */
+static ltc_status conv_kernel(lw *w, ocl_sb *b, const ltc_node *n, int out, const int *ins,
+                              int nin, size_t global) {
+    const ltc_shape *in, *wt, *os;
+    int at;
+    conv_shapes(n, &in, &wt, &os, &at);
+    ocl_step *s = lw_family_step(w, b, n->op, out, global);
+    if (!s) return lw_nomem();
+    lw_arg_buf(s, 'o', out);
+    for (int k = 0; k < nin; k++) lw_arg_buf(s, 'b', ins[k]);
+    conv_args(s, in, wt, os, &n->attrs[at]);
+    return LTC_OK;
+}
+
+/* A swap01 step: out [A, B, P] from in [B, A, P] (+ bias[b] when bias >= 0). */
+static ltc_status swap_step(lw *w, int op, int out, int in, int bias, int64_t a, int64_t bb,
+                            int64_t p, ltc_dtype dt) {
+    ocl_sb b = {0};
+    ocl_k_swap01(&b, KNAME, dt, bias >= 0);
+    ocl_step *s = lw_family_step(w, &b, op, out, (size_t)(a * bb * p));
+    if (!s) return lw_nomem();
+    lw_arg_buf(s, 'o', out);
+    lw_arg_buf(s, 'b', in);
+    if (bias >= 0) lw_arg_buf(s, 'b', bias);
+    lw_arg_long(s, a);
+    lw_arg_long(s, bb);
+    lw_arg_long(s, p);
+    return LTC_OK;
+}
+
+/* Forward: col = im2col(x); y' [K, N*P] = W [K, CKK] col; y = y' swapped to [N, K, P] + bias.
+ * Input gradient: g' [K, N*P] = grad_output swapped; dcol = W^T g'; grad_input = col2im(dcol).
+ * Weight gradient: col = im2col(x); g' as above; dW [K, CKK] = (col g'^T)^T. */
+static ltc_status lower_conv_gemm(lw *w, const ltc_node *n, int out) {
+    const ltc_shape *in, *wt, *os;
+    int at;
+    conv_shapes(n, &in, &wt, &os, &at);
+    ltc_dtype dt = n->shapes[0].dtype;
+    int bd = in->ndim - 3;
+    int64_t nb = bd ? in->dims[0] : 1, kk = wt->dims[0], ckk = lw_prod(wt, 1, 4);
+    int64_t p = os->dims[bd + 1] * os->dims[bd + 2], np = nb * p;
+    int64_t cdims[2] = {ckk, np}, gdims[2] = {kk, np};
+    ltc_shape cs, gs;
+    ltc_shape_make(&cs, dt, 2, cdims);
+    ltc_shape_make(&gs, dt, 2, gdims);
+    bool i32 = ckk * np < ((int64_t)1 << 31) && ltc_shape_numel(in) < ((int64_t)1 << 31);
+    ltc_status st;
+    ocl_sb b = {0};
+    if (n->op == LTC_OP_CONV2D || n->op == LTC_OP_CONV2D_NOBIAS) {
+        int col = lw_new_slot(w, &cs), yp = lw_new_slot(w, &gs), x = lw_opslot(w, n, 0);
+        if (col < 0 || yp < 0) return lw_nomem();
+        ocl_k_im2col(&b, KNAME, dt, i32);
+        if ((st = conv_kernel(w, &b, n, col, &x, 1, (size_t)(ckk * np))) ||
+            (st = gemm_step(w, n->op, yp, lw_opslot(w, n, 1), col, false, false, kk, np, ckk, dt)))
+            return st;
+        return swap_step(w, n->op, out, yp, n->op == LTC_OP_CONV2D ? lw_opslot(w, n, 2) : -1, nb,
+                         kk, p, dt);
+    }
+    int gp = lw_new_slot(w, &gs);
+    if (gp < 0) return lw_nomem();
+    if ((st = swap_step(w, n->op, gp, lw_opslot(w, n, 0), -1, kk, nb, p, dt))) return st;
+    if (n->op == LTC_OP_CONV2D_BACKWARD_INPUT) {
+        int dcol = lw_new_slot(w, &cs);
+        if (dcol < 0) return lw_nomem();
+        if ((st = gemm_step(w, n->op, dcol, lw_opslot(w, n, 1), gp, true, false, ckk, np, kk, dt)))
+            return st;
+        ocl_k_col2im(&b, KNAME, dt, i32);
+        return conv_kernel(w, &b, n, out, &dcol, 1, (size_t)ltc_shape_numel(in));
+    }
+    /* dW^T = col g'^T, then transposed: CLBlast (untuned, as on PoCL) runs this shape about
+     * twice as fast as g' col^T */
+    int64_t tdims[2] = {ckk, kk};
+    ltc_shape ts;
+    ltc_shape_make(&ts, dt, 2, tdims);
+    int col = lw_new_slot(w, &cs), dwt = lw_new_slot(w, &ts), x = lw_opslot(w, n, 1);
+    if (col < 0 || dwt < 0) return lw_nomem();
+    ocl_k_im2col(&b, KNAME, dt, i32);
+    if ((st = conv_kernel(w, &b, n, col, &x, 1, (size_t)(ckk * np))) ||
+        (st = gemm_step(w, n->op, dwt, col, gp, false, true, ckk, kk, np, dt)))
+        return st;
+    return swap_step(w, n->op, out, dwt, -1, kk, ckk, 1, dt);
+}
+
 static ltc_status lower_conv(lw *w, const ltc_node *n, int out) {
     const ltc_shape *os = &n->shapes[0];
     ocl_sb b = {0};
     ocl_step *s;
     bool i32 = fits_i32(n);
+    if (conv_gemm_ok(n)) return lower_conv_gemm(w, n, out);
     switch (n->op) {
     case LTC_OP_CONV2D:
     case LTC_OP_CONV2D_NOBIAS: {
@@ -167,15 +306,14 @@ static ltc_status lower_slices(lw *w, const ltc_node *n, int out) {
     }
 }
 
-/* ---- index_add, scatter_add ---------------------------------------------------------------------- */
+/* ---- index_add ---------------------------------------------------------------------- */
 
 static ltc_status lower_index_add(lw *w, const ltc_node *n, int out) {
     const ltc_shape *ss = opshape(n, 0), *is = opshape(n, 1), *rs = opshape(n, 2);
     int dim = (int)n->attrs[0].i;
-    int64_t m = n->op == LTC_OP_INDEX_ADD ? ltc_shape_numel(is) : is->dims[dim];
+    int64_t m = ltc_shape_numel(is);
     ocl_sb b = {0};
-    if (n->op == LTC_OP_INDEX_ADD) ocl_k_index_add(&b, KNAME, ss->dtype, is->dtype);
-    else ocl_k_scatter_add(&b, KNAME, ss->dtype, is->dtype);
+    ocl_k_index_add(&b, KNAME, ss->dtype, is->dtype);
     ocl_step *s = lw_family_step(w, &b, n->op, out, (size_t)ltc_shape_numel(ss));
     if (!s) return lw_nomem();
     lw_arg_buf(s, 'o', out);
@@ -316,8 +454,7 @@ bool ocl_nn_lowers(const ltc_node *n) {
         for (int k = 0; k < n->n_operands; k++)
             if (opshape(n, k)->dtype == LTC_F64 && !ocl.info.fp64) return false;
         return os->dtype != LTC_F64 || ocl.info.fp64;
-    case LTC_OP_INDEX_ADD:
-    case LTC_OP_SCATTER_ADD: {
+    case LTC_OP_INDEX_ADD: {
         const ltc_shape *ss = opshape(n, 0), *is = opshape(n, 1), *rs = opshape(n, 2);
         int dim = (int)n->attrs[0].i;
         if (ss->ndim == 0 || dim < 0 || dim >= ss->ndim) return false;
@@ -325,9 +462,7 @@ bool ocl_nn_lowers(const ltc_node *n) {
         if (ss->dtype == LTC_F64 && !ocl.info.fp64) return false;
         if (is->dtype != LTC_I64 && is->dtype != LTC_I32) return false;
         if (!same_but(ss, rs, dim)) return false;
-        if (n->op == LTC_OP_INDEX_ADD && ltc_shape_numel(is) != rs->dims[dim]) return false;
-        if (n->op == LTC_OP_SCATTER_ADD && !same_but(ss, is, dim)) return false;
-        if (n->op == LTC_OP_SCATTER_ADD && is->dims[dim] != rs->dims[dim]) return false;
+        if (ltc_shape_numel(is) != rs->dims[dim]) return false;
         /* an empty self checks no index on the device: the host raises as the CPU does */
         return ltc_shape_numel(ss) > 0 || ltc_shape_numel(is) == 0;
     }
@@ -354,8 +489,7 @@ ltc_status ocl_lower_nn(lw *w, const ltc_node *n, int out, bool *done) {
     case LTC_OP_CONV2D_BACKWARD_WEIGHT: return lower_conv(w, n, out);
     case LTC_OP_MAX_POOL2D:
     case LTC_OP_MAX_POOL2D_BACKWARD: return lower_pool(w, n, out);
-    case LTC_OP_INDEX_ADD:
-    case LTC_OP_SCATTER_ADD: return lower_index_add(w, n, out);
+    case LTC_OP_INDEX_ADD: return lower_index_add(w, n, out);
     case LTC_OP_ARANGE: return lower_arange(w, n, out);
     case LTC_OP_NORM: return lower_norm(w, n, out);
     case LTC_OP_RAND:

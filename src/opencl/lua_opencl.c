@@ -100,6 +100,13 @@ static int l_lowered_ops(lua_State *L) {
     return 1;
 }
 
+/* finish(): waits until the device has run everything enqueued (a sync enqueues its
+ * kernels without waiting; reading a value waits for it). Raises if the device failed. */
+static int l_finish(lua_State *L) {
+    if (ocl_finish()) return luaL_error(L, "%s", ltc_last_error());
+    return 0;
+}
+
 /* _fail_run_after(n): the n-th next run on the device fails as a lost device would (tests
  * of the device-lost path; 0 disarms). */
 static int l_fail_run_after(lua_State *L) {
@@ -118,7 +125,7 @@ static const luaL_Reg fns[] = {
     {"lowered_ops", l_lowered_ops},
     {"devices", l_devices}, {"open", l_open}, {"set_memory_limit", l_set_memory_limit},
     {"trim", l_trim}, {"last_build_log", l_last_build_log}, {"_try_build", l_try_build},
-    {"_fail_run_after", l_fail_run_after},
+    {"_fail_run_after", l_fail_run_after}, {"finish", l_finish},
     {NULL, NULL},
 };
 

@@ -8,8 +8,9 @@
  *
  * Files: device.c (platforms, devices, context, queue, errors), mem.c (buffers, the caching
  * allocator, capture pools' buffers, the data slots), lower.c (a graph to steps and OpenCL
- * C; lower.h its walk's state), lower_nn.c (the CNN and LSTM ops' lowering), kernels.c and
- * kernels_nn.c (the source of the hand-written kernel families), program.c (build, memory
+ * C; lower.h its walk's state), lower_nn.c (the CNN and LSTM ops' lowering), lower_more.c
+ * (normalisation, losses, gather/scatter, scans, sorting), kernels.c, kernels_nn.c and
+ * kernels_more.c (the source of the hand-written kernel families), program.c (build, memory
  * and disk cache), exec.c (running steps), capture.c (the graph implementation),
  * lua_opencl.c (the Lua module), bench.c (raw copy and CLBlast figures).
  */
@@ -158,6 +159,8 @@ typedef struct ocl_comp {
     cl_program program;    /* retained from the program cache */
     cl_kernel *kernels;
     int *last_use;         /* per slot: the last step reading it (-1 none) */
+    int *free_at;          /* n_steps + 1 offsets into free_slots: the intermediates (not */
+    int *free_slots;       /* roots) whose last use is step i, released after it */
     bool checks;
 } ocl_comp;
 
@@ -169,7 +172,10 @@ bool ocl_op_lowered(int op);
  * fallback runs the others on the CPU backend. */
 bool ocl_node_lowered(const ltc_node *n);
 void ocl_comp_free(ocl_comp *c);
-/* Runs c; buffers come from `pool` (a capture's, or NULL: the allocator's cache). */
+/* Waits for everything enqueued on the device; a device error is returned (device lost). */
+ltc_status ocl_finish(void);
+/* Runs c (enqueues it: no wait, exec.c); buffers come from `pool` (a capture's, or NULL: the
+ * allocator's cache). */
 ltc_status ocl_run(ocl_comp *c, ltc_data *const *args, ltc_data **outs, ltc_pool *pool);
 
 /* Builds (or finds in the memory cache, then the disk cache) the program of `source`.
@@ -208,14 +214,36 @@ void ocl_k_conv2d(ocl_sb *b, const char *name, ltc_dtype dt, bool bias, bool i32
 void ocl_k_conv2d_bwd_input(ocl_sb *b, const char *name, ltc_dtype dt, bool unit_stride,
                             bool i32);
 void ocl_k_conv2d_bwd_weight(ocl_sb *b, const char *name, ltc_dtype dt, bool i32);
+void ocl_k_im2col(ocl_sb *b, const char *name, ltc_dtype dt, bool i32);
+void ocl_k_col2im(ocl_sb *b, const char *name, ltc_dtype dt, bool i32);
+void ocl_k_swap01(ocl_sb *b, const char *name, ltc_dtype dt, bool bias);
 void ocl_k_max_pool2d(ocl_sb *b, const char *name, ltc_dtype dt, bool i32);
 void ocl_k_max_pool2d_bwd(ocl_sb *b, const char *name, ltc_dtype dt, bool i32);
 void ocl_k_slice(ocl_sb *b, const char *name, ltc_dtype in, ltc_dtype out, bool write);
 void ocl_k_index_add(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it);
-void ocl_k_scatter_add(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it);
 void ocl_k_arange(ocl_sb *b, const char *name, ltc_dtype dt, bool fp64);
 void ocl_k_norm(ocl_sb *b, const char *name, ltc_dtype in, ltc_dtype out, bool fp64);
 void ocl_src_philox(ocl_sb *b, bool fp64);
 void ocl_k_random(ocl_sb *b, const char *name, char kind, ltc_dtype dt, bool fp64);
+
+/* kernels_more.c: normalisation, nll_loss, gather/scatter, triangles, avg pooling, scans
+ * and sorting (see there). */
+void ocl_k_layer_norm(ocl_sb *b, const char *name, ltc_dtype dt, bool fp64);
+void ocl_k_bn_stats(ocl_sb *b, const char *name, ltc_dtype dt, bool fp64);
+void ocl_k_bn_apply(ocl_sb *b, const char *name, ltc_dtype dt, bool fp64);
+void ocl_k_nll_rows(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it);
+void ocl_k_nll_backward(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it, bool per_row,
+                        bool fp64);
+void ocl_k_gather(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it, int r);
+void ocl_k_scatter(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it, ltc_dtype st, int r,
+                   bool add, bool value);
+void ocl_k_triangle(ocl_sb *b, const char *name, ltc_dtype dt, bool upper);
+void ocl_k_avg_pool2d(ocl_sb *b, const char *name, ltc_dtype dt);
+void ocl_k_avg_pool2d_bwd(ocl_sb *b, const char *name, ltc_dtype dt);
+void ocl_k_cumulative(ocl_sb *b, const char *name, ltc_dtype in, ltc_dtype out, bool prod,
+                      bool fp64);
+void ocl_k_sort(ocl_sb *b, const char *name, ltc_dtype dt, bool descending, bool values);
+void ocl_k_reduce_more(ocl_sb *b, const char *name, char kind, ltc_dtype in, ltc_dtype out,
+                       bool fp64);
 
 #endif

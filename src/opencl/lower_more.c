@@ -1,0 +1,398 @@
+/*
+ * lower_more.c - lowering layer_norm, batch_norm, nll_loss and its backward, gather, scatter,
+ * scatter_add, tril, triu, avg_pool2d and its backward, cumsum, cumprod, sort, argsort and
+ * topk, var, std, prod, logsumexp, all and any to the kernels of kernels_more.c (before, each ran on the CPU through the core's
+ * eager fallback, with a host round trip).
+ *
+ * ocl_more_lowers says which nodes these are (dtypes and sizes included): the core's eager
+ * fallback runs the others (mem.c's `lowers` slot), so the two must agree. Every size goes to
+ * the kernels as an argument: one built program serves every batch size.
+ */
+#include "lower.h"
+
+/* Lines longer than this sort on the host: the rank kernel is O(n) per element. */
+#define SORT_MAX_LINE 8192
+
+static const ltc_shape *opshape(const ltc_node *n, int k) {
+    return &n->operands[k].node->shapes[n->operands[k].index];
+}
+
+/* A dtype the device computes in (float64 only where it has fp64). */
+static bool dtype_ok(ltc_dtype dt) { return dt != LTC_F64 || ocl.info.fp64; }
+static bool is_float(ltc_dtype dt) { return dt == LTC_F32 || (dt == LTC_F64 && ocl.info.fp64); }
+static bool is_index(ltc_dtype dt) { return dt == LTC_I64 || dt == LTC_I32; }
+
+/* A floating argument in the accumulator type of the kernels (double where there is fp64). */
+static void arg_acc(ocl_step *s, double v) {
+    s->args[s->n_args++] = (ocl_arg){.kind = ocl.info.fp64 ? 'd' : 'f', .f = v};
+}
+
+/* The error-flag arguments of an index-checking kernel; `range` is what the message names. */
+static void arg_err(lw *w, ocl_step *s, int64_t range) {
+    lw_arg_buf(s, 'e', -1);
+    lw_arg_long(s, w->c->n_steps - 1);
+    s->checks = true;
+    s->k = range;
+}
+
+/* s viewed as [outer, n, inner] around dim (a 0-d tensor: one line of one element). */
+static void split(const ltc_shape *s, int64_t dim, int64_t *outer, int64_t *n, int64_t *inner) {
+    if (s->ndim == 0) {
+        *outer = *n = *inner = 1;
+        return;
+    }
+    *outer = lw_prod(s, 0, (int)dim);
+    *n = s->dims[dim];
+    *inner = lw_prod(s, (int)dim + 1, s->ndim);
+}
+
+static void strides_of(const ltc_shape *s, int64_t *st) {
+    int64_t acc = 1;
+    for (int d = s->ndim - 1; d >= 0; d--) {
+        st[d] = acc;
+        acc *= s->dims[d];
+    }
+}
+
+/* ---- normalisation ---------------------------------------------------------------------------- */
+
+static ltc_status lower_layer_norm(lw *w, const ltc_node *n, int out) {
+    const ltc_shape *xs = opshape(n, 0);
+    int64_t len = ltc_shape_numel(opshape(n, 1)), rows = len ? ltc_shape_numel(xs) / len : 0;
+    ocl_sb b = {0};
+    ocl_k_layer_norm(&b, KNAME, xs->dtype, ocl.info.fp64);
+    ocl_step *s = lw_family_step(w, &b, n->op, out, (size_t)rows);
+    if (!s) return lw_nomem();
+    lw_arg_buf(s, 'o', out);
+    for (int k = 0; k < 3; k++) lw_arg_buf(s, 'b', lw_opslot(w, n, k));
+    lw_arg_long(s, rows);
+    lw_arg_long(s, len);
+    arg_acc(s, n->attrs[1].f);
+    return LTC_OK;
+}
+
+static ltc_status lower_batch_norm(lw *w, const ltc_node *n, int out) {
+    const ltc_shape *xs = opshape(n, 0);
+    int64_t outer, c, inner;
+    split(xs, 1, &outer, &c, &inner);
+    int64_t two_c = 2 * c;
+    ltc_shape ss;
+    ltc_shape_make(&ss, ocl.info.fp64 ? LTC_F64 : LTC_F32, 1, &two_c);
+    int tmp = lw_new_slot(w, &ss);
+    if (tmp < 0) return lw_nomem();
+    ocl_sb b = {0};
+    ocl_k_bn_stats(&b, KNAME, xs->dtype, ocl.info.fp64);
+    ocl_step *s = lw_family_step(w, &b, n->op, tmp, (size_t)c);
+    if (!s) return lw_nomem();
+    lw_arg_buf(s, 'o', tmp);
+    for (int k = 0; k < 5; k++) lw_arg_buf(s, 'b', lw_opslot(w, n, k));
+    lw_arg_long(s, outer);
+    lw_arg_long(s, c);
+    lw_arg_long(s, inner);
+    lw_arg_long(s, n->attrs[0].i != 0);
+    arg_acc(s, n->attrs[1].f);
+    ocl_sb a = {0};
+    ocl_k_bn_apply(&a, KNAME, xs->dtype, ocl.info.fp64);
+    if (!(s = lw_family_step(w, &a, n->op, out, (size_t)ltc_shape_numel(xs)))) return lw_nomem();
+    lw_arg_buf(s, 'o', out);
+    lw_arg_buf(s, 'b', lw_opslot(w, n, 0));
+    lw_arg_buf(s, 'b', tmp);
+    lw_arg_long(s, ltc_shape_numel(xs));
+    lw_arg_long(s, c ? c : 1);
+    lw_arg_long(s, inner ? inner : 1);
+    return LTC_OK;
+}
+
+/* ---- nll_loss ------------------------------------------------------------------------------------ */
+
+static ltc_status lower_nll(lw *w, const ltc_node *n, int out) {
+    bool bwd = n->op == LTC_OP_NLL_LOSS_BACKWARD;
+    const ltc_shape *xs = opshape(n, bwd ? 1 : 0), *ts = opshape(n, bwd ? 2 : 1);
+    int64_t rows = xs->ndim == 2 ? xs->dims[0] : 1, c = xs->dims[xs->ndim - 1];
+    int red = (int)n->attrs[0].i;
+    ocl_sb b = {0};
+    ocl_step *s;
+    if (bwd) {
+        ocl_k_nll_backward(&b, KNAME, xs->dtype, ts->dtype, red == 0 && opshape(n, 0)->ndim > 0,
+                           ocl.info.fp64);
+        if (!(s = lw_family_step(w, &b, n->op, out, (size_t)rows))) return lw_nomem();
+        lw_arg_buf(s, 'o', out);
+        lw_arg_buf(s, 'b', lw_opslot(w, n, 0));
+        lw_arg_buf(s, 'b', lw_opslot(w, n, 2));
+        lw_arg_long(s, rows);
+        lw_arg_long(s, c);
+        lw_arg_long(s, red == 1 && rows ? rows : 1);
+        arg_err(w, s, c);
+        return LTC_OK;
+    }
+    ltc_shape rs;
+    ltc_shape_make(&rs, xs->dtype, 1, &rows);
+    int tmp = red == 0 ? out : lw_new_slot(w, &rs);
+    if (tmp < 0) return lw_nomem();
+    ocl_k_nll_rows(&b, KNAME, xs->dtype, ts->dtype);
+    if (!(s = lw_family_step(w, &b, n->op, tmp, (size_t)rows))) return lw_nomem();
+    lw_arg_buf(s, 'o', tmp);
+    lw_arg_buf(s, 'b', lw_opslot(w, n, 0));
+    lw_arg_buf(s, 'b', lw_opslot(w, n, 1));
+    lw_arg_long(s, rows);
+    lw_arg_long(s, c);
+    arg_err(w, s, c);
+    if (red == 0) return LTC_OK;
+    ocl_sb r = {0};
+    ocl_k_reduce(&r, KNAME, red == 1 ? 'm' : 's', xs->dtype, xs->dtype, ocl.info.fp64);
+    if (!(s = lw_family_step(w, &r, n->op, out, 1))) return lw_nomem();
+    lw_arg_buf(s, 'o', out);
+    lw_arg_buf(s, 'b', tmp);
+    lw_arg_long(s, 1);
+    lw_arg_long(s, rows);
+    lw_arg_long(s, 1);
+    return LTC_OK;
+}
+
+/* ---- gather and scatter ------------------------------------------------------------------------- */
+
+static ltc_status lower_gather(lw *w, const ltc_node *n, int out) {
+    const ltc_shape *ss = opshape(n, 0), *is = opshape(n, 1);
+    int dim = (int)n->attrs[0].i, r = ss->ndim;
+    int64_t sst[LTC_MAX_DIMS];
+    strides_of(ss, sst);
+    ocl_sb b = {0};
+    ocl_k_gather(&b, KNAME, ss->dtype, is->dtype, r);
+    ocl_step *s = lw_family_step(w, &b, n->op, out, (size_t)ltc_shape_numel(is));
+    if (!s) return lw_nomem();
+    lw_arg_buf(s, 'o', out);
+    lw_arg_buf(s, 'b', lw_opslot(w, n, 0));
+    lw_arg_buf(s, 'b', lw_opslot(w, n, 1));
+    lw_arg_long(s, ltc_shape_numel(is));
+    lw_arg_long(s, dim);
+    lw_arg_long(s, ss->dims[dim]);
+    for (int d = 0; d < r; d++) lw_arg_long(s, is->dims[d]);
+    for (int d = 0; d < r; d++) lw_arg_long(s, sst[d]);
+    arg_err(w, s, ss->dims[dim]);
+    return LTC_OK;
+}
+
+static ltc_status lower_scatter(lw *w, const ltc_node *n, int out) {
+    const ltc_shape *ss = opshape(n, 0), *is = opshape(n, 1), *rs = opshape(n, 2);
+    int dim = (int)n->attrs[0].i, r = ss->ndim;
+    bool value = rs->ndim == 0;
+    int64_t ist[LTC_MAX_DIMS], rst[LTC_MAX_DIMS] = {0};
+    strides_of(is, ist);
+    if (!value) strides_of(rs, rst);
+    ocl_sb b = {0};
+    ocl_k_scatter(&b, KNAME, ss->dtype, is->dtype, rs->dtype, r, n->op == LTC_OP_SCATTER_ADD,
+                  value);
+    ocl_step *s = lw_family_step(w, &b, n->op, out, (size_t)ltc_shape_numel(ss));
+    if (!s) return lw_nomem();
+    lw_arg_buf(s, 'o', out);
+    for (int k = 0; k < 3; k++) lw_arg_buf(s, 'b', lw_opslot(w, n, k));
+    lw_arg_long(s, ltc_shape_numel(ss));
+    lw_arg_long(s, dim);
+    lw_arg_long(s, is->dims[dim]);
+    lw_arg_long(s, ss->dims[dim]);
+    for (int d = 0; d < r; d++) lw_arg_long(s, ss->dims[d]);
+    for (int d = 0; d < r; d++) lw_arg_long(s, is->dims[d]);
+    for (int d = 0; d < r; d++) lw_arg_long(s, ist[d]);
+    for (int d = 0; d < r; d++) lw_arg_long(s, rst[d]);
+    arg_err(w, s, ss->dims[dim]);
+    return LTC_OK;
+}
+
+/* ---- tril, triu, avg_pool2d ---------------------------------------------------------------------- */
+
+static ltc_status lower_triangle(lw *w, const ltc_node *n, int out) {
+    const ltc_shape *xs = opshape(n, 0);
+    int64_t total = ltc_shape_numel(xs);
+    ocl_sb b = {0};
+    ocl_k_triangle(&b, KNAME, xs->dtype, n->op == LTC_OP_TRIU);
+    ocl_step *s = lw_family_step(w, &b, n->op, out, (size_t)total);
+    if (!s) return lw_nomem();
+    lw_arg_buf(s, 'o', out);
+    lw_arg_buf(s, 'b', lw_opslot(w, n, 0));
+    lw_arg_long(s, total);
+    lw_arg_long(s, xs->dims[xs->ndim - 2] ? xs->dims[xs->ndim - 2] : 1);
+    lw_arg_long(s, xs->dims[xs->ndim - 1] ? xs->dims[xs->ndim - 1] : 1);
+    lw_arg_long(s, n->attrs[0].i);
+    return LTC_OK;
+}
+
+static ltc_status lower_avg_pool(lw *w, const ltc_node *n, int out) {
+    bool bwd = n->op == LTC_OP_AVG_POOL2D_BACKWARD;
+    const ltc_shape *is = opshape(n, bwd ? 1 : 0), *ps = bwd ? opshape(n, 0) : &n->shapes[0];
+    const ltc_attr *at = n->attrs;
+    int b0 = is->ndim - 2;
+    ocl_sb b = {0};
+    if (bwd) ocl_k_avg_pool2d_bwd(&b, KNAME, is->dtype);
+    else ocl_k_avg_pool2d(&b, KNAME, is->dtype);
+    ocl_step *s = lw_family_step(w, &b, n->op, out, (size_t)ltc_shape_numel(&n->shapes[0]));
+    if (!s) return lw_nomem();
+    lw_arg_buf(s, 'o', out);
+    lw_arg_buf(s, 'b', lw_opslot(w, n, 0));
+    int64_t v[12] = {lw_prod(is, 0, b0), is->dims[b0], is->dims[b0 + 1], ps->dims[b0],
+                     ps->dims[b0 + 1], at[0].ints[0], at[0].ints[1], at[1].ints[0],
+                     at[1].ints[1], at[2].ints[0], at[2].ints[1], at[4].i != 0};
+    for (int i = 0; i < 12; i++) lw_arg_long(s, v[i]);
+    return LTC_OK;
+}
+
+/* ---- scans and sorting ----------------------------------------------------------------------------- */
+
+static ltc_status lower_cumulative(lw *w, const ltc_node *n, int out) {
+    const ltc_shape *xs = opshape(n, 0);
+    int64_t outer, len, inner;
+    split(xs, n->attrs[0].i, &outer, &len, &inner);
+    ocl_sb b = {0};
+    ocl_k_cumulative(&b, KNAME, xs->dtype, n->shapes[0].dtype, n->op == LTC_OP_CUMPROD,
+                     ocl.info.fp64);
+    ocl_step *s = lw_family_step(w, &b, n->op, out, (size_t)(outer * inner));
+    if (!s) return lw_nomem();
+    lw_arg_buf(s, 'o', out);
+    lw_arg_buf(s, 'b', lw_opslot(w, n, 0));
+    lw_arg_long(s, outer);
+    lw_arg_long(s, len);
+    lw_arg_long(s, inner);
+    return LTC_OK;
+}
+
+static ltc_status lower_sort(lw *w, const ltc_node *n, int out) {
+    const ltc_shape *xs = opshape(n, 0);
+    bool topk = n->op == LTC_OP_TOPK, values = n->op != LTC_OP_ARGSORT;
+    int64_t dim = topk ? n->attrs[1].i : n->attrs[0].i, outer, len, inner;
+    bool desc = (topk ? n->attrs[2].i : n->attrs[1].i) != 0;
+    split(xs, dim, &outer, &len, &inner);
+    int64_t k = topk ? n->attrs[0].i : len;
+    ocl_sb b = {0};
+    ocl_k_sort(&b, KNAME, xs->dtype, desc, values);
+    ocl_step *s = lw_family_step(w, &b, n->op, out, (size_t)ltc_shape_numel(xs));
+    if (!s) return lw_nomem();
+    lw_arg_buf(s, 'o', out);
+    if (values) {
+        lw_arg_buf(s, 'o', out + 1);
+        s->n_out = 2;
+    }
+    lw_arg_buf(s, 'b', lw_opslot(w, n, 0));
+    lw_arg_long(s, outer);
+    lw_arg_long(s, len);
+    lw_arg_long(s, inner);
+    lw_arg_long(s, k);
+    return LTC_OK;
+}
+
+/* var, std, prod, logsumexp, all, any over one dim (or everything). */
+static ltc_status lower_reduce_more(lw *w, const ltc_node *n, int out) {
+    const ltc_shape *xs = opshape(n, 0);
+    int64_t dim = n->attrs[0].i, outer = 1, len = ltc_shape_numel(xs), inner = 1;
+    if (dim != LTC_NONE && xs->ndim > 0) split(xs, dim, &outer, &len, &inner);
+    char kind;
+    switch (n->op) {
+    case LTC_OP_VAR: kind = 'v'; break;
+    case LTC_OP_STD: kind = 's'; break;
+    case LTC_OP_PROD: kind = 'p'; break;
+    case LTC_OP_LOGSUMEXP: kind = 'l'; break;
+    case LTC_OP_ALL: kind = 'A'; break;
+    default: kind = 'Y'; break;
+    }
+    ocl_sb b = {0};
+    ocl_k_reduce_more(&b, KNAME, kind, xs->dtype, n->shapes[0].dtype, ocl.info.fp64);
+    ocl_step *s = lw_family_step(w, &b, n->op, out, (size_t)(outer * inner));
+    if (!s) return lw_nomem();
+    lw_arg_buf(s, 'o', out);
+    lw_arg_buf(s, 'b', lw_opslot(w, n, 0));
+    lw_arg_long(s, outer);
+    lw_arg_long(s, len);
+    lw_arg_long(s, inner);
+    lw_arg_long(s, (kind == 'v' || kind == 's') && n->attrs[1].i ? 1 : 0);
+    return LTC_OK;
+}
+
+/* ---- which nodes ------------------------------------------------------------------------------------ */
+
+bool ocl_more_lowers(const ltc_node *n) {
+    const ltc_shape *os = &n->shapes[0], *s0 = n->n_operands ? opshape(n, 0) : NULL;
+    switch (n->op) {
+    case LTC_OP_LAYER_NORM:
+        return n->n_attrs >= 2 && n->n_operands == 3 && is_float(s0->dtype) &&
+               opshape(n, 1)->dtype == s0->dtype && opshape(n, 2)->dtype == s0->dtype &&
+               ltc_shape_numel(opshape(n, 2)) == ltc_shape_numel(opshape(n, 1));
+    case LTC_OP_BATCH_NORM:
+        if (n->n_attrs < 2 || n->n_operands != 5 || !is_float(s0->dtype) || s0->ndim < 2)
+            return false;
+        for (int k = 1; k < 5; k++)
+            if (opshape(n, k)->dtype != s0->dtype || ltc_shape_numel(opshape(n, k)) != s0->dims[1])
+                return false;
+        return true;
+    case LTC_OP_NLL_LOSS:
+        return n->n_attrs >= 1 && is_float(s0->dtype) && s0->ndim >= 1 && s0->ndim <= 2 &&
+               is_index(opshape(n, 1)->dtype);
+    case LTC_OP_NLL_LOSS_BACKWARD: {
+        const ltc_shape *xs = opshape(n, 1);
+        return n->n_attrs >= 1 && is_float(xs->dtype) && s0->dtype == xs->dtype &&
+               xs->ndim >= 1 && xs->ndim <= 2 && is_index(opshape(n, 2)->dtype);
+    }
+    case LTC_OP_GATHER:
+        return n->n_attrs >= 1 && s0->ndim >= 1 && dtype_ok(s0->dtype) &&
+               is_index(opshape(n, 1)->dtype) && opshape(n, 1)->ndim == s0->ndim;
+    case LTC_OP_SCATTER:
+    case LTC_OP_SCATTER_ADD: {
+        const ltc_shape *is = opshape(n, 1), *rs = opshape(n, 2);
+        if (n->n_attrs < 1 || s0->ndim == 0 || !dtype_ok(s0->dtype) || !dtype_ok(rs->dtype) ||
+            !is_index(is->dtype) || is->ndim != s0->ndim || os->dtype != s0->dtype)
+            return false;
+        if (rs->ndim == 0 ? n->op == LTC_OP_SCATTER_ADD
+                          : rs->ndim != s0->ndim || rs->dtype != s0->dtype)
+            return false;
+        /* an empty self checks no index on the device: the host raises as the CPU does */
+        return ltc_shape_numel(s0) > 0 || ltc_shape_numel(is) == 0;
+    }
+    case LTC_OP_TRIL:
+    case LTC_OP_TRIU: return n->n_attrs >= 1 && s0->ndim >= 2 && dtype_ok(s0->dtype);
+    case LTC_OP_AVG_POOL2D:
+    case LTC_OP_AVG_POOL2D_BACKWARD: {
+        const ltc_shape *is = opshape(n, n->op == LTC_OP_AVG_POOL2D ? 0 : 1);
+        return n->n_attrs >= 5 && is_float(is->dtype) && is->ndim >= 2 &&
+               (n->op == LTC_OP_AVG_POOL2D || s0->dtype == is->dtype);
+    }
+    case LTC_OP_CUMSUM:
+    case LTC_OP_CUMPROD: return n->n_attrs >= 1 && dtype_ok(s0->dtype) && dtype_ok(os->dtype);
+    case LTC_OP_SORT:
+    case LTC_OP_ARGSORT:
+    case LTC_OP_TOPK: {
+        int64_t dim = n->op == LTC_OP_TOPK ? n->attrs[1].i : n->attrs[0].i;
+        int64_t len = s0->ndim ? s0->dims[dim] : 1;
+        return n->n_attrs >= (n->op == LTC_OP_TOPK ? 3 : 2) && dtype_ok(s0->dtype) &&
+               len <= SORT_MAX_LINE;
+    }
+    case LTC_OP_VAR:
+    case LTC_OP_STD:
+    case LTC_OP_PROD:
+    case LTC_OP_LOGSUMEXP:
+    case LTC_OP_ALL:
+    case LTC_OP_ANY:
+        return n->n_attrs >= 1 && n->n_outputs == 1 && dtype_ok(s0->dtype) && dtype_ok(os->dtype);
+    default: return false;
+    }
+}
+
+ltc_status ocl_lower_more(lw *w, const ltc_node *n, int out, bool *done) {
+    *done = ocl_more_lowers(n);
+    if (!*done) return LTC_OK;
+    switch (n->op) {
+    case LTC_OP_LAYER_NORM: return lower_layer_norm(w, n, out);
+    case LTC_OP_BATCH_NORM: return lower_batch_norm(w, n, out);
+    case LTC_OP_NLL_LOSS:
+    case LTC_OP_NLL_LOSS_BACKWARD: return lower_nll(w, n, out);
+    case LTC_OP_GATHER: return lower_gather(w, n, out);
+    case LTC_OP_SCATTER:
+    case LTC_OP_SCATTER_ADD: return lower_scatter(w, n, out);
+    case LTC_OP_TRIL:
+    case LTC_OP_TRIU: return lower_triangle(w, n, out);
+    case LTC_OP_AVG_POOL2D:
+    case LTC_OP_AVG_POOL2D_BACKWARD: return lower_avg_pool(w, n, out);
+    case LTC_OP_CUMSUM:
+    case LTC_OP_CUMPROD: return lower_cumulative(w, n, out);
+    case LTC_OP_SORT:
+    case LTC_OP_ARGSORT:
+    case LTC_OP_TOPK: return lower_sort(w, n, out);
+    default: return lower_reduce_more(w, n, out);
+    }
+}

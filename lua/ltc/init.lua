@@ -86,15 +86,11 @@ function methods.fill_(t, value)
     error("fill_: bad argument #1 (a number or 0-d tensor expected, got "
       .. core.typename(value) .. ")", 2)
   end
-  local ok, err = pcall(methods.copy_, t, value)
-  if not ok then inplace_error(err, "copy_", "fill_") end
-  return t
+  return core.fill_(t, value, "fill_")
 end
 --- t:zero_(): every element becomes 0. Returns t.
 function methods.zero_(t)
-  local ok, err = pcall(methods.copy_, t, 0)
-  if not ok then inplace_error(err, "copy_", "zero_") end
-  return t
+  return core.fill_(t, 0, "zero_")
 end
 
 ---------------------------------------------------------------------------------------------

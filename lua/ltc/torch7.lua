@@ -203,7 +203,7 @@ function M.install(core)
   end
   mt.__slice_assign = function(t, key, value)
     local v = slice(t, key, "newindex")
-    v:copy_(value)
+    if type(value) == "number" then core.fill_(v, value, "newindex") else v:copy_(value) end
   end
 end
 

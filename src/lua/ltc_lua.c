@@ -502,7 +502,9 @@ static int t_newindex(lua_State *L) {
             ltc_tensor_release(slot);
             return ltcL_error(L);
         }
-        ltc_status st = ltc_tensor_write_(slot, v, true, "newindex");
+        /* a number fills (PyTorch: t[i] = 2.0 is fill_, allowed through an expand) */
+        ltc_status st = lua_type(L, 3) == LUA_TNUMBER ? ltc_tensor_fill_(slot, v, "newindex")
+                                                      : ltc_tensor_write_(slot, v, true, "newindex");
         ltc_tensor_release(slot);
         ltc_tensor_release(v);
         if (st) return ltcL_error_prefixed(L, "newindex");
@@ -538,6 +540,23 @@ static int l_copy_(lua_State *L) {
     ltc_status st = ltc_tensor_copy_(t, v);
     ltc_tensor_release(v);
     if (st) return ltcL_error_prefixed(L, "copy_");
+    lua_settop(L, 1);
+    return 1;
+}
+
+/* core.fill_(t, value, name): every element of t becomes value (a number or one-element
+ * tensor, cast to t's dtype), in place; unlike copy_, also through a view that repeats
+ * elements (an expand), as PyTorch's fill_. Errors are named `name` (fill_, zero_, ...).
+ * Returns t. */
+static int l_fill_(lua_State *L) {
+    const char *name = luaL_optstring(L, 3, "fill_");
+    ltc_tensor *t = ltcL_checktensor(L, 1, name);
+    ltcL_checkoperand(L, 2, name);
+    ltc_tensor *v = ltcL_operand(L, 2);
+    if (!v) return ltcL_error(L);
+    ltc_status st = ltc_tensor_fill_(t, v, name);
+    ltc_tensor_release(v);
+    if (st) return ltcL_error_prefixed(L, name);
     lua_settop(L, 1);
     return 1;
 }
@@ -747,7 +766,7 @@ static const luaL_Reg core_functions[] = {
     {"counter", l_counter}, {"counter_names", l_counter_names}, {"metrics_report", l_report},
     {"metrics_reset", l_reset}, {"config_get", l_config_get}, {"config_set", l_config_set},
     {"live_info", l_live_info}, {"is_tensor", l_is_tensor}, {"typename", l_typename}, {"assign_", l_assign_},
-    {"clock", l_clock},
+    {"fill_", l_fill_}, {"clock", l_clock},
     {NULL, NULL},
 };
 

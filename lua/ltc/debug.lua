@@ -38,9 +38,32 @@ function M.pending() return setmetatable(core.live_info(), pending_mt) end
 --   %3 = sum(%2, dim=2, keepdim=true) f32[2,1] root #0
 -- Attributes carry their schema names, dims 1-based; 0-d parameters (Lua numbers) show
 -- their value; with LTC_IR_DEBUG=1 each node ends with "-- file:line" of the code that made it.
-M.ir = core.debug_ir
-
+-- A parameter that is a named tensor is named as in ltc.debug.render: by its path in the
+-- module given as a last argument {names = model} ("%1 = device_data() f32[4,3] 1.weight
+-- (param #0)"), else by its ltc.debug.tag (ltc.nn tags its parameters "Linear.weight").
 local draw = require "ltc.debug_draw"
+local debug_ir = core.debug_ir
+function M.ir(...)
+  local n = select("#", ...)
+  local last = n > 0 and select(n, ...) or nil
+  local opts
+  if type(last) == "table" and not core.is_tensor(last) then
+    opts, n = last, n - 1
+    for k in pairs(opts) do
+      if k ~= "names" then raise("debug.ir: unknown option '" .. tostring(k) .. "' (names)") end
+    end
+  end
+  local ts = table.pack(...)
+  local text = debug_ir(table.unpack(ts, 1, n))
+  local pname = draw.param_names(core.debug_graph(table.unpack(ts, 1, n)), opts and opts.names)
+  if next(pname) == nil then return text end
+  return (text:gsub("(\n%%(%d+) = device_data%(%) [^\n]-) (param #%d+)", function(head, k, param)
+    local name = pname[tonumber(k) + 1]
+    if not name then return nil end
+    return head .. " " .. name .. " (" .. param .. ")"
+  end))
+end
+
 
 --- ltc.debug.tag(t, name): names tensor t in drawings (ltc.debug.dot with options, render)
 -- where no `names` option names it; returns t. ltc.nn tags the parameters it registers

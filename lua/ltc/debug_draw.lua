@@ -67,6 +67,18 @@ local function name_maps(names)
   return by_data, by_node
 end
 
+--- M.param_names(g, names): node index (1-based, in g's post order) -> the name of the tensor
+-- that node is, from `names` (a module: its parameter paths, "1.weight"; a list of {name,
+-- tensor}; a table name -> tensor) or else ltc.debug.tag ("Linear.weight").
+function M.param_names(g, names)
+  local by_data, by_node = name_maps(names)
+  local pname = {}
+  for i = 1, g.n do
+    pname[i] = (g.data[i] and by_data[g.data[i]]) or by_node[g.id[i]] or nil
+  end
+  return pname
+end
+
 -- The nodes that feed node `root` (and it), at most `depth` operand steps away.
 local function feeding(g, root, depth)
   local keep, level = { [root] = 0 }, nil
@@ -140,11 +152,7 @@ function M.dot(g, opts)
         "' (names, feeds, depth, cluster, expand)")
     end
   end
-  local by_data, by_node = name_maps(opts.names)
-  local pname = {}
-  for i = 1, g.n do
-    pname[i] = (g.data[i] and by_data[g.data[i]]) or by_node[g.id[i]] or nil
-  end
+  local pname = M.param_names(g, opts.names)
   local keep
   if opts.feeds ~= nil then keep = feeding(g, find_root(g, opts.feeds), opts.depth)
   else

@@ -358,6 +358,16 @@ function M.install(core)
   end
   --- ltc.zeros_like(t [, dtype]), ones_like, empty_like, rand_like, randn_like: the creation
   -- op with t's size and dtype (or dtype). ltc.full_like(t, value [, dtype]).
+  -- ltc.full: a fill value the dtype cannot hold raises at the call, as in PyTorch (the value
+  -- is a graph parameter, checked again when the graph runs).
+  local raw_full = core.full
+  if raw_full then
+    core.full = function(size, value, dtype, ...)
+      core._check_value(value, dtype, "full")
+      return raw_full(size, value, dtype, ...)
+    end
+    require("ltc.help").wraps[core.full] = raw_full
+  end
   like("zeros_like", function(t, dtype) return core.zeros(t:size(), dtype or t:dtype()) end)
   like("ones_like", function(t, dtype) return core.ones(t:size(), dtype or t:dtype()) end)
   like("empty_like", function(t, dtype) return core.empty(t:size(), dtype or t:dtype()) end)

@@ -34,3 +34,27 @@ describe("a fill value out of the dtype's range", function()
     assert.are.same({ 5, 5 }, ltc.zeros(2, "int64"):fill_(5):totable())
   end)
 end)
+
+-- torch.tensor([5]).clamp(1e30) is tensor([1.0000e+30]) and clamp(2.5) tensor([5.]) (float
+-- bounds promote, as any float scalar does); clamp(2) stays int64; clamp_(2.5) of an int64
+-- tensor raises ("result type Float can't be cast to the desired output type Long").
+describe("clamp of an integer tensor", function()
+  it("with a float bound is float32, as PyTorch promotes (no out-of-range conversion)", function()
+    local r = ltc.tensor({ 5 }, "int64"):clamp(1e30)
+    assert.are.equal("float32", r:dtype())
+    assert.is_true(math.abs(r:item() - 1e30) < 1e23) -- 1e30 in float32
+    assert.are.same({ 5 }, ltc.tensor({ 5 }, "int64"):clamp(2.5):totable())
+    assert.are.same({ 2.5 }, ltc.tensor({ 5 }, "int64"):clamp(nil, 2.5):totable())
+  end)
+
+  it("with integer bounds keeps its dtype", function()
+    local r = ltc.tensor({ 5, -7 }, "int32"):clamp(-3, 2)
+    assert.are.equal("int32", r:dtype())
+    assert.are.same({ 2, -3 }, r:totable())
+  end)
+
+  it("in place with a float bound raises naming clamp_", function()
+    raised_here(function() ltc.tensor({ 5 }, "int64"):clamp_(2.5) end,
+      "clamp_: result type float32 can't be cast to the tensor's dtype int64 in place")
+  end)
+end)

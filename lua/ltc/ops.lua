@@ -358,6 +358,21 @@ function M.install(core)
   end
   --- ltc.zeros_like(t [, dtype]), ones_like, empty_like, rand_like, randn_like: the creation
   -- op with t's size and dtype (or dtype). ltc.full_like(t, value [, dtype]).
+  --- t:clamp(min, max) of an integer or bool tensor with a bound that is a Lua float (2.5,
+  -- 1e30, 2.0) is float32, as PyTorch's type promotion of a tensor with a float scalar
+  -- (torch.tensor([5]).clamp(2.5) is tensor([5.])); integer bounds keep the dtype.
+  local raw_clamp = core.clamp
+  if raw_clamp then
+    local function clamp(t, min, max, ...)
+      local dt = is_tensor(t) and t:dtype()
+      if dt and dt ~= "float32" and dt ~= "float64" and (math.type(min) == "float" or math.type(max) == "float") then
+        t = core.to(t, "float32")
+      end
+      return raw_clamp(t, min, max, ...)
+    end
+    def("clamp", clamp, methods.clamp ~= nil)
+    require("ltc.help").wraps[clamp] = raw_clamp
+  end
   -- ltc.full: a fill value the dtype cannot hold raises at the call, as in PyTorch (the value
   -- is a graph parameter, checked again when the graph runs).
   local raw_full = core.full

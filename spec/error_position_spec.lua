@@ -101,6 +101,14 @@ describe("an error from misuse", function()
     local g = ltc.Graph
     ok, msg = pcall(function() local _ = g(5) end)
     assert.truthy(msg:find("error_position_spec%.lua:%d+: Graph: bad argument #1"), msg)
+    local begin = ltc.Graph({}).capture_begin
+    ok, msg = pcall(function() begin(5) end)
+    assert.truthy(msg:find("error_position_spec%.lua:%d+: capture_begin: bad argument #1 "
+      .. "%(ltc.Graph expected, got number%)"), msg)
+    local close = ltc.ones(1).close
+    ok, msg = pcall(function() close(5) end)
+    assert.truthy(msg:find("error_position_spec%.lua:%d+: close: bad argument #1 %(ltc.Tensor "
+      .. "expected, got number%)"), msg)
   end)
 
   it("from F.conv1d names conv1d with its 3-d sizes, not the conv2d it is built on", function()

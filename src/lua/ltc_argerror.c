@@ -24,6 +24,7 @@
 #undef luaL_optinteger
 #undef luaL_checktype
 #undef luaL_checkany
+#undef luaL_checkudata
 
 /* Copies into buf the key under which table t (absolute index) holds the value on top of the
  * stack, if a string key does. */
@@ -55,17 +56,18 @@ static void function_name(lua_State *L, char *buf, size_t n, bool *method) {
     int f = lua_gettop(L);
     lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
     int loaded = lua_gettop(L);
+    /* ltc's functions, the core's, the tensor methods (core.methods), the graph methods (the
+     * __index table of its metatable), then the tensor's metamethods */
     bool found = false;
-    for (const char *const *m = (const char *const[]){"ltc", "ltc.core", NULL}; *m && !found; m++) {
-        lua_getfield(L, loaded, *m);
+    for (int i = 0; i < 5 && !found; i++) {
+        if (i == 0) lua_getfield(L, loaded, "ltc");
+        else if (i <= 2) lua_getfield(L, loaded, "ltc.core");
+        if (i == 2 && lua_type(L, -1) == LUA_TTABLE) lua_getfield(L, -1, "methods");
+        if (i == 3 && luaL_getmetatable(L, "ltc.Graph") == LUA_TTABLE) lua_getfield(L, -1, "__index");
+        if (i == 4) luaL_getmetatable(L, LTC_TENSOR_MT);
         lua_pushvalue(L, f);
         found = find_key(L, lua_gettop(L) - 1, buf, n);
-        lua_pop(L, 2);
-    }
-    if (!found && luaL_getmetatable(L, LTC_TENSOR_MT) == LUA_TTABLE) {
-        lua_getfield(L, -1, "__index");
-        lua_pushvalue(L, f);
-        found = find_key(L, lua_gettop(L) - 1, buf, n);
+        lua_settop(L, loaded);
     }
     if (!found && ar.name) snprintf(buf, n, "%s", ar.name);
     lua_settop(L, top);
@@ -131,6 +133,12 @@ lua_Integer ltcL_optinteger(lua_State *L, int arg, lua_Integer def) {
 
 void ltcL_checktype(lua_State *L, int arg, int t) {
     if (lua_type(L, arg) != t) tag_error(L, arg, t);
+}
+
+void *ltcL_checkudata(lua_State *L, int arg, const char *tname) {
+    void *p = luaL_testudata(L, arg, tname);
+    if (!p) ltcL_typeerror(L, arg, tname);
+    return p;
 }
 
 void ltcL_checkany(lua_State *L, int arg) {

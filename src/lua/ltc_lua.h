@@ -40,6 +40,7 @@ lua_Integer ltcL_checkinteger(lua_State *L, int arg);
 lua_Integer ltcL_optinteger(lua_State *L, int arg, lua_Integer def);
 void ltcL_checktype(lua_State *L, int arg, int t);
 void ltcL_checkany(lua_State *L, int arg);
+void *ltcL_checkudata(lua_State *L, int arg, const char *tname);
 #define luaL_argerror ltcL_argerror
 #define luaL_typeerror ltcL_typeerror
 #define luaL_checklstring ltcL_checklstring
@@ -50,6 +51,7 @@ void ltcL_checkany(lua_State *L, int arg);
 #define luaL_optinteger ltcL_optinteger
 #define luaL_checktype ltcL_checktype
 #define luaL_checkany ltcL_checkany
+#define luaL_checkudata ltcL_checkudata
 
 /* The name of the value at arg for an argument error: "ltc.Tensor", "a closed ltc.Tensor" or
  * its Lua type name (luaL_typename). */

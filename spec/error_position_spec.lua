@@ -144,3 +144,13 @@ describe("an error from misuse", function()
       .. "[1, 2, 5, 5]", 1, true), msg)
   end)
 end)
+
+describe("ltc.opencl.use", function()
+  it("checks its options at the caller's line", function()
+    local ok, ocl = pcall(require, "ltc.opencl")
+    if not ok then return end -- the module was not built
+    local okc, msg = pcall(function() ocl.use(5) end)
+    assert.is_false(okc)
+    assert.truthy(msg:find("error_position_spec%.lua:%d+: opencl.use: bad argument #1"), msg)
+  end)
+end)

@@ -45,7 +45,12 @@ M.open = C.open
 --- use([opts]) -> device info: opens the device (opts.device as in open) and makes
 -- `opencl` the backend syncs run on (ltc.set_backend("opencl")).
 function M.use(opts)
-  local info = C.open(opts and opts.device)
+  if opts ~= nil and type(opts) ~= "table" then
+    raise("opencl.use: bad argument #1 (a table of options {device =} expected, got "
+      .. ltc.typename(opts) .. ")")
+  end
+  local ok, info = pcall(C.open, opts and opts.device)
+  if not ok then raise((tostring(info):gsub("^bad argument #1 to '[%w%.]+'", "opencl.use: bad option device"))) end
   ltc.set_backend("opencl")
   return info
 end

@@ -1,4 +1,5 @@
 --- ltc.io: reading data files.
+local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local core = require "ltc.core"
 
 local M = {}
@@ -9,11 +10,11 @@ local M = {}
 -- line and field.
 function M.read_csv(path, opts)
   if type(path) ~= "string" then
-    error("read_csv: bad argument #1 (a path string expected, got " .. core.typename(path) .. ")", 2)
+    raise("read_csv: bad argument #1 (a path string expected, got " .. core.typename(path) .. ")")
   end
   local skip = opts and opts.skip or 0
   local ok, text = pcall(core.read_gz, path)
-  if not ok then error("read_csv: " .. tostring(text), 2) end
+  if not ok then raise("read_csv: " .. tostring(text)) end
   local rows, lineno = {}, 0
   for line in text:gmatch("[^\r\n]+") do
     lineno = lineno + 1
@@ -22,8 +23,8 @@ function M.read_csv(path, opts)
       for field in line:gmatch("[^,]+") do
         local v = tonumber(field)
         if v == nil then
-          error(string.format("read_csv: %s:%d: field %d ('%s') is not a number",
-            path, lineno, #row + 1, field), 2)
+          raise(string.format("read_csv: %s:%d: field %d ('%s') is not a number",
+            path, lineno, #row + 1, field))
         end
         row[#row + 1] = v
       end
@@ -40,7 +41,7 @@ end
 function M.read_idx(path, opts)
   opts = opts or {}
   local ok, t = pcall(core.read_idx, path, opts.dtype, opts.scale, opts.offset)
-  if not ok then error(t, 2) end -- at the caller's line, not this one
+  if not ok then raise(t) end -- at the caller's line, not this one
   return t
 end
 
@@ -72,28 +73,28 @@ end
 function M.save_npz(path, tensors)
   local names = {}
   for k, v in pairs(tensors) do
-    if type(k) ~= "string" then error("save: state dict keys must be strings, not " .. type(k), 2) end
-    if not core.is_tensor(v) then error(string.format("save: '%s' is not a tensor", k), 2) end
+    if type(k) ~= "string" then raise("save: state dict keys must be strings, not " .. type(k)) end
+    if not core.is_tensor(v) then raise(string.format("save: '%s' is not a tensor", k)) end
     names[#names + 1] = k
   end
   table.sort(names)
   local f, err = io.open(path, "wb")
-  if not f then error("save: cannot write '" .. path .. "': " .. tostring(err), 2) end
+  if not f then raise("save: cannot write '" .. path .. "': " .. tostring(err)) end
   local function put(...)
     local ok, werr = f:write(...)
     if not ok then
       f:close()
-      error("save: cannot write '" .. path .. "': " .. tostring(werr), 3)
+      raise("save: cannot write '" .. path .. "': " .. tostring(werr))
     end
   end
   local central, offset = {}, 0
   for _, name in ipairs(names) do
     local fname = name .. ".npy"
     local ok, data = pcall(npy_bytes, tensors[name])
-    if not ok then f:close(); error(data, 2) end
+    if not ok then f:close(); raise(data) end
     if #data >= 0xFFFFFFFF or offset >= 0xFFFFFFFF then
       f:close()
-      error("save: '" .. name .. "' is too large for a .npz file without zip64", 2)
+      raise("save: '" .. name .. "' is too large for a .npz file without zip64")
     end
     local crc = crc32(data)
     -- local file header: version 2.0, no flags, stored, no time stamp
@@ -107,7 +108,7 @@ function M.save_npz(path, tensors)
   local cd = table.concat(central)
   put(cd, string.pack("<I4I2I2I2I2I4I4I2", 0x06054b50, 0, 0, #names, #names, #cd, offset, 0))
   local ok, cerr = f:close()
-  if not ok then error("save: cannot write '" .. path .. "': " .. tostring(cerr), 2) end
+  if not ok then raise("save: cannot write '" .. path .. "': " .. tostring(cerr)) end
 end
 
 -- The position of the end-of-central-directory record of a zip archive: the last "PK\5\6"
@@ -124,14 +125,14 @@ end
 -- compressed member, or a CRC mismatch; a bad member's error names the member.
 function M.load_npz(path)
   if type(path) ~= "string" then
-    error("load_npz: bad argument #1 (a path string expected, got " .. core.typename(path) .. ")", 2)
+    raise("load_npz: bad argument #1 (a path string expected, got " .. core.typename(path) .. ")")
   end
   local f, err = io.open(path, "rb")
-  if not f then error("load: cannot open '" .. path .. "': " .. tostring(err), 2) end
+  if not f then raise("load: cannot open '" .. path .. "': " .. tostring(err)) end
   local data = f:read("a")
   f:close()
-  if not data then error("load: cannot read '" .. path .. "'", 2) end
-  local function bad(what) error(string.format("load: '%s': %s", path, what), 3) end
+  if not data then raise("load: cannot read '" .. path .. "'") end
+  local function bad(what) raise(string.format("load: '%s': %s", path, what)) end
   -- string.unpack at pos, or an error naming the archive when the record is outside it
   local function unpack(fmt, pos, what)
     if pos < 1 or pos + string.packsize(fmt) - 1 > #data then
@@ -141,7 +142,7 @@ function M.load_npz(path)
   end
   local eocd = find_eocd(data)
   if not eocd then
-    error(string.format("load: '%s' is not a .npz (zip) file", path), 2)
+    raise(string.format("load: '%s' is not a .npz (zip) file", path))
   end
   local _, _, _, _, count, _, cd_off = unpack("<I4I2I2I2I2I4I4", eocd, "the end-of-central-directory record")
   local out, pos = {}, cd_off + 1
@@ -176,13 +177,13 @@ end
 -- dict) to a .npz file (save_npz).
 function M.save(path, value)
   if type(path) ~= "string" then
-    error("save: bad argument #1 (a path string expected, got " .. type(path) .. ")", 2)
+    raise("save: bad argument #1 (a path string expected, got " .. type(path) .. ")")
   end
   if core.is_tensor(value) then return core.save(path, value) end
   if type(value) ~= "table" then
     local what = getmetatable(value) and getmetatable(value).__name == "ltc.Tensor"
       and "a closed tensor" or type(value)
-    error("save: a tensor or a table of tensors expected, got " .. what, 2)
+    raise("save: a tensor or a table of tensors expected, got " .. what)
   end
   return M.save_npz(path, value)
 end
@@ -191,7 +192,7 @@ end
 -- file (a zip archive: "PK" at the start and an end-of-central-directory record).
 function M.load(path)
   if type(path) ~= "string" then
-    error("load: bad argument #1 (a path string expected, got " .. type(path) .. ")", 2)
+    raise("load: bad argument #1 (a path string expected, got " .. type(path) .. ")")
   end
   local f = io.open(path, "rb")
   local data = f and f:read(2)
@@ -200,10 +201,10 @@ function M.load(path)
     local ok, res = pcall(M.load_npz, path)
     if ok then return res end
     if tostring(res):find("is not a .npz (zip) file", 1, true) then
-      error(string.format("load: '%s' is not a .npy file, and not a .npz (zip) file: a truncated "
-        .. "zip archive (no end-of-central-directory record)", path), 2)
+      raise(string.format("load: '%s' is not a .npy file, and not a .npz (zip) file: a truncated "
+        .. "zip archive (no end-of-central-directory record)", path))
     end
-    error(res, 0)
+    raise(res)
   end
   return core.load(path)
 end

@@ -532,7 +532,9 @@ static int t_newindex(lua_State *L) {
             ltc_tensor_release(slot);
             return ltcL_error(L);
         }
-        ltc_status st = ltc_tensor_write_(slot, v, true, "newindex");
+        /* a number fills (PyTorch: t[i] = 2.0 is fill_, allowed through an expand) */
+        ltc_status st = lua_type(L, 3) == LUA_TNUMBER ? ltc_tensor_fill_(slot, v, "newindex")
+                                                      : ltc_tensor_write_(slot, v, true, "newindex");
         ltc_tensor_release(slot);
         ltc_tensor_release(v);
         if (st) return ltcL_error_prefixed(L, "newindex");
@@ -568,6 +570,42 @@ static int l_copy_(lua_State *L) {
     ltc_status st = ltc_tensor_copy_(t, v);
     ltc_tensor_release(v);
     if (st) return ltcL_error_prefixed(L, "copy_");
+    lua_settop(L, 1);
+    return 1;
+}
+
+/* Raises "<fname>: value <v> cannot be converted to <dtype> without overflow (as in PyTorch)"
+ * unless the Lua number at idx fits dt: PyTorch checks a value given at creation or to
+ * fill_ (inside arithmetic, integers wrap). */
+static void check_value_fits(lua_State *L, int idx, ltc_dtype dt, const char *fname) {
+    ltc_status st = lua_isinteger(L, idx) ? ltc_dtype_check_i64(lua_tointeger(L, idx), dt)
+                                          : ltc_dtype_check_f64(lua_tonumber(L, idx), dt);
+    if (st) luaL_error(L, "%s: %s (as in PyTorch)", fname, ltc_last_error());
+}
+
+/* core._check_value(v, dtype, fname): check_value_fits for a number v (dtype nil: float32);
+ * anything else passes. */
+static int l_check_value(lua_State *L) {
+    const char *fname = luaL_checkstring(L, 3);
+    ltc_dtype dt = ltcL_checkdtype(L, 2, true, fname);
+    if (lua_type(L, 1) == LUA_TNUMBER) check_value_fits(L, 1, dt == LTC_DTYPE_NONE ? LTC_F32 : dt, fname);
+    return 0;
+}
+
+/* core.fill_(t, value, name): every element of t becomes value (a number or one-element
+ * tensor, cast to t's dtype), in place; unlike copy_, also through a view that repeats
+ * elements (an expand), as PyTorch's fill_. Errors are named `name` (fill_, zero_, ...).
+ * Returns t. */
+static int l_fill_(lua_State *L) {
+    const char *name = luaL_optstring(L, 3, "fill_");
+    ltc_tensor *t = ltcL_checktensor(L, 1, name);
+    ltcL_checkoperand(L, 2, name);
+    if (lua_type(L, 2) == LUA_TNUMBER) check_value_fits(L, 2, ltc_tensor_shape(t)->dtype, name);
+    ltc_tensor *v = ltcL_operand(L, 2);
+    if (!v) return ltcL_error(L);
+    ltc_status st = ltc_tensor_fill_(t, v, name);
+    ltc_tensor_release(v);
+    if (st) return ltcL_error_prefixed(L, name);
     lua_settop(L, 1);
     return 1;
 }
@@ -777,7 +815,7 @@ static const luaL_Reg core_functions[] = {
     {"counter", l_counter}, {"counter_names", l_counter_names}, {"metrics_report", l_report},
     {"metrics_reset", l_reset}, {"config_get", l_config_get}, {"config_set", l_config_set},
     {"live_info", l_live_info}, {"is_tensor", l_is_tensor}, {"typename", l_typename}, {"assign_", l_assign_},
-    {"clock", l_clock},
+    {"fill_", l_fill_}, {"_check_value", l_check_value}, {"clock", l_clock},
     {NULL, NULL},
 };
 

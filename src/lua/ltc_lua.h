@@ -26,6 +26,33 @@ int ltcL_raise(lua_State *L, const char *fmt, ...);
 void ltcL_where(lua_State *L);
 #define luaL_error ltcL_raise
 
+/* lauxlib's argument checks, raising "<name>: bad argument #n (...)" at the user's line with
+ * the function's name in the ltc module (ltc_argerror.c), instead of "bad argument #n to 'f'"
+ * with the caller's name for it. The luaL_checkstring, luaL_optstring and luaL_argcheck
+ * macros of lauxlib.h reach these too. */
+int ltcL_argerror(lua_State *L, int arg, const char *extramsg);
+int ltcL_typeerror(lua_State *L, int arg, const char *tname);
+const char *ltcL_checklstring(lua_State *L, int arg, size_t *len);
+const char *ltcL_optlstring(lua_State *L, int arg, const char *def, size_t *len);
+lua_Number ltcL_checknumber(lua_State *L, int arg);
+lua_Number ltcL_optnumber(lua_State *L, int arg, lua_Number def);
+lua_Integer ltcL_checkinteger(lua_State *L, int arg);
+lua_Integer ltcL_optinteger(lua_State *L, int arg, lua_Integer def);
+void ltcL_checktype(lua_State *L, int arg, int t);
+void ltcL_checkany(lua_State *L, int arg);
+void *ltcL_checkudata(lua_State *L, int arg, const char *tname);
+#define luaL_argerror ltcL_argerror
+#define luaL_typeerror ltcL_typeerror
+#define luaL_checklstring ltcL_checklstring
+#define luaL_optlstring ltcL_optlstring
+#define luaL_checknumber ltcL_checknumber
+#define luaL_optnumber ltcL_optnumber
+#define luaL_checkinteger ltcL_checkinteger
+#define luaL_optinteger ltcL_optinteger
+#define luaL_checktype ltcL_checktype
+#define luaL_checkany ltcL_checkany
+#define luaL_checkudata ltcL_checkudata
+
 /* The name of the value at arg for an argument error: "ltc.Tensor", "a closed ltc.Tensor" or
  * its Lua type name (luaL_typename). */
 const char *ltcL_typename(lua_State *L, int arg);

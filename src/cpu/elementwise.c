@@ -209,28 +209,76 @@ ltc_status ltc_cpu_elementwise_attrs(const ltc_kernel_args *a, ltc_ew_loop loop,
         }                                                                                      \
     }
 
-/* The five loops from source type ST (suffix S) to every dtype. */
+/* Each dtype's storage type, how an element reads as a C arithmetic value (RD) and how a
+ * value is stored (WR): float16 and bfloat16 through float32 (as PyTorch converts; float16
+ * by the compiler's _Float16 where it has one, F16C in the x86-64-v3 clone, else ltc.h's bit
+ * code), a value into uint8/int8/int16 through int32 and wrapping to the width (PyTorch on
+ * x86: 300.0 to uint8 is 44, -1 is 255, 1e10 is 0: x86's conversion of a float out of
+ * int32's range gives INT32_MIN, as for the int32 loops). */
+#ifdef __FLT16_MANT_DIG__
+typedef _Float16 f16_t;
+#define RD_f16(x) ((float)(x))
+#define WR_f16(v) ((_Float16)(float)(v))
+#else
+typedef uint16_t f16_t;
+#define RD_f16(x) ltc_f16_to_f32(x)
+#define WR_f16(v) ltc_f32_to_f16((float)(v))
+#endif
+#define RD_f32(x) (x)
+#define RD_f64(x) (x)
+#define RD_i32(x) (x)
+#define RD_i64(x) (x)
+#define RD_b8(x) (x)
+#define RD_u8(x) (x)
+#define RD_i8(x) (x)
+#define RD_i16(x) (x)
+#define RD_bf16(x) ltc_bf16_to_f32(x)
+#define WR_f32(v) ((float)(v))
+#define WR_f64(v) ((double)(v))
+#define WR_i32(v) ((int32_t)(v))
+#define WR_i64(v) ((int64_t)(v))
+#define WR_b8(v) ((v) != 0)
+#define WR_u8(v) ((uint8_t)(int32_t)(v))
+#define WR_i8(v) ((int8_t)(int32_t)(v))
+#define WR_i16(v) ((int16_t)(int32_t)(v))
+#define WR_bf16(v) ltc_f32_to_bf16((float)(v))
+
+/* The ten loops from source type ST (suffix S) to every dtype. */
 #define CONV_FROM(S, ST)                                                                       \
-    CONV_DEF(conv_##S##_f32, float, ST, (float)x)                                              \
-    CONV_DEF(conv_##S##_f64, double, ST, (double)x)                                            \
-    CONV_DEF(conv_##S##_i32, int32_t, ST, (int32_t)x)                                          \
-    CONV_DEF(conv_##S##_i64, int64_t, ST, (int64_t)x)                                          \
-    CONV_DEF(conv_##S##_b8, unsigned char, ST, x != 0)
+    CONV_DEF(conv_##S##_f32, float, ST, WR_f32(RD_##S(x)))                                     \
+    CONV_DEF(conv_##S##_f64, double, ST, WR_f64(RD_##S(x)))                                    \
+    CONV_DEF(conv_##S##_i32, int32_t, ST, WR_i32(RD_##S(x)))                                   \
+    CONV_DEF(conv_##S##_i64, int64_t, ST, WR_i64(RD_##S(x)))                                   \
+    CONV_DEF(conv_##S##_b8, unsigned char, ST, WR_b8(RD_##S(x)))                               \
+    CONV_DEF(conv_##S##_u8, uint8_t, ST, WR_u8(RD_##S(x)))                                     \
+    CONV_DEF(conv_##S##_i8, int8_t, ST, WR_i8(RD_##S(x)))                                      \
+    CONV_DEF(conv_##S##_i16, int16_t, ST, WR_i16(RD_##S(x)))                                   \
+    CONV_DEF(conv_##S##_f16, f16_t, ST, WR_f16(RD_##S(x)))                                     \
+    CONV_DEF(conv_##S##_bf16, uint16_t, ST, WR_bf16(RD_##S(x)))
 
 CONV_FROM(f32, float)
 CONV_FROM(f64, double)
 CONV_FROM(i32, int32_t)
 CONV_FROM(i64, int64_t)
 CONV_FROM(b8, unsigned char)
+CONV_FROM(u8, uint8_t)
+CONV_FROM(i8, int8_t)
+CONV_FROM(i16, int16_t)
+CONV_FROM(f16, f16_t)
+CONV_FROM(bf16, uint16_t)
 
 #define CONV_ROW(S)                                                                            \
     {[LTC_F32] = conv_##S##_f32, [LTC_F64] = conv_##S##_f64, [LTC_I32] = conv_##S##_i32,       \
-     [LTC_I64] = conv_##S##_i64, [LTC_BOOL] = conv_##S##_b8}
+     [LTC_I64] = conv_##S##_i64, [LTC_BOOL] = conv_##S##_b8, [LTC_U8] = conv_##S##_u8,        \
+     [LTC_I8] = conv_##S##_i8,   [LTC_I16] = conv_##S##_i16, [LTC_F16] = conv_##S##_f16,      \
+     [LTC_BF16] = conv_##S##_bf16}
 
 /* Indexed [source][destination]. */
 static const ltc_ew_loop conv_loops[LTC_DTYPE_COUNT][LTC_DTYPE_COUNT] = {
     [LTC_F32] = CONV_ROW(f32), [LTC_F64] = CONV_ROW(f64), [LTC_I32] = CONV_ROW(i32),
-    [LTC_I64] = CONV_ROW(i64), [LTC_BOOL] = CONV_ROW(b8),
+    [LTC_I64] = CONV_ROW(i64), [LTC_BOOL] = CONV_ROW(b8), [LTC_U8] = CONV_ROW(u8),
+    [LTC_I8] = CONV_ROW(i8),   [LTC_I16] = CONV_ROW(i16), [LTC_F16] = CONV_ROW(f16),
+    [LTC_BF16] = CONV_ROW(bf16),
 };
 
 /* See elementwise.h. */

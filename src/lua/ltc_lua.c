@@ -255,13 +255,9 @@ static void store(void *buf, int64_t i, ltc_dtype dt, lua_State *L, int idx, con
     if (integral && !ltc_dtype_fits_i64(n, dt))
         luaL_error(L, "tensor: element %s (%I) cannot be converted to %s without overflow (as in "
                    "PyTorch)", where, (lua_Integer)n, ltc_dtype_name(dt));
-    switch (dt) {
-    case LTC_F32: ((float *)buf)[i] = integral ? (float)n : (float)f; break;
-    case LTC_F64: ((double *)buf)[i] = integral ? (double)n : f; break;
-    case LTC_I32: ((int32_t *)buf)[i] = (int32_t)n; break;
-    case LTC_I64: ((int64_t *)buf)[i] = n; break;
-    default: ((uint8_t *)buf)[i] = integral ? n != 0 : f != 0; break;
-    }
+    if (dt == LTC_BOOL) ((uint8_t *)buf)[i] = integral ? n != 0 : f != 0;
+    else if (integral || !ltc_dtype_is_float(dt)) ltc_dtype_store_i64(buf, dt, i, n);
+    else ltc_dtype_store_f64(buf, dt, i, f);
 }
 
 /* Copies the nested table at idx (checked against s from dim d) into buf from *pos. */
@@ -308,6 +304,33 @@ static int l_tensor(lua_State *L) {
     ltc_tensor *t;
     if (ltc_tensor_from_host(&s, buf, &t)) return luaL_error(L, "tensor: %s", ltc_last_error());
     ltcL_pushtensor(L, t);
+    return 1;
+}
+
+/* core.result_type(a, b, ...): the dtype name an op on these operands (tensors, Lua numbers,
+ * booleans) computes in, as torch.result_type (a Lua number is a weak scalar). */
+static int l_result_type(lua_State *L) {
+    int n = lua_gettop(L);
+    ltc_tensor *ts[16];
+    if (n < 1 || n > 16) return luaL_error(L, "result_type: expected 1 to 16 operands, got %d", n);
+    for (int i = 1; i <= n; i++)
+        if (!lua_isboolean(L, i)) ltcL_checkoperand(L, i, "result_type");
+    int made = 0;
+    for (; made < n; made++) {
+        if (lua_isboolean(L, made + 1)) {
+            if (ltc_tensor_from_bool(lua_toboolean(L, made + 1), true, &ts[made])) ts[made] = NULL;
+        } else {
+            ts[made] = ltcL_operand(L, made + 1);
+        }
+        if (!ts[made]) break;
+    }
+    if (made < n) {
+        ltcL_release(ts, made);
+        return luaL_error(L, "result_type: %s", ltc_last_error());
+    }
+    ltc_dtype dt = ltc_trace_result_type(ts, n);
+    ltcL_release(ts, n);
+    lua_pushstring(L, ltc_dtype_name(dt));
     return 1;
 }
 
@@ -363,13 +386,9 @@ static int l_item(lua_State *L) {
 
 /* Pushes element `flat` of host values `buf` of dtype dt. */
 static void push_host_elem(lua_State *L, ltc_dtype dt, const void *buf, int64_t flat) {
-    switch (dt) {
-    case LTC_F32: lua_pushnumber(L, ((const float *)buf)[flat]); break;
-    case LTC_F64: lua_pushnumber(L, ((const double *)buf)[flat]); break;
-    case LTC_I32: lua_pushinteger(L, ((const int32_t *)buf)[flat]); break;
-    case LTC_I64: lua_pushinteger(L, ((const int64_t *)buf)[flat]); break;
-    default: lua_pushboolean(L, ((const uint8_t *)buf)[flat] != 0); break;
-    }
+    if (dt == LTC_BOOL) lua_pushboolean(L, ((const uint8_t *)buf)[flat] != 0);
+    else if (ltc_dtype_is_float(dt)) lua_pushnumber(L, ltc_dtype_load_f64(buf, dt, flat));
+    else lua_pushinteger(L, ltc_dtype_load_i64(buf, dt, flat));
 }
 
 static void push_table(lua_State *L, const void *buf, const ltc_shape *s, int d, int64_t *flat) {
@@ -743,7 +762,7 @@ static const luaL_Reg core_functions[] = {
     {"read_gz", l_read_gz}, {"read_idx", l_read_idx}, {"crc32", l_crc32},
     {"npy_bytes", l_npy_bytes}, {"npy_load_bytes", l_npy_load_bytes},
     {"_set_", l_set_}, {"_strides", l_strides},
-    {"tensor", l_tensor}, {"sync", l_sync}, {"manual_seed", l_manual_seed},
+    {"tensor", l_tensor}, {"result_type", l_result_type}, {"sync", l_sync}, {"manual_seed", l_manual_seed},
     {"counter", l_counter}, {"counter_names", l_counter_names}, {"metrics_report", l_report},
     {"metrics_reset", l_reset}, {"config_get", l_config_get}, {"config_set", l_config_set},
     {"live_info", l_live_info}, {"is_tensor", l_is_tensor}, {"typename", l_typename}, {"assign_", l_assign_},

@@ -47,8 +47,8 @@ end
 ---------------------------------------------------------------------------------------------
 -- state dicts as .npz files: NumPy's format for several named arrays, a zip archive of
 -- "<name>.npy" members (stored, not compressed; CRC-32 checked on reading). np.load(path)
--- reads what ltc.io.save_npz writes; ltc.io.load_npz reads np.savez files (not
--- np.savez_compressed ones).
+-- reads what ltc.io.save_npz writes; ltc.io.load_npz reads np.savez and
+-- np.savez_compressed files (deflate, through zlib).
 
 local crc32 = core.crc32 -- zlib's
 
@@ -146,14 +146,15 @@ function M.load_npz(path)
   local _, _, _, _, count, _, cd_off = unpack("<I4I2I2I2I2I4I4", eocd, "the end-of-central-directory record")
   local out, pos = {}, cd_off + 1
   for i = 1, count do
-    local sig, _, _, flags, method, _, _, crc, csize, _, nlen, xlen, clen, _, _, _, loff =
+    local sig, _, _, flags, method, _, _, crc, csize, usize, nlen, xlen, clen, _, _, _, loff =
       unpack("<I4I2I2I2I2I2I2I4I4I4I2I2I2I2I2I4I4", pos, "central directory entry " .. i)
     if sig ~= 0x02014b50 then bad("bad zip central directory (entry " .. i .. ")") end
     if pos + 45 + nlen > #data then bad("central directory entry " .. i .. "'s name lies outside the file") end
     local fname = data:sub(pos + 46, pos + 45 + nlen)
     pos = pos + 46 + nlen + xlen + clen
-    if method ~= 0 or flags & 1 ~= 0 then
-      bad(string.format("member '%s' is compressed or encrypted (only np.savez's stored members are read)", fname))
+    if (method ~= 0 and method ~= 8) or flags & 1 ~= 0 then
+      bad(string.format("member '%s' is encrypted or compressed with method %d (np.savez's stored " ..
+        "and np.savez_compressed's deflated members are read)", fname, method))
     end
     local lsig, lnlen, lxlen = unpack("<I4", loff + 1, "member '" .. fname .. "''s local header"),
       unpack("<I2I2", loff + 27, "member '" .. fname .. "''s local header")
@@ -161,6 +162,11 @@ function M.load_npz(path)
     local start = loff + 31 + lnlen + lxlen
     if start + csize - 1 > #data then bad(string.format("member '%s' is truncated or corrupt (past the end)", fname)) end
     local bytes = data:sub(start, start + csize - 1)
+    if method == 8 then
+      local ok, raw = pcall(core.inflate, bytes, usize)
+      if not ok then bad(string.format("member '%s': %s", fname, tostring(raw))) end
+      bytes = raw
+    end
     if crc32(bytes) ~= crc then
       bad(string.format("member '%s' is truncated or corrupt (CRC-32)", fname))
     end

@@ -116,10 +116,14 @@ void ltc_trace_release(ltc_tensor **io, int n) {
 
 /* ---- the narrow dtypes ------------------------------------------------------------------- */
 
-/* Ops whose kernels take the narrow dtypes as they are: the cast, and views (a view's value
- * must be the view node itself for writes through it to reach its base). Every backend's
+/* Ops whose kernels take the narrow dtypes as they are: the cast, views (a view's value
+ * must be the view node itself for writes through it to reach its base), and the fills
+ * (full checks that its value fits the dtype made, as PyTorch does). Every backend's
  * kernels for these move elements by their size or convert them. */
-static bool narrow_native(int op) { return op == LTC_OP_TO || ltc_op_is_view(op); }
+static bool narrow_native(int op) {
+    return op == LTC_OP_TO || op == LTC_OP_ZEROS || op == LTC_OP_ONES || op == LTC_OP_FULL ||
+           ltc_op_is_view(op);
+}
 
 static bool any_narrow(ltc_tensor *const *ts, int n, const ltc_shape *shapes, int n_out) {
     for (int i = 0; i < n; i++)

@@ -684,6 +684,43 @@ static int l_crc32(lua_State *L) {
     return 1;
 }
 
+/* core.inflate(s, size): the raw deflate stream s (a zip member of method 8, as
+ * np.savez_compressed writes) inflated to its `size` bytes; an error when the stream is
+ * corrupt or does not give exactly size bytes. */
+static int l_inflate(lua_State *L) {
+    size_t len;
+    const char *s = luaL_checklstring(L, 1, &len);
+    lua_Integer size = luaL_checkinteger(L, 2);
+    if (size < 0) return luaL_error(L, "inflate: negative size %I", size);
+    luaL_Buffer b;
+    char *out = luaL_buffinitsize(L, &b, (size_t)size + 1);
+    z_stream z = {0};
+    if (inflateInit2(&z, -MAX_WBITS) != Z_OK) return luaL_error(L, "inflate: zlib init failed");
+    z.next_in = (Bytef *)s;
+    z.next_out = (Bytef *)out;
+    size_t in_left = len, out_left = (size_t)size + 1;
+    int rc = Z_OK;
+    while (rc == Z_OK) { /* zlib counts in uInt: feed at most 1 GiB at a time */
+        if (!z.avail_in && in_left) {
+            z.avail_in = in_left > 0x40000000u ? 0x40000000u : (uInt)in_left;
+            in_left -= z.avail_in;
+        }
+        if (!z.avail_out && out_left) {
+            z.avail_out = out_left > 0x40000000u ? 0x40000000u : (uInt)out_left;
+            out_left -= z.avail_out;
+        }
+        rc = inflate(&z, Z_NO_FLUSH);
+        if (rc == Z_BUF_ERROR && (z.avail_in || in_left) && (z.avail_out || out_left)) rc = Z_OK;
+    }
+    size_t got = (size_t)((char *)z.next_out - out);
+    inflateEnd(&z);
+    if (rc != Z_STREAM_END || got != (size_t)size)
+        return luaL_error(L, "inflate: corrupt deflate data (%s, %I of %I bytes)",
+                          rc == Z_STREAM_END ? "wrong size" : "bad stream", (lua_Integer)got, size);
+    luaL_pushresultsize(&b, got);
+    return 1;
+}
+
 /* core.read_gz(path): the file's bytes as a string, gunzipped when it is gzip. */
 static int l_read_gz(lua_State *L) {
     char *data;
@@ -759,7 +796,7 @@ static int l_read_idx(lua_State *L) {
 static const luaL_Reg core_functions[] = {
     {"set_backend", l_set_backend}, {"get_backend", l_get_backend},
     {"save", l_save}, {"load", l_load},
-    {"read_gz", l_read_gz}, {"read_idx", l_read_idx}, {"crc32", l_crc32},
+    {"read_gz", l_read_gz}, {"read_idx", l_read_idx}, {"crc32", l_crc32}, {"inflate", l_inflate},
     {"npy_bytes", l_npy_bytes}, {"npy_load_bytes", l_npy_load_bytes},
     {"_set_", l_set_}, {"_strides", l_strides},
     {"tensor", l_tensor}, {"result_type", l_result_type}, {"sync", l_sync}, {"manual_seed", l_manual_seed},

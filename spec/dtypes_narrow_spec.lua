@@ -278,3 +278,26 @@ describe("narrow dtypes", function()
   end)
 end)
 
+
+-- The OpenCL backend has no kernels for the narrow dtypes: their nodes run on the host.
+local has_ocl = pcall(require, "ltc.opencl")
+describe("narrow dtypes on the opencl backend", function()
+  if not has_ocl then
+    pending("ltc.opencl is not built here")
+    return
+  end
+  setup(function() ltc.set_backend("opencl") end)
+  teardown(function() ltc.set_backend("cpu") end)
+
+  it("compute on the host and give the CPU's values", function()
+    local a = ltc.tensor({ 200, 100, 5 }, "uint8")
+    assert.are.same({ 144, 200, 10 }, (a + a):totable())
+    local h = ltc.tensor({ 1.5, 2.25, 0.1 }):to("float16")
+    assert.are.same({ 3, 4.5, 0.199951171875 }, (h * 2):to("float64"):totable())
+    assert.are.equal("float16", ltc.cat({ h, h }):dtype())
+    assert.are.same({ 7, 7 }, ltc.full({ 2 }, 7, "int16"):totable())
+    local ok, err = pcall(function() return ltc.full({ 2 }, 300, "uint8"):totable() end)
+    assert.is_false(ok)
+    assert.matches("cannot be converted to uint8", tostring(err))
+  end)
+end)

@@ -71,6 +71,30 @@ describe("narrow dtypes", function()
         end
       end)
 
+      -- x and y agree element for element, NaN with NaN (as a count of disagreements)
+      local function mismatches(x, y)
+        local same = x:eq(y):logical_or(x:ne(x):logical_and(y:ne(y)))
+        return same:logical_not():sum():item()
+      end
+
+      it("convert every float16 to float32 and float64 exactly (as NumPy)", function()
+        local h = ltc.load(NPY .. "all_f16.npy")
+        local want = ltc.load(NPY .. "all_f16_as_f32.npy")
+        assert.are.equal("float16", h:dtype())
+        assert.are.equal(0, mismatches(h:to("float32"), want))
+        assert.are.equal(0, mismatches(h:to("float64"), want:to("float64")))
+      end)
+
+      it("round float32 to float16 as NumPy and to bfloat16 as PyTorch, bit for bit", function()
+        local x = ltc.load(NPY .. "f32_samples.npy")
+        local h = ltc.load(NPY .. "f32_samples_f16.npy")
+        local b = ltc.load(NPY .. "f32_samples_bf16.npy")
+        assert.are.equal(0, mismatches(x:to("float16"):to("float32"), h:to("float32")))
+        assert.are.equal(0, mismatches(x:to("bfloat16"):to("float32"), b))
+        -- through a fused op's casts too: x * 1 computes in float32 and rounds once
+        assert.are.equal(0, mismatches((x:to("float16") * 1):to("float32"), h:to("float32")))
+      end)
+
       it("keep NaN through float16 and bfloat16", function()
         for _, dt in ipairs({ "float16", "bfloat16" }) do
           local v = ltc.tensor({ 0 / 0, 1 }):to(dt):to("float32"):totable()

@@ -206,6 +206,51 @@ describe("narrow dtypes", function()
     end)
   end
 
+  describe("errors", function()
+    it("raise for integer // and % by zero and negative integer powers, as for int32", function()
+      local ok, err = pcall(function() return (ltc.tensor({ 4 }, "uint8") // ltc.tensor({ 0 }, "uint8")):totable() end)
+      assert.is_false(ok)
+      assert.matches("floor_divide: integer division by zero", tostring(err))
+      ok, err = pcall(function() return (ltc.tensor({ 4 }, "int8") % 0):totable() end)
+      assert.is_false(ok)
+      assert.matches("remainder: integer modulo by zero", tostring(err))
+      ok, err = pcall(function() return ltc.tensor({ 4 }, "int16") ^ -1 end)
+      assert.is_false(ok)
+      assert.matches("int16 tensor %^ %-1", tostring(err))
+      ok, err = pcall(function() return ltc.tensor({ true }) - ltc.tensor({ 1 }, "uint8") end)
+      assert.is_false(ok)
+      assert.matches("subtraction with a bool tensor", tostring(err))
+    end)
+
+    it("refuse grad on integer narrow tensors and give float ones grads of their dtype", function()
+      local ok, err = pcall(function() ltc.zeros({ 2 }, "uint8"):requires_grad_() end)
+      assert.is_false(ok)
+      assert.matches("uint8", tostring(err))
+      for _, dt in ipairs({ "float16", "bfloat16" }) do
+        local w = ltc.tensor({ { 1, -2 }, { 0.5, 3 } }, dt):requires_grad_()
+        local x = ltc.tensor({ { 1, 2 } }, dt)
+        local y = x:matmul(w):relu():sum()
+        assert.are.equal(dt, y:dtype())
+        y:backward()
+        assert.are.equal(dt, w.grad:dtype())
+        -- d/dw of relu(x w): x^T where x w > 0 (x w = {2, 4})
+        assert.are.same({ { 1, 1 }, { 2, 2 } }, w.grad:to("float64"):totable())
+      end
+    end)
+  end)
+
+  it("run modules and jitted functions in float16", function()
+    local m = ltc.nn.Linear(3, 2)
+    m:to("float16")
+    assert.are.equal("float16", m.weight:dtype())
+    assert.are.equal("float16", m(ltc.ones(4, 3):half()):dtype())
+    local f = ltc.jit(function(a, b) return a * b + 1 end)
+    local r
+    for _ = 1, 4 do r = f(ltc.tensor({ 1.5, 2 }):half(), ltc.tensor({ 2, 0.1 }):half()) end
+    assert.are.equal("float16", r:dtype())
+    assert.are.same({ 4, 1.2001953125 }, r:to("float64"):totable())
+  end)
+
   it("promotes every pair of dtypes as torch.result_type", function()
     local DT = { "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
                  "float32", "float64" }

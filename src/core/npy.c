@@ -43,24 +43,12 @@ static const char *descr_of(ltc_dtype dt) {
 }
 
 /* Writes t as .npy to the file `path`, or (mem) to a new malloc'd buffer *mem of *mem_len
- * bytes; `path` names it in errors. */
+ * bytes; `path` names it in errors. One buffer holds the preamble, the header and the data,
+ * which the backend writes in place (bfloat16 is widened to float32 in place). */
 static ltc_status save_npy(const char *path, ltc_tensor *t, char **mem, size_t *mem_len) {
     const ltc_shape *s = ltc_tensor_shape(t);
-    size_t nbytes = ltc_shape_nbytes(s);
     bool bf16 = s->dtype == LTC_BF16; /* written as float32: twice the bytes */
-    void *data = malloc(nbytes ? (bf16 ? 2 * nbytes : nbytes) : 1);
-    if (!data) return ltc_errorf(LTC_ERR_NOMEM, "save: out of memory for %zu bytes", nbytes);
-    ltc_status st = ltc_tensor_to_host(t, data);
-    if (st) {
-        free(data);
-        return st;
-    }
-    if (bf16) { /* widen in place, from the end */
-        int64_t n = ltc_shape_numel(s);
-        for (int64_t i = n - 1; i >= 0; i--)
-            ((float *)data)[i] = ltc_bf16_to_f32(((const uint16_t *)data)[i]);
-        nbytes *= 2;
-    }
+    size_t nbytes = ltc_shape_nbytes(s), out_bytes = bf16 ? 2 * nbytes : nbytes;
     char shape[LTC_MAX_DIMS * 24 + 4] = "(";
     size_t n = 1;
     for (int d = 0; d < s->ndim; d++)
@@ -73,22 +61,37 @@ static ltc_status save_npy(const char *path, ltc_tensor *t, char **mem, size_t *
     int total = (10 + len + 1 + 63) / 64 * 64; /* magic, version, length, dict, '\n' */
     while (10 + len + 1 < total) header[len++] = ' ';
     header[len++] = '\n';
-    unsigned char pre[10];
-    memcpy(pre, magic, 6);
-    pre[6] = 1, pre[7] = 0, pre[8] = (unsigned char)(len & 0xff), pre[9] = (unsigned char)(len >> 8);
-    FILE *f = mem ? open_memstream(mem, mem_len) : fopen(path, "wb");
+    size_t head = 10 + (size_t)len;
+    unsigned char *buf = malloc(head + out_bytes);
+    if (!buf) return ltc_errorf(LTC_ERR_NOMEM, "save: out of memory for %zu bytes", out_bytes);
+    memcpy(buf, magic, 6);
+    buf[6] = 1, buf[7] = 0, buf[8] = (unsigned char)(len & 0xff), buf[9] = (unsigned char)(len >> 8);
+    memcpy(buf + 10, header, (size_t)len);
+    void *data = buf + head;
+    ltc_status st = ltc_tensor_to_host(t, data);
+    if (st) {
+        free(buf);
+        return st;
+    }
+    if (bf16) { /* widen in place, from the end */
+        for (int64_t i = ltc_shape_numel(s) - 1; i >= 0; i--) {
+            float v = ltc_bf16_to_f32(((const uint16_t *)data)[i]);
+            memcpy((char *)data + (size_t)i * 4, &v, 4);
+        }
+    }
+    if (mem) {
+        *mem = (char *)buf, *mem_len = head + out_bytes;
+        return LTC_OK;
+    }
+    FILE *f = fopen(path, "wb");
     if (!f) {
-        free(data);
+        free(buf);
         return ltc_errorf(LTC_ERR_IO, "save: cannot open %s: %s", path, strerror(errno));
     }
-    bool ok = fwrite(pre, 1, 10, f) == 10 && fwrite(header, 1, (size_t)len, f) == (size_t)len &&
-              (!nbytes || fwrite(data, 1, nbytes, f) == nbytes);
+    bool ok = fwrite(buf, 1, head + out_bytes, f) == head + out_bytes;
     ok &= fclose(f) == 0;
-    free(data);
-    if (!ok) {
-        if (mem) free(*mem), *mem = NULL;
-        return ltc_errorf(LTC_ERR_IO, "save: cannot write %s: %s", path, strerror(errno));
-    }
+    free(buf);
+    if (!ok) return ltc_errorf(LTC_ERR_IO, "save: cannot write %s: %s", path, strerror(errno));
     return LTC_OK;
 }
 
@@ -276,9 +279,41 @@ ltc_status ltc_load_npy(const char *path, ltc_tensor **out) {
     return load_npy(f, path, out);
 }
 
+/* The .npy in memory, parsed in place: the data goes to the backend straight from `bytes`
+ * when it needs no conversion (a .npz member: one copy, not three). Errors as load_npy's. */
 ltc_status ltc_load_npy_bytes(const void *bytes, size_t len, const char *name, ltc_tensor **out) {
-    if (len < 8) return ltc_errorf(LTC_ERR_IO, "load: %s is not a .npy file (no \\x93NUMPY magic)", name);
-    FILE *f = fmemopen((void *)bytes, len, "rb");
+    const unsigned char *p = bytes;
+    if (len < 10 || memcmp(p, magic, 6) != 0)
+        return ltc_errorf(LTC_ERR_IO, "load: %s is not a .npy file (no \\x93NUMPY magic)", name);
+    size_t hlen, off;
+    if (p[6] == 1) {
+        hlen = (size_t)p[8] | (size_t)p[9] << 8, off = 10;
+    } else if (p[6] == 2 || p[6] == 3) {
+        if (len < 12) return ltc_errorf(LTC_ERR_IO, "load: %s: file ends inside the header", name);
+        hlen = (size_t)p[8] | (size_t)p[9] << 8 | (size_t)p[10] << 16 | (size_t)p[11] << 24, off = 12;
+    } else {
+        return ltc_errorf(LTC_ERR_IO, "load: %s: unsupported .npy version %d.%d", name, p[6], p[7]);
+    }
+    if (hlen > (1u << 20))
+        return ltc_errorf(LTC_ERR_IO, "load: %s: header length %zu is implausible", name, hlen);
+    if (len - off < hlen) return ltc_errorf(LTC_ERR_IO, "load: %s: file ends inside the header", name);
+    char *header = malloc(hlen + 1);
+    if (!header) return ltc_errorf(LTC_ERR_NOMEM, "load: out of memory");
+    memcpy(header, p + off, hlen);
+    header[hlen] = 0;
+    ltc_shape s;
+    bool swap = false, fortran = false;
+    ltc_status st = parse_header(name, header, &s, &swap, &fortran);
+    free(header);
+    if (st) return st;
+    off += hlen;
+    size_t nbytes = ltc_shape_nbytes(&s);
+    if (len - off < nbytes)
+        return ltc_errorf(LTC_ERR_IO, "load: %s: data is shorter than the header's shape needs "
+                          "(%zu bytes)", name, nbytes);
+    if (!swap && !(fortran && s.ndim > 1) && s.dtype != LTC_BOOL)
+        return ltc_tensor_from_host(&s, p + off, out);
+    FILE *f = fmemopen((void *)bytes, len, "rb"); /* the general path, which converts */
     if (!f) return ltc_errorf(LTC_ERR_NOMEM, "load: %s: %s", name, strerror(errno));
     return load_npy(f, name, out);
 }

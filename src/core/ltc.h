@@ -298,11 +298,12 @@ ltc_status ltc_read_file_gz(const char *path, char **data, size_t *len);
 ltc_status ltc_read_idx(const char *path, ltc_dtype dtype, double scale, double offset,
                         ltc_tensor **out);
 
-/* NumPy .npy files (npy.c): C order; float32, float64, int32, int64 and bool (little-endian
- * '<f4', '<f8', '<i4', '<i8', '|b1'). ltc_save_npy syncs t if pending and writes version
- * 1.0. ltc_load_npy reads versions 1.0 to 3.0 into a new tensor (one reference); a missing,
- * truncated or malformed file, an unsupported dtype or Fortran order fail with LTC_ERR_IO
- * and a message naming the path and the problem. */
+/* NumPy .npy files (npy.c): every dtype ('<f4', '<f8', '<i4', '<i8', '|b1', '|u1', '|i1',
+ * '<i2', '<f2'; bfloat16 is written as '<f4'). ltc_save_npy syncs t if pending and writes
+ * version 1.0, little-endian, C order. ltc_load_npy reads versions 1.0 to 3.0 in either byte
+ * order and C or Fortran order (converted on load) into a new tensor (one reference); a
+ * missing, truncated or malformed file or an unsupported dtype fail with LTC_ERR_IO and a
+ * message naming the path and the problem. */
 ltc_status ltc_save_npy(const char *path, ltc_tensor *t);
 ltc_status ltc_load_npy(const char *path, ltc_tensor **out);
 /* The same in memory (the members of a .npz archive, ltc.io): ltc_save_npy_bytes returns a

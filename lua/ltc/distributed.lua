@@ -241,7 +241,9 @@ local REDUCED = setmetatable({}, { __mode = "k" })
 
 local function nbytes(t)
   local dt = t:dtype()
-  return t:numel() * ((dt == "float64" or dt == "int64") and 8 or dt == "bool" and 1 or 4)
+  local size = { float64 = 8, int64 = 8, float16 = 2, bfloat16 = 2, int16 = 2, bool = 1, uint8 = 1,
+                 int8 = 1 }
+  return t:numel() * (size[dt] or 4)
 end
 
 --- ltc.nn.parallel.DistributedDataParallel(model [, opts]): model, wrapped for data-parallel

@@ -92,8 +92,8 @@ function M.install(core)
     end
     for k = 2, #ops do
       local a, b = ops[1]:dtype(), ops[k]:dtype()
-      if a ~= b or (a ~= "float32" and a ~= "float64") then
-        fail("operands must share one floating dtype (float32 or float64), got %s and %s", a, b)
+      if a ~= b or not ops[1]:is_floating_point() then
+        fail("operands must share one floating dtype (float32, float64, float16 or bfloat16), got %s and %s", a, b)
       end
     end
     local eq = equation:gsub("%s", "")

@@ -42,11 +42,18 @@ function M.arange(a, b, c, d, ...)
   return core.arange(start, stop, step, dtype)
 end
 
---- Dtype shorthands (Torch7 and PyTorch): t:float(), t:double(), t:int(), t:long(), t:bool().
+--- Dtype shorthands (Torch7 and PyTorch): t:float(), t:double(), t:int(), t:long(), t:bool(),
+-- t:half() (float16), t:bfloat16(), t:byte() (uint8), t:char() (int8), t:short() (int16).
 for short, dtype in pairs { float = "float32", double = "float64", int = "int32",
-                            long = "int64", bool = "bool" } do
+                            long = "int64", bool = "bool", half = "float16",
+                            bfloat16 = "bfloat16", byte = "uint8", char = "int8",
+                            short = "int16" } do
   methods[short] = function(t) return core.to(t, dtype) end
 end
+--- t:is_floating_point(): whether t's dtype is float16, bfloat16, float32 or float64 (PyTorch).
+local float_dtype = { float16 = true, bfloat16 = true, float32 = true, float64 = true }
+function methods.is_floating_point(t) return float_dtype[t:dtype()] == true end
+M.is_floating_point = methods.is_floating_point
 --- t:type(dtype): as t:to(dtype); t:type() returns the dtype name.
 function methods.type(t, dtype)
   if dtype == nil then return t:dtype() end
@@ -122,11 +129,14 @@ end
 ---------------------------------------------------------------------------------------------
 -- dtypes
 
---- ltc.float32, ltc.float64, ltc.int32, ltc.int64, ltc.bool (and PyTorch's aliases ltc.float,
--- ltc.double, ltc.int, ltc.long): the dtype names, which is what every dtype argument takes
+--- ltc.float32, ltc.float64, ltc.int32, ltc.int64, ltc.bool, ltc.uint8, ltc.int8, ltc.int16,
+-- ltc.float16, ltc.bfloat16 (and PyTorch's aliases ltc.float, ltc.double, ltc.int, ltc.long,
+-- ltc.half, ltc.short): the dtype names, which is what every dtype argument takes
 -- (`ltc.ones(2, 3, ltc.int64)` is `ltc.ones(2, 3, "int64")`), as torch.float32 etc.
 for _, d in ipairs { { "float32" }, { "float64" }, { "int32" }, { "int64" }, { "bool" },
-  { "float", "float32" }, { "double", "float64" }, { "int", "int32" }, { "long", "int64" } } do
+  { "uint8" }, { "int8" }, { "int16" }, { "float16" }, { "bfloat16" },
+  { "float", "float32" }, { "double", "float64" }, { "int", "int32" }, { "long", "int64" },
+  { "half", "float16" }, { "short", "int16" } } do
   M[d[1]] = d[2] or d[1]
 end
 

@@ -48,8 +48,8 @@ end
 ---------------------------------------------------------------------------------------------
 -- state dicts as .npz files: NumPy's format for several named arrays, a zip archive of
 -- "<name>.npy" members (stored, not compressed; CRC-32 checked on reading). np.load(path)
--- reads what ltc.io.save_npz writes; ltc.io.load_npz reads np.savez files (not
--- np.savez_compressed ones).
+-- reads what ltc.io.save_npz writes; ltc.io.load_npz reads np.savez and
+-- np.savez_compressed files (deflate, through zlib).
 
 local crc32 = core.crc32 -- zlib's
 
@@ -60,7 +60,7 @@ local function npy_bytes(t) return core.npy_bytes(t) end
 local function npy_tensor(bytes, what)
   local ok, t = pcall(core.npy_load_bytes, bytes, what)
   if not ok then
-    error(string.format("member '%s': %s", what, (tostring(t):gsub("^load: ", ""))), 0)
+    raise(string.format("member '%s': %s", what, (tostring(t):gsub("^[^\n]-:%d+: ", ""):gsub("^load: ", ""))))
   end
   return t
 end
@@ -111,8 +111,9 @@ function M.save_npz(path, tensors)
   if not ok then raise("save: cannot write '" .. path .. "': " .. tostring(cerr)) end
 end
 
--- The position of the end-of-central-directory record of a zip archive: the last "PK\5\6"
--- (a comment of up to 64 KiB may follow it); nil if there is none.
+-- The position of the end-of-central-directory record of a zip archive in `data` (the
+-- file's last bytes): the last "PK\5\6" (a comment of up to 64 KiB may follow it); nil if
+-- there is none.
 local function find_eocd(data)
   for i = #data - 21, math.max(1, #data - 21 - 65535), -1 do
     if data:sub(i, i + 3) == "PK\5\6" then return i end
@@ -120,48 +121,66 @@ local function find_eocd(data)
 end
 
 --- ltc.io.load_npz(path): the {name = tensor} table of a .npz file (the inverse of
--- save_npz; members named "<name>.npy"). Raises, naming load and the archive, on a file
--- that is not a zip archive or is truncated, a record or offset outside the file, a
--- compressed member, or a CRC mismatch; a bad member's error names the member.
+-- save_npz; members named "<name>.npy"; np.savez's stored and np.savez_compressed's
+-- deflated members). Raises, naming load and the archive, on a file that is not a zip
+-- archive, a truncated or corrupt one, an encrypted member, or a CRC mismatch; a bad
+-- member's error names the member. The file is read member by member (the central
+-- directory at its end, then each member where it says), so memory holds one member's
+-- bytes at a time besides the tensors.
 function M.load_npz(path)
   if type(path) ~= "string" then
     raise("load_npz: bad argument #1 (a path string expected, got " .. core.typename(path) .. ")")
   end
   local f, err = io.open(path, "rb")
   if not f then raise("load: cannot open '" .. path .. "': " .. tostring(err)) end
-  local data = f:read("a")
-  f:close()
-  if not data then raise("load: cannot read '" .. path .. "'") end
-  local function bad(what) raise(string.format("load: '%s': %s", path, what)) end
-  -- string.unpack at pos, or an error naming the archive when the record is outside it
-  local function unpack(fmt, pos, what)
-    if pos < 1 or pos + string.packsize(fmt) - 1 > #data then
-      bad(what .. " lies outside the file (truncated or corrupt)")
-    end
-    return string.unpack(fmt, data, pos)
+  local function bad(what)
+    f:close()
+    raise(string.format("load: '%s': %s", path, what))
   end
-  local eocd = find_eocd(data)
+  local size = f:seek("end")
+  if not size then bad("cannot read") end
+  -- n bytes at 0-based offset pos, or an error naming the archive when they are outside it
+  local function read_at(pos, n, what)
+    if pos < 0 or n < 0 or pos + n > size then bad(what .. " lies outside the file (truncated or corrupt)") end
+    if n == 0 then return "" end
+    f:seek("set", pos)
+    local s = f:read(n)
+    if not s or #s ~= n then bad("cannot read " .. what) end
+    return s
+  end
+  local tail_len = math.min(size, 65535 + 22)
+  local tail = read_at(size - tail_len, tail_len, "the end of the file")
+  local eocd = find_eocd(tail)
   if not eocd then
+    f:close()
     raise(string.format("load: '%s' is not a .npz (zip) file", path))
   end
-  local _, _, _, _, count, _, cd_off = unpack("<I4I2I2I2I2I4I4", eocd, "the end-of-central-directory record")
-  local out, pos = {}, cd_off + 1
+  local _, _, _, _, count, cd_size, cd_off = string.unpack("<I4I2I2I2I2I4I4", tail, eocd)
+  local cd = read_at(cd_off, cd_size, "the central directory")
+  local out, pos = {}, 1
   for i = 1, count do
-    local sig, _, _, flags, method, _, _, crc, csize, _, nlen, xlen, clen, _, _, _, loff =
-      unpack("<I4I2I2I2I2I2I2I4I4I4I2I2I2I2I2I4I4", pos, "central directory entry " .. i)
+    if pos + 45 > #cd then bad("central directory entry " .. i .. " lies outside the file (truncated or corrupt)") end
+    local sig, _, _, flags, method, _, _, crc, csize, usize, nlen, xlen, clen, _, _, _, loff =
+      string.unpack("<I4I2I2I2I2I2I2I4I4I4I2I2I2I2I2I4I4", cd, pos)
     if sig ~= 0x02014b50 then bad("bad zip central directory (entry " .. i .. ")") end
-    if pos + 45 + nlen > #data then bad("central directory entry " .. i .. "'s name lies outside the file") end
-    local fname = data:sub(pos + 46, pos + 45 + nlen)
+    if pos + 45 + nlen > #cd then bad("central directory entry " .. i .. "'s name lies outside the file") end
+    local fname = cd:sub(pos + 46, pos + 45 + nlen)
     pos = pos + 46 + nlen + xlen + clen
-    if method ~= 0 or flags & 1 ~= 0 then
-      bad(string.format("member '%s' is compressed or encrypted (only np.savez's stored members are read)", fname))
+    if (method ~= 0 and method ~= 8) or flags & 1 ~= 0 then
+      bad(string.format("member '%s' is encrypted or compressed with method %d (np.savez's stored " ..
+        "and np.savez_compressed's deflated members are read)", fname, method))
     end
-    local lsig, lnlen, lxlen = unpack("<I4", loff + 1, "member '" .. fname .. "''s local header"),
-      unpack("<I2I2", loff + 27, "member '" .. fname .. "''s local header")
+    local lh = read_at(loff, 30, "member '" .. fname .. "''s local header")
+    local lsig, lnlen, lxlen = string.unpack("<I4", lh), string.unpack("<I2I2", lh, 27)
     if lsig ~= 0x04034b50 then bad("member '" .. fname .. "': bad local header") end
-    local start = loff + 31 + lnlen + lxlen
-    if start + csize - 1 > #data then bad(string.format("member '%s' is truncated or corrupt (past the end)", fname)) end
-    local bytes = data:sub(start, start + csize - 1)
+    local start = loff + 30 + lnlen + lxlen
+    if start + csize > size then bad(string.format("member '%s' is truncated or corrupt (past the end)", fname)) end
+    local bytes = read_at(start, csize, "member '" .. fname .. "'")
+    if method == 8 then
+      local ok, raw = pcall(core.inflate, bytes, usize)
+      if not ok then bad(string.format("member '%s': %s", fname, tostring(raw))) end
+      bytes = raw
+    end
     if crc32(bytes) ~= crc then
       bad(string.format("member '%s' is truncated or corrupt (CRC-32)", fname))
     end
@@ -169,7 +188,9 @@ function M.load_npz(path)
     local ok, t = pcall(npy_tensor, bytes, fname)
     if not ok then bad(tostring(t)) end
     out[name] = t
+    bytes = nil
   end
+  f:close()
   return out
 end
 

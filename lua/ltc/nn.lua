@@ -516,7 +516,7 @@ function Module:zero_grad()
   for _, p in ipairs(self:parameters()) do p.grad = nil end
 end
 
-local float_dtypes = { float32 = true, float64 = true }
+local float_dtypes = { float32 = true, float64 = true, float16 = true, bfloat16 = true }
 
 --- m:to(dtype_or_device): every parameter and floating-point buffer converted by t:to(arg)
 -- (a dtype name such as "float64"; a device, where the tensor's `to` takes one). Parameters

@@ -348,7 +348,7 @@ function M.install(core)
     return function(a, b, ...)
       if math.type(b) == "integer" and b < 0 and is_tensor(a) then
         local dt = a:dtype()
-        if dt == "int32" or dt == "int64" or dt == "bool" then
+        if not (dt == "float32" or dt == "float64" or dt == "float16" or dt == "bfloat16") then
           raise(string.format("pow: integers to negative integer powers are not allowed (%s "
             .. "tensor ^ %d, as in PyTorch; use a float tensor)", dt, b))
         end

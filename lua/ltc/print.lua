@@ -137,7 +137,7 @@ function M.body(t, core)
   local lines = {}
   local strs, width = {}, 0
   if small:numel() > 0 then
-    strs, width = fmt_values(flatten(small:totable(), {}), t:dtype():sub(1, 5) == "float", o)
+    strs, width = fmt_values(flatten(small:totable(), {}), t:dtype():find("float", 1, true) ~= nil, o)
   end
   local pos = 1
   local function cell()

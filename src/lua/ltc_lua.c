@@ -285,13 +285,9 @@ static void store(void *buf, int64_t i, ltc_dtype dt, lua_State *L, int idx, con
     if (integral && !ltc_dtype_fits_i64(n, dt))
         luaL_error(L, "tensor: element %s (%I) cannot be converted to %s without overflow (as in "
                    "PyTorch)", where, (lua_Integer)n, ltc_dtype_name(dt));
-    switch (dt) {
-    case LTC_F32: ((float *)buf)[i] = integral ? (float)n : (float)f; break;
-    case LTC_F64: ((double *)buf)[i] = integral ? (double)n : f; break;
-    case LTC_I32: ((int32_t *)buf)[i] = (int32_t)n; break;
-    case LTC_I64: ((int64_t *)buf)[i] = n; break;
-    default: ((uint8_t *)buf)[i] = integral ? n != 0 : f != 0; break;
-    }
+    if (dt == LTC_BOOL) ((uint8_t *)buf)[i] = integral ? n != 0 : f != 0;
+    else if (integral || !ltc_dtype_is_float(dt)) ltc_dtype_store_i64(buf, dt, i, n);
+    else ltc_dtype_store_f64(buf, dt, i, f);
 }
 
 /* Copies the nested table at idx (checked against s from dim d) into buf from *pos. */
@@ -338,6 +334,33 @@ static int l_tensor(lua_State *L) {
     ltc_tensor *t;
     if (ltc_tensor_from_host(&s, buf, &t)) return luaL_error(L, "tensor: %s", ltc_last_error());
     ltcL_pushtensor(L, t);
+    return 1;
+}
+
+/* core.result_type(a, b, ...): the dtype name an op on these operands (tensors, Lua numbers,
+ * booleans) computes in, as torch.result_type (a Lua number is a weak scalar). */
+static int l_result_type(lua_State *L) {
+    int n = lua_gettop(L);
+    ltc_tensor *ts[16];
+    if (n < 1 || n > 16) return luaL_error(L, "result_type: expected 1 to 16 operands, got %d", n);
+    for (int i = 1; i <= n; i++)
+        if (!lua_isboolean(L, i)) ltcL_checkoperand(L, i, "result_type");
+    int made = 0;
+    for (; made < n; made++) {
+        if (lua_isboolean(L, made + 1)) {
+            if (ltc_tensor_from_bool(lua_toboolean(L, made + 1), true, &ts[made])) ts[made] = NULL;
+        } else {
+            ts[made] = ltcL_operand(L, made + 1);
+        }
+        if (!ts[made]) break;
+    }
+    if (made < n) {
+        ltcL_release(ts, made);
+        return luaL_error(L, "result_type: %s", ltc_last_error());
+    }
+    ltc_dtype dt = ltc_trace_result_type(ts, n);
+    ltcL_release(ts, n);
+    lua_pushstring(L, ltc_dtype_name(dt));
     return 1;
 }
 
@@ -393,13 +416,9 @@ static int l_item(lua_State *L) {
 
 /* Pushes element `flat` of host values `buf` of dtype dt. */
 static void push_host_elem(lua_State *L, ltc_dtype dt, const void *buf, int64_t flat) {
-    switch (dt) {
-    case LTC_F32: lua_pushnumber(L, ((const float *)buf)[flat]); break;
-    case LTC_F64: lua_pushnumber(L, ((const double *)buf)[flat]); break;
-    case LTC_I32: lua_pushinteger(L, ((const int32_t *)buf)[flat]); break;
-    case LTC_I64: lua_pushinteger(L, ((const int64_t *)buf)[flat]); break;
-    default: lua_pushboolean(L, ((const uint8_t *)buf)[flat] != 0); break;
-    }
+    if (dt == LTC_BOOL) lua_pushboolean(L, ((const uint8_t *)buf)[flat] != 0);
+    else if (ltc_dtype_is_float(dt)) lua_pushnumber(L, ltc_dtype_load_f64(buf, dt, flat));
+    else lua_pushinteger(L, ltc_dtype_load_i64(buf, dt, flat));
 }
 
 static void push_table(lua_State *L, const void *buf, const ltc_shape *s, int d, int64_t *flat) {
@@ -733,6 +752,43 @@ static int l_crc32(lua_State *L) {
     return 1;
 }
 
+/* core.inflate(s, size): the raw deflate stream s (a zip member of method 8, as
+ * np.savez_compressed writes) inflated to its `size` bytes; an error when the stream is
+ * corrupt or does not give exactly size bytes. */
+static int l_inflate(lua_State *L) {
+    size_t len;
+    const char *s = luaL_checklstring(L, 1, &len);
+    lua_Integer size = luaL_checkinteger(L, 2);
+    if (size < 0) return luaL_error(L, "inflate: negative size %I", size);
+    luaL_Buffer b;
+    char *out = luaL_buffinitsize(L, &b, (size_t)size + 1);
+    z_stream z = {0};
+    if (inflateInit2(&z, -MAX_WBITS) != Z_OK) return luaL_error(L, "inflate: zlib init failed");
+    z.next_in = (Bytef *)s;
+    z.next_out = (Bytef *)out;
+    size_t in_left = len, out_left = (size_t)size + 1;
+    int rc = Z_OK;
+    while (rc == Z_OK) { /* zlib counts in uInt: feed at most 1 GiB at a time */
+        if (!z.avail_in && in_left) {
+            z.avail_in = in_left > 0x40000000u ? 0x40000000u : (uInt)in_left;
+            in_left -= z.avail_in;
+        }
+        if (!z.avail_out && out_left) {
+            z.avail_out = out_left > 0x40000000u ? 0x40000000u : (uInt)out_left;
+            out_left -= z.avail_out;
+        }
+        rc = inflate(&z, Z_NO_FLUSH);
+        if (rc == Z_BUF_ERROR && (z.avail_in || in_left) && (z.avail_out || out_left)) rc = Z_OK;
+    }
+    size_t got = (size_t)((char *)z.next_out - out);
+    inflateEnd(&z);
+    if (rc != Z_STREAM_END || got != (size_t)size)
+        return luaL_error(L, "inflate: corrupt deflate data (%s, %I of %I bytes)",
+                          rc == Z_STREAM_END ? "wrong size" : "bad stream", (lua_Integer)got, size);
+    luaL_pushresultsize(&b, got);
+    return 1;
+}
+
 /* core.read_gz(path): the file's bytes as a string, gunzipped when it is gzip. */
 static int l_read_gz(lua_State *L) {
     char *data;
@@ -808,10 +864,10 @@ static int l_read_idx(lua_State *L) {
 static const luaL_Reg core_functions[] = {
     {"set_backend", l_set_backend}, {"get_backend", l_get_backend},
     {"save", l_save}, {"load", l_load},
-    {"read_gz", l_read_gz}, {"read_idx", l_read_idx}, {"crc32", l_crc32},
+    {"read_gz", l_read_gz}, {"read_idx", l_read_idx}, {"crc32", l_crc32}, {"inflate", l_inflate},
     {"npy_bytes", l_npy_bytes}, {"npy_load_bytes", l_npy_load_bytes},
     {"_set_", l_set_}, {"_strides", l_strides},
-    {"tensor", l_tensor}, {"sync", l_sync}, {"manual_seed", l_manual_seed},
+    {"tensor", l_tensor}, {"result_type", l_result_type}, {"sync", l_sync}, {"manual_seed", l_manual_seed},
     {"counter", l_counter}, {"counter_names", l_counter_names}, {"metrics_report", l_report},
     {"metrics_reset", l_reset}, {"config_get", l_config_get}, {"config_set", l_config_set},
     {"live_info", l_live_info}, {"is_tensor", l_is_tensor}, {"typename", l_typename}, {"assign_", l_assign_},

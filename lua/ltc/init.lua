@@ -52,7 +52,12 @@ for short, dtype in pairs { float = "float32", double = "float64", int = "int32"
 end
 --- t:is_floating_point(): whether t's dtype is float16, bfloat16, float32 or float64 (PyTorch).
 local float_dtype = { float16 = true, bfloat16 = true, float32 = true, float64 = true }
-function methods.is_floating_point(t) return float_dtype[t:dtype()] == true end
+function methods.is_floating_point(t)
+  if not core.is_tensor(t) then
+    raise("is_floating_point: bad argument #1 (ltc.Tensor expected, got " .. core.typename(t) .. ")")
+  end
+  return float_dtype[t:dtype()] == true
+end
 M.is_floating_point = methods.is_floating_point
 --- t:type(dtype): as t:to(dtype); t:type() returns the dtype name.
 function methods.type(t, dtype)

@@ -1,4 +1,4 @@
-/* shape_comm.c - shape and dtype rules of the collectives (all_reduce, broadcast, reduce,
+/* shape_collective.c - shape and dtype rules of the collectives (all_reduce, broadcast, reduce,
  * all_gather, reduce_scatter); declared in shape_inference.h. The core knows no
  * communicator: ranks, roots and world sizes are checked against it when the graph runs
  * (src/backend/comm_registry.c). */

@@ -126,6 +126,60 @@ describe("narrow dtypes", function()
         end
       end)
 
+      it("run every op on float16 and bfloat16 as float32 on the rounded inputs, rounded", function()
+        -- the definition of the narrow float dtypes' arithmetic: each op's float32 result on
+        -- the same (rounded) values, rounded once (random ops draw the same numbers)
+        local C = dofile("spec/support/op_calls.lua")
+        for _, dt in ipairs({ "float16", "bfloat16" }) do
+          local ulp = dt == "float16" and 2 ^ -10 or 2 ^ -7
+          local function conv(v, narrow)
+            if ltc.is_tensor(v) then
+              if v:dtype() ~= "float32" then return v end
+              return narrow and v:to(dt) or v:to(dt):to("float32")
+            elseif type(v) == "table" then
+              local o = {}
+              for k, x in pairs(v) do o[k] = conv(x, narrow) end
+              return o
+            end
+            return (v == "float32" and narrow) and dt or v
+          end
+          local function flat(r, out)
+            out = out or {}
+            local function walk(x)
+              if type(x) == "table" then for _, y in ipairs(x) do walk(y) end else out[#out + 1] = x end
+            end
+            if ltc.is_tensor(r) then
+              walk((r:is_floating_point() and r:to(dt):to("float64") or r):totable())
+            elseif type(r) == "table" then
+              for _, x in ipairs(r) do flat(x, out) end
+            end
+            return out
+          end
+          for _, op in ipairs(C.OPS) do
+            local args = C.valid_args(op)
+            local function run(narrow)
+              ltc.manual_seed(0)
+              return pcall(function()
+                return flat(ltc[op.name](table.unpack(conv(args, narrow), 1, #op.args)))
+              end)
+            end
+            local ok1, r1 = run(true)
+            local ok2, r2 = run(false)
+            assert.are.equal(ok2, ok1, dt .. " " .. op.name .. ": " .. tostring(ok1 and r2 or r1))
+            if ok1 then
+              assert.are.equal(#r2, #r1, dt .. " " .. op.name)
+              for i = 1, #r1 do
+                local a, b = r1[i], r2[i]
+                local close = a == b or (a ~= a and b ~= b) or (type(a) == "number" and
+                  math.abs(a - b) <= 1e-6 + 2 * ulp * math.max(math.abs(a), math.abs(b)))
+                assert.is_true(close, string.format("%s %s [%d]: %s vs %s", dt, op.name, i,
+                  tostring(a), tostring(b)))
+              end
+            end
+          end
+        end
+      end)
+
       it("wraps uint8 200 + 100 to 44", function()
         assert.are.same({ 44 }, (ltc.tensor({ 200 }, "uint8") + ltc.tensor({ 100 }, "uint8")):totable())
       end)

@@ -32,6 +32,7 @@ describe("narrow dtypes", function()
     for _, dt in ipairs(NARROW) do
       local t = ltc.zeros({ 3 }, dt)
       assert.are.equal(dt, t:dtype())
+      assert.are.equal(sizes[dt], t:element_size())
       assert.are.equal(dt, ltc[dt])
       local path = os.tmpname()
       ltc.save(path, ltc.zeros({ 1000 }, dt == "bfloat16" and "float16" or dt))

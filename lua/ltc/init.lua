@@ -59,6 +59,11 @@ function methods.is_floating_point(t)
   return float_dtype[t:dtype()] == true
 end
 M.is_floating_point = methods.is_floating_point
+--- t:element_size(): bytes per element of t's dtype (PyTorch): 1 for bool, uint8 and int8,
+-- 2 for int16, float16 and bfloat16, 4 for int32 and float32, 8 for int64 and float64.
+local dtype_bytes = { bool = 1, uint8 = 1, int8 = 1, int16 = 2, float16 = 2, bfloat16 = 2,
+                      int32 = 4, float32 = 4, int64 = 8, float64 = 8 }
+function methods.element_size(t) return dtype_bytes[t:dtype()] end
 --- t:type(dtype): as t:to(dtype); t:type() returns the dtype name.
 function methods.type(t, dtype)
   if dtype == nil then return t:dtype() end

@@ -15,7 +15,7 @@ ltc_status ltc_shape_creation(const int64_t *size, int n_size, ltc_dtype dtype, 
 ltc_status ltc_shape_rand(const int64_t *size, int n_size, ltc_dtype dtype, ltc_shape *out) {
     if (dtype != LTC_DTYPE_NONE && !ltc_dtype_is_float(dtype))
         return ltc_errorf(LTC_ERR_ARG, "dtype %s is not a floating dtype (random samples are "
-                          "float32 or float64)", ltc_dtype_name(dtype));
+                          "float16, bfloat16, float32 or float64)", ltc_dtype_name(dtype));
     return ltc_shape_creation(size, n_size, dtype, out);
 }
 
@@ -103,7 +103,7 @@ ltc_status ltc_shape_multinomial(const ltc_shape *self, int64_t num_samples, boo
     if (self->ndim != 1 && self->ndim != 2)
         return ltc_errorf(LTC_ERR_ARG, "self must be weights [C] or [N, C], got %s", SHAPE_STR(self, s));
     if (!ltc_dtype_is_float(self->dtype))
-        return ltc_errorf(LTC_ERR_ARG, "weights must be float32 or float64, got %s",
+        return ltc_errorf(LTC_ERR_ARG, "weights must be of a floating dtype, got %s",
                           ltc_dtype_name(self->dtype));
     int64_t ncat = self->dims[self->ndim - 1];
     if (ncat == 0) return ltc_errorf(LTC_ERR_ARG, "self %s has no categories", SHAPE_STR(self, s));

@@ -138,7 +138,7 @@ ltc_status ltc_shape_addcmul(const ltc_shape *self, const ltc_shape *tensor1,
 
 ltc_status ltc_shape_need_float(const ltc_shape *s, const char *what) {
     if (!ltc_dtype_is_float(s->dtype))
-        return ltc_errorf(LTC_ERR_ARG, "%s must be float32 or float64, got %s", what,
+        return ltc_errorf(LTC_ERR_ARG, "%s must be of a floating dtype, got %s", what,
                           ltc_dtype_name(s->dtype));
     return LTC_OK;
 }

@@ -243,7 +243,7 @@ ltc_status ltc_shape_reduce_scatter(const ltc_shape *self, int64_t op, int64_t w
 
 /* ---- checks shared by the shape_*.c rules ------------------------------------------------- */
 
-/* "<what> must be float32 or float64, got <dtype>" unless s is of a float dtype. */
+/* "<what> must be of a floating dtype, got <dtype>" unless s is of one. */
 ltc_status ltc_shape_need_float(const ltc_shape *s, const char *what);
 /* "<what> must be an int64 or int32 tensor, got <dtype>" unless s is one (index data). */
 ltc_status ltc_shape_need_int(const ltc_shape *s, const char *what);

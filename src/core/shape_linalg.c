@@ -15,7 +15,7 @@ static ltc_status operands(const ltc_shape *a, const ltc_shape *b, int nd, const
         return ltc_errorf(LTC_ERR_ARG, "expected two %s, got %s and %s", what, SHAPE_STR(a, x),
                           SHAPE_STR(b, y));
     if (a->dtype != b->dtype || !ltc_dtype_is_float(a->dtype))
-        return ltc_errorf(LTC_ERR_ARG, "expected float32 or float64 operands of one dtype, got "
+        return ltc_errorf(LTC_ERR_ARG, "expected floating operands of one dtype, got "
                           "%s and %s", ltc_dtype_name(a->dtype), ltc_dtype_name(b->dtype));
     return LTC_OK;
 }

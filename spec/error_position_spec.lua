@@ -31,7 +31,7 @@ local function names(tbl)
 end
 
 -- not called: they end the process, start a REPL, or change global state for the rest of the run
-local skip = { debug_set_source_skip = true, sync = true, manual_seed = true, repl = true,
+local skip = { sync = true, manual_seed = true, repl = true,
   exit = true, help = true, set_backend = true, set_default_device = true, config_set = true,
   config_assign = true, set_printoptions = true, use_deterministic_algorithms = true,
   set_num_threads = true, set_default_dtype = true }

@@ -144,3 +144,22 @@ describe("index_fill_, index_copy_ and masked_scatter_ (documented, PyTorch's)",
     assert.truthy(msg:find("index_fill_: cannot write through an expand view", 1, true), msg)
   end)
 end)
+
+describe("uniform_ and normal_", function()
+  it("name themselves in errors (not copy_), as PyTorch's raise for an expand view", function()
+    local x = ltc.ones(3):expand(2, 3)
+    for _, name in ipairs({ "uniform_", "normal_" }) do
+      local msg = err(function() x[name](x) end)
+      assert.truthy(msg:find("expand_write_spec.lua:%d+: " .. name .. ": cannot write through an "
+        .. "expand view"), msg)
+      msg = err(function() local t = ltc.ones(2, "int64"); t[name](t) end)
+      assert.truthy(msg:find(name .. ": floating tensors only, got int64", 1, true), msg)
+    end
+  end)
+
+  it("write through a view that repeats no element", function()
+    local b = ltc.zeros(3)
+    b:expand(1, 3):uniform_(2, 3)
+    for _, v in ipairs(b:totable()) do assert.is_true(v >= 2 and v < 3) end
+  end)
+end)

@@ -17,7 +17,7 @@ do
   local dir = src:match("^(@.*[/\\])debug%.lua$")
   -- where lua/ltc/autograd.lua finds gen/derivatives.lua in a source tree
   local root = src:match("^@(.*)/lua/ltc/[^/]*$") or "."
-  if dir then core.debug_set_source_skip(dir, "@" .. root .. "/gen/derivatives.lua") end
+  if dir then core._set_source_skip(dir, "@" .. root .. "/gen/derivatives.lua") end
 end
 
 --- ltc.debug.pending(): {live_tensors=, pending_tensors=, pending_nodes=}: live tensors,

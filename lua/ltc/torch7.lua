@@ -28,6 +28,18 @@ function M.install(core)
   --- t:nElement(): the element count (Torch7's name of numel).
   methods.nElement = function(t) return t:numel() end
 
+  -- Raises "<name>: ... floating tensors only" unless t is a floating tensor (PyTorch has no
+  -- uniform_ or normal_ of integers either).
+  local function floating(name, t)
+    if not core.is_tensor(t) then
+      raise(string.format("%s: bad argument #1 (ltc.Tensor expected, got %s)", name, core.typename(t)))
+    end
+    local dt = t:dtype()
+    if not (dt:find("^float") or dt == "bfloat16") then
+      raise(string.format("%s: floating tensors only, got %s (as in PyTorch)", name, dt))
+    end
+  end
+
   --- t:uniform_([a=0, b=1]): every element drawn uniformly from [a, b) by the default
   -- generator, in place (Torch7's uniform, PyTorch's uniform_). Floating tensors only.
   -- Returns t.
@@ -37,7 +49,8 @@ function M.install(core)
       raise(string.format("uniform_: expected numbers a <= b (got %s, %s)", tostring(a),
         tostring(b)))
     end
-    return t:copy_(core.rand(t:size(), t:dtype()) * (b - a) + a)
+    floating("uniform_", t)
+    return core.assign_(t, core.rand(t:size(), t:dtype()) * (b - a) + a, "uniform_")
   end
 
   --- t:normal_([mean=0, std=1]): every element drawn from N(mean, std^2), in place
@@ -48,7 +61,8 @@ function M.install(core)
       raise(string.format("normal_: expected a number mean and std >= 0 (got %s, %s)",
         tostring(mean), tostring(std)))
     end
-    return t:copy_(core.randn(t:size(), t:dtype()) * std + mean)
+    floating("normal_", t)
+    return core.assign_(t, core.randn(t:size(), t:dtype()) * std + mean, "normal_")
   end
 
   -- The sizes of a resize_: numbers or one table of them.

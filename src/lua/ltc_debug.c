@@ -339,11 +339,13 @@ static int l_raise(lua_State *L) {
     return lua_error(L);
 }
 
-/* core.debug_set_source_skip(prefix, ...): frames whose source starts with one of the
- * prefixes (at most 4) are skipped. */
+/* core._set_source_skip(prefix, ...): frames whose source starts with one of the prefixes
+ * (at most 4) are skipped. Internal (ltc.debug sets lua/ltc/ once): it was public as
+ * ltc.debug_set_source_skip, where a call with no prefixes put every error at a line of
+ * lua/ltc/. */
 static int l_set_source_skip(lua_State *L) {
     int n = lua_gettop(L);
-    if (n > SKIP_MAX) return luaL_error(L, "debug_set_source_skip: at most %d prefixes", SKIP_MAX);
+    if (n > SKIP_MAX) return luaL_error(L, "_set_source_skip: at most %d prefixes", SKIP_MAX);
     for (int i = 0; i < SKIP_MAX; i++)
         snprintf(hook.skip[i], sizeof hook.skip[i], "%s", i < n ? luaL_checkstring(L, i + 1) : "");
     return 0;
@@ -441,7 +443,7 @@ static const luaL_Reg debug_functions[] = {
     {"debug_tensor_ids", l_debug_tensor_ids},
     {"debug_backend_text", l_debug_backend_text},
     {"debug_explain_recompile", l_debug_explain},
-    {"debug_set_source_skip", l_set_source_skip}, {"_raise", l_raise},
+    {"_set_source_skip", l_set_source_skip}, {"_raise", l_raise},
     {"debug_scope_enter", l_scope_enter},
     {"config_value", l_config_value},
     {"config_assign", l_config_assign},

@@ -334,6 +334,16 @@ function F.layer_norm_backward(grad, self, normalized_shape, weight, eps, which)
   return (rstd * (dxhat - dxhat:mean(-1, true) - xhat * (dxhat * xhat):mean(-1, true))):reshape(s)
 end
 
+--- Gradients of scaled_dot_product_attention: which = 0, 1, 2 for query, key, value, all
+-- three from one scaled_dot_product_attention_backward (the C twin computes them once per
+-- backward; this one, run per input, three times). attn_mask nil when there is none.
+function F.attention_backward(grad, query, key, value, output, logsumexp, is_causal, scale,
+                              attn_mask, which)
+  local r = table.pack(core.scaled_dot_product_attention_backward(grad, query, key, value,
+    output, logsumexp, is_causal, scale, attn_mask))
+  return r[which + 1]
+end
+
 --- Gradients of batch_norm (which = "self", "weight" or "bias") for self [N, C, ...]: with
 -- the batch's statistics when training (as layer_norm's, over every dim but C), else with the
 -- running ones (a per-channel affine map).

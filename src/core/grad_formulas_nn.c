@@ -320,3 +320,15 @@ done:
     release_all(x, 24);
     return st;
 }
+
+ltc_status ltc_grad_attention_backward(ltc_tensor *grad, ltc_tensor *query, ltc_tensor *key,
+                                       ltc_tensor *value, ltc_tensor *output,
+                                       ltc_tensor *logsumexp, bool is_causal, double scale,
+                                       ltc_tensor *attn_mask, ltc_tensor **outs) {
+    if (attn_mask)
+        return ltc_scaled_dot_product_attention_backward_mask(grad, query, key, value, output,
+                                                              logsumexp, is_causal, scale,
+                                                              attn_mask, outs);
+    return ltc_scaled_dot_product_attention_backward(grad, query, key, value, output, logsumexp,
+                                                     is_causal, scale, outs);
+}

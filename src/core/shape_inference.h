@@ -233,6 +233,27 @@ ltc_status ltc_shape_bernoulli_p(const ltc_shape *self, double p, ltc_shape *out
 /* self's shape and dtype, any dtype (clone, contiguous). */
 ltc_status ltc_shape_copy(const ltc_shape *self, ltc_shape *out);
 
+/* ---- attention (shape_attention.c) --------------------------------------------------------
+ * query [..., L, E], key [..., S, E], value [..., S, Ev], one floating dtype, the same leading
+ * dims; attn_mask bool or query's dtype, broadcast to [..., L, S]; scale finite. The forward
+ * gives output [..., L, Ev] and logsumexp [..., L]; the backward query's, key's and value's
+ * shapes (grad_output and output [..., L, Ev], logsumexp [..., L]). */
+ltc_status ltc_shape_attention(const ltc_shape *query, const ltc_shape *key,
+                               const ltc_shape *value, bool is_causal, double scale,
+                               ltc_shape *out);
+ltc_status ltc_shape_attention_mask(const ltc_shape *query, const ltc_shape *key,
+                                    const ltc_shape *value, bool is_causal, double scale,
+                                    const ltc_shape *attn_mask, ltc_shape *out);
+ltc_status ltc_shape_attention_backward(const ltc_shape *grad_output, const ltc_shape *query,
+                                        const ltc_shape *key, const ltc_shape *value,
+                                        const ltc_shape *output, const ltc_shape *logsumexp,
+                                        bool is_causal, double scale, ltc_shape *out);
+ltc_status ltc_shape_attention_backward_mask(const ltc_shape *grad_output, const ltc_shape *query,
+                                             const ltc_shape *key, const ltc_shape *value,
+                                             const ltc_shape *output, const ltc_shape *logsumexp,
+                                             bool is_causal, double scale,
+                                             const ltc_shape *attn_mask, ltc_shape *out);
+
 /* ---- collectives (shape_comm.c): shapes only; ranks, roots and sizes are checked when the
  * graph runs, against the communicator (the core knows none) ---------------------------- */
 /* self's shape; op in 0..4 (sum, avg, max, min, prod); avg needs a floating dtype. */

@@ -13,7 +13,9 @@
  * Threads: forward items are (batch, query block) pairs, backward items batches (their dK and
  * dV are private to them); OpenBLAS runs single-threaded inside (threads.h).
  * A row that no key may see (every mask entry false or -inf) gives NaN output and logsumexp
- * -inf, and NaN gradients through it, as PyTorch's softmax of a row of -inf. */
+ * -inf, as PyTorch's softmax of a row of -inf; its NaN probabilities reach dV, and dQ and dK
+ * too when the mask is float (PyTorch's s + mask), not when it is bool (masked_fill: the
+ * masked scores are constants, their gradient 0). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +40,7 @@ typedef struct {
                                                            along them (0 where broadcast) */
     int64_t msl, mss;       /* the mask's strides along L and S */
     bool causal;
+    bool const_masked;      /* the mask is bool or causal: masked scores are constants */
     double scale;
     void *out, *lse;                   /* forward outputs; lse is read by the backward */
     const void *go, *o;                /* backward inputs: grad_output, output */
@@ -109,9 +112,11 @@ static void setup(at_ctx *c, const ltc_kernel_args *a, int qi, int mi) {
     c->causal = a->attrs[0].i != 0;
     c->scale = a->attrs[1].f;
     c->mask = NULL;
+    c->const_masked = c->causal;
     if (mi < 0) return;
     const ltc_shape *ms = &a->in_shapes[mi];
     c->mask = a->in[mi], c->mdt = ms->dtype;
+    c->const_masked = c->causal || ms->dtype == LTC_BOOL;
     /* the mask's strides aligned to q's dims (trailing), 0 along size-1 (broadcast) dims */
     int64_t st[LTC_MAX_DIMS] = {0}, acc = 1;
     for (int d = ms->ndim - 1; d >= 0; d--) {

@@ -121,6 +121,12 @@ LTC_EW_CLONES static void FN(bwd)(void *p, int64_t lo, int64_t hi, int tid) {
                              Ev, 0.0, dP, bc);
                 for (int64_t r = 0; r < br; r++) {
                     T *pr = P + r * bc, *dr = dP + r * bc, d = D[i0 + r];
+                    if (lse[i0 + r] == -INFINITY && c->const_masked) {
+                        /* a row no key may see, masked by a bool mask (or causally): its
+                         * scores are constants (masked_fill's), so no gradient to Q or K */
+                        memset(pr, 0, (size_t)bc * sizeof(T));
+                        continue;
+                    }
                     LTC_SIMD for (int64_t j = 0; j < bc; j++) pr[j] = pr[j] * (dr[j] - d);
                 }
                 mm(c->dt, false, false, br, E, bc, c->scale, P, bc, K + j0 * E, E, 1.0,

@@ -2,7 +2,7 @@
  * whole [L, S] score matrix of each batch entry, materialised in double, softmax by its
  * definition. The oracle for the CPU backend's blocked kernels (src/cpu/attention.c). A row
  * that no key may see gives NaN (0 / 0, as PyTorch's softmax of a row of -inf), logsumexp
- * -inf. */
+ * -inf; the gradients through it as src/cpu/attention.c says. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -106,8 +106,11 @@ static ltc_status backward(const ltc_kernel_args *a, int mi) {
                 dS[i * c.S + j] = dp;
                 rs += P[i * c.S + j] * dp;
             }
+            /* a row no key may see: NaN probabilities; masked by a bool mask (or causally)
+             * its scores are constants (masked_fill's) and get no gradient */
+            bool consts = lse[i] == -INFINITY && (c.causal || (c.ms && c.ms->dtype == LTC_BOOL));
             for (int64_t j = 0; j < c.S; j++)
-                dS[i * c.S + j] = P[i * c.S + j] * (dS[i * c.S + j] - rs);
+                dS[i * c.S + j] = consts ? 0 : P[i * c.S + j] * (dS[i * c.S + j] - rs);
         }
         for (int64_t i = 0; i < c.L; i++)
             for (int64_t e = 0; e < c.E; e++) {

@@ -49,6 +49,7 @@ LTC_EW_CLONES static void FN(fwd)(void *p, int64_t lo, int64_t hi, int tid) {
             FN(scores)(c, b, i0, br, j0, bc, s);
             for (int64_t r = 0; r < br; r++) {
                 T *row = s + r * bc, mx = -INFINITY;
+#pragma omp simd reduction(max : mx)
                 for (int64_t j = 0; j < bc; j++)
                     mx = row[j] > mx ? row[j] : mx;
                 T mn = mx > m[r] ? mx : m[r];
@@ -57,7 +58,8 @@ LTC_EW_CLONES static void FN(fwd)(void *p, int64_t lo, int64_t hi, int tid) {
                     continue;
                 }
                 T sum = 0;
-                LTC_SIMD for (int64_t j = 0; j < bc; j++) {
+#pragma omp simd reduction(+ : sum)
+                for (int64_t j = 0; j < bc; j++) {
                     T e = EXP(row[j] - mn);
                     row[j] = e;
                     sum += e;
@@ -101,7 +103,9 @@ LTC_EW_CLONES static void FN(bwd)(void *p, int64_t lo, int64_t hi, int tid) {
         memset(dV, 0, (size_t)(S * Ev) * sizeof(T));
         for (int64_t i = 0; i < L; i++) {
             T d = 0;
-            LTC_SIMD for (int64_t e = 0; e < Ev; e++) d += dO[i * Ev + e] * O[i * Ev + e];
+#pragma omp simd reduction(+ : d)
+            for (int64_t e = 0; e < Ev; e++)
+                d += dO[i * Ev + e] * O[i * Ev + e];
             D[i] = d;
         }
         for (int64_t j0 = 0; j0 < S; j0 += BC) {

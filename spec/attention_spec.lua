@@ -145,6 +145,26 @@ describe("scaled_dot_product_attention", function()
   end)
 end)
 
+describe("scaled_dot_product_attention on OpenCL", function()
+  local O = dofile("spec/support/opencl.lua")
+  O.assert = assert
+  if not O.avail then
+    pending("skipped: " .. tostring(O.why):gsub("\n.*", ""))
+    return
+  end
+  it("runs through the core's eager fallback (the CPU kernels), forward and backward", function()
+    O.ocl.open()
+    local c = fx.odd_blocks
+    local _, _, fb = O.same(function()
+      local q, k, v = T(c.q, "float32"):requires_grad_(), T(c.k, "float32"):requires_grad_(), T(c.v, "float32"):requires_grad_()
+      local out = F.scaled_dot_product_attention(q, k, v, { attn_mask = T(c.mask, "bool") })
+      ;(out * T(c.gout, "float32")):sum():backward()
+      return out, q.grad, k.grad, v.grad
+    end, 1e-5, true)
+    assert.is_true(fb >= 2) -- the forward op and the backward op
+  end)
+end)
+
 describe("MultiheadAttention", function()
   it("gives the same output with and without the attention weights (fused op and ops)", function()
     ltc.manual_seed(3)

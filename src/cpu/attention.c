@@ -79,6 +79,10 @@ static int64_t key_end(const at_ctx *c, int64_t i0, int64_t br) {
     return c->causal && i0 + br < c->S ? i0 + br : c->S;
 }
 
+/* The exps of the softmax are taken of x = s - max <= 0 clamped at EXP_MIN, where exp all
+ * but underflows (1.6e-38 in float32, 3e-308 in float64, for exactly 0): the vector exp's
+ * slow path for -inf (masked scores) and subnormal results is never taken, and the clamp
+ * and the exp are two loops so that both vectorize. NaN stays NaN. */
 #define CAT2(a, b) a##_##b
 #define CAT(a, b) CAT2(a, b)
 #define FN(name) CAT(name, SFX)
@@ -86,18 +90,22 @@ static int64_t key_end(const at_ctx *c, int64_t i0, int64_t br) {
 #define T float
 #define SFX f32
 #define EXP expf
+#define EXP_MIN -87.0f
 #include "attention_impl.h"
 #undef T
 #undef SFX
 #undef EXP
+#undef EXP_MIN
 
 #define T double
 #define SFX f64
 #define EXP exp
+#define EXP_MIN -708.0
 #include "attention_impl.h"
 #undef T
 #undef SFX
 #undef EXP
+#undef EXP_MIN
 
 /* Fills the sizes and the mask's broadcast strides; q, k, v are in[1..3] for the backward. */
 static void setup(at_ctx *c, const ltc_kernel_args *a, int qi, int mi) {

@@ -16,14 +16,19 @@ static void FN(scores)(const at_ctx *c, int64_t b, int64_t i0, int64_t br, int64
         for (int64_t r = 0; r < br; r++) {
             int64_t o = base + (i0 + r) * c->msl + j0 * c->mss;
             T *row = s + r * bc;
+            int64_t ss = c->mss;
             if (c->mdt == LTC_BOOL) {
-                const uint8_t *m = c->mask;
-                for (int64_t j = 0; j < bc; j++)
-                    if (!m[o + j * c->mss]) row[j] = -INFINITY;
+                const uint8_t *m = (const uint8_t *)c->mask + o;
+                if (ss == 1)
+                    LTC_SIMD for (int64_t j = 0; j < bc; j++) row[j] = m[j] ? row[j] : -INFINITY;
+                else
+                    for (int64_t j = 0; j < bc; j++) row[j] = m[j * ss] ? row[j] : -INFINITY;
             } else {
-                const T *m = c->mask;
-                for (int64_t j = 0; j < bc; j++)
-                    row[j] += m[o + j * c->mss];
+                const T *m = (const T *)c->mask + o;
+                if (ss == 1)
+                    LTC_SIMD for (int64_t j = 0; j < bc; j++) row[j] += m[j];
+                else
+                    for (int64_t j = 0; j < bc; j++) row[j] += m[j * ss];
             }
         }
     }
@@ -57,10 +62,14 @@ LTC_EW_CLONES static void FN(fwd)(void *p, int64_t lo, int64_t hi, int tid) {
                     memset(row, 0, (size_t)bc * sizeof(T));
                     continue;
                 }
+                LTC_SIMD for (int64_t j = 0; j < bc; j++) {
+                    T x = row[j] - mn;
+                    row[j] = x < EXP_MIN ? EXP_MIN : x;
+                }
                 T sum = 0;
 #pragma omp simd reduction(+ : sum)
                 for (int64_t j = 0; j < bc; j++) {
-                    T e = EXP(row[j] - mn);
+                    T e = EXP(row[j]);
                     row[j] = e;
                     sum += e;
                 }
@@ -117,7 +126,11 @@ LTC_EW_CLONES static void FN(bwd)(void *p, int64_t lo, int64_t hi, int tid) {
                 FN(scores)(c, b, i0, br, j0, bc, P);
                 for (int64_t r = 0; r < br; r++) {
                     T *row = P + r * bc, z = lse[i0 + r];
-                    LTC_SIMD for (int64_t j = 0; j < bc; j++) row[j] = EXP(row[j] - z);
+                    LTC_SIMD for (int64_t j = 0; j < bc; j++) {
+                        T x = row[j] - z;
+                        row[j] = x < EXP_MIN ? EXP_MIN : x;
+                    }
+                    LTC_SIMD for (int64_t j = 0; j < bc; j++) row[j] = EXP(row[j]);
                 }
                 mm(c->dt, true, false, bc, Ev, br, 1.0, P, bc, dO + i0 * Ev, Ev, 1.0,
                              dV + j0 * Ev, Ev);

@@ -128,6 +128,12 @@ describe("scaled_dot_product_attention", function()
     assert.truthy(e:find("do not fit", 1, true), e)
     e = msg(function() F.scaled_dot_product_attention(q, k, v, { is_causal = true, attn_mask = ltc.zeros({ 5, 7 }, "bool") }) end)
     assert.truthy(e:find("not both", 1, true), e)
+    -- a float mask gets no gradient: backward through one that requires grad says so
+    local qg = ltc.randn(2, 3, 4):requires_grad_()
+    e = msg(function()
+      F.scaled_dot_product_attention(qg, qg, qg, { attn_mask = ltc.randn(3, 3):requires_grad_() }):sum():backward()
+    end)
+    assert.truthy(e:find("the derivative of op 'scaled_dot_product_attention.mask' with respect to its argument 6", 1, true), e)
     -- nothing pending was harmed
     assert.are.equal(0, F.scaled_dot_product_attention(q, k, v):sum():item())
   end)

@@ -66,13 +66,11 @@ LTC_EW_CLONES static void FN(fwd)(void *p, int64_t lo, int64_t hi, int tid) {
                     T x = row[j] - mn;
                     row[j] = x < EXP_MIN ? EXP_MIN : x;
                 }
+                LTC_SIMD for (int64_t j = 0; j < bc; j++) row[j] = EXP(row[j]);
                 T sum = 0;
 #pragma omp simd reduction(+ : sum)
-                for (int64_t j = 0; j < bc; j++) {
-                    T e = EXP(row[j]);
-                    row[j] = e;
-                    sum += e;
-                }
+                for (int64_t j = 0; j < bc; j++)
+                    sum += row[j];
                 T alpha = EXP(m[r] - mn);
                 if (alpha != 1) {
                     T *a = acc + r * Ev;

@@ -8,6 +8,35 @@ local lib = require "bench.lib"
 local ltc = lib.ltc
 local F = ltc.nn.functional
 
+-- `lua5.4 bench/attention.lua mem fused|ops`: one causal head of 4096 positions, forward and
+-- backward in a fresh process; prints the peak RSS above the inputs' (MB) and the CPU time
+if arg and arg[1] == "mem" then
+  local n, e = 4096, 32
+  local q, k, v = ltc.randn(1, n, e):requires_grad_(), ltc.randn(1, n, e):requires_grad_(),
+    ltc.randn(1, n, e):requires_grad_()
+  ltc.sync()
+  local function hwm()
+    for l in io.lines("/proc/self/status") do
+      local kb = l:match("^VmHWM:%s+(%d+)")
+      if kb then return tonumber(kb) / 1024 end
+    end
+  end
+  local base, t0 = hwm(), os.clock()
+  local out
+  if arg[2] == "fused" then
+    out = F.scaled_dot_product_attention(q, k, v, { is_causal = true })
+  else
+    local s = q:matmul(k:transpose(-2, -1)) * (1 / math.sqrt(e))
+    out = s:masked_fill(ltc.ones({ n, n }, "bool"):tril():logical_not(), -math.huge):softmax(-1):matmul(v)
+  end
+  local gs = { ltc.autograd.grad({ out:sum() }, { q, k, v }) }
+  ltc.sync()
+  assert(#gs == 3)
+  print(string.format("peak_mb %.1f", hwm() - base))
+  print(string.format("cpu_ms %.1f", (os.clock() - t0) * 1e3))
+  return
+end
+
 local B, H, L, E = 8, 4, 256, 32
 
 -- the attention over the ops, as lua/ltc/nn_attention.lua's path for dropout
@@ -26,7 +55,7 @@ local function step_fn(attn, causal)
   return function()
     gs = nil
     local out = attn(q, k, v, causal)
-    gs = ltc.autograd.grad({ (out * g):sum() }, { q, k, v })
+    gs = { ltc.autograd.grad({ (out * g):sum() }, { q, k, v }) }
     ltc.sync()
   end
 end
@@ -48,3 +77,15 @@ for _, causal in ipairs { false, true } do
       lib.fmt(ops / fused, "x")),
     target = ">= 1x PyTorch eager", met = r ~= nil and r >= 1 }
 end
+
+-- memory: the fused op keeps no [L, S] matrix, forward or backward
+local mem = {}
+for _, m in ipairs { "fused", "ops" } do
+  mem[m] = lib.keyvals(string.format("LTC_NUM_THREADS=1 lua5.4 %s/attention.lua mem %s", lib.dir, m))
+end
+local workload = "peak RSS of fwd+bwd, one causal head, L=S=4096, E=32"
+print(string.format("sdpa %s: fused %s MB (%s ms CPU); over the ops %s MB (%s ms CPU)", workload,
+  tostring(mem.fused.peak_mb), tostring(mem.fused.cpu_ms), tostring(mem.ops.peak_mb), tostring(mem.ops.cpu_ms)))
+lib.row { bench = "sdpa", workload = workload, ltc = lib.fmt(mem.fused.peak_mb, "MB", 1),
+  peers = string.format("ltc over the ops %s", lib.fmt(mem.ops.peak_mb, "MB", 1)),
+  ratio = "", target = "report", met = nil }

@@ -362,6 +362,7 @@ static const struct helper {
     {"layer_norm_backward", "TTLTFW", 'T'},
     {"batch_norm_backward", "TTTTTBFW", 'T'},
     {"attention_backward", "TTTTTTBFTI", 'M'},
+    {"attention_mask_backward", "TTTTTTBFT", 'T'},
 };
 
 #define MEMO_MAX 8 /* the most tensors an M helper returns */

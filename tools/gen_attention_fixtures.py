@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Fixtures for spec/attention_spec.lua: scaled_dot_product_attention's output and the
-gradients of sum(out * gout) with respect to query, key and value, as PyTorch computes them.
+gradients of sum(out * gout) with respect to query, key and value (and a float mask), as
+PyTorch computes them.
 
 torch 1.13 has no F.scaled_dot_product_attention: the reference is its definition written out
 (PyTorch 2's math path), softmax(q k^T * scale + mask) v, with a bool mask's False entries
@@ -55,6 +56,8 @@ def sdpa(q, k, v, attn_mask=None, is_causal=False, scale=None):
 def case(lead, L, S, E, Ev, mask=None, causal=False, scale=None):
     q, k, v = r(*lead, L, E), r(*lead, S, E), r(*lead, S, Ev)
     q.requires_grad_(), k.requires_grad_(), v.requires_grad_()
+    if mask is not None and mask.dtype != torch.bool:
+        mask.requires_grad_()
     out = sdpa(q, k, v, mask, causal, scale)
     gout = r(*out.shape)
     (out * gout).sum().backward()
@@ -63,8 +66,10 @@ def case(lead, L, S, E, Ev, mask=None, causal=False, scale=None):
     if scale is not None:
         c["scale"] = scale
     if mask is not None:
-        c["mask"] = mask
+        c["mask"] = mask.detach()
         c["mask_bool"] = mask.dtype == torch.bool
+        if mask.grad is not None:
+            c["dmask"] = mask.grad
     return c
 
 
@@ -75,6 +80,9 @@ def main():
     bm[:, 0] = True
     out["bool_mask"] = case((2, 2), 6, 9, 5, 4, mask=bm)
     out["float_mask"] = case((2, 3), 4, 6, 3, 5, mask=r(2, 1, 4, 6), scale=0.7)
+    fm = r(1, 5, 7)
+    fm[0, 1, 2] = float("-inf")
+    out["float_mask_inf"] = case((2, 2), 5, 7, 3, 2, mask=fm)
     out["causal_l_gt_s"] = case((1, 2), 6, 4, 3, 2, causal=True)
     out["causal_l_lt_s"] = case((1, 2), 4, 6, 3, 2, causal=True)
     out["unbatched"] = case((), 3, 4, 2, 5)

@@ -35,8 +35,8 @@ return function(nn, F)
   -- (PyTorch's convention) or a float tensor of q's dtype added to the scores; is_causal lets
   -- position i see positions <= i (the top-left causal mask). A row that no key may see gives
   -- NaN, as PyTorch; its gradient reaches v (NaN) but not q or k when the mask is bool (the
-  -- masked scores are constants), and all three (NaN) when the mask is float. The mask gets no
-  -- gradient. dropout_p > 0 drops attention weights (always, as PyTorch's function does) and
+  -- masked scores are constants), and all three (NaN) when the mask is float. A float mask
+  -- that requires grad gets one (materialising [..., L, S]). dropout_p > 0 drops attention weights (always, as PyTorch's function does) and
   -- takes the path over the ops; otherwise the fused op ltc.scaled_dot_product_attention.
   function F.scaled_dot_product_attention(q, k, v, opts)
     opts = check_options("scaled_dot_product_attention", opts,

@@ -101,6 +101,12 @@ return function(gradcheck, ltc)
       local fm = ltc.tensor({ { 0.1, -0.5, 0.3, 0 }, { 0.7, 0.2, -1.0, 0.4 }, { -0.3, 0.6, 0.2, -0.8 } }, "float64")
       gradcheck(function(a, b, c) return (ltc.scaled_dot_product_attention(a, b, c, false, 0.7, bm)) end, { q, k, v })
       gradcheck(function(a, b, c) return (ltc.scaled_dot_product_attention(a, b, c, true, 0.7, fm)) end, { q, k, v })
+      -- a float mask's own gradient, broadcast over a batch of 2
+      local q2 = { q, { { 0.8, -0.4 }, { 1.1, -1.3 }, { 0.9, 0.6 } } }
+      gradcheck(function(a, m) return (ltc.scaled_dot_product_attention(a, a, a, false, 0.7, m)) end,
+        { q2, { { 0.1, -0.5, 0.3 }, { 0.7, 0.2, -1.0 }, { -0.3, 0.6, 0.2 } } })
+      gradcheck(function(a, m) return (ltc.scaled_dot_product_attention(a, a, a, true, 0.9, m)) end,
+        { q2, { { 0.1, -0.5, 0.3 } } })
     end,
   }
 end

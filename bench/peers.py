@@ -12,6 +12,9 @@ prints "key value" lines that bench/lib.lua parses; a peer that cannot run print
   peers.py conv2d N C H W K   torch_ms: conv2d, K filters 3x3, padding 1
   peers.py memory N           numpy_peak_mb, numpy_base_mb: the chain's peak RSS in NumPy
   peers.py rnn_step B K H T S torch_ms: one SGD step of bench/rnn_step.lua's GRU, eager
+  peers.py sdpa B H L E C      torch_ms: attention forward + backward (q, k, v [B, H, L, E],
+                              causal when C is 1), softmax written out (torch 1.13 has no
+                              F.scaled_dot_product_attention)
 """
 import os
 import resource
@@ -218,11 +221,27 @@ def memory(n):
     print("numpy_base_mb %.1f" % base)
 
 
+def sdpa(b, h, l, e, causal):
+    torch = torch_or_none()
+    if torch:
+        q, k, v = (torch.randn(b, h, l, e, requires_grad=True) for _ in range(3))
+        g = torch.randn(b, h, l, e)
+        mask = torch.ones(l, l, dtype=torch.bool).tril() if causal else None
+
+        def step():
+            s = q @ k.transpose(-2, -1) / e ** 0.5
+            if mask is not None:
+                s = s.masked_fill(~mask, float("-inf"))
+            out = torch.softmax(s, -1) @ v
+            torch.autograd.grad((out * g).sum(), (q, k, v))
+        print("torch_ms %.3f" % (1e3 * best(step)))
+
+
 def main():
     cmd, args = sys.argv[1], [int(x) if x.isdigit() else x for x in sys.argv[2:]]
     {"chain": chain, "gemm": gemm, "trace": trace, "softmax": softmax,
      "layernorm": layernorm, "conv2d": conv2d, "memory": memory,
-     "mlp_step": mlp_step, "rnn_step": rnn_step}[cmd](*args)
+     "mlp_step": mlp_step, "rnn_step": rnn_step, "sdpa": sdpa}[cmd](*args)
 
 
 if __name__ == "__main__":

@@ -51,6 +51,9 @@ typedef struct ctx {
     const gen_op *op;
     strbuf body, decls, cleanup;
     int indent, n_temps, n_locals;
+    /* the M helper calls made so far (their arguments' C text) and the local m<k> of each */
+    char *memo[8];
+    int memo_local[8], n_memo;
     bool used_try, failed;
     char why[200];
 } ctx;
@@ -332,7 +335,10 @@ static val call_op(ctx *x, const char *name, val *vs, int n) {
 
 /* Parameter codes: T tensor, I int64, F double, B bool, L int list (ptr, n), S tensor list
  * (ptr, n), W which ('self', 'weight', 'bias'). Returns: T a tensor, S a tensor list of the
- * S parameter's length, L an int list as long as the L parameter (inverse_permutation). */
+ * S parameter's length, L an int list as long as the L parameter (inverse_permutation), M
+ * one of several tensors that one call computes together: the last parameter (an integer
+ * literal, not passed) picks which, and the other formulas of the op that make the same call
+ * get theirs from the first call (one fused backward op in the graph, not one per input). */
 static const struct helper {
     const char *name, *params;
     char ret;
@@ -370,7 +376,50 @@ static const struct helper {
     {"repeat_backward", "TTL", 'T'},
     {"layer_norm_backward", "TTLTFW", 'T'},
     {"batch_norm_backward", "TTTTTBFW", 'T'},
+    {"attention_backward", "TTTTTTBFTI", 'M'},
+    {"attention_mask_backward", "TTTTTTBFT", 'T'},
 };
+
+#define MEMO_MAX 8 /* the most tensors an M helper returns */
+
+/* The M helper call with arguments args (its C text, the last one the index): the local
+ * m<k> array its tensors go to, computed once per backward function. */
+static val call_multi(ctx *x, const char *name, strbuf *args, const val *index) {
+    /* an integer literal is INT64_C(<digits>) */
+    const char *lit = !strncmp(index->c, "INT64_C(", 8) ? index->c + 8 : "";
+    if (index->ty != V_INT || !isdigit((unsigned char)lit[0]) || atoi(lit) >= MEMO_MAX) {
+        fail(x, "F.%s: the last argument must be an integer literal (which result)", name);
+        return vmake(V_NIL, "");
+    }
+    int which = atoi(lit);
+    /* the call's arguments without the index */
+    char *key = cg_strdup(args->s);
+    char *comma = strrchr(key, ',');
+    *comma = '\0';
+    comma = strrchr(key, ',');
+    if (comma) comma[2] = '\0';
+    int m = -1;
+    for (int i = 0; i < x->n_memo; i++)
+        if (!strcmp(x->memo[i], key)) m = i;
+    if (m >= 0) {
+        free(key);
+    } else if (x->n_memo == 8) {
+        free(key);
+        fail(x, "F.%s: too many distinct calls", name);
+        return vmake(V_NIL, "");
+    } else {
+        m = x->n_memo++;
+        x->memo[m] = key, x->memo_local[m] = x->n_locals++;
+        sb_printf(&x->decls, "    ltc_tensor *m%d[%d] = {0};\n", x->memo_local[m], MEMO_MAX);
+        sb_printf(&x->cleanup, "    release_all(m%d, %d);\n", x->memo_local[m], MEMO_MAX);
+    }
+    int k = x->memo_local[m];
+    line(x, "if (!m%d[0]) TRY(ltc_grad_%s(%sm%d));", k, name, x->memo[m], k);
+    x->used_try = true;
+    int t = new_temp(x);
+    line(x, "t[%d] = ltc_tensor_retain(m%d[%d]);", t, k, which);
+    return temp_val(t);
+}
 
 static val call_helper(ctx *x, const char *name, val *vs, int n) {
     const struct helper *h = NULL;
@@ -429,7 +478,9 @@ static val call_helper(ctx *x, const char *name, val *vs, int n) {
         }
     }
     val r = vmake(V_NIL, "");
-    if (!x->failed) {
+    if (!x->failed && h->ret == 'M') {
+        r = call_multi(x, name, &args, &vs[n - 1]);
+    } else if (!x->failed) {
         char *call = cg_calloc(1, args.len + 300);
         if (h->ret == 'T') {
             int k = new_temp(x);
@@ -850,5 +901,7 @@ bool formula_emit_backward(const gen_model *m, const gen_op *op, strbuf *out, ch
     sb_free(&x.body);
     sb_free(&x.decls);
     sb_free(&x.cleanup);
+    for (int i = 0; i < x.n_memo; i++)
+        free(x.memo[i]);
     return ok;
 }

@@ -80,7 +80,7 @@ static void emit_check_arg(strbuf *b, const gen_op *op, int i, const char *fname
         else sb_printf(b, "    double %s = ltcL_checknum(L, arg++, \"%s\");\n", nm, fname);
         break;
     case ARG_BOOL:
-        if (a->def == DEF_ABSENT) sb_printf(b, "    bool %s = lua_toboolean(L, arg++);\n", nm);
+        if (a->def == DEF_ABSENT) sb_printf(b, "    bool %s = check_bool(L, arg++, \"%s\");\n", nm, fname);
         else sb_printf(b, "    bool %s = opt_bool(L, arg++, %s, \"%s\");\n", nm,
                        a->def == DEF_TRUE ? "true" : "false", fname);
         break;
@@ -231,6 +231,12 @@ void emit_lua_c(const gen_model *m, const gen_options *o, strbuf *b) {
                 "count of required arguments.", false);
     sb_puts(b, "#include <math.h>\n#include <stdbool.h>\n#include <string.h>\n\n#include \"ltc_ir.h\"\n"
                "#include \"ltc_lua.h\"\n\n");
+    sb_puts(b, "/* A required bool argument (true or false). */\n"
+               "static inline bool check_bool(lua_State *L, int arg, const char *fname) {\n"
+               "    if (!lua_isboolean(L, arg))\n"
+               "        luaL_error(L, \"%s: bad argument #%d (boolean expected, got %s)\", fname, arg,\n"
+               "                   luaL_typename(L, arg));\n"
+               "    return lua_toboolean(L, arg);\n}\n\n");
     sb_puts(b, "/* A bool argument (true or false; `def` when nil or absent). */\n"
                "static inline bool opt_bool(lua_State *L, int arg, bool def, const char *fname) {\n"
                "    if (lua_isnoneornil(L, arg)) return def;\n"

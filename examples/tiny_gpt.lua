@@ -82,7 +82,9 @@ function GPT:forward(x)
   local t = x:size(2)
   local h = self.tok(x) + self.pos(self.positions:narrow(1, 1, t))
   local mask = t == T and self.mask or self.mask:narrow(1, 1, t):narrow(2, 1, t)
-  for _, blk in ipairs(self.blocks:children()) do h = blk(h, { src_mask = mask }) end
+  -- is_causal: the hint (PyTorch's) that src_mask is the causal mask, so the fused attention
+  -- skips the masked blocks instead of reading the mask
+  for _, blk in ipairs(self.blocks:children()) do h = blk(h, { src_mask = mask, is_causal = true }) end
   return self.head(self.norm(h))
 end
 

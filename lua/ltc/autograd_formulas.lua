@@ -334,6 +334,26 @@ function F.layer_norm_backward(grad, self, normalized_shape, weight, eps, which)
   return (rstd * (dxhat - dxhat:mean(-1, true) - xhat * (dxhat * xhat):mean(-1, true))):reshape(s)
 end
 
+--- Gradient of scaled_dot_product_attention's float attn_mask: dS = P * (grad . value^T -
+-- rowsum(grad * output)), P recomputed from logsumexp (tril'd when causal), [..., L, S].
+function F.attention_mask_backward(grad, query, key, value, output, logsumexp, is_causal, scale,
+                                   attn_mask)
+  local p = (query:matmul(key:transpose(-2, -1)) * scale + attn_mask
+    - logsumexp:unsqueeze(logsumexp:dim() + 1)):exp()
+  if is_causal then p = p:tril() end
+  return p * (grad:matmul(value:transpose(-2, -1)) - (grad * output):sum(-1, true))
+end
+
+--- Gradients of scaled_dot_product_attention: which = 0, 1, 2 for query, key, value, all
+-- three from one scaled_dot_product_attention_backward (the C twin computes them once per
+-- backward; this one, run per input, three times). attn_mask nil when there is none.
+function F.attention_backward(grad, query, key, value, output, logsumexp, is_causal, scale,
+                              attn_mask, which)
+  local r = table.pack(core.scaled_dot_product_attention_backward(grad, query, key, value,
+    output, logsumexp, is_causal, scale, attn_mask))
+  return r[which + 1]
+end
+
 --- Gradients of batch_norm (which = "self", "weight" or "bias") for self [N, C, ...]: with
 -- the batch's statistics when training (as layer_norm's, over every dim but C), else with the
 -- running ones (a per-channel affine map).

@@ -3,9 +3,11 @@
 -- require("ltc.nn_attention")(nn, F). Parameter names, initialisation and mask conventions
 -- are PyTorch's, so state dicts carry over (spec/nn_layers_spec.lua compares outputs).
 --
--- scaled_dot_product_attention is written over the ops here: it materialises the [L, S]
--- score matrix of each head (issue 15 asks for a fused op whose CPU kernel works block by
--- block; that op is not written yet).
+-- scaled_dot_product_attention is one op (codegen/ops.yaml) whose CPU kernel works block by
+-- block (src/cpu/attention.c: the [L, S] scores are never materialised, forward or
+-- backward). With dropout (dropout_p > 0) it is written here over the ops instead, and
+-- materialises the scores of each head; so does MultiheadAttention when it returns the
+-- attention weights (need_weights, its default).
 local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local ltc = require "ltc"
 
@@ -13,34 +15,53 @@ return function(nn, F)
   local check_options, set, check_size = nn.check_options, nn.option_set, nn.check_size
   local uniform = nn.init.uniform
 
-  --- F.scaled_dot_product_attention(q [..., L, E], k [..., S, E], v [..., S, Ev] [,
-  -- {attn_mask, dropout_p=0, is_causal=false, scale=1/sqrt(E)}]) -> [..., L, Ev]:
-  -- softmax(q k^T * scale + mask) v. attn_mask (broadcast to [..., L, S]) is a bool tensor
-  -- whose true entries take part (PyTorch's convention) or a float tensor added to the
-  -- scores; is_causal lets position i see positions <= i (the top-left causal mask).
-  function F.scaled_dot_product_attention(q, k, v, opts)
-    opts = check_options("scaled_dot_product_attention", opts,
-      set("attn_mask", "dropout_p", "is_causal", "scale"), 2)
-    local E = q:size(-1)
-    local L, S = q:size(-2), k:size(-2)
-    if k:size(-1) ~= E or v:size(-2) ~= S then
-      raise(string.format("scaled_dot_product_attention: q [..., %d, %d], k [..., %d, %d] and v "
-        .. "[..., %d, %d] do not fit", L, E, S, k:size(-1), v:size(-2), v:size(-1)))
-    end
-    if opts.is_causal and opts.attn_mask then
-      raise("scaled_dot_product_attention: give attn_mask or is_causal, not both")
-    end
-    local scores = q:matmul(k:transpose(-2, -1)) * (opts.scale or 1 / math.sqrt(E))
-    local mask = opts.attn_mask
-    if opts.is_causal then mask = ltc.ones({ L, S }, "bool"):tril() end
+  -- softmax(q k^T * scale + mask) [with dropout] v over the ops, and the weights: the path
+  -- for dropout and for MultiheadAttention's need_weights.
+  local function composite(q, k, v, mask, is_causal, scale, p)
+    local scores = q:matmul(k:transpose(-2, -1)) * scale
+    if is_causal then mask = ltc.ones({ q:size(-2), k:size(-2) }, "bool"):tril() end
     if mask then
       if mask:dtype() == "bool" then scores = scores:masked_fill(mask:logical_not(), -math.huge)
       else scores = scores + mask end
     end
     local w = scores:softmax(-1)
-    local p = opts.dropout_p or 0
     if p > 0 then w = F.dropout(w, p, true) end
     return w:matmul(v), w
+  end
+
+  --- F.scaled_dot_product_attention(q [..., L, E], k [..., S, E], v [..., S, Ev] [,
+  -- {attn_mask, dropout_p=0, is_causal=false, scale=1/sqrt(E)}]) -> [..., L, Ev]:
+  -- softmax(q k^T * scale + mask) v, q, k and v of one floating dtype with the same leading
+  -- dims. attn_mask (broadcast to [..., L, S]) is a bool tensor whose true entries take part
+  -- (PyTorch's convention) or a float tensor of q's dtype added to the scores; is_causal lets
+  -- position i see positions <= i (the top-left causal mask). A row that no key may see gives
+  -- NaN, as PyTorch; its gradient reaches v (NaN) but not q or k when the mask is bool (the
+  -- masked scores are constants), and all three (NaN) when the mask is float. A float mask
+  -- that requires grad gets one (materialising [..., L, S]). dropout_p > 0 drops attention
+  -- weights (always, as PyTorch's function does) and takes the path over the ops; otherwise the fused op ltc.scaled_dot_product_attention.
+  function F.scaled_dot_product_attention(q, k, v, opts)
+    opts = check_options("scaled_dot_product_attention", opts,
+      set("attn_mask", "dropout_p", "is_causal", "scale"), 2)
+    if opts.is_causal and opts.attn_mask then
+      raise("scaled_dot_product_attention: give attn_mask or is_causal, not both")
+    end
+    local scale = opts.scale or 1 / math.sqrt(q:size(-1))
+    local p = opts.dropout_p or 0
+    if p > 0 then
+      local E, L, S = q:size(-1), q:size(-2), k:size(-2)
+      if k:size(-1) ~= E or v:size(-2) ~= S then
+        raise(string.format("scaled_dot_product_attention: q [..., %d, %d], k [..., %d, %d] and v "
+          .. "[..., %d, %d] do not fit", L, E, S, k:size(-1), v:size(-2), v:size(-1)))
+      end
+      return (composite(q, k, v, opts.attn_mask, opts.is_causal, scale, p))
+    end
+    local out
+    if opts.attn_mask then
+      out = ltc.scaled_dot_product_attention(q, k, v, false, scale, opts.attn_mask)
+    else
+      out = ltc.scaled_dot_product_attention(q, k, v, opts.is_causal == true, scale)
+    end
+    return out
   end
 
   local function xavier_uniform(rows, cols)
@@ -99,26 +120,36 @@ return function(nn, F)
     -- [len, N, E] -> [N, H, len, D]
     local function heads(x, len) return x:reshape({ len, N, Hh, D }):permute({ 2, 3, 1, 4 }) end
     local q, k, v = heads(proj(query, 1), L), heads(proj(key, 2), S), heads(proj(value, 3), S)
-    -- the masks as one float mask added to the scores (-inf where not attended)
-    local mask
-    local am = opts.attn_mask
-    if opts.is_causal and am == nil then am = ltc.ones({ L, S }, "bool"):triu(1) end
-    if am then
-      if am:dtype() == "bool" then mask = ltc.zeros(am:size(), query:dtype()):masked_fill(am, -math.huge)
-      else mask = am end
-    end
-    if opts.key_padding_mask then
-      local kp = opts.key_padding_mask
-      local m = kp:dtype() == "bool" and ltc.zeros(kp:size(), query:dtype()):masked_fill(kp, -math.huge) or kp
-      m = m:reshape({ N, 1, 1, S })
-      mask = mask and mask + m or m
-    end
     local p = self.training and self.dropout or 0
-    local out, weights = F.scaled_dot_product_attention(q, k, v, { attn_mask = mask, dropout_p = p })
+    local need = opts.need_weights ~= false
+    local am, kp = opts.attn_mask, opts.key_padding_mask
+    local out, weights
+    if opts.is_causal and not kp and not need and p == 0 then
+      -- is_causal is PyTorch's hint that attn_mask (if given) is the causal mask
+      out = F.scaled_dot_product_attention(q, k, v, { is_causal = true })
+    else
+      -- the masks as one float mask added to the scores (-inf where not attended)
+      local mask
+      if opts.is_causal and am == nil then am = ltc.ones({ L, S }, "bool"):triu(1) end
+      if am then
+        if am:dtype() == "bool" then mask = ltc.zeros(am:size(), query:dtype()):masked_fill(am, -math.huge)
+        else mask = am end
+      end
+      if kp then
+        local m = kp:dtype() == "bool" and ltc.zeros(kp:size(), query:dtype()):masked_fill(kp, -math.huge) or kp
+        m = m:reshape({ N, 1, 1, S })
+        mask = mask and mask + m or m
+      end
+      if need or p > 0 then
+        out, weights = composite(q, k, v, mask, false, 1 / math.sqrt(D), p)
+      else
+        out = F.scaled_dot_product_attention(q, k, v, { attn_mask = mask })
+      end
+    end
     out = out:permute({ 3, 1, 2, 4 }):reshape({ L, N, E }) -- [L, N, E]
     out = self.out_proj(out)
     if self.batch_first then out = out:transpose(1, 2) end
-    if opts.need_weights == false then return out, nil end
+    if not need then return out, nil end
     if opts.average_attn_weights ~= false then weights = weights:mean(2) end
     return out, weights
   end

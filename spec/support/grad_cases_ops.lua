@@ -82,5 +82,31 @@ return function(gradcheck, ltc)
     cummin = function()
       gradcheck(function(a) local v = a:cummin(2); return v end, { A })
     end,
+    -- query [2, 3, 2], key [2, 4, 2], value [2, 4, 3]: the blocked kernel and its fused
+    -- backward (one node for the three gradients)
+    scaled_dot_product_attention = function()
+      local q = { { { 0.5, -1.2 }, { 2.0, 1.5 }, { 0.3, -0.7 } }, { { 0.8, -0.4 }, { 1.1, -1.3 }, { 0.9, 0.6 } } }
+      local k = { { { 0.2, 0.7 }, { -1.1, 0.4 }, { 1.3, -0.2 }, { 0.6, 0.9 } },
+                  { { -0.5, 0.3 }, { 0.8, 1.2 }, { -0.9, -0.6 }, { 0.1, -1.4 } } }
+      local v = { { { 1.0, -0.3, 0.4 }, { 0.2, 0.9, -1.1 }, { -0.7, 0.5, 0.8 }, { 1.4, -0.6, 0.3 } },
+                  { { -0.2, 1.1, 0.6 }, { 0.7, -0.8, -0.4 }, { 0.5, 0.3, 1.2 }, { -1.0, 0.2, -0.5 } } }
+      gradcheck(function(a, b, c) return (ltc.scaled_dot_product_attention(a, b, c, false, 0.6)) end, { q, k, v })
+      gradcheck(function(a, b, c) return (ltc.scaled_dot_product_attention(a, b, c, true, 0.8)) end, { q, k, v })
+    end,
+    ["scaled_dot_product_attention.mask"] = function()
+      local q = { { 0.5, -1.2 }, { 2.0, 1.5 }, { 0.3, -0.7 } }
+      local k = { { 0.2, 0.7 }, { -1.1, 0.4 }, { 1.3, -0.2 }, { 0.6, 0.9 } }
+      local v = { { 1.0, -0.3 }, { 0.2, 0.9 }, { -0.7, 0.5 }, { 1.4, -0.6 } }
+      local bm = ltc.tensor({ { true, false, true, true }, { false, true, true, false }, { true, true, false, true } }, "bool")
+      local fm = ltc.tensor({ { 0.1, -0.5, 0.3, 0 }, { 0.7, 0.2, -1.0, 0.4 }, { -0.3, 0.6, 0.2, -0.8 } }, "float64")
+      gradcheck(function(a, b, c) return (ltc.scaled_dot_product_attention(a, b, c, false, 0.7, bm)) end, { q, k, v })
+      gradcheck(function(a, b, c) return (ltc.scaled_dot_product_attention(a, b, c, true, 0.7, fm)) end, { q, k, v })
+      -- a float mask's own gradient, broadcast over a batch of 2
+      local q2 = { q, { { 0.8, -0.4 }, { 1.1, -1.3 }, { 0.9, 0.6 } } }
+      gradcheck(function(a, m) return (ltc.scaled_dot_product_attention(a, a, a, false, 0.7, m)) end,
+        { q2, { { 0.1, -0.5, 0.3 }, { 0.7, 0.2, -1.0 }, { -0.3, 0.6, 0.2 } } })
+      gradcheck(function(a, m) return (ltc.scaled_dot_product_attention(a, a, a, true, 0.9, m)) end,
+        { q2, { { 0.1, -0.5, 0.3 } } })
+    end,
   }
 end

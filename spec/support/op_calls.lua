@@ -30,6 +30,12 @@ local function valid_tensor(op, a, first)
     if n == "grad_output" then return ltc.ones(1, op.name:find("conv") and 2 or 1, 3, 3) end
     return ltc.ones(1, 1, 4, 4)
   end
+  if op.name == "scaled_dot_product_attention" or op.name == "scaled_dot_product_attention_backward" then
+    -- query, key, value [2, 3] (L = S = 2, E = Ev = 3)
+    if n == "attn_mask" then return ltc.tensor({ { true, false }, { true, true } }) end
+    if n == "logsumexp" then return ltc.zeros(2) end
+    return ltc.ones(2, 3)
+  end
   if op.name == "gather" or op.name == "scatter_add" or op.name == "scatter" then
     if n == "index" then return ltc.tensor({ { 1, 2, 1 }, { 2, 1, 2 } }, "int64") end
   end

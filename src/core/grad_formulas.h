@@ -179,4 +179,19 @@ ltc_status ltc_grad_batch_norm_backward(ltc_tensor *grad, ltc_tensor *self,
                                         ltc_tensor *weight, bool training, double eps,
                                         ltc_grad_which which, ltc_tensor **out);
 
+/* scaled_dot_product_attention (attn_mask NULL when there is none): outs[0..3) = the
+ * gradients of query, key and value, from one scaled_dot_product_attention_backward node
+ * (the generated backward calls this once for the three). */
+/* scaled_dot_product_attention's float attn_mask: dS = P * (grad . value^T - rowsum(grad *
+ * output)) with P = exp(query . key^T * scale + attn_mask - logsumexp) (tril'd when causal),
+ * [..., L, S] (the engine sums it to the mask's size). */
+ltc_status ltc_grad_attention_mask_backward(ltc_tensor *grad, ltc_tensor *query, ltc_tensor *key,
+                                            ltc_tensor *value, ltc_tensor *output,
+                                            ltc_tensor *logsumexp, bool is_causal, double scale,
+                                            ltc_tensor *attn_mask, ltc_tensor **out);
+ltc_status ltc_grad_attention_backward(ltc_tensor *grad, ltc_tensor *query, ltc_tensor *key,
+                                       ltc_tensor *value, ltc_tensor *output,
+                                       ltc_tensor *logsumexp, bool is_causal, double scale,
+                                       ltc_tensor *attn_mask, ltc_tensor **outs);
+
 #endif

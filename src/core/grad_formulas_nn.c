@@ -320,3 +320,43 @@ done:
     release_all(x, 24);
     return st;
 }
+
+ltc_status ltc_grad_attention_backward(ltc_tensor *grad, ltc_tensor *query, ltc_tensor *key,
+                                       ltc_tensor *value, ltc_tensor *output,
+                                       ltc_tensor *logsumexp, bool is_causal, double scale,
+                                       ltc_tensor *attn_mask, ltc_tensor **outs) {
+    if (attn_mask)
+        return ltc_scaled_dot_product_attention_backward_mask(grad, query, key, value, output,
+                                                              logsumexp, is_causal, scale,
+                                                              attn_mask, outs);
+    return ltc_scaled_dot_product_attention_backward(grad, query, key, value, output, logsumexp,
+                                                     is_causal, scale, outs);
+}
+
+ltc_status ltc_grad_attention_mask_backward(ltc_tensor *grad, ltc_tensor *query, ltc_tensor *key,
+                                            ltc_tensor *value, ltc_tensor *output,
+                                            ltc_tensor *logsumexp, bool is_causal, double scale,
+                                            ltc_tensor *attn_mask, ltc_tensor **out) {
+    ltc_tensor *x[13] = {0};
+    ltc_status st = LTC_OK;
+    TRY(ltc_transpose(key, -2, -1, &x[0]));
+    TRY(ltc_matmul(query, x[0], &x[1]));
+    TRY(ltc_grad_binop_s(ltc_mul, x[1], scale, false, false, &x[2]));
+    TRY(ltc_add(x[2], attn_mask, &x[3])); /* the scores */
+    TRY(ltc_unsqueeze(logsumexp, shape_of(logsumexp)->ndim + 1, &x[4]));
+    TRY(ltc_sub(x[3], x[4], &x[5]));
+    TRY(ltc_exp(x[5], &x[6])); /* P */
+    if (is_causal)
+        TRY(ltc_tril(x[6], 0, &x[7]));
+    else
+        x[7] = ltc_tensor_retain(x[6]);
+    TRY(ltc_transpose(value, -2, -1, &x[8]));
+    TRY(ltc_matmul(grad, x[8], &x[9])); /* dP */
+    TRY(ltc_mul(grad, output, &x[10]));
+    TRY(ltc_sum(x[10], -1, true, &x[11]));
+    TRY(ltc_sub(x[9], x[11], &x[12]));
+    st = ltc_mul(x[7], x[12], out);
+done:
+    release_all(x, 13);
+    return st;
+}

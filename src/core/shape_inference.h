@@ -174,7 +174,7 @@ ltc_status ltc_shape_nll_loss_backward(const ltc_shape *grad_output, const ltc_s
 ltc_status ltc_shape_mse_loss(const ltc_shape *self, const ltc_shape *target, int64_t reduction,
                               ltc_shape *out);
 
-/* ---- neural-network functions (shape_nn.c, shape_attention.c) ------------------------------- */
+/* ---- neural-network functions (shape_nn.c) -------------------------------------------------- */
 ltc_status ltc_shape_softmax(const ltc_shape *self, int64_t dim, ltc_shape *out);
 ltc_status ltc_shape_dropout(const ltc_shape *self, double p, bool train, ltc_shape *out);
 ltc_status ltc_shape_layer_norm(const ltc_shape *self, const int64_t *normalized_shape,
@@ -227,6 +227,27 @@ ltc_status ltc_shape_avg_pool2d_backward(const ltc_shape *grad_output, const ltc
                                          const int64_t *stride, int n_stride,
                                          const int64_t *padding, int n_padding, bool ceil_mode,
                                          bool count_include_pad, ltc_shape *out);
+
+/* ---- attention (shape_attention.c) --------------------------------------------------------
+ * query [..., L, E], key [..., S, E], value [..., S, Ev], one floating dtype, the same leading
+ * dims; attn_mask bool or query's dtype, broadcast to [..., L, S]; scale finite. The forward
+ * gives output [..., L, Ev] and logsumexp [..., L]; the backward query's, key's and value's
+ * shapes (grad_output and output [..., L, Ev], logsumexp [..., L]). */
+ltc_status ltc_shape_attention(const ltc_shape *query, const ltc_shape *key,
+                               const ltc_shape *value, bool is_causal, double scale,
+                               ltc_shape *out);
+ltc_status ltc_shape_attention_mask(const ltc_shape *query, const ltc_shape *key,
+                                    const ltc_shape *value, bool is_causal, double scale,
+                                    const ltc_shape *attn_mask, ltc_shape *out);
+ltc_status ltc_shape_attention_backward(const ltc_shape *grad_output, const ltc_shape *query,
+                                        const ltc_shape *key, const ltc_shape *value,
+                                        const ltc_shape *output, const ltc_shape *logsumexp,
+                                        bool is_causal, double scale, ltc_shape *out);
+ltc_status ltc_shape_attention_backward_mask(const ltc_shape *grad_output, const ltc_shape *query,
+                                             const ltc_shape *key, const ltc_shape *value,
+                                             const ltc_shape *output, const ltc_shape *logsumexp,
+                                             bool is_causal, double scale,
+                                             const ltc_shape *attn_mask, ltc_shape *out);
 
 /* ---- collectives (shape_collective.c): shapes only; ranks, roots and sizes are checked when
  * the graph runs, against the communicator (the core knows none) */

@@ -1,0 +1,189 @@
+-- scaled_dot_product_attention, the fused op (src/cpu/attention.c, src/ref/attention.c) and its
+-- front end ltc.nn.functional.scaled_dot_product_attention, against PyTorch 1.13 fixtures
+-- (spec/fixtures/attention.lua from tools/gen_attention_fixtures.py: the op's definition
+-- written out, since torch 1.13 has no F.scaled_dot_product_attention): output and the
+-- gradients of sum(out * gout) with respect to query, key and value (and a float mask).
+local ltc = require "ltc"
+local F = ltc.nn.functional
+local close = dofile("spec/support/close.lua")
+local fx = dofile("spec/fixtures/attention.lua")
+
+local function T(v, dtype) return ltc.tensor(v, dtype or "float64") end
+
+-- runs the case on the current backend in dtype; returns out, dq, dk, dv as tables
+local function run(c, dtype)
+  dtype = dtype or "float64"
+  local q, k, v = T(c.q, dtype):requires_grad_(), T(c.k, dtype):requires_grad_(), T(c.v, dtype):requires_grad_()
+  local mask = c.mask and T(c.mask, c.mask_bool and "bool" or dtype)
+  if c.dmask then mask:requires_grad_() end
+  local out = F.scaled_dot_product_attention(q, k, v, { attn_mask = mask, is_causal = c.causal, scale = c.scale })
+  ;(out * T(c.gout, dtype)):sum():backward()
+  return out:totable(), q.grad:totable(), k.grad:totable(), v.grad:totable(),
+    c.dmask and mask.grad:totable()
+end
+
+local function check(c, dtype, tol)
+  local out, dq, dk, dv, dmask = run(c, dtype)
+  if c.dmask then close(c.dmask, dmask, tol, "dmask") end
+  close(c.out, out, tol, "out")
+  close(c.dq, dq, tol, "dq")
+  close(c.dk, dk, tol, "dk")
+  close(c.dv, dv, tol, "dv")
+end
+
+local names = {}
+for name in pairs(fx) do names[#names + 1] = name end
+table.sort(names)
+
+describe("scaled_dot_product_attention", function()
+  after_each(function() ltc.set_backend("cpu") end)
+
+  for _, name in ipairs(names) do
+    it("matches PyTorch's values and gradients: " .. name, function()
+      check(fx[name], "float64", 1e-9)
+    end)
+  end
+
+  it("matches PyTorch in float32 across the kernel's blocks", function()
+    check(fx.odd_blocks, "float32", 2e-4)
+    check(fx.odd_causal, "float32", 2e-4)
+  end)
+
+  it("gives the reference backend's values (which materialises the scores)", function()
+    for _, name in ipairs { "odd_blocks", "float_mask", "causal_l_gt_s", "masked_row" } do
+      ltc.set_backend("ref")
+      local r = { run(fx[name]) }
+      ltc.set_backend("cpu")
+      local c = { run(fx[name]) }
+      for i = 1, 4 do close(r[i], c[i], 1e-12, name .. " output " .. i) end
+    end
+  end)
+
+  it("gives NaN for a row no key may see, and its gradient reaches value only (bool mask)", function()
+    local c = fx.masked_row
+    local out, dq, dk, dv = run(c)
+    -- written out: row 2 masked everywhere (PyTorch: softmax of a row of -inf is NaN)
+    assert.is_true(out[1][1][2][1] ~= out[1][1][2][1])
+    assert.are.same({ 0, 0 }, dq[1][1][2])
+    assert.is_true(dk[1][1][1][1] == dk[1][1][1][1])
+    assert.is_true(dv[1][1][1][1] ~= dv[1][1][1][1])
+    -- a float mask of -inf: the scores are not constants, NaN reaches query and key as well
+    local fm = T(c.mask, "bool"):logical_not():double():masked_fill(T(c.mask, "bool"):logical_not(), -math.huge)
+    local q = T(c.q):requires_grad_()
+    local o = F.scaled_dot_product_attention(q, T(c.k), T(c.v), { attn_mask = fm })
+    ;(o * T(c.gout)):sum():backward()
+    local g = q.grad:totable()
+    assert.is_true(g[1][1][2][1] ~= g[1][1][2][1])
+  end)
+
+  it("computes the three gradients in one backward node", function()
+    local c = fx.plain
+    local q, k, v = T(c.q):requires_grad_(), T(c.k):requires_grad_(), T(c.v):requires_grad_()
+    F.scaled_dot_product_attention(q, k, v):sum():backward()
+    local ir = ltc.debug.ir(q.grad:sum() + k.grad:sum() + v.grad:sum())
+    local _, n = ir:gsub("scaled_dot_product_attention_backward%(", "")
+    assert.are.equal(1, n)
+    -- and the forward is one node too: no [L, S] scores, no softmax
+    local o = F.scaled_dot_product_attention(T(c.q), T(c.k), T(c.v))
+    local fwd = ltc.debug.ir(o)
+    assert.is_nil(fwd:find("softmax", 1, true))
+    assert.is_nil(fwd:find("matmul", 1, true))
+  end)
+
+  it("takes the scale, and dropout through the path over the ops", function()
+    local c = fx.plain
+    local q, k, v = T(c.q), T(c.k), T(c.v)
+    local a = F.scaled_dot_product_attention(q, k, v, { scale = 0.3 })
+    local b = F.scaled_dot_product_attention(q * 0.3 * math.sqrt(4), k, v)
+    close(b:totable(), a:totable(), 1e-12)
+    -- dropout_p = 1 drops every weight: zeros
+    close(ltc.zeros(2, 3, 5, 3, "float64"):totable(),
+      F.scaled_dot_product_attention(q, k, v, { dropout_p = 1 }):totable(), 0)
+    -- dropout_p = 0.5: each weight kept (times 2) or dropped, so the output differs
+    ltc.manual_seed(1)
+    local d = F.scaled_dot_product_attention(q, k, v, { dropout_p = 0.5 })
+    assert.is_true((d - F.scaled_dot_product_attention(q, k, v)):abs():max():item() > 1e-3)
+  end)
+
+  it("raises errors that name the op and the sizes", function()
+    local q, k, v = ltc.zeros(2, 5, 4), ltc.zeros(2, 7, 4), ltc.zeros(2, 7, 3)
+    local function msg(f)
+      local ok, e = pcall(f)
+      assert.is_false(ok)
+      return tostring(e)
+    end
+    local e = msg(function() F.scaled_dot_product_attention(q, ltc.zeros(2, 7, 5), v) end)
+    assert.truthy(e:find("scaled_dot_product_attention", 1, true), e)
+    assert.truthy(e:find("query [2,5,4], key [2,7,5] and value [2,7,3] do not fit", 1, true), e)
+    e = msg(function() F.scaled_dot_product_attention(q, k, ltc.zeros(2, 6, 3)) end)
+    assert.truthy(e:find("do not fit", 1, true), e)
+    e = msg(function() F.scaled_dot_product_attention(q, ltc.zeros(3, 7, 4), v) end)
+    assert.truthy(e:find("do not fit", 1, true), e)
+    e = msg(function() F.scaled_dot_product_attention(q, k, v, { attn_mask = ltc.zeros({ 5, 6 }, "bool") }) end)
+    assert.truthy(e:find("attn_mask [5,6] does not broadcast to the scores [2,5,7]", 1, true), e)
+    e = msg(function() F.scaled_dot_product_attention(q, k, v, { attn_mask = ltc.zeros({ 5, 7 }, "int64") }) end)
+    assert.truthy(e:find("attn_mask must be bool or query's dtype float32, got int64", 1, true), e)
+    e = msg(function() F.scaled_dot_product_attention(q:long(), k:long(), v:long()) end)
+    assert.truthy(e:find("query must be float32 or float64, got int64", 1, true), e)
+    e = msg(function() F.scaled_dot_product_attention(q, k:double(), v) end)
+    assert.truthy(e:find("one dtype", 1, true), e)
+    e = msg(function() F.scaled_dot_product_attention(ltc.zeros(4), ltc.zeros(4), ltc.zeros(4)) end)
+    assert.truthy(e:find("do not fit", 1, true), e)
+    e = msg(function() F.scaled_dot_product_attention(q, k, v, { is_causal = true, attn_mask = ltc.zeros({ 5, 7 }, "bool") }) end)
+    assert.truthy(e:find("not both", 1, true), e)
+    -- nothing pending was harmed
+    assert.are.equal(0, F.scaled_dot_product_attention(q, k, v):sum():item())
+  end)
+
+  it("does not recompile from step to step", function()
+    local q, k, v = ltc.randn(2, 3, 9, 4):requires_grad_(), ltc.randn(2, 3, 9, 4):requires_grad_(), ltc.randn(2, 3, 9, 4):requires_grad_()
+    local function step()
+      F.scaled_dot_product_attention(q, k, v, { is_causal = true }):sum():backward()
+      ltc.sync()
+    end
+    for _ = 1, 3 do step() end -- the first gradient, then accumulating ones (as any op)
+    local n = ltc.metrics.counter("UncachedCompile")
+    step()
+    assert.are.equal(n, ltc.metrics.counter("UncachedCompile"))
+  end)
+end)
+
+describe("scaled_dot_product_attention on OpenCL", function()
+  local O = dofile("spec/support/opencl.lua")
+  O.assert = assert
+  if not O.avail then
+    pending("skipped: " .. tostring(O.why):gsub("\n.*", ""))
+    return
+  end
+  it("runs through the core's eager fallback (the CPU kernels), forward and backward", function()
+    O.ocl.open()
+    local c = fx.odd_blocks
+    local _, _, fb = O.same(function()
+      local q, k, v = T(c.q, "float32"):requires_grad_(), T(c.k, "float32"):requires_grad_(), T(c.v, "float32"):requires_grad_()
+      local out = F.scaled_dot_product_attention(q, k, v, { attn_mask = T(c.mask, "bool") })
+      ;(out * T(c.gout, "float32")):sum():backward()
+      return out, q.grad, k.grad, v.grad
+    end, 1e-5, true)
+    assert.is_true(fb >= 2) -- the forward op and the backward op
+  end)
+end)
+
+describe("MultiheadAttention", function()
+  it("gives the same output with and without the attention weights (fused op and ops)", function()
+    ltc.manual_seed(3)
+    local m = ltc.nn.MultiheadAttention(8, 2)
+    local x = ltc.randn(5, 3, 8)
+    local kp = ltc.tensor({ { false, false, false, false, true }, { false, false, false, false, false },
+      { true, false, false, false, false } }, "bool")
+    local am = ltc.ones({ 5, 5 }, "bool"):triu(1)
+    for _, o in ipairs { {}, { key_padding_mask = kp }, { attn_mask = am }, { is_causal = true },
+      { attn_mask = am, key_padding_mask = kp } } do
+      local with = m(x, x, x, o)
+      o.need_weights = false
+      local without = m(x, x, x, o)
+      close(with:totable(), without:totable(), 1e-5)
+    end
+  end)
+end)
+
+teardown(function() fx = nil end)

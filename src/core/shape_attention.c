@@ -1,0 +1,105 @@
+/* shape_attention.c - shape and dtype rules of scaled_dot_product_attention and its backward
+ * (declared in shape_inference.h). query [..., L, E], key [..., S, E], value [..., S, Ev]:
+ * one floating dtype, at least 2 dims, the same leading dims (no broadcasting among them);
+ * attn_mask (bool, or query's dtype) broadcasts to [..., L, S]. Messages name the sizes. */
+#include <math.h>
+#include <string.h>
+
+#include "shape_inference.h"
+
+#define SHAPE_STR(s, buf) ltc_shape_str((s), (buf), sizeof(buf))
+
+static ltc_status qkv(const ltc_shape *q, const ltc_shape *k, const ltc_shape *v, double scale) {
+    char a[128], b[128], c[128];
+    if (q->dtype != LTC_F32 && q->dtype != LTC_F64)
+        return ltc_errorf(LTC_ERR_ARG, "query must be float32 or float64, got %s",
+                          ltc_dtype_name(q->dtype));
+    if (k->dtype != q->dtype || v->dtype != q->dtype)
+        return ltc_errorf(LTC_ERR_ARG, "query, key and value must have one dtype, got %s, %s "
+                          "and %s", ltc_dtype_name(q->dtype), ltc_dtype_name(k->dtype),
+                          ltc_dtype_name(v->dtype));
+    bool fit = q->ndim >= 2 && k->ndim == q->ndim && v->ndim == q->ndim;
+    int n = q->ndim;
+    for (int d = 0; fit && d < n - 2; d++)
+        fit = k->dims[d] == q->dims[d] && v->dims[d] == q->dims[d];
+    if (fit)
+        fit = k->dims[n - 1] == q->dims[n - 1] && v->dims[n - 2] == k->dims[n - 2];
+    if (!fit)
+        return ltc_errorf(LTC_ERR_ARG, "query %s, key %s and value %s do not fit (query [..., L, "
+                          "E], key [..., S, E], value [..., S, Ev] with the same leading dims)",
+                          SHAPE_STR(q, a), SHAPE_STR(k, b), SHAPE_STR(v, c));
+    if (!isfinite(scale))
+        return ltc_errorf(LTC_ERR_ARG, "scale must be finite, got %g", scale);
+    return LTC_OK;
+}
+
+static ltc_status mask_fits(const ltc_shape *q, const ltc_shape *k, const ltc_shape *m) {
+    char a[128], b[128];
+    if (m->dtype != LTC_BOOL && m->dtype != q->dtype)
+        return ltc_errorf(LTC_ERR_ARG, "attn_mask must be bool or query's dtype %s, got %s",
+                          ltc_dtype_name(q->dtype), ltc_dtype_name(m->dtype));
+    int n = q->ndim;
+    bool fit = m->ndim <= n;
+    for (int d = 0; fit && d < m->ndim; d++) {
+        int qd = n - m->ndim + d;
+        int64_t want = qd == n - 1 ? k->dims[n - 2] : q->dims[qd];
+        fit = m->dims[d] == want || m->dims[d] == 1;
+    }
+    if (!fit) {
+        ltc_shape t = *q;
+        t.dims[n - 1] = k->dims[n - 2];
+        return ltc_errorf(LTC_ERR_ARG, "attn_mask %s does not broadcast to the scores %s",
+                          SHAPE_STR(m, a), SHAPE_STR(&t, b));
+    }
+    return LTC_OK;
+}
+
+ltc_status ltc_shape_attention(const ltc_shape *query, const ltc_shape *key,
+                               const ltc_shape *value, bool is_causal, double scale,
+                               ltc_shape *out) {
+    (void)is_causal;
+    ltc_status st = qkv(query, key, value, scale);
+    if (st) return st;
+    int n = query->ndim;
+    out[0] = *query;
+    out[0].dims[n - 1] = value->dims[n - 1];
+    out[1] = *query;
+    out[1].ndim = n - 1;
+    return LTC_OK;
+}
+
+ltc_status ltc_shape_attention_mask(const ltc_shape *query, const ltc_shape *key,
+                                    const ltc_shape *value, bool is_causal, double scale,
+                                    const ltc_shape *attn_mask, ltc_shape *out) {
+    ltc_status st = ltc_shape_attention(query, key, value, is_causal, scale, out);
+    return st ? st : mask_fits(query, key, attn_mask);
+}
+
+ltc_status ltc_shape_attention_backward(const ltc_shape *grad_output, const ltc_shape *query,
+                                        const ltc_shape *key, const ltc_shape *value,
+                                        const ltc_shape *output, const ltc_shape *logsumexp,
+                                        bool is_causal, double scale, ltc_shape *out) {
+    ltc_shape fwd[2];
+    ltc_status st = ltc_shape_attention(query, key, value, is_causal, scale, fwd);
+    if (st) return st;
+    char a[128], b[128];
+    if (!ltc_shape_equal(grad_output, &fwd[0]) || !ltc_shape_equal(output, &fwd[0]))
+        return ltc_errorf(LTC_ERR_ARG, "grad_output %s and output %s must be %s",
+                          SHAPE_STR(grad_output, a), SHAPE_STR(output, b),
+                          SHAPE_STR(&fwd[0], (char[128]){0}));
+    if (!ltc_shape_equal(logsumexp, &fwd[1]))
+        return ltc_errorf(LTC_ERR_ARG, "logsumexp %s must be %s", SHAPE_STR(logsumexp, a),
+                          SHAPE_STR(&fwd[1], b));
+    out[0] = *query, out[1] = *key, out[2] = *value;
+    return LTC_OK;
+}
+
+ltc_status ltc_shape_attention_backward_mask(const ltc_shape *grad_output, const ltc_shape *query,
+                                             const ltc_shape *key, const ltc_shape *value,
+                                             const ltc_shape *output, const ltc_shape *logsumexp,
+                                             bool is_causal, double scale,
+                                             const ltc_shape *attn_mask, ltc_shape *out) {
+    ltc_status st = ltc_shape_attention_backward(grad_output, query, key, value, output,
+                                                 logsumexp, is_causal, scale, out);
+    return st ? st : mask_fits(query, key, attn_mask);
+}

@@ -1,0 +1,212 @@
+/* attention.c - CPU kernels of scaled_dot_product_attention and its backward, FlashAttention's
+ * loops on the host (Dao et al. 2022, algorithms 1 and 2).
+ *
+ * Forward: for each (batch, block of BR queries), the keys are walked in blocks of BC; a block
+ * of scores is one gemm, masked, and folded into each query row by an online softmax (running
+ * max m and sum l; the accumulator rescaled by exp(m_old - m_new)), then P . V_block is
+ * added by a second gemm. Only BR x BC scores exist at once, never [L, S]. The per-row
+ * logsumexp m + log(l) is the second output.
+ * Backward: per batch, for each block of keys and each block of queries that sees it, P is
+ * recomputed from the logsumexp (P = exp(s - lse)), then dV += P^T dO, dP = dO V^T, dS = P
+ * (dP - D) with D = rowsum(dO * O), dQ += scale dS K, dK += scale dS^T Q: five gemms per
+ * block pair, two BR x BC scratch blocks per thread.
+ * Threads: forward items are (batch, query block) pairs, backward items batches (their dK and
+ * dV are private to them); OpenBLAS runs single-threaded inside (threads.h).
+ * A row that no key may see (every mask entry false or -inf) gives NaN output and logsumexp
+ * -inf, as PyTorch's softmax of a row of -inf; its NaN probabilities reach dV, and dQ and dK
+ * too when the mask is float (PyTorch's s + mask), not when it is bool (masked_fill: the
+ * masked scores are constants, their gradient 0). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "elementwise.h"
+#include "threads.h"
+#include "vmath.h"
+
+/* Queries and keys per block: a BR x BC block of scores (32 KB in float32) and its
+ * gradient stay in L2 cache with the Q, K and V rows they come from. */
+#define BR 64
+#define BC 128
+
+typedef struct {
+    ltc_dtype dt;
+    int64_t B, L, S, E, Ev; /* B: the leading dims flattened */
+    const void *q, *k, *v;
+    const void *mask;       /* NULL, or bool / dt entries broadcast to [..., L, S] */
+    ltc_dtype mdt;
+    int nb;                 /* leading dims of q (ndim - 2) */
+    int64_t bdims[LTC_MAX_DIMS], bstride[LTC_MAX_DIMS]; /* q's leading sizes, the mask's strides
+                                                           along them (0 where broadcast) */
+    int64_t msl, mss;       /* the mask's strides along L and S */
+    bool causal;
+    bool const_masked;      /* the mask is bool or causal: masked scores are constants */
+    double scale;
+    void *out, *lse;                   /* forward outputs; lse is read by the backward */
+    const void *go, *o;                /* backward inputs: grad_output, output */
+    void *dq, *dk, *dv;                /* backward outputs */
+    void **scratch;                    /* one buffer per thread */
+} at_ctx;
+
+/* Offset in the mask of batch b's [L, S] slice. */
+static int64_t mask_base(const at_ctx *c, int64_t b) {
+    int64_t off = 0;
+    for (int d = c->nb - 1; d >= 0; d--) {
+        off += b % c->bdims[d] * c->bstride[d];
+        b /= c->bdims[d];
+    }
+    return off;
+}
+
+/* gemm that tolerates empty dims (k == 0 leaves beta * C, so zeros for beta 0). */
+static void mm(ltc_dtype dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
+               const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C,
+               int64_t ldc) {
+    if (m == 0 || n == 0) return;
+    if (k == 0) {
+        if (beta == 0) {
+            size_t es = ltc_dtype_size(dt);
+            for (int64_t i = 0; i < m; i++) memset((char *)C + (size_t)(i * ldc) * es, 0, (size_t)n * es);
+        }
+        return;
+    }
+    ltc_cpu_gemm(dt, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* Keys a block of queries [i0, i0 + br) can see: all S, or up to the last query's position
+ * when causal (query i sees keys j <= i, PyTorch's top-left tril). */
+static int64_t key_end(const at_ctx *c, int64_t i0, int64_t br) {
+    return c->causal && i0 + br < c->S ? i0 + br : c->S;
+}
+
+/* The exps of the softmax are taken of x = s - max <= 0 clamped at EXP_MIN, where exp all
+ * but underflows (1.6e-38 in float32, 3e-308 in float64, for exactly 0): the vector exp's
+ * slow path for -inf (masked scores) and subnormal results is never taken, and the clamp
+ * and the exp are two loops so that both vectorize. NaN stays NaN. */
+#define CAT2(a, b) a##_##b
+#define CAT(a, b) CAT2(a, b)
+#define FN(name) CAT(name, SFX)
+
+#define T float
+#define SFX f32
+#define EXP expf
+#define EXP_MIN -87.0f
+#include "attention_impl.h"
+#undef T
+#undef SFX
+#undef EXP
+#undef EXP_MIN
+
+#define T double
+#define SFX f64
+#define EXP exp
+#define EXP_MIN -708.0
+#include "attention_impl.h"
+#undef T
+#undef SFX
+#undef EXP
+#undef EXP_MIN
+
+/* Fills the sizes and the mask's broadcast strides; q, k, v are in[1..3] for the backward. */
+static void setup(at_ctx *c, const ltc_kernel_args *a, int qi, int mi) {
+    const ltc_shape *qs = &a->in_shapes[qi], *ks = &a->in_shapes[qi + 1], *vs = &a->in_shapes[qi + 2];
+    int n = qs->ndim;
+    c->dt = qs->dtype;
+    c->L = qs->dims[n - 2], c->E = qs->dims[n - 1], c->S = ks->dims[n - 2], c->Ev = vs->dims[n - 1];
+    c->B = 1;
+    c->nb = n - 2;
+    for (int d = 0; d < n - 2; d++) c->B *= qs->dims[d], c->bdims[d] = qs->dims[d];
+    c->q = a->in[qi], c->k = a->in[qi + 1], c->v = a->in[qi + 2];
+    c->causal = a->attrs[0].i != 0;
+    c->scale = a->attrs[1].f;
+    c->mask = NULL;
+    c->const_masked = c->causal;
+    if (mi < 0) return;
+    const ltc_shape *ms = &a->in_shapes[mi];
+    c->mask = a->in[mi], c->mdt = ms->dtype;
+    c->const_masked = c->causal || ms->dtype == LTC_BOOL;
+    /* the mask's strides aligned to q's dims (trailing), 0 along size-1 (broadcast) dims */
+    int64_t st[LTC_MAX_DIMS] = {0}, acc = 1;
+    for (int d = ms->ndim - 1; d >= 0; d--) {
+        st[n - ms->ndim + d] = ms->dims[d] == 1 ? 0 : acc;
+        acc *= ms->dims[d];
+    }
+    for (int d = 0; d < n - 2; d++) c->bstride[d] = st[d];
+    c->msl = st[n - 2], c->mss = st[n - 1];
+}
+
+/* One scratch buffer of `elems` elements per thread; false when out of memory. */
+static bool scratch_new(at_ctx *c, int64_t elems) {
+    int n = ltc_cpu_threads();
+    c->scratch = calloc((size_t)n, sizeof(void *));
+    if (!c->scratch) return false;
+    for (int i = 0; i < n; i++)
+        if (!(c->scratch[i] = malloc((size_t)elems * ltc_dtype_size(c->dt)))) return false;
+    return true;
+}
+
+static void scratch_free(at_ctx *c) {
+    if (!c->scratch) return;
+    for (int i = 0; i < ltc_cpu_threads(); i++) free(c->scratch[i]);
+    free(c->scratch);
+}
+
+/* Runs fn over n items, BLAS single-threaded inside when the items are shared out. */
+static void run(int64_t n, ltc_cpu_range_fn fn, at_ctx *c) {
+    bool split = ltc_cpu_threads() > 1 && n >= LTC_PAR_MIN_CHUNKS;
+    if (split) ltc_cpu_blas_single(true);
+    ltc_cpu_parallel_for(n, 1, fn, c);
+    if (split) ltc_cpu_blas_single(false);
+}
+
+static ltc_status forward(const ltc_kernel_args *a, int mi) {
+    at_ctx c = {0};
+    setup(&c, a, 0, mi);
+    c.out = a->out[0], c.lse = a->out[1];
+    if (c.B * c.L == 0) return LTC_OK;
+    if (!scratch_new(&c, BR * BC + 2 * BR + BR * c.Ev)) {
+        scratch_free(&c);
+        return ltc_errorf(LTC_ERR_NOMEM, "scaled_dot_product_attention: out of memory for "
+                          "the blocks of scores");
+    }
+    run(c.B * ((c.L + BR - 1) / BR), c.dt == LTC_F32 ? fwd_f32 : fwd_f64, &c);
+    scratch_free(&c);
+    return LTC_OK;
+}
+
+static ltc_status backward(const ltc_kernel_args *a, int mi) {
+    at_ctx c = {0};
+    setup(&c, a, 1, mi);
+    c.go = a->in[0], c.o = a->in[4], c.lse = (void *)a->in[5];
+    c.dq = a->out[0], c.dk = a->out[1], c.dv = a->out[2];
+    if (c.B == 0) return LTC_OK;
+    if (!scratch_new(&c, 2 * BR * BC + c.L)) {
+        scratch_free(&c);
+        return ltc_errorf(LTC_ERR_NOMEM, "scaled_dot_product_attention_backward: out of memory "
+                          "for the blocks of scores");
+    }
+    run(c.B, c.dt == LTC_F32 ? bwd_f32 : bwd_f64, &c);
+    scratch_free(&c);
+    return LTC_OK;
+}
+
+/* scaled_dot_product_attention(query, key, value, is_causal, scale) -> (output, logsumexp) */
+ltc_status ltc_cpu_kernel_scaled_dot_product_attention(const ltc_kernel_args *a) {
+    return forward(a, -1);
+}
+
+/* scaled_dot_product_attention.mask(query, key, value, is_causal, scale, attn_mask) */
+ltc_status ltc_cpu_kernel_scaled_dot_product_attention_mask(const ltc_kernel_args *a) {
+    return forward(a, 3);
+}
+
+/* scaled_dot_product_attention_backward(grad_output, query, key, value, output, logsumexp,
+ * is_causal, scale) -> (grad_query, grad_key, grad_value) */
+ltc_status ltc_cpu_kernel_scaled_dot_product_attention_backward(const ltc_kernel_args *a) {
+    return backward(a, -1);
+}
+
+/* scaled_dot_product_attention_backward.mask(..., attn_mask) */
+ltc_status ltc_cpu_kernel_scaled_dot_product_attention_backward_mask(const ltc_kernel_args *a) {
+    return backward(a, 6);
+}

@@ -1,0 +1,160 @@
+/* attention.c - reference kernels of scaled_dot_product_attention and its backward: the
+ * whole [L, S] score matrix of each batch entry, materialised in double, softmax by its
+ * definition. The oracle for the CPU backend's blocked kernels (src/cpu/attention.c). A row
+ * that no key may see gives NaN (0 / 0, as PyTorch's softmax of a row of -inf), logsumexp
+ * -inf; the gradients through it as src/cpu/attention.c says. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "ref.h"
+
+typedef struct {
+    ltc_dtype dt;
+    int64_t B, L, S, E, Ev;
+    const void *q, *k, *v, *mask;
+    const ltc_shape *ms;
+    ltc_shape scores; /* [..., L, S] */
+    bool causal;
+    double scale;
+} ref_at;
+
+static void setup(ref_at *c, const ltc_kernel_args *a, int qi, int mi) {
+    const ltc_shape *qs = &a->in_shapes[qi];
+    int n = qs->ndim;
+    c->dt = qs->dtype;
+    c->L = qs->dims[n - 2], c->E = qs->dims[n - 1];
+    c->S = a->in_shapes[qi + 1].dims[n - 2], c->Ev = a->in_shapes[qi + 2].dims[n - 1];
+    c->B = 1;
+    for (int d = 0; d < n - 2; d++) c->B *= qs->dims[d];
+    c->q = a->in[qi], c->k = a->in[qi + 1], c->v = a->in[qi + 2];
+    c->mask = mi >= 0 ? a->in[mi] : NULL;
+    c->ms = mi >= 0 ? &a->in_shapes[mi] : NULL;
+    c->scores = *qs;
+    c->scores.dims[n - 1] = c->S;
+    c->causal = a->attrs[0].i != 0;
+    c->scale = a->attrs[1].f;
+}
+
+/* The probabilities P [L, S] of batch entry b (and each row's logsumexp in lse[L]). */
+static void probs(const ref_at *c, int64_t b, double *P, double *lse) {
+    for (int64_t i = 0; i < c->L; i++) {
+        double *row = P + i * c->S, mx = -INFINITY;
+        for (int64_t j = 0; j < c->S; j++) {
+            double s = 0;
+            for (int64_t e = 0; e < c->E; e++)
+                s += ltc_ref_get(c->q, c->dt, (b * c->L + i) * c->E + e) *
+                     ltc_ref_get(c->k, c->dt, (b * c->S + j) * c->E + e);
+            s *= c->scale;
+            if (c->causal && j > i) s = -INFINITY;
+            if (c->mask) {
+                int64_t o = ltc_ref_offset(&c->scores, c->ms, (b * c->L + i) * c->S + j);
+                if (c->ms->dtype == LTC_BOOL) {
+                    if (!ltc_ref_get_i64(c->mask, LTC_BOOL, o)) s = -INFINITY;
+                } else {
+                    s += ltc_ref_get(c->mask, c->ms->dtype, o);
+                }
+            }
+            row[j] = s;
+            if (s > mx) mx = s;
+        }
+        double sum = 0;
+        for (int64_t j = 0; j < c->S; j++) sum += exp(row[j] - mx);
+        for (int64_t j = 0; j < c->S; j++) row[j] = exp(row[j] - mx) / sum;
+        lse[i] = mx == -INFINITY ? -INFINITY : mx + log(sum);
+    }
+}
+
+static ltc_status forward(const ltc_kernel_args *a, int mi) {
+    ref_at c;
+    setup(&c, a, 0, mi);
+    double *P = malloc((size_t)(c.L * c.S + c.L + 1) * sizeof(double)), *lse = P + c.L * c.S;
+    if (!P) return ltc_errorf(LTC_ERR_NOMEM, "scaled_dot_product_attention: out of memory");
+    for (int64_t b = 0; b < c.B; b++) {
+        probs(&c, b, P, lse);
+        for (int64_t i = 0; i < c.L; i++) {
+            for (int64_t e = 0; e < c.Ev; e++) {
+                double s = 0;
+                for (int64_t j = 0; j < c.S; j++)
+                    s += P[i * c.S + j] * ltc_ref_get(c.v, c.dt, (b * c.S + j) * c.Ev + e);
+                ltc_ref_set(a->out[0], c.dt, (b * c.L + i) * c.Ev + e, s);
+            }
+            ltc_ref_set(a->out[1], c.dt, b * c.L + i, lse[i]);
+        }
+    }
+    free(P);
+    return LTC_OK;
+}
+
+/* dV = P^T dO, dP = dO V^T, dS = P * (dP - rowsum(P * dP)), dQ = scale dS K,
+ * dK = scale dS^T Q: P recomputed from the inputs (output and logsumexp are not read). */
+static ltc_status backward(const ltc_kernel_args *a, int mi) {
+    ref_at c;
+    setup(&c, a, 1, mi);
+    const void *go = a->in[0];
+    size_t n = (size_t)(2 * c.L * c.S + c.L + 1);
+    double *P = malloc(n * sizeof(double)), *dS = P + c.L * c.S, *lse = dS + c.L * c.S;
+    if (!P) return ltc_errorf(LTC_ERR_NOMEM, "scaled_dot_product_attention_backward: out of memory");
+    for (int64_t b = 0; b < c.B; b++) {
+        probs(&c, b, P, lse);
+        for (int64_t i = 0; i < c.L; i++) {
+            double rs = 0;
+            for (int64_t j = 0; j < c.S; j++) {
+                double dp = 0;
+                for (int64_t e = 0; e < c.Ev; e++)
+                    dp += ltc_ref_get(go, c.dt, (b * c.L + i) * c.Ev + e) *
+                          ltc_ref_get(c.v, c.dt, (b * c.S + j) * c.Ev + e);
+                dS[i * c.S + j] = dp;
+                rs += P[i * c.S + j] * dp;
+            }
+            /* a row no key may see: NaN probabilities; masked by a bool mask (or causally)
+             * its scores are constants (masked_fill's) and get no gradient */
+            bool consts = lse[i] == -INFINITY && (c.causal || (c.ms && c.ms->dtype == LTC_BOOL));
+            for (int64_t j = 0; j < c.S; j++)
+                dS[i * c.S + j] = consts ? 0 : P[i * c.S + j] * (dS[i * c.S + j] - rs);
+        }
+        for (int64_t i = 0; i < c.L; i++)
+            for (int64_t e = 0; e < c.E; e++) {
+                double s = 0;
+                for (int64_t j = 0; j < c.S; j++)
+                    s += dS[i * c.S + j] * ltc_ref_get(c.k, c.dt, (b * c.S + j) * c.E + e);
+                ltc_ref_set(a->out[0], c.dt, (b * c.L + i) * c.E + e, c.scale * s);
+            }
+        for (int64_t j = 0; j < c.S; j++) {
+            for (int64_t e = 0; e < c.E; e++) {
+                double s = 0;
+                for (int64_t i = 0; i < c.L; i++)
+                    s += dS[i * c.S + j] * ltc_ref_get(c.q, c.dt, (b * c.L + i) * c.E + e);
+                ltc_ref_set(a->out[1], c.dt, (b * c.S + j) * c.E + e, c.scale * s);
+            }
+            for (int64_t e = 0; e < c.Ev; e++) {
+                double s = 0;
+                for (int64_t i = 0; i < c.L; i++)
+                    s += P[i * c.S + j] * ltc_ref_get(go, c.dt, (b * c.L + i) * c.Ev + e);
+                ltc_ref_set(a->out[2], c.dt, (b * c.S + j) * c.Ev + e, s);
+            }
+        }
+    }
+    free(P);
+    return LTC_OK;
+}
+
+/* scaled_dot_product_attention(query, key, value, is_causal, scale) */
+ltc_status ltc_ref_kernel_scaled_dot_product_attention(const ltc_kernel_args *a) {
+    return forward(a, -1);
+}
+
+/* scaled_dot_product_attention.mask(query, key, value, is_causal, scale, attn_mask) */
+ltc_status ltc_ref_kernel_scaled_dot_product_attention_mask(const ltc_kernel_args *a) {
+    return forward(a, 3);
+}
+
+/* scaled_dot_product_attention_backward(grad_output, query, key, value, output, logsumexp,
+ * is_causal, scale) */
+ltc_status ltc_ref_kernel_scaled_dot_product_attention_backward(const ltc_kernel_args *a) {
+    return backward(a, -1);
+}
+
+/* scaled_dot_product_attention_backward.mask(..., attn_mask) */
+ltc_status ltc_ref_kernel_scaled_dot_product_attention_backward_mask(const ltc_kernel_args *a) {
+    return backward(a, 6);
+}

@@ -250,6 +250,20 @@ describe("opencl kernels for norms, losses, gather/scatter, scans and sorting", 
     end)
   end)
 
+  describe("mse_loss", function()
+    it("none, mean and sum, broadcasting, and its gradient", function()
+      ragged(function(n)
+        ltc.manual_seed(130 + n)
+        local x = ltc.randn(n, 4):requires_grad_()
+        local t = ltc.randn(4)
+        local l = ltc.mse_loss(x, t, 1)
+        l:backward()
+        return ltc.mse_loss(x:detach(), t, 0), l, ltc.mse_loss(t, x:detach(), 2), x.grad,
+          ltc.mse_loss(ltc.zeros(0, 2), ltc.zeros(0, 2), 1)
+      end, { 5, 3 }, 1e-6)
+    end)
+  end)
+
   describe("var, std, prod, logsumexp, all and any", function()
     it("of everything and along each dim, unbiased or not, keepdim, integers", function()
       ragged(function(n)

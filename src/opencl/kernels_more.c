@@ -443,6 +443,25 @@ void ocl_k_randperm(ocl_sb *b, const char *name, ltc_dtype dt) {
         name, ocl_ctype(dt), ocl_ctype(dt));
 }
 
+/* mse_loss's squared differences over the broadcast of x and t (rank r; out dims o0.., the
+ * operands' strides sx0.., st0.., 0 on broadcast dims), the difference in A (the
+ * reference's double): out (the element type, reduction none) or A (to be reduced). */
+void ocl_k_sqdiff(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype out, int r, bool fp64) {
+    const char *t = ocl_ctype(dt), *a = acc_t(fp64 || dt == LTC_F64);
+    ocl_sb_printf(b, "__kernel void %s(__global %s *out, __global const %s *x, __global const %s *y, long total",
+                  name, ocl_ctype(out), t, t);
+    for (int d = 0; d < r; d++) ocl_sb_printf(b, ", long o%d", d);
+    for (int d = 0; d < r; d++) ocl_sb_printf(b, ", long sx%d", d);
+    for (int d = 0; d < r; d++) ocl_sb_printf(b, ", long sy%d", d);
+    ocl_sb_printf(b, ") {\n    long g = get_global_id(0);\n    if (g >= total) return;\n"
+                     "    long rest = g, ox = 0, oy = 0, c;\n");
+    for (int d = r - 1; d >= 0; d--)
+        ocl_sb_printf(b, "    c = rest %% o%d; rest /= o%d; ox += c * sx%d; oy += c * sy%d;\n", d, d,
+                      d, d);
+    ocl_sb_printf(b, "    %s v = (%s)x[ox] - (%s)y[oy];\n    out[g] = (%s)(v * v);\n}\n\n", a, a,
+                  a, ocl_ctype(out));
+}
+
 /* ---- more reductions ------------------------------------------------------------------------------ */
 
 /* out[o, k] = a reduction over j of in[(o * n + j) * inner + k], one work item per (o, k), as

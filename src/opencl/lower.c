@@ -783,6 +783,7 @@ bool ocl_op_lowered(int op) {
     case LTC_OP_MEDIAN: case LTC_OP_MEDIAN_DIM: case LTC_OP_CUMMAX: case LTC_OP_CUMMIN:
     case LTC_OP_FLIP: case LTC_OP_REPEAT: case LTC_OP_ONE_HOT: case LTC_OP_EYE:
     case LTC_OP_LINSPACE: case LTC_OP_RANDPERM: case LTC_OP_DOT: case LTC_OP_OUTER:
+    case LTC_OP_MSE_LOSS:
         return true;
     default: break;
     }

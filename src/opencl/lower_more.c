@@ -412,6 +412,48 @@ static ltc_status lower_reduce_more(lw *w, const ltc_node *n, int out) {
     return LTC_OK;
 }
 
+/* mse_loss: the squared differences (the output itself for reduction none, else a
+ * float64 scratch where the device has it), then a mean or sum kernel. */
+static ltc_status lower_mse(lw *w, const ltc_node *n, int out) {
+    const ltc_shape *xs = opshape(n, 0), *ys = opshape(n, 1);
+    int red = (int)n->attrs[0].i, r = xs->ndim > ys->ndim ? xs->ndim : ys->ndim;
+    ltc_shape bs = {.dtype = ocl.info.fp64 ? LTC_F64 : xs->dtype, .ndim = r};
+    int64_t sx[LTC_MAX_DIMS], sy[LTC_MAX_DIMS], xst[LTC_MAX_DIMS], yst[LTC_MAX_DIMS];
+    strides_of(xs, xst);
+    strides_of(ys, yst);
+    for (int d = 0; d < r; d++) {
+        int dx = d - (r - xs->ndim), dy = d - (r - ys->ndim);
+        int64_t nx = dx >= 0 ? xs->dims[dx] : 1, ny = dy >= 0 ? ys->dims[dy] : 1;
+        bs.dims[d] = nx == 1 ? ny : nx;
+        sx[d] = nx == 1 ? 0 : xst[dx];
+        sy[d] = ny == 1 ? 0 : yst[dy];
+    }
+    int64_t total = ltc_shape_numel(&bs);
+    int tmp = red == 0 ? out : lw_new_slot(w, &bs);
+    if (tmp < 0) return lw_nomem();
+    ocl_sb b = {0};
+    ocl_k_sqdiff(&b, KNAME, xs->dtype, red == 0 ? xs->dtype : bs.dtype, r, ocl.info.fp64);
+    ocl_step *s = lw_family_step(w, &b, n->op, tmp, (size_t)total);
+    if (!s) return lw_nomem();
+    lw_arg_buf(s, 'o', tmp);
+    lw_arg_buf(s, 'b', lw_opslot(w, n, 0));
+    lw_arg_buf(s, 'b', lw_opslot(w, n, 1));
+    lw_arg_long(s, total);
+    for (int d = 0; d < r; d++) lw_arg_long(s, bs.dims[d] ? bs.dims[d] : 1);
+    for (int d = 0; d < r; d++) lw_arg_long(s, sx[d]);
+    for (int d = 0; d < r; d++) lw_arg_long(s, sy[d]);
+    if (red == 0) return LTC_OK;
+    ocl_sb m = {0};
+    ocl_k_reduce(&m, KNAME, red == 1 ? 'm' : 's', bs.dtype, xs->dtype, ocl.info.fp64);
+    if (!(s = lw_family_step(w, &m, n->op, out, 1))) return lw_nomem();
+    lw_arg_buf(s, 'o', out);
+    lw_arg_buf(s, 'b', tmp);
+    lw_arg_long(s, 1);
+    lw_arg_long(s, total);
+    lw_arg_long(s, 1);
+    return LTC_OK;
+}
+
 /* ---- which nodes ------------------------------------------------------------------------------------ */
 
 bool ocl_more_lowers(const ltc_node *n) {
@@ -481,6 +523,9 @@ bool ocl_more_lowers(const ltc_node *n) {
     case LTC_OP_LINSPACE: return ocl.info.fp64 && n->n_attrs >= 3;
     case LTC_OP_RANDPERM:
         return ocl.info.fp64 && os->ndim == 1 && os->dims[0] <= SORT_MAX_LINE && os->dtype != LTC_BOOL;
+    case LTC_OP_MSE_LOSS:
+        return n->n_attrs >= 1 && is_float(os->dtype) && s0->dtype == os->dtype &&
+               opshape(n, 1)->dtype == os->dtype;
     case LTC_OP_DOT:
     case LTC_OP_OUTER:
         return (os->dtype == LTC_F32 || (os->dtype == LTC_F64 && ocl.info.fp64)) &&
@@ -529,6 +574,7 @@ ltc_status ocl_lower_more(lw *w, const ltc_node *n, int out, bool *done) {
     case LTC_OP_RANDPERM:
     case LTC_OP_DOT:
     case LTC_OP_OUTER: return lower_creation(w, n, out);
+    case LTC_OP_MSE_LOSS: return lower_mse(w, n, out);
     default: return lower_reduce_more(w, n, out);
     }
 }

@@ -250,6 +250,7 @@ void ocl_k_one_hot(ocl_sb *b, const char *name, ltc_dtype it);
 void ocl_k_eye(ocl_sb *b, const char *name, ltc_dtype dt);
 void ocl_k_linspace(ocl_sb *b, const char *name, ltc_dtype dt);
 void ocl_k_randperm(ocl_sb *b, const char *name, ltc_dtype dt);
+void ocl_k_sqdiff(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype out, int r, bool fp64);
 void ocl_k_reduce_more(ocl_sb *b, const char *name, char kind, ltc_dtype in, ltc_dtype out,
                        bool fp64);
 

@@ -278,6 +278,17 @@ describe("opencl kernels for norms, losses, gather/scatter, scans and sorting", 
     end)
   end)
 
+  it("matmul of 4-d batches (attention's [B, H, T, D]) is one batched CLBlast GEMM, and its gradients", function()
+    ragged(function(n)
+      ltc.manual_seed(140 + n)
+      local q = ltc.randn(n, 2, 5, 3):requires_grad_()
+      local k = ltc.randn(n, 2, 5, 3):requires_grad_()
+      local s = q:matmul(k:transpose(-2, -1))
+      ;(s * s):sum():backward()
+      return s, q.grad, k.grad
+    end, { 3, 2 }, 1e-4)
+  end)
+
   it("a transformer-style block (layer_norm, attention with triu mask, nll_loss) trains on the device", function()
     same(function()
       ltc.manual_seed(0)

@@ -519,7 +519,11 @@ static bool gemm_lowerable(const ltc_node *n) {
     case LTC_OP_BMM: return true;
     case LTC_OP_MATMUL:
         if (as->ndim >= 2 && bs->ndim == 2) return true;
-        if (as->ndim == 3 && bs->ndim == 3 && as->dims[0] == bs->dims[0]) return true;
+        if (as->ndim >= 3 && bs->ndim == as->ndim) { /* batches of one size (no broadcast) */
+            for (int d = 0; d < as->ndim - 2; d++)
+                if (as->dims[d] != bs->dims[d]) return false;
+            return true;
+        }
         return false;
     case LTC_OP_LINEAR:
     case LTC_OP_LINEAR_NOBIAS: return as->ndim >= 1 && bs->ndim == 2;

@@ -159,4 +159,44 @@ function lib.find(...)
   return nil
 end
 
+--- lib.text_model{name, steps, args, workload}: runs examples/<name>.lua (with `args`
+-- after its common options) and its PyTorch twin bench/<name>.py on the same initial
+-- weights and windows of Debian's fortunes, `steps` steps each, and prints and records
+-- time per step and the validation losses side by side (issue 15: >= 2x faster per
+-- step than eager, validation loss within 0.05). Skips with one line without fortunes.
+function lib.text_model(o)
+  if not io.open("/usr/share/games/fortunes/fortunes", "r") then
+    print(o.name .. ": no /usr/share/games/fortunes (apt-get install fortunes); skipped")
+    return
+  end
+  local dir = os.tmpname()
+  os.remove(dir)
+  local cmd = string.format("cd '%s/..' && LTC_BUILD=%s bin/ltc examples/%s.lua --steps %d "
+    .. "--chars 200000 --sample 0 --keyvals 1 --init-dir '%s' %s", lib.dir,
+    os.getenv("BUILD") or "build", o.name, o.steps, dir, (o.args or ""):gsub("DIR", dir))
+  local l = keyvals(cmd)
+  local t = keyvals(string.format("%s '%s/%s.py' '%s' %d %d", lib.python, lib.dir, o.name, dir,
+    o.steps, lib.threads))
+  os.execute("rm -rf '" .. dir .. "'")
+
+  print(string.format("ltc:          %s ms/step, training loss %s, validation loss %s, %s compile(s) after warm-up",
+    tostring(l.ltc_step_ms), tostring(l.ltc_train_loss), tostring(l.ltc_val_loss),
+    tostring(l.ltc_compiles_after_warmup)))
+  print(string.format("torch eager:  %s ms/step, training loss %s, validation loss %s",
+    tostring(t.torch_step_ms), tostring(t.torch_train_loss), tostring(t.torch_val_loss)))
+
+  local ok = type(l.ltc_step_ms) == "number" and type(t.torch_step_ms) == "number"
+  lib.row { bench = o.name, workload = o.workload,
+    ltc = ok and lib.fmt(l.ltc_step_ms, "ms", 1) or "n/a",
+    peers = ok and "eager " .. lib.fmt(t.torch_step_ms, "ms", 1) or "n/a",
+    ratio = ok and string.format("%.2f x faster", t.torch_step_ms / l.ltc_step_ms) or "n/a",
+    target = ">= 2x faster", met = ok and t.torch_step_ms / l.ltc_step_ms >= 2 or nil }
+  local both = type(l.ltc_val_loss) == "number" and type(t.torch_val_loss) == "number"
+  lib.row { bench = o.name, workload = "validation loss after the same steps",
+    ltc = both and string.format("%.4f", l.ltc_val_loss) or "n/a",
+    peers = both and string.format("eager %.4f", t.torch_val_loss) or "n/a",
+    ratio = both and string.format("%+.4f", l.ltc_val_loss - t.torch_val_loss) or "n/a",
+    target = "within 0.05", met = both and math.abs(l.ltc_val_loss - t.torch_val_loss) <= 0.05 or nil }
+end
+
 return lib

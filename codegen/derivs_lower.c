@@ -227,6 +227,10 @@ static bool op_arg(ctx *x, const gen_arg *a, val *v, strbuf *args) {
             return true;
         case ARG_TENSOR_LIST:
         case ARG_INTS:
+            if (a->fixed_len) { /* its default lives in the Lua binding: say it in the formula */
+                fail(x, "no value for the int[N] argument '%s'", a->name);
+                return false;
+            }
             sb_puts(args, "NULL, 0, ");
             return true;
         case ARG_FLOAT:
@@ -287,6 +291,17 @@ static val call_op(ctx *x, const char *name, val *vs, int n) {
     if (!op) {
         fail(x, "the unknown op or method '%s'", name);
         return vmake(V_NIL, "");
+    }
+    /* a nil Tensor where an overload leaves it out (conv2d's bias): that overload, the later
+     * arguments shifted down, as the Lua dispatcher does */
+    int q = required_count(op);
+    for (int i = 0; q >= 1 && q <= n && vs[q - 1].ty == V_NIL && i < x->m->n_ops; i++) {
+        const gen_op *b = &x->m->ops[i];
+        if (strcmp(b->base_name, name) || !op_has_entry(b) || !op_drops_tensor(op, b, q)) continue;
+        memmove(&vs[q - 1], &vs[q], (size_t)(n - q) * sizeof *vs);
+        n--;
+        op = b;
+        break;
     }
     if (op->n_rets != 1) {
         fail(x, "the multi-output op '%s'", name);

@@ -2,6 +2,7 @@
  * emit_doc.c - the op reference (ops.md): one section per op, sorted by full name, with
  * its Lua signature, schema, doc, shape function, dtype rule and how the backend lowers it.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "model.h"
@@ -13,7 +14,8 @@ static const char *lua_default(const gen_arg *a) {
     case DEF_TRUE: return "true";
     case DEF_FALSE: return "false";
     case DEF_INT:
-    case DEF_FLOAT: return a->def_text;
+    case DEF_FLOAT:
+    case DEF_ARG: return a->def_text;
     default: return arg_is_nullable(a->type) ? "nil" : NULL;
     }
 }
@@ -34,7 +36,12 @@ static const char *lua_type(const gen_arg *a) {
     case ARG_TENSOR_LIST: return "a table of tensors or numbers";
     case ARG_SCALAR: return "a tensor or a number";
     case ARG_INT: case ARG_INT_OPT: return "an integer";
-    case ARG_INTS: return "a table of integers";
+    case ARG_INTS: {
+        static char pair[64];
+        snprintf(pair, sizeof pair, "a number (every entry) or a table of 1 or %d integers",
+                 a->fixed_len);
+        return a->fixed_len ? pair : "a table of integers";
+    }
     case ARG_INDEX: return "an index (1-based; negative counts from the end)";
     case ARG_DIM: case ARG_DIM_OPT: return "a dim (1-based; negative counts from the end)";
     case ARG_FLOAT: case ARG_FLOAT_OPT: return "a number";
@@ -74,7 +81,7 @@ static void emit_section(strbuf *b, const gen_op *op, const gen_options *o) {
         for (int i = 0; i < op->n_args; i++) {
             const gen_arg *a = &op->args[i];
             sb_printf(b, "- `%s`: %s", a->name, lua_type(a));
-            if (a->type == ARG_INTS) {
+            if (a->type == ARG_INTS && !a->fixed_len) {
                 bool varargs = true;
                 for (int j = i + 1; j < op->n_args; j++)
                     varargs &= arg_is_optional(&op->args[j]) || op->args[j].type == ARG_DTYPE;
@@ -143,4 +150,17 @@ void emit_doc_md(const gen_model *m, const gen_options *o, strbuf *b) {
         }
     }
     for (int i = 0; i < m->n_ops; i++) emit_section(b, &m->ops[i], o);
+    if (!m->n_composites) return;
+    sb_puts(b, "\n# Composite ops\n\nWritten in Lua over the ops above (PyTorch's "
+               "CompositeImplicitAutograd): no IR node and no kernel of their own; autograd, "
+               "fusion and every backend see the ops they call.\n\nOps: ");
+    for (int i = 0; i < m->n_composites; i++)
+        sb_printf(b, "%s`%s`", i ? ", " : "", m->composites[i].full_name);
+    sb_puts(b, ".\n");
+    for (int i = 0; i < m->n_composites; i++) {
+        const gen_composite *c = &m->composites[i];
+        sb_printf(b, "\n## %s\n\nSchema: `%s`\n\n", c->full_name, c->schema);
+        if (c->doc) sb_printf(b, "%s\n\n", c->doc);
+        sb_printf(b, "- Composite: `%s`\n", c->impl);
+    }
 }

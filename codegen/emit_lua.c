@@ -28,6 +28,23 @@ static void emit_check_arg(strbuf *b, const gen_op *op, int i, const char *fname
                   fname);
         break;
     case ARG_INTS: {
+        if (a->fixed_len) { /* int[N]: a number or a table of 1 or N; defaults as written */
+            sb_printf(b, "    int64_t %s[%d];\n    const int n_%s = %d;\n", nm, a->fixed_len, nm,
+                      a->fixed_len);
+            if (a->def == DEF_ARG)
+                sb_printf(b, "    if (!ltcL_checkfixedints(L, arg++, %s, %d, false, 0, \"%s\", "
+                             "\"%s\"))\n        memcpy(%s, %s, sizeof %s);\n",
+                          nm, a->fixed_len, fname, nm, nm, a->def_text, nm);
+            else if (a->def == DEF_INT)
+                sb_printf(b, "    ltcL_checkfixedints(L, arg++, %s, %d, true, %s, \"%s\", \"%s\");\n",
+                          nm, a->fixed_len, a->def_text, fname, nm);
+            else
+                sb_printf(b, "    if (!ltcL_checkfixedints(L, arg, %s, %d, false, 0, \"%s\", \"%s\"))\n"
+                             "        luaL_error(L, \"%s: bad argument #%%d '%s' (an integer or a "
+                             "table of %d integers expected, got nil)\", arg);\n    arg++;\n",
+                          nm, a->fixed_len, fname, nm, fname, nm, a->fixed_len);
+            break;
+        }
         /* a run of integers only when nothing after it could be mistaken for one */
         bool varargs = true;
         for (int j = i + 1; j < op->n_args; j++)
@@ -170,6 +187,11 @@ static void emit_dispatcher(strbuf *b, const gen_model *m, int first, int count)
         strbuf name = {0};
         fn_name(&name, order[i], true);
         int r = n_required(order[i]);
+        /* an overload without the Tensor argument the previous one was chosen by takes a nil
+         * there as leaving it out (PyTorch's `Tensor? bias=None`): the rest shift down */
+        int q = i ? n_required(order[i - 1]) : 0;
+        if (i && op_drops_tensor(order[i - 1], order[i], q))
+            sb_printf(b, "    if (top >= %d) lua_remove(L, %d);\n", q, q);
         if (i == n - 1) sb_printf(b, "    return %s(L);\n}\n", name.s);
         else if (r == 0) sb_printf(b, "    return %s(L);\n}\n", name.s);
         else sb_printf(b, "    if (top >= %d && !lua_isnil(L, %d)) return %s(L);\n", r, r, name.s);
@@ -207,7 +229,7 @@ void emit_lua_c(const gen_model *m, const gen_options *o, strbuf *b) {
                 "allocated), convert the operands, call the C entry, release, raise on error, "
                 "push the results. Overloads sharing a name are tried in order of decreasing "
                 "count of required arguments.", false);
-    sb_puts(b, "#include <math.h>\n#include <stdbool.h>\n\n#include \"ltc_ir.h\"\n"
+    sb_puts(b, "#include <math.h>\n#include <stdbool.h>\n#include <string.h>\n\n#include \"ltc_ir.h\"\n"
                "#include \"ltc_lua.h\"\n\n");
     sb_puts(b, "/* A bool argument (true or false; `def` when nil or absent). */\n"
                "static inline bool opt_bool(lua_State *L, int arg, bool def, const char *fname) {\n"

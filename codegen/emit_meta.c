@@ -9,8 +9,12 @@
  *              { name = "dim", type = "dim?", optional = true },
  *              { name = "keepdim", type = "bool", optional = true, default = false } } }
  *
- * `type` is the schema spelling (codegen/README.md); `default` is the Lua value of a
- * literal default (absent for None); `method` says whether t:name(...) exists.
+ * `type` is the schema spelling (codegen/README.md; int[N] is type "int[]" with len = N);
+ * `default` is the Lua value of a literal default (absent for None); `method` says whether
+ * t:name(...) exists; `nil_at = p` marks an overload that Lua reaches with a nil at
+ * position p, its arguments from p on one place later (conv2d.nobias: conv2d(x, w, nil, ...)).
+ * Composite ops (written in Lua) follow as { name, full_name, composite = "<file>" }, with
+ * no args: tools that call ops from their schema skip them.
  */
 #include <string.h>
 
@@ -45,16 +49,26 @@ void emit_meta_lua(const gen_model *m, const gen_options *o, strbuf *b) {
     for (int i = 0; i < m->n_ops; i++) {
         const gen_op *op = &m->ops[i];
         if (!op_has_entry(op)) continue;
+        int nil_at = 0;
+        for (int j = 0; j < m->n_ops && !nil_at; j++) {
+            const gen_op *a = &m->ops[j];
+            if (a == op || strcmp(a->base_name, op->base_name) || !op_has_entry(a)) continue;
+            for (int p = 1; p <= a->n_args && !nil_at; p++)
+                if (op_drops_tensor(a, op, p)) nil_at = p;
+        }
         sb_printf(b, "  { name = \"%s\", full_name = \"%s\", method = %s, dtypes = \"%s\",\n"
                      "    view = %s, random = %s, elementwise = %s, out_bool = %s, "
-                     "returns = %d,\n    args = {\n",
+                     "returns = %d,\n",
                   op->base_name, op->full_name, is_method(m, op) ? "true" : "false",
                   dtype_rule_name(op->dtypes), op->view ? "true" : "false",
                   op->random ? "true" : "false", op->expr ? "true" : "false",
                   op->out_bool ? "true" : "false", op->n_rets);
+        if (nil_at) sb_printf(b, "    nil_at = %d,\n", nil_at);
+        sb_puts(b, "    args = {\n");
         for (int k = 0; k < op->n_args; k++) {
             const gen_arg *a = &op->args[k];
             sb_printf(b, "      { name = \"%s\", type = \"%s\"", a->name, arg_type_name(a->type));
+            if (a->fixed_len) sb_printf(b, ", len = %d", a->fixed_len);
             if (arg_is_optional(a)) sb_puts(b, ", optional = true");
             switch (a->def) {
             case DEF_TRUE: sb_puts(b, ", default = true"); break;
@@ -66,6 +80,12 @@ void emit_meta_lua(const gen_model *m, const gen_options *o, strbuf *b) {
             sb_puts(b, " },\n");
         }
         sb_puts(b, "    } },\n");
+    }
+    /* composites: name, doc-level facts only (their Lua functions check their arguments) */
+    for (int i = 0; i < m->n_composites; i++) {
+        const gen_composite *c = &m->composites[i];
+        sb_printf(b, "  { name = \"%s\", full_name = \"%s\", composite = \"%s\" },\n",
+                  c->base_name, c->full_name, c->impl);
     }
     sb_puts(b, "}\n");
 }

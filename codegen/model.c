@@ -21,8 +21,9 @@ typedef struct yfile {
 static const char *const op_keys[] = {"func", "doc", "shape", "dtypes", "expr",
                                       "expr_int", "out", "random", "view", "inplace",
                                       "operator",
-                                      "derivatives", "non_native", NULL};
+                                      "derivatives", "non_native", "composite", NULL};
 static const char *const non_native_keys[] = {"func", "doc", "non_native", NULL};
+static const char *const composite_keys[] = {"func", "doc", "composite", NULL};
 /* ir_gen and non_native are PyTorch's backend YAML keys; here they would add node kinds to
  * the core, so only an empty list is accepted (load_backend says where the entries go). */
 static const char *const backend_keys[] = {"backend", "full_codegen", "supported", "ir_gen",
@@ -214,6 +215,38 @@ static bool get_bool(yfile *f, yaml_node_t *map, const char *key, bool *out) {
     return true;
 }
 
+/* Reads a `composite:` entry: func (its name checked, the rest kept as text), doc and the
+ * Lua file that implements it, which must exist. */
+static bool load_composite(gen_model *m, yfile *f, yaml_node_t *map, yaml_node_t *impl) {
+    bool ok = check_keys(f, map, composite_keys);
+    yaml_node_t *func = lookup(f, map, "func");
+    const char *schema = func ? scalar(f, func, "func") : NULL;
+    const char *path = scalar(f, impl, "composite");
+    if (!func) NODE_ERROR(f, map, "op entry has no 'func' (its schema)");
+    if (!schema || !path) return false;
+    size_t n = strspn(schema, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.");
+    if (!n || schema[n] != '(' || !strstr(schema + n, "->")) {
+        NODE_ERROR(f, func, "bad schema '%s': expected name[.overload](...) -> ...", schema);
+        return false;
+    }
+    FILE *fp = fopen(path, "r");
+    if (!fp) NODE_ERROR(f, impl, "composite: cannot open '%s' (paths are from the top folder)",
+                        path), ok = false;
+    else fclose(fp);
+    m->composites = cg_realloc(m->composites, (size_t)(m->n_composites + 1) * sizeof *m->composites);
+    gen_composite *c = &m->composites[m->n_composites++];
+    memset(c, 0, sizeof *c);
+    c->full_name = cg_strndup(schema, n);
+    c->base_name = cg_strndup(schema, strcspn(c->full_name, "."));
+    c->schema = cg_strdup(schema);
+    c->impl = cg_strdup(path);
+    c->doc = get_string(f, map, "doc", &ok);
+    c->file = f->path;
+    c->line = (int)func->start_mark.line + 1;
+    c->col = (int)func->start_mark.column + 1;
+    return ok;
+}
+
 /* Reads one op entry (a mapping with func, doc, ...); returns false on a problem. An entry
  * with `non_native: true` is an IR node with no entry: it takes only func and doc. */
 static bool load_op(gen_model *m, yfile *f, yaml_node_t *map) {
@@ -221,6 +254,8 @@ static bool load_op(gen_model *m, yfile *f, yaml_node_t *map) {
         NODE_ERROR(f, map, "an op entry must be a mapping with a 'func' key");
         return false;
     }
+    yaml_node_t *impl = lookup(f, map, "composite");
+    if (impl) return load_composite(m, f, map, impl);
     bool non_native;
     bool ok = get_bool(f, map, "non_native", &non_native);
     ok &= check_keys(f, map, non_native ? non_native_keys : op_keys);
@@ -383,6 +418,10 @@ static int compare_ops(const void *a, const void *b) {
     return strcmp(((const gen_op *)a)->full_name, ((const gen_op *)b)->full_name);
 }
 
+static int compare_composites(const void *a, const void *b) {
+    return strcmp(((const gen_composite *)a)->full_name, ((const gen_composite *)b)->full_name);
+}
+
 /* Reports ops whose full names, C names or enum names collide. */
 static bool check_names(gen_model *m) {
     bool ok = true;
@@ -420,12 +459,48 @@ bool model_load(gen_model *m, const char *ops_path, const char *backend_path) {
     if (!ok) return false;
     if (!check_names(m)) return false;
     qsort(m->ops, (size_t)m->n_ops, sizeof *m->ops, compare_ops);
-    return true;
+    for (int i = 0; i < m->n_composites; i++) {
+        gen_composite *c = &m->composites[i];
+        if (model_find(m, c->full_name)) {
+            cg_error_at(c->file, c->line, c->col, "composite op '%s' is also a generated op",
+                        c->full_name);
+            ok = false;
+        }
+        for (int j = 0; j < i; j++)
+            if (!strcmp(c->full_name, m->composites[j].full_name)) {
+                cg_error_at(c->file, c->line, c->col, "composite op '%s' is defined twice",
+                            c->full_name);
+                ok = false;
+            }
+    }
+    qsort(m->composites, (size_t)m->n_composites, sizeof *m->composites, compare_composites);
+    return ok;
 }
 
 bool op_has_entry(const gen_op *op) { return !op->non_native; }
 
+bool op_drops_tensor(const gen_op *a, const gen_op *b, int p) {
+    if (b->n_args != a->n_args - 1 || p < 1 || p > a->n_args || a->args[p - 1].type != ARG_TENSOR)
+        return false;
+    for (int i = 0, j = 0; i < a->n_args; i++) {
+        if (i == p - 1) continue;
+        const gen_arg *x = &a->args[i], *y = &b->args[j++];
+        if (x->type != y->type || x->fixed_len != y->fixed_len || strcmp(x->name, y->name))
+            return false;
+    }
+    return true;
+}
+
 void model_free(gen_model *m) {
+    for (int i = 0; i < m->n_composites; i++) {
+        gen_composite *c = &m->composites[i];
+        free(c->full_name);
+        free(c->base_name);
+        free(c->schema);
+        free(c->doc);
+        free(c->impl);
+    }
+    free(m->composites);
     for (int i = 0; i < m->n_ops; i++) {
         gen_op *op = &m->ops[i];
         free(op->full_name);

@@ -20,7 +20,8 @@ typedef enum {
     ARG_SCALAR,      /* Scalar: a tensor or a Lua number (a weak 0-d tensor) */
     ARG_INT,         /* int */
     ARG_INT_OPT,     /* int? */
-    ARG_INTS,        /* int[] */
+    ARG_INTS,        /* int[], or int[N] (gen_arg.fixed_len N): N integers, Lua gives a
+                      * number (every one) or a table of 1 or N (PyTorch's int[2]) */
     ARG_INDEX,       /* index: 1-based, negative from the end */
     ARG_DIM,         /* dim: 1-based or negative on entry, wrapped to 0-based */
     ARG_DIM_OPT,     /* dim? */
@@ -39,13 +40,15 @@ typedef enum {
     DEF_FALSE,      /* False */
     DEF_INT,        /* an integer literal (text kept) */
     DEF_FLOAT,      /* a float literal (text kept) */
+    DEF_ARG,        /* int[N]: the value of an earlier int[N] argument (its name kept) */
 } default_kind;
 
 typedef struct gen_arg {
     arg_type type;
     char *name;
     default_kind def;
-    char *def_text; /* DEF_INT / DEF_FLOAT: the literal as written */
+    char *def_text; /* DEF_INT / DEF_FLOAT: the literal as written; DEF_ARG: the name */
+    int fixed_len;  /* int[N]: N (1..8); 0 for int[] of any length */
 } gen_arg;
 
 /* The schema spelling of a type ("int?", "Tensor[]"). */
@@ -106,9 +109,23 @@ typedef struct gen_op {
     int line, col;
 } gen_op;
 
+/* An op written in Lua over the generated ones (`composite: lua/ltc/<file>.lua` in
+ * ops.yaml; PyTorch's CompositeImplicitAutograd): no IR node, no C entry, no binding. Its
+ * kernels and derivatives are those of the ops it calls. ops.yaml lists it so that it is
+ * documented (ops.md, ltc.help) and known to tools (ops_meta.lua) like any op; its schema is
+ * PyTorch's, kept as text (its Lua function checks its arguments). */
+typedef struct gen_composite {
+    char *full_name, *base_name;
+    char *schema, *doc, *impl; /* impl: the Lua file that defines it */
+    const char *file;
+    int line, col;
+} gen_composite;
+
 typedef struct gen_model {
     gen_op *ops; /* all ops of ops.yaml (non_native ones included), sorted by full name */
     int n_ops;
+    gen_composite *composites; /* sorted by full name */
+    int n_composites;
     char *backend; /* the backend YAML's `backend:` */
 } gen_model;
 
@@ -133,6 +150,10 @@ gen_op *model_find(gen_model *m, const char *full_name);
 
 /* True for ops that get a C entry and a Lua binding: those not marked non_native. */
 bool op_has_entry(const gen_op *op);
+/* True if b's arguments are a's without a's argument at position p (1-based), a Tensor
+ * (conv2d and conv2d.nobias): the Lua dispatcher and the derivative formulas take a nil
+ * there as leaving it out, the later arguments shifting down (PyTorch's `Tensor? bias`). */
+bool op_drops_tensor(const gen_op *a, const gen_op *b, int p);
 
 /* Number of Tensor/Scalar arguments; whether there is a Tensor[] argument. */
 int op_n_operands(const gen_op *op);

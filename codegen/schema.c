@@ -81,8 +81,8 @@ static bool accept(cursor *c, const char *tok) {
     return true;
 }
 
-/* Parses a type: an identifier with an optional "[]" or "?" suffix. */
-static bool read_type(cursor *c, arg_type *out) {
+/* Parses a type: an identifier with an optional "[]", "[N]" (int only) or "?" suffix. */
+static bool read_type(cursor *c, gen_arg *a) {
     skip_space(c);
     const char *start = c->p;
     char *id = read_ident(c);
@@ -91,18 +91,25 @@ static bool read_type(cursor *c, arg_type *out) {
         return false;
     }
     char name[64];
-    const char *suffix = strncmp(c->p, "[]", 2) == 0 ? "[]" : *c->p == '?' ? "?" : "";
-    c->p += strlen(suffix);
-    snprintf(name, sizeof name, "%.40s%s", id, suffix);
+    if (!strcmp(id, "int") && c->p[0] == '[' && c->p[1] >= '1' && c->p[1] <= '8' &&
+        c->p[2] == ']') {
+        a->fixed_len = c->p[1] - '0';
+        c->p += 3;
+        snprintf(name, sizeof name, "int[]");
+    } else {
+        const char *suffix = strncmp(c->p, "[]", 2) == 0 ? "[]" : *c->p == '?' ? "?" : "";
+        c->p += strlen(suffix);
+        snprintf(name, sizeof name, "%.40s%s", id, suffix);
+    }
     free(id);
     for (int t = 0; t < ARG_TYPE_COUNT; t++) {
         if (strcmp(name, type_names[t]) == 0) {
-            *out = (arg_type)t;
+            a->type = (arg_type)t;
             return true;
         }
     }
-    fail_at(c, start, "unknown type (expected Tensor, Tensor[], Scalar, int, int?, int[], index, "
-                      "dim, dim?, float, float?, bool, ScalarType or ScalarType?)");
+    fail_at(c, start, "unknown type (expected Tensor, Tensor[], Scalar, int, int?, int[], "
+                      "int[N], index, dim, dim?, float, float?, bool, ScalarType or ScalarType?)");
     return false;
 }
 
@@ -130,7 +137,8 @@ static void read_default(cursor *c, gen_arg *a) {
     char *text = cg_strndup(start, (size_t)(c->p - start));
     arg_type t = a->type;
     bool numeric = t == ARG_INT || t == ARG_INT_OPT || t == ARG_INDEX || t == ARG_DIM ||
-                   t == ARG_DIM_OPT || t == ARG_FLOAT || t == ARG_FLOAT_OPT;
+                   t == ARG_DIM_OPT || t == ARG_FLOAT || t == ARG_FLOAT_OPT ||
+                   (t == ARG_INTS && a->fixed_len);
     bool ok = true;
     if (strcmp(text, "None") == 0) {
         a->def = DEF_NONE;
@@ -147,6 +155,10 @@ static void read_default(cursor *c, gen_arg *a) {
         a->def = DEF_FLOAT;
         a->def_text = text;
         ok = t == ARG_FLOAT || t == ARG_FLOAT_OPT;
+        text = NULL;
+    } else if (t == ARG_INTS && a->fixed_len && (isalpha((unsigned char)*text) || *text == '_')) {
+        a->def = DEF_ARG; /* read_args checks that it names an earlier int[N] */
+        a->def_text = text;
         text = NULL;
     } else {
         fail_at(c, start, "bad default (expected None, True, False, an integer or a float)");
@@ -171,7 +183,7 @@ static void read_args(cursor *c, gen_op *op) {
         }
         gen_arg *a = &op->args[op->n_args];
         memset(a, 0, sizeof *a);
-        if (!read_type(c, &a->type)) return;
+        if (!read_type(c, a)) return;
         const char *at = c->p;
         if (!(a->name = read_ident(c))) {
             fail(c, "expected an argument name");
@@ -185,6 +197,12 @@ static void read_args(cursor *c, gen_op *op) {
         for (int i = 0; i < op->n_args - 1; i++)
             if (strcmp(a->name, op->args[i].name) == 0) fail_at(c, at, "duplicate name");
         if (accept(c, "=")) read_default(c, a);
+        if (a->def == DEF_ARG) {
+            int j = 0;
+            while (j < op->n_args - 1 && strcmp(op->args[j].name, a->def_text)) j++;
+            if (j == op->n_args - 1 || op->args[j].fixed_len != a->fixed_len)
+                fail_at(c, at, "an int[N] default names an earlier int[N] argument");
+        }
         if (a->def != DEF_ABSENT) seen_default = true;
         else if (seen_default) fail_at(c, at, "a required argument follows a default");
         if (c->failed) return;

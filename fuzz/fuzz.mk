@@ -19,7 +19,7 @@ FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-fra
 FUZZ_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L -g -O1 -Wno-pass-failed $(FUZZ_SAN)
 FUZZ_BUILD := build/fuzz
 FUZZ_CORE_OBJ := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(CORE_SRC) $(GEN)/ltc_ops.c \
-                   $(GEN)/cpu_ops.c $(GEN)/ref_ops.c src/lua/ltc_builtins.c)
+                   $(GEN)/cpu_ops.c $(GEN)/ref_ops.c $(GEN)/derivatives.c src/lua/ltc_builtins.c)
 FUZZ_GEN_SRC := $(filter-out codegen/ltcgen.c,$(CODEGEN_SRC))
 # the IDX reader is optional (src/core/idx.c)
 FUZZ_HARNESSES := npy yaml $(if $(wildcard src/core/idx.c),idx)

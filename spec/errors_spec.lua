@@ -157,9 +157,9 @@ end)
 
 describe("an unknown dtype name", function()
   it("is an error naming the op and the name", function()
-    names(err(ltc.tensor, {1}, "float16"), "tensor", "float16")
+    names(err(ltc.tensor, {1}, "float8"), "tensor", "float8")
     names(err(ltc.zeros, {2}, "complex"), "zeros", "complex")
-    names(err(function() return A():to("half") end), "to", "half")
+    names(err(function() return A():to("quarter") end), "to", "quarter")
   end)
 end)
 

@@ -169,7 +169,7 @@ describe("einsum", function()
     assert.has_error(function() ltc.einsum("i1,jk", x, y) end,
       "einsum: bad subscript '1' in operand 1 (letters only)")
     assert.has_error(function() ltc.einsum("ij,jk", x, y:long()) end,
-      "einsum: operands must share one floating dtype (float32 or float64), got float32 and int64")
+      "einsum: operands must share one floating dtype (float32, float64, float16 or bfloat16), got float32 and int64")
   end)
 end)
 

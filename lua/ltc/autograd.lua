@@ -27,6 +27,7 @@
 -- counter). Writing into a leaf that requires grad, or a view of one, is an error naming the
 -- op (use ltc.no_grad or t.data). t[i] of a tensor with 2 or more dims is select(1, i),
 -- recorded as such. detach() shares storage but not history.
+local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local A = {}
 
 local type, select, error = type, select, error
@@ -55,18 +56,18 @@ end
 function A.backward(t, grad, opts)
   if type(grad) == "table" and not core.is_tensor(grad) then grad, opts = nil, grad end
   if opts ~= nil and type(opts) ~= "table" then
-    error("backward: bad argument #3 (a table of options expected, got " .. core.typename(opts)
-      .. ")", 2)
+    raise("backward: bad argument #3 (a table of options expected, got " .. core.typename(opts)
+      .. ")")
   end
   if grad ~= nil and type(grad) ~= "number" and not core.is_tensor(grad) then
-    error("backward: bad argument #2 (a gradient tensor, a number or a table of options "
-      .. "expected, got " .. core.typename(grad) .. ")", 2)
+    raise("backward: bad argument #2 (a gradient tensor, a number or a table of options "
+      .. "expected, got " .. core.typename(grad) .. ")")
   end
   opts = opts or {}
   if type(grad) == "number" then grad = core.full(t:size(), grad, t:dtype()) end
   local ok, err = pcall(AG.backward, t, grad, opts.retain_graph or opts.create_graph,
     opts.create_graph)
-  if not ok then error(err, 2) end
+  if not ok then raise(err) end
   for _, h in ipairs(A.post_backward_hooks) do h(t) end
 end
 
@@ -86,11 +87,11 @@ function A.grad(outputs, inputs, grad_outputs, opts)
   if core.is_tensor(inputs) then inputs = { inputs } end
   if core.is_tensor(grad_outputs) then grad_outputs = { grad_outputs } end
   if type(outputs) ~= "table" or type(inputs) ~= "table" then
-    error("grad: outputs and inputs must be tensors or lists of tensors", 2)
+    raise("grad: outputs and inputs must be tensors or lists of tensors")
   end
   local ok, r = pcall(AG.grad_of, outputs, inputs, grad_outputs,
     opts.retain_graph or opts.create_graph, opts.create_graph, opts.allow_unused)
-  if not ok then error(r, 2) end
+  if not ok then raise(r) end
   return unpack(r, 1, #inputs)
 end
 
@@ -107,8 +108,8 @@ A.post_backward_hooks = {}
 -- caller unless fn can be called.
 local function check_callable(fn, fname)
   if type(fn) ~= "function" and not (type(getmetatable(fn)) == "table" and getmetatable(fn).__call) then
-    error(string.format("%s: bad argument #1 (a function expected, got %s)", fname,
-      core.typename(fn)), 3)
+    raise(string.format("%s: bad argument #1 (a function expected, got %s)", fname,
+      core.typename(fn)))
   end
 end
 
@@ -174,7 +175,7 @@ function A.install(c)
         local prev = AG.set_grad_enabled(false)
         local ok, m = pcall(raw_dropout, core.ones(t:size(), t:dtype()), q, true)
         AG.set_grad_enabled(prev)
-        if not ok then error(m, 2) end
+        if not ok then raise(m) end
         return t * m
       end
       return raw_dropout(t, p, train, ...)
@@ -199,30 +200,30 @@ function A.install(c)
   getters.data = function(t) return AG.detach(t) end
   setters.requires_grad = function(t, flag)
     local ok, err = pcall(AG.set_requires_grad, t, flag)
-    if not ok then error(err, 2) end
+    if not ok then raise(err) end
   end
   setters.grad = function(t, g)
-    if g ~= nil and not core.is_tensor(g) then error("grad: a tensor or nil expected", 2) end
+    if g ~= nil and not core.is_tensor(g) then raise("grad: a tensor or nil expected") end
     AG.set_grad(t, g)
   end
   setters.data = function(t, v)
     local prev = AG.set_grad_enabled(false)
     local ok, err = pcall(c.assign_, t, v, "data")
     AG.set_grad_enabled(prev)
-    if not ok then error(err, 2) end
+    if not ok then raise(err) end
   end
 
   --- t:requires_grad_([flag]): marks a leaf as requiring grad (default true); returns t.
   function methods.requires_grad_(t, flag)
     if flag == nil then flag = true end
     local ok, err = pcall(AG.set_requires_grad, t, flag)
-    if not ok then error(err, 2) end
+    if not ok then raise(err) end
     return t
   end
   --- t:detach(): a tensor with t's value and no history (a view of t: same storage).
   function methods.detach(t)
     local ok, r = pcall(AG.detach, t)
-    if not ok then error(r, 2) end
+    if not ok then raise(r) end
     return r
   end
   methods.backward = A.backward
@@ -230,23 +231,23 @@ function A.install(c)
   -- (PyTorch's retain_grad); t.retains_grad says whether it does.
   function methods.retain_grad(t)
     local ok, err = pcall(AG.retain_grad, t)
-    if not ok then error(err, 2) end
+    if not ok then raise(err) end
   end
   getters.retains_grad = AG.retains_grad
   --- t:register_hook(fn): fn(grad) runs whenever the gradient with respect to t is computed,
   -- before it is accumulated or passed on; a tensor it returns replaces the gradient (same
   -- size). Returns a handle whose remove() takes the hook off (PyTorch's register_hook).
   function methods.register_hook(t, fn)
-    if type(fn) ~= "function" then error("register_hook: a function expected, got " .. type(fn), 2) end
+    if type(fn) ~= "function" then raise("register_hook: a function expected, got " .. type(fn)) end
     local ok, id = pcall(AG.register_hook, t, fn)
-    if not ok then error(id, 2) end
+    if not ok then raise(id) end
     return { remove = function() AG.remove_hook(t, id) end }
   end
   --- t:zero_grad(): t.grad = nil.
   function methods.zero_grad(t)
     if not core.is_tensor(t) then
-      error("zero_grad: bad argument #1 (ltc.Tensor expected, got " .. core.typename(t)
-        .. "; t:zero_grad(), not t.zero_grad())", 2)
+      raise("zero_grad: bad argument #1 (ltc.Tensor expected, got " .. core.typename(t)
+        .. "; t:zero_grad(), not t.zero_grad())")
     end
     AG.set_grad(t, nil)
   end

@@ -10,6 +10,7 @@
 -- made from Lua: the index is a graph parameter, so every full batch is the same graph and a
 -- training loop compiles once. The data tensors stay on the device; nothing is copied
 -- through Lua.
+local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local ltc = require "ltc"
 
 local data = {}
@@ -32,12 +33,12 @@ end
 function data.permutation(n, seed)
   local count, iseed = math.tointeger(n), math.tointeger(seed or 0)
   if not count or count < 0 then
-    error("permutation: bad argument #1 (an integer n >= 0 expected, got " .. (math.type(n)
-      and tostring(n) or type(n)) .. ")", 2)
+    raise("permutation: bad argument #1 (an integer n >= 0 expected, got " .. (math.type(n)
+      and tostring(n) or type(n)) .. ")")
   end
   if not iseed then
-    error("permutation: bad argument #2 (an integer seed expected, got " .. (math.type(seed)
-      and tostring(seed) or type(seed)) .. ")", 2)
+    raise("permutation: bad argument #2 (an integer seed expected, got " .. (math.type(seed)
+      and tostring(seed) or type(seed)) .. ")")
   end
   local rand, p = splitmix(iseed), {}
   n = count
@@ -69,23 +70,26 @@ Loader.__index = Loader
 function data.DataLoader(tensors, opts)
   if ltc.is_tensor(tensors) then tensors = { tensors } end
   if type(tensors) ~= "table" or #tensors == 0 then
-    error("DataLoader: expected a tensor or a list of tensors, got " .. type(tensors), 2)
+    raise("DataLoader: expected a tensor or a list of tensors, got " .. type(tensors))
   end
   for i, t in ipairs(tensors) do
     if not ltc.is_tensor(t) or t:dim() == 0 then
-      error(string.format("DataLoader: item %d is %s, not a tensor with rows", i,
-        ltc.is_tensor(t) and "a 0-d tensor" or "a " .. type(t)), 2)
+      raise(string.format("DataLoader: item %d is %s, not a tensor with rows", i,
+        ltc.is_tensor(t) and "a 0-d tensor" or "a " .. type(t)))
     end
+  end
+  if opts ~= nil and type(opts) ~= "table" then
+    raise("DataLoader: options must be a table (batch_size =, shuffle =, ...), got " .. type(opts))
   end
   opts = opts or {}
   local n = tensors[1]:size(1)
   for i, t in ipairs(tensors) do
     if t:size(1) ~= n then
-      error(string.format("DataLoader: tensor %d has %d rows, tensor 1 has %d", i, t:size(1), n), 2)
+      raise(string.format("DataLoader: tensor %d has %d rows, tensor 1 has %d", i, t:size(1), n))
     end
   end
   local bs = opts.batch_size or 1
-  if math.type(bs) ~= "integer" or bs < 1 then error("DataLoader: batch_size must be a positive integer", 2) end
+  if math.type(bs) ~= "integer" or bs < 1 then raise("DataLoader: batch_size must be a positive integer") end
   return setmetatable({
     tensors = tensors, n = n, batch_size = bs, shuffle = opts.shuffle or false,
     seed = opts.seed or 0, drop_last = opts.drop_last or false, epoch = 0,
@@ -99,8 +103,8 @@ local function placement(self)
   local ws = self.world_size or dist.world_size()
   local rank = self.rank or dist.rank()
   if math.type(ws) ~= "integer" or ws < 1 or math.type(rank) ~= "integer" or rank < 0 or rank >= ws then
-    error(string.format("DataLoader: rank %s is out of range for world_size %s (ranks are 0-based)",
-      tostring(rank), tostring(ws)), 3)
+    raise(string.format("DataLoader: rank %s is out of range for world_size %s (ranks are 0-based)",
+      tostring(rank), tostring(ws)))
   end
   return rank, ws
 end
@@ -195,7 +199,7 @@ end
 function data.mnist(dir)
   check_dir("mnist", dir)
   local paths, err = data.mnist_files(dir)
-  if not paths then error("mnist: " .. err, 2) end
+  if not paths then raise("mnist: " .. err) end
   local function images(p)
     local t = ltc.io.read_idx(p, { scale = 1 / 255 })
     return t:reshape({ t:size(1), -1 })

@@ -3,6 +3,7 @@
 -- Every function that takes tensors (t, ...) looks at the pending IR that computes them;
 -- with no tensors it looks at the graph the next sync would compute (every live tensor with
 -- pending IR). Nothing is traced, run or synced.
+local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local core = require "ltc.core"
 
 local M = {}
@@ -37,16 +38,39 @@ function M.pending() return setmetatable(core.live_info(), pending_mt) end
 --   %3 = sum(%2, dim=2, keepdim=true) f32[2,1] root #0
 -- Attributes carry their schema names, dims 1-based; 0-d parameters (Lua numbers) show
 -- their value; with LTC_IR_DEBUG=1 each node ends with "-- file:line" of the code that made it.
-M.ir = core.debug_ir
-
+-- A parameter that is a named tensor is named as in ltc.debug.render: by its path in the
+-- module given as a last argument {names = model} ("%1 = device_data() f32[4,3] 1.weight
+-- (param #0)"), else by its ltc.debug.tag (ltc.nn tags its parameters "Linear.weight").
 local draw = require "ltc.debug_draw"
+local debug_ir = core.debug_ir
+function M.ir(...)
+  local n = select("#", ...)
+  local last = n > 0 and select(n, ...) or nil
+  local opts
+  if type(last) == "table" and not core.is_tensor(last) then
+    opts, n = last, n - 1
+    for k in pairs(opts) do
+      if k ~= "names" then raise("debug.ir: unknown option '" .. tostring(k) .. "' (names)") end
+    end
+  end
+  local ts = table.pack(...)
+  local text = debug_ir(table.unpack(ts, 1, n))
+  local pname = draw.param_names(core.debug_graph(table.unpack(ts, 1, n)), opts and opts.names)
+  if next(pname) == nil then return text end
+  return (text:gsub("(\n%%(%d+) = device_data%(%) [^\n]-) (param #%d+)", function(head, k, param)
+    local name = pname[tonumber(k) + 1]
+    if not name then return nil end
+    return head .. " " .. name .. " (" .. param .. ")"
+  end))
+end
+
 
 --- ltc.debug.tag(t, name): names tensor t in drawings (ltc.debug.dot with options, render)
 -- where no `names` option names it; returns t. ltc.nn tags the parameters it registers
 -- ("Linear.weight"). The tags do not keep tensors alive.
 M.tags = draw.tags
 function M.tag(t, name)
-  if not core.is_tensor(t) then error("ltc.debug.tag: a tensor expected, got " .. type(t), 2) end
+  if not core.is_tensor(t) then raise("ltc.debug.tag: a tensor expected, got " .. type(t)) end
   draw.tags[t] = tostring(name)
   return t
 end
@@ -104,7 +128,7 @@ M.view_steps = core.debug_view_steps
 -- whether f now runs untraced.
 function M.explain_jit(f)
   if type(f) ~= "table" or type(f.recaptures) ~= "table" then
-    error("ltc.debug.explain_jit: expected a callable made by ltc.jit, got " .. type(f), 2)
+    raise("ltc.debug.explain_jit: expected a callable made by ltc.jit, got " .. type(f))
   end
   local out = { string.format("ltc.jit: %d calls, %s; %d Lua values guarded", f.calls,
     f.graph and "a captured graph" or "no captured graph", f.guarded or 0) }
@@ -132,13 +156,13 @@ function M.render(...)
   local n = select("#", ...)
   local path = n > 0 and select(n, ...) or nil
   if type(path) ~= "string" then
-    error("ltc.debug.render: the last argument must be the output path (.svg, .png or .pdf)", 2)
+    raise("ltc.debug.render: the last argument must be the output path (.svg, .png or .pdf)")
   end
   local fmt = path:match("%.(%w+)$")
   fmt = fmt and fmt:lower()
   if fmt ~= "svg" and fmt ~= "png" and fmt ~= "pdf" then
-    error("ltc.debug.render: cannot tell the format of '" .. path ..
-      "' (use a .svg, .png or .pdf name)", 2)
+    raise("ltc.debug.render: cannot tell the format of '" .. path ..
+      "' (use a .svg, .png or .pdf name)")
   end
   local ts, nt, opts = split_opts(...)
   nt = nt - 1 -- the path
@@ -147,8 +171,8 @@ function M.render(...)
   end
   local dot, info = draw.dot(core.debug_graph(table.unpack(ts, 1, nt)), opts or {})
   if not os.execute("command -v " .. shell_quote(M.dot_command) .. " >/dev/null 2>&1") then
-    error("ltc.debug.render: Graphviz's '" .. M.dot_command .. "' program is not installed;" ..
-      " install it with: sudo apt-get install graphviz (or write ltc.debug.dot(...) to a file)", 2)
+    raise("ltc.debug.render: Graphviz's '" .. M.dot_command .. "' program is not installed;" ..
+      " install it with: sudo apt-get install graphviz (or write ltc.debug.dot(...) to a file)")
   end
   local tmp = os.tmpname()
   local f = assert(io.open(tmp, "w"))
@@ -157,7 +181,7 @@ function M.render(...)
   local ok = os.execute(string.format("%s -T%s -o %s %s", shell_quote(M.dot_command), fmt,
     shell_quote(path), shell_quote(tmp)))
   os.remove(tmp)
-  if not ok then error("ltc.debug.render: " .. M.dot_command .. " failed writing " .. path, 2) end
+  if not ok then raise("ltc.debug.render: " .. M.dot_command .. " failed writing " .. path) end
   return path, info
 end
 

@@ -10,6 +10,7 @@
 -- that ran it, "train.lua:12 in 1.fc (Linear)") or by module alone (`cluster = "module"`). Boxes carry ids ("g12"); the
 -- option `expand` draws the nodes of chosen boxes or lines one by one. Unnamed 0-d
 -- parameters (Lua numbers) are drawn only inside expanded boxes.
+local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local core = require "ltc.core"
 
 local M = {}
@@ -28,7 +29,7 @@ local function name_maps(names)
   local function add(list)
     for _, np in ipairs(list) do
       if not core.is_tensor(np[2]) then
-        error("names: '" .. tostring(np[1]) .. "' is not a tensor", 5)
+        raise("names: '" .. tostring(np[1]) .. "' is not a tensor")
       end
       local node, data = core.debug_tensor_ids(np[2])
       if data then by_data[data] = np[1] end
@@ -54,8 +55,8 @@ local function name_maps(names)
     end
     table.sort(list, function(a, b) return a[1] < b[1] end)
   else
-    error("names: a module, a list of {name, tensor} or a table of tensors expected, got " ..
-      type(names), 4)
+    raise("names: a module, a list of {name, tensor} or a table of tensors expected, got " ..
+      type(names))
   end
   -- the first name of a tensor wins (a list names shared parameters once)
   local first, seen = {}, {}
@@ -64,6 +65,18 @@ local function name_maps(names)
   end
   add(first)
   return by_data, by_node
+end
+
+--- M.param_names(g, names): node index (1-based, in g's post order) -> the name of the tensor
+-- that node is, from `names` (a module: its parameter paths, "1.weight"; a list of {name,
+-- tensor}; a table name -> tensor) or else ltc.debug.tag ("Linear.weight").
+function M.param_names(g, names)
+  local by_data, by_node = name_maps(names)
+  local pname = {}
+  for i = 1, g.n do
+    pname[i] = (g.data[i] and by_data[g.data[i]]) or by_node[g.id[i]] or nil
+  end
+  return pname
 end
 
 -- The nodes that feed node `root` (and it), at most `depth` operand steps away.
@@ -83,19 +96,19 @@ end
 local function find_root(g, feeds)
   if math.type(feeds) == "integer" then
     if feeds < 0 or feeds >= g.n then
-      error("feeds: no node %" .. feeds .. " in a graph of " .. g.n .. " nodes", 4)
+      raise("feeds: no node %" .. feeds .. " in a graph of " .. g.n .. " nodes")
     end
     return feeds + 1
   end
   if not core.is_tensor(feeds) then
-    error("feeds: a tensor or a node number (%k of ltc.debug.ir) expected, got " ..
-      type(feeds), 4)
+    raise("feeds: a tensor or a node number (%k of ltc.debug.ir) expected, got " ..
+      type(feeds))
   end
   local node, data = core.debug_tensor_ids(feeds)
   for i = g.n, 1, -1 do
     if g.id[i] == node or (data and g.data[i] == data) then return i end
   end
-  error("feeds: the tensor is not in this graph", 4)
+  raise("feeds: the tensor is not in this graph")
 end
 
 -- Structural keys: level 1 is op and shape (not the attributes: a select of step t has index
@@ -135,15 +148,11 @@ function M.dot(g, opts)
   opts = opts or {}
   for k in pairs(opts) do
     if k ~= "names" and k ~= "feeds" and k ~= "depth" and k ~= "cluster" and k ~= "expand" then
-      error("ltc.debug: unknown option '" .. tostring(k) ..
-        "' (names, feeds, depth, cluster, expand)", 3)
+      raise("ltc.debug: unknown option '" .. tostring(k) ..
+        "' (names, feeds, depth, cluster, expand)")
     end
   end
-  local by_data, by_node = name_maps(opts.names)
-  local pname = {}
-  for i = 1, g.n do
-    pname[i] = (g.data[i] and by_data[g.data[i]]) or by_node[g.id[i]] or nil
-  end
+  local pname = M.param_names(g, opts.names)
   local keep
   if opts.feeds ~= nil then keep = feeding(g, find_root(g, opts.feeds), opts.depth)
   else
@@ -155,14 +164,14 @@ function M.dot(g, opts)
   local cluster = opts.cluster
   if cluster == nil then cluster = has_lines and "line" or "structure" end
   if cluster ~= "line" and cluster ~= "module" and cluster ~= "structure" and cluster ~= false then
-    error("ltc.debug: cluster must be \"line\", \"module\", \"structure\" or false, got " ..
-      tostring(cluster), 3)
+    raise("ltc.debug: cluster must be \"line\", \"module\", \"structure\" or false, got " ..
+      tostring(cluster))
   end
   local expand_all, expand = opts.expand == true, {}
   if type(opts.expand) == "table" then
     for _, e in ipairs(opts.expand) do expand[e] = true end
   elseif opts.expand ~= nil and opts.expand ~= true and opts.expand ~= false then
-    error("ltc.debug: expand must be true or a list of box ids and source lines", 3)
+    raise("ltc.debug: expand must be true or a list of box ids and source lines")
   end
 
   -- which node stands alone, which is folded into a box, which is hidden

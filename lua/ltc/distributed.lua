@@ -26,6 +26,7 @@
 -- Without the C module (Open MPI not installed when ltc was built), or before init(), every
 -- collective is the identity and rank() is 0 of world_size() 1: single-process scripts run
 -- unchanged. init() itself then raises an error saying what to install.
+local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local ltc = require "ltc"
 
 local M = {}
@@ -36,7 +37,7 @@ do
   local path = package.searchpath("ltc.distributed", package.cpath)
   if path then
     local open, err = package.loadlib(path, "luaopen_ltc_distributed")
-    if not open then error("ltc.distributed: cannot load " .. path .. ": " .. tostring(err), 2) end
+    if not open then raise("ltc.distributed: cannot load " .. path .. ": " .. tostring(err)) end
     C = open()
   end
 end
@@ -48,7 +49,7 @@ local function env_number(name, default)
   local v = os.getenv(name)
   if v == nil or v == "" then return default end
   local n = tonumber(v)
-  if not n then error(string.format("ltc.distributed: %s=%q is not a number", name, v), 3) end
+  if not n then raise(string.format("ltc.distributed: %s=%q is not a number", name, v)) end
   return n
 end
 
@@ -60,23 +61,23 @@ end
 -- the Open MPI module was not built.
 function M.init(opts)
   if opts ~= nil and type(opts) ~= "table" then
-    error("ltc.distributed.init: expected a table of options, got " .. type(opts), 2)
+    raise("ltc.distributed.init: expected a table of options, got " .. type(opts))
   end
   opts = opts or {}
   for k in pairs(opts) do
     if k ~= "check" and k ~= "timeout" then
-      error(string.format("ltc.distributed.init: unknown option %q (check, timeout)", tostring(k)), 2)
+      raise(string.format("ltc.distributed.init: unknown option %q (check, timeout)", tostring(k)))
     end
   end
   if not C then
-    error("ltc.distributed.init: the Open MPI module was not built (no ltc/distributed.so on "
-      .. "package.cpath); install libopenmpi-dev and openmpi-bin, then run make", 2)
+    raise("ltc.distributed.init: the Open MPI module was not built (no ltc/distributed.so on "
+      .. "package.cpath); install libopenmpi-dev and openmpi-bin, then run make")
   end
   local check = opts.check
   if check == nil then check = env_number("LTC_DIST_CHECK", 1) ~= 0 end
   local timeout = opts.timeout or env_number("LTC_DIST_TIMEOUT", 300)
   if type(timeout) ~= "number" or not (timeout > 0) then
-    error("ltc.distributed.init: timeout must be a positive number of seconds, got " .. tostring(timeout), 2)
+    raise("ltc.distributed.init: timeout must be a positive number of seconds, got " .. tostring(timeout))
   end
   return C.init(check and true or false, timeout)
 end
@@ -125,7 +126,7 @@ M.ReduceOp = { SUM = "sum", AVG = "avg", MAX = "max", MIN = "min", PRODUCT = "pr
 
 local function check_tensor(fname, t)
   if not ltc.is_tensor(t) then
-    error(string.format("ltc.distributed.%s: expected a tensor, got %s", fname, type(t)), 3)
+    raise(string.format("ltc.distributed.%s: expected a tensor, got %s", fname, type(t)))
   end
 end
 
@@ -133,8 +134,8 @@ local function op_number(fname, op)
   if op == nil then return 0 end
   local n = type(op) == "string" and OPS[op:lower()]
   if not n then
-    error(string.format("ltc.distributed.%s: unknown op %s (expected \"sum\", \"avg\", \"max\", "
-      .. "\"min\" or \"prod\")", fname, type(op) == "string" and string.format("%q", op) or tostring(op)), 3)
+    raise(string.format("ltc.distributed.%s: unknown op %s (expected \"sum\", \"avg\", \"max\", "
+      .. "\"min\" or \"prod\")", fname, type(op) == "string" and string.format("%q", op) or tostring(op)))
   end
   return n
 end
@@ -143,8 +144,8 @@ local function root_number(fname, what, root)
   if root == nil then return 0 end
   local ws = M.world_size()
   if math.type(root) ~= "integer" or root < 0 or root >= ws then
-    error(string.format("ltc.distributed.%s: %s %s is out of range for %d rank%s (ranks are 0..%d)",
-      fname, what, tostring(root), ws, ws == 1 and "" or "s", ws - 1), 3)
+    raise(string.format("ltc.distributed.%s: %s %s is out of range for %d rank%s (ranks are 0..%d)",
+      fname, what, tostring(root), ws, ws == 1 and "" or "s", ws - 1))
   end
   return root
 end
@@ -240,7 +241,9 @@ local REDUCED = setmetatable({}, { __mode = "k" })
 
 local function nbytes(t)
   local dt = t:dtype()
-  return t:numel() * ((dt == "float64" or dt == "int64") and 8 or dt == "bool" and 1 or 4)
+  local size = { float64 = 8, int64 = 8, float16 = 2, bfloat16 = 2, int16 = 2, bool = 1, uint8 = 1,
+                 int8 = 1 }
+  return t:numel() * (size[dt] or 4)
 end
 
 --- ltc.nn.parallel.DistributedDataParallel(model [, opts]): model, wrapped for data-parallel
@@ -256,12 +259,12 @@ end
 -- with equal shards and a mean loss, the averaged gradient is the global batch's.
 function M.DistributedDataParallel(model, opts)
   if type(model) ~= "table" or type(model.parameters) ~= "function" then
-    error("DistributedDataParallel: expected an ltc.nn module, got " .. type(model), 2)
+    raise("DistributedDataParallel: expected an ltc.nn module, got " .. type(model))
   end
   opts = opts or {}
   local cap = opts.bucket_cap_mb or 25
   if type(cap) ~= "number" or not (cap > 0) then
-    error("DistributedDataParallel: bucket_cap_mb must be a positive number, got " .. tostring(cap), 2)
+    raise("DistributedDataParallel: bucket_cap_mb must be a positive number, got " .. tostring(cap))
   end
   local self = setmetatable({ module = model, bucket_bytes = math.floor(cap * 1024 * 1024),
                               syncing = true }, DDP)

@@ -7,9 +7,10 @@
 -- away at once; then operands are contracted left to right, each pair as one bmm over
 -- [batch, left, summed] x [batch, summed, right] after permute/reshape (size-1 dims expand);
 -- the result is permuted to the output's order. Floating dtypes (bmm's rule).
+local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local M = {}
 
-local function fail(fmt, ...) error("einsum: " .. string.format(fmt, ...), 3) end
+local function fail(fmt, ...) raise("einsum: " .. string.format(fmt, ...)) end
 
 -- The labels of one operand's subscripts, with `...` expanded to the ellipsis labels E
 -- (shared by all operands, aligned from the right); nd is the operand's number of dims.
@@ -91,8 +92,8 @@ function M.install(core)
     end
     for k = 2, #ops do
       local a, b = ops[1]:dtype(), ops[k]:dtype()
-      if a ~= b or (a ~= "float32" and a ~= "float64") then
-        fail("operands must share one floating dtype (float32 or float64), got %s and %s", a, b)
+      if a ~= b or not ops[1]:is_floating_point() then
+        fail("operands must share one floating dtype (float32, float64, float16 or bfloat16), got %s and %s", a, b)
       end
     end
     local eq = equation:gsub("%s", "")

@@ -35,7 +35,7 @@ local function op_doc(name)
   local start = md:find("\n## " .. name .. "\n", 1, true)
   if not start then return nil end
   local body = md:sub(start + 1)
-  local stop = body:find("\n## ", 4, true)
+  local stop = body:find("\n#", 4, true) -- the next op, or the composite ops heading
   if stop then body = body:sub(1, stop) end
   return (body:gsub("\n+$", ""))
 end

@@ -4,6 +4,7 @@
 -- are computed at a sync (ltc.sync(), t:item(), t:totable(), tostring(t), t[i] on a 1-d
 -- tensor), where the pending graph is hashed, compiled once and cached.
 -- Dims and indices are 1-based (negative from the end), as in Lua and Torch7.
+local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local core = require "ltc.core"
 local autograd = require "ltc.autograd"
 autograd.install(core) -- op functions record grad_fn nodes (lua/ltc/autograd.lua)
@@ -28,7 +29,7 @@ local floor, type = math.floor, type
 -- arange(n) is arange(0, n). All-integer arguments give int64, others float32 (PyTorch,
 -- NumPy), unless dtype is given.
 function M.arange(a, b, c, d, ...)
-  if select("#", ...) > 0 then error("arange: too many arguments (at most start, end, step, dtype)", 2) end
+  if select("#", ...) > 0 then raise("arange: too many arguments (at most start, end, step, dtype)") end
   local start, stop, step, dtype
   if type(b) ~= "number" then start, stop, step, dtype = 0, a, 1, b
   elseif type(c) ~= "number" then start, stop, step, dtype = a, b, 1, c
@@ -41,11 +42,28 @@ function M.arange(a, b, c, d, ...)
   return core.arange(start, stop, step, dtype)
 end
 
---- Dtype shorthands (Torch7 and PyTorch): t:float(), t:double(), t:int(), t:long(), t:bool().
+--- Dtype shorthands (Torch7 and PyTorch): t:float(), t:double(), t:int(), t:long(), t:bool(),
+-- t:half() (float16), t:bfloat16(), t:byte() (uint8), t:char() (int8), t:short() (int16).
 for short, dtype in pairs { float = "float32", double = "float64", int = "int32",
-                            long = "int64", bool = "bool" } do
+                            long = "int64", bool = "bool", half = "float16",
+                            bfloat16 = "bfloat16", byte = "uint8", char = "int8",
+                            short = "int16" } do
   methods[short] = function(t) return core.to(t, dtype) end
 end
+--- t:is_floating_point(): whether t's dtype is float16, bfloat16, float32 or float64 (PyTorch).
+local float_dtype = { float16 = true, bfloat16 = true, float32 = true, float64 = true }
+function methods.is_floating_point(t)
+  if not core.is_tensor(t) then
+    raise("is_floating_point: bad argument #1 (ltc.Tensor expected, got " .. core.typename(t) .. ")")
+  end
+  return float_dtype[t:dtype()] == true
+end
+M.is_floating_point = methods.is_floating_point
+--- t:element_size(): bytes per element of t's dtype (PyTorch): 1 for bool, uint8 and int8,
+-- 2 for int16, float16 and bfloat16, 4 for int32 and float32, 8 for int64 and float64.
+local dtype_bytes = { bool = 1, uint8 = 1, int8 = 1, int16 = 2, float16 = 2, bfloat16 = 2,
+                      int32 = 4, float32 = 4, int64 = 8, float64 = 8 }
+function methods.element_size(t) return dtype_bytes[t:dtype()] end
 --- t:type(dtype): as t:to(dtype); t:type() returns the dtype name.
 function methods.type(t, dtype)
   if dtype == nil then return t:dtype() end
@@ -60,14 +78,16 @@ end
 -- Errors name the in-place op (add_: ..., not add: ... or assign_: ...) and the caller's line:
 -- the op and the write run under pcall, whose C frame gives their messages no position, and
 -- are raised again at level 2.
-local inplace = core.inplace_ops -- ops.yaml entries with `inplace: true`
+local inplace = { table.unpack(core.inplace_ops) } -- ops.yaml entries with `inplace: true`
 local assign, pcall, error = core.assign_, pcall, error
 local function inplace_error(err, op, uname)
   if type(err) == "string" and err:sub(1, #op + 1) == op .. ":" then
     err = uname .. err:sub(#op + 1)
   end
-  error(err, 3)
+  raise(err)
 end
+local lua_inplace = { "index_fill", "index_copy", "masked_scatter" } -- ops of ltc.indexing
+for _, name in ipairs(lua_inplace) do inplace[#inplace + 1] = name end
 for _, name in ipairs(inplace) do
   local op, uname = core[name], name .. "_"
   if op and methods[uname] == nil then
@@ -83,18 +103,14 @@ end
 --- t:fill_(value): every element becomes value (a number or 0-d tensor). Returns t.
 function methods.fill_(t, value)
   if type(value) ~= "number" and not core.is_tensor(value) then
-    error("fill_: bad argument #1 (a number or 0-d tensor expected, got "
-      .. core.typename(value) .. ")", 2)
+    raise("fill_: bad argument #1 (a number or 0-d tensor expected, got "
+      .. core.typename(value) .. ")")
   end
-  local ok, err = pcall(methods.copy_, t, value)
-  if not ok then inplace_error(err, "copy_", "fill_") end
-  return t
+  return core.fill_(t, value, "fill_")
 end
 --- t:zero_(): every element becomes 0. Returns t.
 function methods.zero_(t)
-  local ok, err = pcall(methods.copy_, t, 0)
-  if not ok then inplace_error(err, "copy_", "zero_") end
-  return t
+  return core.fill_(t, 0, "zero_")
 end
 
 ---------------------------------------------------------------------------------------------
@@ -123,11 +139,14 @@ end
 ---------------------------------------------------------------------------------------------
 -- dtypes
 
---- ltc.float32, ltc.float64, ltc.int32, ltc.int64, ltc.bool (and PyTorch's aliases ltc.float,
--- ltc.double, ltc.int, ltc.long): the dtype names, which is what every dtype argument takes
+--- ltc.float32, ltc.float64, ltc.int32, ltc.int64, ltc.bool, ltc.uint8, ltc.int8, ltc.int16,
+-- ltc.float16, ltc.bfloat16 (and PyTorch's aliases ltc.float, ltc.double, ltc.int, ltc.long,
+-- ltc.half, ltc.short): the dtype names, which is what every dtype argument takes
 -- (`ltc.ones(2, 3, ltc.int64)` is `ltc.ones(2, 3, "int64")`), as torch.float32 etc.
 for _, d in ipairs { { "float32" }, { "float64" }, { "int32" }, { "int64" }, { "bool" },
-  { "float", "float32" }, { "double", "float64" }, { "int", "int32" }, { "long", "int64" } } do
+  { "uint8" }, { "int8" }, { "int16" }, { "float16" }, { "bfloat16" },
+  { "float", "float32" }, { "double", "float64" }, { "int", "int32" }, { "long", "int64" },
+  { "half", "float16" }, { "short", "int16" } } do
   M[d[1]] = d[2] or d[1]
 end
 
@@ -149,12 +168,12 @@ M.metrics = {
 M.config = setmetatable({ list = core.config_list }, {
   __index = function(_, k)
     local ok, v = pcall(core.config_value, k)
-    if not ok then error(v, 2) end -- at the caller's line
+    if not ok then raise(v) end -- at the caller's line
     return v
   end,
   __newindex = function(_, k, v)
     local ok, err = pcall(core.config_assign, k, v)
-    if not ok then error(err, 2) end
+    if not ok then raise(err) end
   end,
   __pairs = function()
     local list, i = core.config_list(), 0
@@ -173,7 +192,7 @@ M.config = setmetatable({ list = core.config_list }, {
 -- reads it back.
 function M.use_deterministic_algorithms(mode)
   if type(mode) ~= "boolean" then
-    error("use_deterministic_algorithms: mode must be a boolean, got " .. type(mode), 2)
+    raise("use_deterministic_algorithms: mode must be a boolean, got " .. type(mode))
   end
   core.config_assign("LTC_DETERMINISTIC", mode and 1 or 0)
 end
@@ -220,7 +239,7 @@ local function with_device(fn)
     local prev = core._device_guard(last.device)
     local res = table.pack(pcall(fn, table.unpack(table.pack(...), 1, n - 1)))
     core._device_guard(prev)
-    if not res[1] then error(res[2], 0) end
+    if not res[1] then raise(res[2]) end
     return table.unpack(res, 2, res.n)
   end
 end

@@ -1,4 +1,5 @@
 --- ltc.io: reading data files.
+local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local core = require "ltc.core"
 
 local M = {}
@@ -9,11 +10,11 @@ local M = {}
 -- line and field.
 function M.read_csv(path, opts)
   if type(path) ~= "string" then
-    error("read_csv: bad argument #1 (a path string expected, got " .. core.typename(path) .. ")", 2)
+    raise("read_csv: bad argument #1 (a path string expected, got " .. core.typename(path) .. ")")
   end
   local skip = opts and opts.skip or 0
   local ok, text = pcall(core.read_gz, path)
-  if not ok then error("read_csv: " .. tostring(text), 2) end
+  if not ok then raise("read_csv: " .. tostring(text)) end
   local rows, lineno = {}, 0
   for line in text:gmatch("[^\r\n]+") do
     lineno = lineno + 1
@@ -22,8 +23,8 @@ function M.read_csv(path, opts)
       for field in line:gmatch("[^,]+") do
         local v = tonumber(field)
         if v == nil then
-          error(string.format("read_csv: %s:%d: field %d ('%s') is not a number",
-            path, lineno, #row + 1, field), 2)
+          raise(string.format("read_csv: %s:%d: field %d ('%s') is not a number",
+            path, lineno, #row + 1, field))
         end
         row[#row + 1] = v
       end
@@ -40,15 +41,15 @@ end
 function M.read_idx(path, opts)
   opts = opts or {}
   local ok, t = pcall(core.read_idx, path, opts.dtype, opts.scale, opts.offset)
-  if not ok then error(t, 2) end -- at the caller's line, not this one
+  if not ok then raise(t) end -- at the caller's line, not this one
   return t
 end
 
 ---------------------------------------------------------------------------------------------
 -- state dicts as .npz files: NumPy's format for several named arrays, a zip archive of
 -- "<name>.npy" members (stored, not compressed; CRC-32 checked on reading). np.load(path)
--- reads what ltc.io.save_npz writes; ltc.io.load_npz reads np.savez files (not
--- np.savez_compressed ones).
+-- reads what ltc.io.save_npz writes; ltc.io.load_npz reads np.savez and
+-- np.savez_compressed files (deflate, through zlib).
 
 local crc32 = core.crc32 -- zlib's
 
@@ -59,7 +60,7 @@ local function npy_bytes(t) return core.npy_bytes(t) end
 local function npy_tensor(bytes, what)
   local ok, t = pcall(core.npy_load_bytes, bytes, what)
   if not ok then
-    error(string.format("member '%s': %s", what, (tostring(t):gsub("^load: ", ""))), 0)
+    raise(string.format("member '%s': %s", what, (tostring(t):gsub("^[^\n]-:%d+: ", ""):gsub("^load: ", ""))))
   end
   return t
 end
@@ -72,28 +73,28 @@ end
 function M.save_npz(path, tensors)
   local names = {}
   for k, v in pairs(tensors) do
-    if type(k) ~= "string" then error("save: state dict keys must be strings, not " .. type(k), 2) end
-    if not core.is_tensor(v) then error(string.format("save: '%s' is not a tensor", k), 2) end
+    if type(k) ~= "string" then raise("save: state dict keys must be strings, not " .. type(k)) end
+    if not core.is_tensor(v) then raise(string.format("save: '%s' is not a tensor", k)) end
     names[#names + 1] = k
   end
   table.sort(names)
   local f, err = io.open(path, "wb")
-  if not f then error("save: cannot write '" .. path .. "': " .. tostring(err), 2) end
+  if not f then raise("save: cannot write '" .. path .. "': " .. tostring(err)) end
   local function put(...)
     local ok, werr = f:write(...)
     if not ok then
       f:close()
-      error("save: cannot write '" .. path .. "': " .. tostring(werr), 3)
+      raise("save: cannot write '" .. path .. "': " .. tostring(werr))
     end
   end
   local central, offset = {}, 0
   for _, name in ipairs(names) do
     local fname = name .. ".npy"
     local ok, data = pcall(npy_bytes, tensors[name])
-    if not ok then f:close(); error(data, 2) end
+    if not ok then f:close(); raise(data) end
     if #data >= 0xFFFFFFFF or offset >= 0xFFFFFFFF then
       f:close()
-      error("save: '" .. name .. "' is too large for a .npz file without zip64", 2)
+      raise("save: '" .. name .. "' is too large for a .npz file without zip64")
     end
     local crc = crc32(data)
     -- local file header: version 2.0, no flags, stored, no time stamp
@@ -107,11 +108,12 @@ function M.save_npz(path, tensors)
   local cd = table.concat(central)
   put(cd, string.pack("<I4I2I2I2I2I4I4I2", 0x06054b50, 0, 0, #names, #names, #cd, offset, 0))
   local ok, cerr = f:close()
-  if not ok then error("save: cannot write '" .. path .. "': " .. tostring(cerr), 2) end
+  if not ok then raise("save: cannot write '" .. path .. "': " .. tostring(cerr)) end
 end
 
--- The position of the end-of-central-directory record of a zip archive: the last "PK\5\6"
--- (a comment of up to 64 KiB may follow it); nil if there is none.
+-- The position of the end-of-central-directory record of a zip archive in `data` (the
+-- file's last bytes): the last "PK\5\6" (a comment of up to 64 KiB may follow it); nil if
+-- there is none.
 local function find_eocd(data)
   for i = #data - 21, math.max(1, #data - 21 - 65535), -1 do
     if data:sub(i, i + 3) == "PK\5\6" then return i end
@@ -119,48 +121,66 @@ local function find_eocd(data)
 end
 
 --- ltc.io.load_npz(path): the {name = tensor} table of a .npz file (the inverse of
--- save_npz; members named "<name>.npy"). Raises, naming load and the archive, on a file
--- that is not a zip archive or is truncated, a record or offset outside the file, a
--- compressed member, or a CRC mismatch; a bad member's error names the member.
+-- save_npz; members named "<name>.npy"; np.savez's stored and np.savez_compressed's
+-- deflated members). Raises, naming load and the archive, on a file that is not a zip
+-- archive, a truncated or corrupt one, an encrypted member, or a CRC mismatch; a bad
+-- member's error names the member. The file is read member by member (the central
+-- directory at its end, then each member where it says), so memory holds one member's
+-- bytes at a time besides the tensors.
 function M.load_npz(path)
   if type(path) ~= "string" then
-    error("load_npz: bad argument #1 (a path string expected, got " .. core.typename(path) .. ")", 2)
+    raise("load_npz: bad argument #1 (a path string expected, got " .. core.typename(path) .. ")")
   end
   local f, err = io.open(path, "rb")
-  if not f then error("load: cannot open '" .. path .. "': " .. tostring(err), 2) end
-  local data = f:read("a")
-  f:close()
-  if not data then error("load: cannot read '" .. path .. "'", 2) end
-  local function bad(what) error(string.format("load: '%s': %s", path, what), 3) end
-  -- string.unpack at pos, or an error naming the archive when the record is outside it
-  local function unpack(fmt, pos, what)
-    if pos < 1 or pos + string.packsize(fmt) - 1 > #data then
-      bad(what .. " lies outside the file (truncated or corrupt)")
-    end
-    return string.unpack(fmt, data, pos)
+  if not f then raise("load: cannot open '" .. path .. "': " .. tostring(err)) end
+  local function bad(what)
+    f:close()
+    raise(string.format("load: '%s': %s", path, what))
   end
-  local eocd = find_eocd(data)
+  local size = f:seek("end")
+  if not size then bad("cannot read") end
+  -- n bytes at 0-based offset pos, or an error naming the archive when they are outside it
+  local function read_at(pos, n, what)
+    if pos < 0 or n < 0 or pos + n > size then bad(what .. " lies outside the file (truncated or corrupt)") end
+    if n == 0 then return "" end
+    f:seek("set", pos)
+    local s = f:read(n)
+    if not s or #s ~= n then bad("cannot read " .. what) end
+    return s
+  end
+  local tail_len = math.min(size, 65535 + 22)
+  local tail = read_at(size - tail_len, tail_len, "the end of the file")
+  local eocd = find_eocd(tail)
   if not eocd then
-    error(string.format("load: '%s' is not a .npz (zip) file", path), 2)
+    f:close()
+    raise(string.format("load: '%s' is not a .npz (zip) file", path))
   end
-  local _, _, _, _, count, _, cd_off = unpack("<I4I2I2I2I2I4I4", eocd, "the end-of-central-directory record")
-  local out, pos = {}, cd_off + 1
+  local _, _, _, _, count, cd_size, cd_off = string.unpack("<I4I2I2I2I2I4I4", tail, eocd)
+  local cd = read_at(cd_off, cd_size, "the central directory")
+  local out, pos = {}, 1
   for i = 1, count do
-    local sig, _, _, flags, method, _, _, crc, csize, _, nlen, xlen, clen, _, _, _, loff =
-      unpack("<I4I2I2I2I2I2I2I4I4I4I2I2I2I2I2I4I4", pos, "central directory entry " .. i)
+    if pos + 45 > #cd then bad("central directory entry " .. i .. " lies outside the file (truncated or corrupt)") end
+    local sig, _, _, flags, method, _, _, crc, csize, usize, nlen, xlen, clen, _, _, _, loff =
+      string.unpack("<I4I2I2I2I2I2I2I4I4I4I2I2I2I2I2I4I4", cd, pos)
     if sig ~= 0x02014b50 then bad("bad zip central directory (entry " .. i .. ")") end
-    if pos + 45 + nlen > #data then bad("central directory entry " .. i .. "'s name lies outside the file") end
-    local fname = data:sub(pos + 46, pos + 45 + nlen)
+    if pos + 45 + nlen > #cd then bad("central directory entry " .. i .. "'s name lies outside the file") end
+    local fname = cd:sub(pos + 46, pos + 45 + nlen)
     pos = pos + 46 + nlen + xlen + clen
-    if method ~= 0 or flags & 1 ~= 0 then
-      bad(string.format("member '%s' is compressed or encrypted (only np.savez's stored members are read)", fname))
+    if (method ~= 0 and method ~= 8) or flags & 1 ~= 0 then
+      bad(string.format("member '%s' is encrypted or compressed with method %d (np.savez's stored " ..
+        "and np.savez_compressed's deflated members are read)", fname, method))
     end
-    local lsig, lnlen, lxlen = unpack("<I4", loff + 1, "member '" .. fname .. "''s local header"),
-      unpack("<I2I2", loff + 27, "member '" .. fname .. "''s local header")
+    local lh = read_at(loff, 30, "member '" .. fname .. "''s local header")
+    local lsig, lnlen, lxlen = string.unpack("<I4", lh), string.unpack("<I2I2", lh, 27)
     if lsig ~= 0x04034b50 then bad("member '" .. fname .. "': bad local header") end
-    local start = loff + 31 + lnlen + lxlen
-    if start + csize - 1 > #data then bad(string.format("member '%s' is truncated or corrupt (past the end)", fname)) end
-    local bytes = data:sub(start, start + csize - 1)
+    local start = loff + 30 + lnlen + lxlen
+    if start + csize > size then bad(string.format("member '%s' is truncated or corrupt (past the end)", fname)) end
+    local bytes = read_at(start, csize, "member '" .. fname .. "'")
+    if method == 8 then
+      local ok, raw = pcall(core.inflate, bytes, usize)
+      if not ok then bad(string.format("member '%s': %s", fname, tostring(raw))) end
+      bytes = raw
+    end
     if crc32(bytes) ~= crc then
       bad(string.format("member '%s' is truncated or corrupt (CRC-32)", fname))
     end
@@ -168,7 +188,9 @@ function M.load_npz(path)
     local ok, t = pcall(npy_tensor, bytes, fname)
     if not ok then bad(tostring(t)) end
     out[name] = t
+    bytes = nil
   end
+  f:close()
   return out
 end
 
@@ -176,13 +198,13 @@ end
 -- dict) to a .npz file (save_npz).
 function M.save(path, value)
   if type(path) ~= "string" then
-    error("save: bad argument #1 (a path string expected, got " .. type(path) .. ")", 2)
+    raise("save: bad argument #1 (a path string expected, got " .. type(path) .. ")")
   end
   if core.is_tensor(value) then return core.save(path, value) end
   if type(value) ~= "table" then
     local what = getmetatable(value) and getmetatable(value).__name == "ltc.Tensor"
       and "a closed tensor" or type(value)
-    error("save: a tensor or a table of tensors expected, got " .. what, 2)
+    raise("save: a tensor or a table of tensors expected, got " .. what)
   end
   return M.save_npz(path, value)
 end
@@ -191,7 +213,7 @@ end
 -- file (a zip archive: "PK" at the start and an end-of-central-directory record).
 function M.load(path)
   if type(path) ~= "string" then
-    error("load: bad argument #1 (a path string expected, got " .. type(path) .. ")", 2)
+    raise("load: bad argument #1 (a path string expected, got " .. type(path) .. ")")
   end
   local f = io.open(path, "rb")
   local data = f and f:read(2)
@@ -200,10 +222,10 @@ function M.load(path)
     local ok, res = pcall(M.load_npz, path)
     if ok then return res end
     if tostring(res):find("is not a .npz (zip) file", 1, true) then
-      error(string.format("load: '%s' is not a .npy file, and not a .npz (zip) file: a truncated "
-        .. "zip archive (no end-of-central-directory record)", path), 2)
+      raise(string.format("load: '%s' is not a .npy file, and not a .npz (zip) file: a truncated "
+        .. "zip archive (no end-of-central-directory record)", path))
     end
-    error(res, 0)
+    raise(res)
   end
   return core.load(path)
 end

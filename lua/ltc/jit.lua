@@ -52,6 +52,7 @@
 -- f:reset() drops the captured graph (the next call captures again); f.graph is the
 -- ltc.Graph (nil before the capture); f.calls counts calls; f.recaptures holds the reasons
 -- of the last 8 recaptures; f.guarded counts the Lua values checked before each replay.
+local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local core = require "ltc.core"
 
 local is_tensor, pack, unpack, select = core.is_tensor, table.pack, table.unpack, select
@@ -367,7 +368,7 @@ end
 -- dtypes): faster calls when fn reaches many Lua values, at the price of the traps above.
 function M.jit(fn, opts)
   if type(fn) ~= "function" and not (getmetatable(fn) or {}).__call then
-    error("jit: bad argument #1 (function expected, got " .. type(fn) .. ")", 2)
+    raise("jit: bad argument #1 (function expected, got " .. type(fn) .. ")")
   end
   opts = opts or {}
   local self = { calls = 0, recaptures = {} }

@@ -11,20 +11,21 @@
 -- which equals PyTorch's values for one scheduler at a time and for SequentialLR; two
 -- schedulers stepping the same optimizer at once do not compose multiplicatively as in
 -- PyTorch's chainable form (use SequentialLR or LambdaLR). Unknown options are errors.
+local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local M = {}
 
 local pi, cos, floor = math.pi, math.cos, math.floor
 
 local function check(fname, opts, allowed)
   if opts == nil then return {} end
-  if type(opts) ~= "table" then error(fname .. ": options must be a table", 3) end
+  if type(opts) ~= "table" then raise(fname .. ": options must be a table") end
   for k in pairs(opts) do
     local ok = false
     for _, a in ipairs(allowed) do ok = ok or a == k end
     if not ok then
       table.sort(allowed)
-      error(string.format("%s: unknown option '%s' (known: %s)", fname, tostring(k),
-        table.concat(allowed, ", ")), 3)
+      raise(string.format("%s: unknown option '%s' (known: %s)", fname, tostring(k),
+        table.concat(allowed, ", ")))
     end
   end
   return opts
@@ -32,7 +33,7 @@ end
 
 local function check_opt(fname, opt)
   if type(opt) ~= "table" or type(opt.param_groups) ~= "table" then
-    error(fname .. ": the first argument must be an ltc.optim optimizer", 3)
+    raise(fname .. ": the first argument must be an ltc.optim optimizer")
   end
 end
 
@@ -96,7 +97,7 @@ end
 
 local function positive_int(fname, what, v)
   if math.type(v) ~= "integer" or v < 1 then
-    error(string.format("%s: %s must be a positive integer (got %s)", fname, what, tostring(v)), 4)
+    raise(string.format("%s: %s must be a positive integer (got %s)", fname, what, tostring(v)))
   end
 end
 
@@ -109,7 +110,7 @@ end, function(self, base, e) return base * self.gamma ^ (e // self.step_size) en
 --- MultiStepLR(opt, {milestones = {...}, gamma=0.1}): lr = initial_lr * gamma^(number of
 -- milestones <= epoch).
 M.MultiStepLR = class("MultiStepLR", { "milestones", "gamma" }, function(self, o)
-  if type(o.milestones) ~= "table" then error("MultiStepLR: milestones must be a list of epochs", 3) end
+  if type(o.milestones) ~= "table" then raise("MultiStepLR: milestones must be a list of epochs") end
   self.milestones = {}
   for i, m in ipairs(o.milestones) do self.milestones[i] = m end
   table.sort(self.milestones)
@@ -122,7 +123,7 @@ end)
 
 --- ExponentialLR(opt, {gamma}): lr = initial_lr * gamma^epoch.
 M.ExponentialLR = class("ExponentialLR", { "gamma" }, function(self, o)
-  if type(o.gamma) ~= "number" then error("ExponentialLR: gamma must be a number", 3) end
+  if type(o.gamma) ~= "number" then raise("ExponentialLR: gamma must be a number") end
   self.gamma = o.gamma
 end, function(self, base, e) return base * self.gamma ^ e end)
 
@@ -141,7 +142,7 @@ M.LinearLR = class("LinearLR", { "start_factor", "end_factor", "total_iters" }, 
   self.start_factor, self.end_factor = o.start_factor or 1 / 3, o.end_factor or 1
   self.total_iters = o.total_iters or 5
   if self.start_factor <= 0 or self.start_factor > 1 or self.end_factor < 0 or self.end_factor > 1 then
-    error("LinearLR: start_factor must be in (0, 1] and end_factor in [0, 1]", 3)
+    raise("LinearLR: start_factor must be in (0, 1] and end_factor in [0, 1]")
   end
 end, function(self, base, e)
   return base * (self.start_factor + (self.end_factor - self.start_factor)
@@ -153,7 +154,7 @@ end)
 M.LambdaLR = class("LambdaLR", { "lr_lambda" }, function(self, o)
   local f = o.lr_lambda
   if type(f) ~= "function" and type(f) ~= "table" then
-    error("LambdaLR: lr_lambda must be a function or a list of functions", 3)
+    raise("LambdaLR: lr_lambda must be a function or a list of functions")
   end
   self.lr_lambdas = f
 end, function(self, base, e, i)
@@ -207,7 +208,7 @@ M.OneCycleLR = class("OneCycleLR", { "max_lr", "total_steps", "epochs", "steps_p
   local total = o.total_steps
   if total == nil then
     if o.epochs == nil or o.steps_per_epoch == nil then
-      error("OneCycleLR: give total_steps, or epochs and steps_per_epoch", 3)
+      raise("OneCycleLR: give total_steps, or epochs and steps_per_epoch")
     end
     total = o.epochs * o.steps_per_epoch
   end
@@ -215,11 +216,11 @@ M.OneCycleLR = class("OneCycleLR", { "max_lr", "total_steps", "epochs", "steps_p
   self.total_steps = total
   local pct = o.pct_start or 0.3
   if type(pct) ~= "number" or pct < 0 or pct > 1 then
-    error("OneCycleLR: pct_start must be in [0, 1], got " .. tostring(pct), 3)
+    raise("OneCycleLR: pct_start must be in [0, 1], got " .. tostring(pct))
   end
   local strategy = o.anneal_strategy or "cos"
   if strategy ~= "cos" and strategy ~= "linear" then
-    error("OneCycleLR: anneal_strategy must be 'cos' or 'linear', not '" .. tostring(strategy) .. "'", 3)
+    raise("OneCycleLR: anneal_strategy must be 'cos' or 'linear', not '" .. tostring(strategy) .. "'")
   end
   self.anneal = strategy
   if o.three_phase then
@@ -235,7 +236,7 @@ M.OneCycleLR = class("OneCycleLR", { "max_lr", "total_steps", "epochs", "steps_p
   local opt = self.optimizer
   for i, g in ipairs(opt.param_groups) do
     local max_lr = type(o.max_lr) == "table" and o.max_lr[i] or o.max_lr
-    if type(max_lr) ~= "number" then error("OneCycleLR: max_lr must be a number (or one per group)", 3) end
+    if type(max_lr) ~= "number" then raise("OneCycleLR: max_lr must be a number (or one per group)") end
     g.initial_lr = max_lr / (o.div_factor or 25)
     g.max_lr = max_lr
     g.min_lr = g.initial_lr / (o.final_div_factor or 1e4)
@@ -244,7 +245,7 @@ M.OneCycleLR = class("OneCycleLR", { "max_lr", "total_steps", "epochs", "steps_p
   if self.cycle_momentum then
     local d = opt.defaults or opt.param_groups[1]
     if d.betas == nil and d.momentum == nil then
-      error("OneCycleLR: optimizer must support momentum or betas with cycle_momentum enabled", 3)
+      raise("OneCycleLR: optimizer must support momentum or betas with cycle_momentum enabled")
     end
     self.use_beta1 = d.betas ~= nil
     for _, g in ipairs(opt.param_groups) do
@@ -254,8 +255,8 @@ M.OneCycleLR = class("OneCycleLR", { "max_lr", "total_steps", "epochs", "steps_p
   end
 end, function(self, _, step, i)
   if step > self.total_steps then
-    error(string.format("OneCycleLR: tried to step %d times, total_steps is %d", step,
-      self.total_steps), 4)
+    raise(string.format("OneCycleLR: tried to step %d times, total_steps is %d", step,
+      self.total_steps))
   end
   local g = self.optimizer.param_groups[i]
   local function anneal(a, b, pct)
@@ -284,11 +285,11 @@ end)
 M.SequentialLR = class("SequentialLR", { "schedulers", "milestones" }, function(self, o)
   local s, m = o.schedulers, o.milestones
   if type(s) ~= "table" or #s == 0 or type(m) ~= "table" or #m ~= #s - 1 then
-    error("SequentialLR: give schedulers and one milestone fewer than schedulers", 3)
+    raise("SequentialLR: give schedulers and one milestone fewer than schedulers")
   end
   for i, sch in ipairs(s) do
     if sch.optimizer ~= self.optimizer then
-      error("SequentialLR: scheduler " .. i .. " belongs to another optimizer", 3)
+      raise("SequentialLR: scheduler " .. i .. " belongs to another optimizer")
     end
   end
   self._pending, self.milestones = s, m
@@ -329,12 +330,12 @@ M.ReduceLROnPlateau = setmetatable(Plateau, { __call = function(_, opt, opts)
     patience = o.patience or 10, threshold = o.threshold or 1e-4,
     threshold_mode = o.threshold_mode or "rel", cooldown = o.cooldown or 0, eps = o.eps or 1e-8,
     last_epoch = 0, num_bad_epochs = 0, cooldown_counter = 0 }, Plateau)
-  if self.factor >= 1 then error("ReduceLROnPlateau: factor must be < 1", 2) end
+  if self.factor >= 1 then raise("ReduceLROnPlateau: factor must be < 1") end
   if self.mode ~= "min" and self.mode ~= "max" then
-    error("ReduceLROnPlateau: mode must be 'min' or 'max', not '" .. tostring(self.mode) .. "'", 2)
+    raise("ReduceLROnPlateau: mode must be 'min' or 'max', not '" .. tostring(self.mode) .. "'")
   end
   if self.threshold_mode ~= "rel" and self.threshold_mode ~= "abs" then
-    error("ReduceLROnPlateau: threshold_mode must be 'rel' or 'abs'", 2)
+    raise("ReduceLROnPlateau: threshold_mode must be 'rel' or 'abs'")
   end
   self.min_lrs = {}
   for i = 1, #opt.param_groups do
@@ -359,7 +360,7 @@ end
 function Plateau:step(metric)
   if type(metric) ~= "number" then
     if type(metric) == "userdata" and metric.item then metric = metric:item()
-    else error("ReduceLROnPlateau: step needs the metric (a number or a 0-d tensor)", 2) end
+    else raise("ReduceLROnPlateau: step needs the metric (a number or a 0-d tensor)") end
   end
   self.last_epoch = self.last_epoch + 1
   if self:is_better(metric) then self.best, self.num_bad_epochs = metric, 0

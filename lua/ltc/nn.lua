@@ -9,6 +9,7 @@
 -- them, module:load_state_dict(sd) copies values into them in place. Initialisation follows
 -- PyTorch's defaults and draws from ltc's seeded generator (ltc.manual_seed).
 -- ltc.nn.functional holds the stateless functions the modules use.
+local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local ltc = require "ltc"
 
 local nn = {}
@@ -48,6 +49,16 @@ do
       end
     end
   end
+  -- An error from inside F.name names F.name, the function the user called: "conv1d: conv2d:
+  -- weight ..." for an error of the conv2d that conv1d is built on (kept after the name).
+  local pack, unpack = table.pack, table.unpack
+  local function own_error(name, msg)
+    if type(msg) ~= "string" then return msg end
+    local pos, rest = msg:match("^([^\n]-:%d+: )(.*)$")
+    if not pos then pos, rest = "", msg end
+    if rest:sub(1, #name + 1) ~= name .. ":" then rest = name .. ": " .. rest end
+    return pos .. rest
+  end
   local wraps = require("ltc.help").wraps
   F = setmetatable({}, {
     __newindex = function(t, name, fn)
@@ -56,7 +67,9 @@ do
         local kinds = args[name] or { "t" }
         value = function(...)
           check(name, kinds, ...)
-          return fn(...)
+          local r = pack(pcall(fn, ...))
+          if not r[1] then raise(own_error(name, r[2])) end
+          return unpack(r, 2, r.n)
         end
         wraps[value] = fn
       end
@@ -87,7 +100,7 @@ function F.log_softmax(x, dim) return x:log_softmax(dim or -1) end
 -- Raises "<fname>: p must be between 0 and 1, got <p>" unless p is a number in [0, 1].
 local function check_p(fname, p, level)
   if type(p) ~= "number" or not (p >= 0 and p <= 1) then
-    error(string.format("%s: p must be between 0 and 1, got %s", fname, tostring(p)), level)
+    raise(string.format("%s: p must be between 0 and 1, got %s", fname, tostring(p)))
   end
 end
 
@@ -136,6 +149,10 @@ function F.one_hot(labels, num_classes) return ltc.one_hot(labels, num_classes) 
 -- (1-based) pass no gradient to weight (PyTorch).
 function F.embedding(indices, weight, opts)
   opts = nn.check_options("embedding", opts, { padding_idx = true }, 2)
+  if weight:dim() ~= 2 then
+    raise(string.format("embedding: weight must be 2-d [num_embeddings, embedding_dim], got [%s]",
+      table.concat(weight:size(), ", ")))
+  end
   local s = indices:size()
   local flat = indices:reshape({ -1 })
   local rows = weight:index_select(1, flat)
@@ -155,6 +172,12 @@ function F.layer_norm(x, normalized_shape, weight, bias, eps)
   local s = x:size()
   local k, n = #normalized_shape, 1
   for i = 1, k do n = n * normalized_shape[i] end
+  local fits = k >= 1 and k <= #s
+  for i = 1, k do fits = fits and normalized_shape[i] == s[#s - k + i] end
+  if not fits then
+    raise(string.format("layer_norm: normalized_shape [%s] must be the last dims of the input "
+      .. "[%s]", table.concat(normalized_shape, ", "), table.concat(s, ", ")))
+  end
   local lead = {}
   for i = 1, #s - k do lead[i] = s[i] end
   lead[#lead + 1] = n
@@ -170,12 +193,12 @@ end
 
 --- F.conv2d / F.max_pool2d: the ops of the same names, when the op library has them.
 function F.conv2d(x, weight, bias, stride, padding, dilation, groups)
-  if not ltc.conv2d then error("conv2d: this build has no conv2d op", 2) end
+  if not ltc.conv2d then raise("conv2d: this build has no conv2d op") end
   return ltc.conv2d(x, weight, bias, stride or 1, padding or 0, dilation or 1, groups or 1)
 end
 
 function F.max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode)
-  if not ltc.max_pool2d then error("max_pool2d: this build has no max_pool2d op", 2) end
+  if not ltc.max_pool2d then raise("max_pool2d: this build has no max_pool2d op") end
   return ltc.max_pool2d(x, kernel_size, stride or kernel_size, padding or 0, dilation or 1,
     ceil_mode or false)
 end
@@ -205,7 +228,7 @@ local function is_param(v)
   return ltc.is_tensor(v) and v.requires_grad and v.is_leaf
 end
 function nn.Parameter(t, requires_grad)
-  if not ltc.is_tensor(t) then error("Parameter: a tensor expected, got " .. type(t), 2) end
+  if not ltc.is_tensor(t) then raise("Parameter: a tensor expected, got " .. type(t)) end
   if requires_grad == false then return t end
   if not t.is_leaf then t = t:detach() end
   return t:requires_grad_()
@@ -280,7 +303,7 @@ end
 
 -- a hook handle: handle:remove() takes the hook out of its list
 local function add_hook(self, field, fn, what)
-  if type(fn) ~= "function" then error(what .. ": a function expected, got " .. type(fn), 3) end
+  if type(fn) ~= "function" then raise(what .. ": a function expected, got " .. type(fn)) end
   local list = rawget(self, field)
   if not list then list = {}; rawset(self, field, list) end
   local h = { fn = fn }
@@ -295,6 +318,13 @@ end
 -- In __init, `self.fc = nn.Linear(...)` registers a submodule and `self.w =
 -- nn.Parameter(t)` a parameter (see "Writing a module" in the README).
 function nn.class(name, parent)
+  if type(name) ~= "string" then
+    raise("nn.class: bad argument #1 (the class name, a string, expected, got " .. type(name) .. ")")
+  end
+  if parent ~= nil and not (type(parent) == "table" and rawget(parent, "__index")) then
+    raise("nn.class: bad argument #2 (a module class to derive from expected, got "
+      .. ltc.typename(parent) .. ")")
+  end
   local cls = {}
   -- class members first, then registered parameters, buffers and submodules; m[i] is the
   -- child named tostring(i) (Sequential's m[1])
@@ -355,8 +385,8 @@ end
 -- statistics) is stored as m[name], listed by buffers() and saved by state_dict().
 function Module:register_buffer(name, t)
   if t ~= nil and not ltc.is_tensor(t) then
-    error(string.format("%s: buffer %s must be a tensor or nil, not %s", class_name(self), name,
-      type(t)), 2)
+    raise(string.format("%s: buffer %s must be a tensor or nil, not %s", class_name(self), name,
+      type(t)))
   end
   local kind = kind_of(self, name)
   if kind ~= "_buffers" then
@@ -372,8 +402,8 @@ end
 -- `level` as error()'s, counted from the caller of check_module.
 local function check_module(owner, name, child, level)
   if not is_module(child) then
-    error(string.format("%s: module %s is a %s, not an ltc.nn module", class_name(owner), name,
-      type(child)), level + 1)
+    raise(string.format("%s: module %s is a %s, not an ltc.nn module", class_name(owner), name,
+      type(child)))
   end
 end
 
@@ -486,7 +516,7 @@ function Module:zero_grad()
   for _, p in ipairs(self:parameters()) do p.grad = nil end
 end
 
-local float_dtypes = { float32 = true, float64 = true }
+local float_dtypes = { float32 = true, float64 = true, float16 = true, bfloat16 = true }
 
 --- m:to(dtype_or_device): every parameter and floating-point buffer converted by t:to(arg)
 -- (a dtype name such as "float64"; a device, where the tensor's `to` takes one). Parameters
@@ -529,8 +559,8 @@ end
 -- unexpected names are errors.
 function Module:load_state_dict(sd, strict)
   if type(sd) ~= "table" then
-    error("load_state_dict: bad argument #1 (a state dict, a table of tensors, expected, got "
-      .. ltc.typename(sd) .. ")", 2)
+    raise("load_state_dict: bad argument #1 (a state dict, a table of tensors, expected, got "
+      .. ltc.typename(sd) .. ")")
   end
   if strict == nil then strict = true end
   local known = {}
@@ -541,24 +571,24 @@ function Module:load_state_dict(sd, strict)
     known[name] = true
     local v = sd[name]
     if v == nil then
-      if strict then error("load_state_dict: missing parameter '" .. name .. "'", 2) end
+      if strict then raise("load_state_dict: missing parameter '" .. name .. "'") end
     else
       if not ltc.is_tensor(v) then
-        error(string.format("load_state_dict: '%s' is %s, not a tensor", name, ltc.typename(v)), 2)
+        raise(string.format("load_state_dict: '%s' is %s, not a tensor", name, ltc.typename(v)))
       end
       local ps, vs = p:size(), v:size()
       local same = #ps == #vs
       for i = 1, #ps do same = same and ps[i] == vs[i] end
       if not same then
-        error(string.format("load_state_dict: '%s' has size %s, the module's %s", name,
-          table.concat(vs, "x"), table.concat(ps, "x")), 2)
+        raise(string.format("load_state_dict: '%s' has size %s, the module's %s", name,
+          table.concat(vs, "x"), table.concat(ps, "x")))
       end
       ltc.no_grad(function() p.data = v:to(p:dtype()) end)
     end
   end
   if strict then
     for name in pairs(sd) do
-      if not known[name] then error("load_state_dict: unexpected parameter '" .. name .. "'", 2) end
+      if not known[name] then raise("load_state_dict: unexpected parameter '" .. name .. "'") end
     end
   end
   return self
@@ -586,17 +616,21 @@ end
 -- be a table" unless opts is nil or a table. Returns opts or {}.
 local function check_options(fname, opts, allowed, level)
   level = (level or 2) + 1
+  if type(allowed) ~= "table" then
+    raise("check_options: bad argument #3 (a set of option names, {name = true, ...}, expected, got "
+      .. type(allowed) .. ")")
+  end
   if opts == nil then return {} end
   if type(opts) ~= "table" then
-    error(string.format("%s: options must be a table, not %s", fname, type(opts)), level)
+    raise(string.format("%s: options must be a table, not %s", fname, type(opts)))
   end
   for k in pairs(opts) do
     if not allowed[k] then
       local names = {}
       for a in pairs(allowed) do names[#names + 1] = a end
       table.sort(names)
-      error(string.format("%s: unknown option '%s' (known: %s)", fname, tostring(k),
-        table.concat(names, ", ")), level)
+      raise(string.format("%s: unknown option '%s' (known: %s)", fname, tostring(k),
+        table.concat(names, ", ")))
     end
   end
   return opts
@@ -658,7 +692,7 @@ end
 -- +-1/sqrt(fan_in) (PyTorch).
 nn.Conv2d = nn.class("Conv2d")
 function nn.Conv2d:__init(cin, cout, k, opts, ...)
-  if not ltc.conv2d then error("Conv2d: this build has no conv2d op", 3) end
+  if not ltc.conv2d then raise("Conv2d: this build has no conv2d op") end
   check_size("Conv2d", "in_channels", cin)
   check_size("Conv2d", "out_channels", cout)
   if opts ~= nil and type(opts) ~= "table" then
@@ -670,6 +704,8 @@ function nn.Conv2d:__init(cin, cout, k, opts, ...)
   self.dilation, self.groups = opts.dilation or 1, opts.groups or 1
   local kh, kw = k, k
   if type(k) == "table" then kh, kw = k[1], k[2] end
+  check_size("Conv2d", "kernel_size", kh)
+  check_size("Conv2d", "kernel_size", kw)
   self.cin, self.cout, self.kh, self.kw = cin, cout, kh, kw
   local bound = 1 / sqrt(cin / self.groups * kh * kw)
   self:register_parameter("weight", uniform({ cout, cin // self.groups, kh, kw }, bound))
@@ -771,9 +807,9 @@ function nn.LayerNorm:__init(shape, opts)
   local ok = type(shape) == "table" and #shape > 0
   for i = 1, ok and #shape or 0 do ok = ok and math.type(shape[i]) == "integer" and shape[i] >= 0 end
   if not ok then
-    error("LayerNorm: bad argument #1 (normalized_shape: an integer size or a table of them "
+    raise("LayerNorm: bad argument #1 (normalized_shape: an integer size or a table of them "
       .. "expected, got " .. (type(shape) == "table" and "a table with other entries"
-        or ltc.typename(shape)) .. ")", 3)
+        or ltc.typename(shape)) .. ")")
   end
   self.normalized_shape, self.eps = shape, opts.eps or 1e-5
   self.elementwise_affine = opts.elementwise_affine ~= false
@@ -801,8 +837,8 @@ function nn.Embedding:__init(num, dim, opts)
   local pad = opts.padding_idx
   if pad ~= nil then
     if math.type(pad) ~= "integer" or pad == 0 or pad > num or pad < -num then
-      error(string.format("Embedding: padding_idx must be in 1..%d or -%d..-1 (got %s)", num, num,
-        tostring(pad)), 3)
+      raise(string.format("Embedding: padding_idx must be in 1..%d or -%d..-1 (got %s)", num, num,
+        tostring(pad)))
     end
     if pad < 0 then pad = num + pad + 1 end
   end
@@ -833,7 +869,7 @@ local function with_grads(params, fname)
   if is_module(params) then params = params:parameters() end
   if ltc.is_tensor(params) then params = { params } end
   if type(params) ~= "table" then
-    error(fname .. ": expected a list of parameters, a module or a tensor, got " .. type(params), 3)
+    raise(fname .. ": expected a list of parameters, a module or a tensor, got " .. type(params))
   end
   local out = {}
   for _, p in ipairs(params) do if p.grad ~= nil then out[#out + 1] = p end end
@@ -847,7 +883,7 @@ end
 function nn.utils.clip_grad_norm_(params, max_norm, norm_type)
   norm_type = norm_type or 2
   if type(max_norm) ~= "number" or type(norm_type) ~= "number" then
-    error("clip_grad_norm_: max_norm and norm_type must be numbers", 2)
+    raise("clip_grad_norm_: max_norm and norm_type must be numbers")
   end
   local ps = with_grads(params, "clip_grad_norm_")
   if #ps == 0 then return ltc.tensor(0) end
@@ -874,7 +910,7 @@ end
 --- nn.utils.clip_grad_value_(params, clip_value): every gradient clamped to [-clip_value,
 -- clip_value], in the step's graph.
 function nn.utils.clip_grad_value_(params, clip_value)
-  if type(clip_value) ~= "number" then error("clip_grad_value_: clip_value must be a number", 2) end
+  if type(clip_value) ~= "number" then raise("clip_grad_value_: clip_value must be a number") end
   ltc.no_grad(function()
     for _, p in ipairs(with_grads(params, "clip_grad_value_")) do
       p.grad = p.grad:clamp(-clip_value, clip_value)

@@ -6,6 +6,7 @@
 -- scaled_dot_product_attention is written over the ops here: it materialises the [L, S]
 -- score matrix of each head (issue 15 asks for a fused op whose CPU kernel works block by
 -- block; that op is not written yet).
+local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local ltc = require "ltc"
 
 return function(nn, F)
@@ -23,11 +24,11 @@ return function(nn, F)
     local E = q:size(-1)
     local L, S = q:size(-2), k:size(-2)
     if k:size(-1) ~= E or v:size(-2) ~= S then
-      error(string.format("scaled_dot_product_attention: q [..., %d, %d], k [..., %d, %d] and v "
-        .. "[..., %d, %d] do not fit", L, E, S, k:size(-1), v:size(-2), v:size(-1)), 2)
+      raise(string.format("scaled_dot_product_attention: q [..., %d, %d], k [..., %d, %d] and v "
+        .. "[..., %d, %d] do not fit", L, E, S, k:size(-1), v:size(-2), v:size(-1)))
     end
     if opts.is_causal and opts.attn_mask then
-      error("scaled_dot_product_attention: give attn_mask or is_causal, not both", 2)
+      raise("scaled_dot_product_attention: give attn_mask or is_causal, not both")
     end
     local scores = q:matmul(k:transpose(-2, -1)) * (opts.scale or 1 / math.sqrt(E))
     local mask = opts.attn_mask
@@ -59,7 +60,7 @@ return function(nn, F)
     check_size("MultiheadAttention", "embed_dim", E)
     check_size("MultiheadAttention", "num_heads", heads)
     if E % heads ~= 0 then
-      error(string.format("MultiheadAttention: embed_dim %d must be divisible by num_heads %d", E, heads), 3)
+      raise(string.format("MultiheadAttention: embed_dim %d must be divisible by num_heads %d", E, heads))
     end
     opts = check_options("MultiheadAttention", opts, set("dropout", "bias", "batch_first"), 3)
     self.embed_dim, self.num_heads, self.head_dim = E, heads, E // heads
@@ -74,10 +75,16 @@ return function(nn, F)
     opts = check_options("MultiheadAttention", opts, set("key_padding_mask", "need_weights",
       "attn_mask", "average_attn_weights", "is_causal"), 2)
     local E, Hh, D = self.embed_dim, self.num_heads, self.head_dim
+    for i, v in ipairs({ query, key or query, value or key or query }) do
+      if not ltc.is_tensor(v) then
+        raise(string.format("MultiheadAttention: %s must be a tensor, got %s",
+          ({ "query", "key", "value" })[i], ltc.typename(v)))
+      end
+    end
     key, value = key or query, value or key or query
     if query:dim() ~= 3 or query:size(3) ~= E then
-      error(string.format("MultiheadAttention: query of size [%s] must be 3-d with embed_dim %d last",
-        table.concat(query:size(), ", "), E), 2)
+      raise(string.format("MultiheadAttention: query of size [%s] must be 3-d with embed_dim %d last",
+        table.concat(query:size(), ", "), E))
     end
     if self.batch_first then
       query, key, value = query:transpose(1, 2), key:transpose(1, 2), value:transpose(1, 2)
@@ -132,7 +139,7 @@ return function(nn, F)
     local ff, p = opts.dim_feedforward or 2048, opts.dropout or 0.1
     local act = opts.activation or "relu"
     if act ~= "relu" and act ~= "gelu" then
-      error("TransformerEncoderLayer: activation must be 'relu' or 'gelu', not '" .. tostring(act) .. "'", 3)
+      raise("TransformerEncoderLayer: activation must be 'relu' or 'gelu', not '" .. tostring(act) .. "'")
     end
     local bias = opts.bias ~= false
     self.self_attn = nn.MultiheadAttention(d, nhead, { dropout = p, bias = bias, batch_first = opts.batch_first })

@@ -4,6 +4,7 @@
 -- Upsample), normalisation (BatchNorm1d, BatchNorm2d, GroupNorm), pooling (AvgPool2d,
 -- AdaptiveAvgPool2d) and convolutions (Conv1d, ConvTranspose2d); spec/nn_layers_spec.lua
 -- compares them with PyTorch.
+local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local ltc = require "ltc"
 
 return function(nn, F)
@@ -77,7 +78,7 @@ return function(nn, F)
   -- It has no forward (PyTorch).
   nn.ModuleList = nn.class("ModuleList")
   function nn.ModuleList:__init(list)
-    if list ~= nil and type(list) ~= "table" then error("ModuleList: a list of modules expected", 3) end
+    if list ~= nil and type(list) ~= "table" then raise("ModuleList: a list of modules expected") end
     for i, m in ipairs(list or {}) do check_module(self, tostring(i), m, 3) end
     for _, m in ipairs(list or {}) do self:append(m) end
   end
@@ -90,7 +91,7 @@ return function(nn, F)
     for _, m in ipairs(list) do self:append(m) end
     return self
   end
-  function nn.ModuleList:forward() error("ModuleList: has no forward; call its modules", 2) end
+  function nn.ModuleList:forward() raise("ModuleList: has no forward; call its modules") end
 
   --- nn.ModuleDict([modules]): children by name; modules is a list of {name, module} pairs
   -- (kept in order) or a table name -> module (sorted by name). d.name, d[name], #d,
@@ -98,7 +99,7 @@ return function(nn, F)
   nn.ModuleDict = nn.class("ModuleDict")
   function nn.ModuleDict:__init(mods)
     if mods == nil then return end
-    if type(mods) ~= "table" then error("ModuleDict: a table of modules expected", 3) end
+    if type(mods) ~= "table" then raise("ModuleDict: a table of modules expected") end
     local pairs_ = {}
     if #mods > 0 then pairs_ = mods
     else
@@ -118,7 +119,7 @@ return function(nn, F)
     return ks
   end
   function nn.ModuleDict:items() return self:named_children() end
-  function nn.ModuleDict:forward() error("ModuleDict: has no forward; call its modules", 2) end
+  function nn.ModuleDict:forward() raise("ModuleDict: has no forward; call its modules") end
 
   ---------------------------------------------------------------------------------------------
   -- shapes
@@ -127,7 +128,7 @@ return function(nn, F)
   nn.Unflatten = nn.class("Unflatten")
   function nn.Unflatten:__init(dim, sizes)
     if math.type(dim) ~= "integer" or type(sizes) ~= "table" then
-      error("Unflatten: expected a dim and a table of sizes", 3)
+      raise("Unflatten: expected a dim and a table of sizes")
     end
     self.dim, self.sizes = dim, sizes
   end
@@ -175,14 +176,14 @@ return function(nn, F)
     opts = check_options("interpolate", opts, set("size", "scale_factor", "mode", "align_corners"), 2)
     local mode = opts.mode or "nearest"
     if mode ~= "nearest" and mode ~= "bilinear" then
-      error("interpolate: mode must be 'nearest' or 'bilinear', not '" .. tostring(mode) .. "'", 2)
+      raise("interpolate: mode must be 'nearest' or 'bilinear', not '" .. tostring(mode) .. "'")
     end
     if x:dim() ~= 4 then
-      error(string.format("interpolate: input must be 4-d [N, C, H, W], got %d-d", x:dim()), 2)
+      raise(string.format("interpolate: input must be 4-d [N, C, H, W], got %d-d", x:dim()))
     end
     local H, W = x:size(3), x:size(4)
     local size, sf = opts.size, opts.scale_factor
-    if (size == nil) == (sf == nil) then error("interpolate: give exactly one of size and scale_factor", 2) end
+    if (size == nil) == (sf == nil) then raise("interpolate: give exactly one of size and scale_factor") end
     local oh, ow, sh, sw
     if size then
       if type(size) == "number" then size = { size, size } end
@@ -239,11 +240,14 @@ return function(nn, F)
       end
     end
     function cls:forward(x)
+      if not ltc.is_tensor(x) then
+        raise(string.format("%s: input must be a tensor, got %s", name, ltc.typename(x)))
+      end
       local ok = false
       for _, d in ipairs(dims) do ok = ok or x:dim() == d end
       if not ok or x:size(2) ~= self.num_features then
-        error(string.format("%s: input of size [%s] must be %s-d with %d channels in dim 2", name,
-          table.concat(x:size(), ", "), table.concat(dims, "-d or "), self.num_features), 2)
+        raise(string.format("%s: input of size [%s] must be %s-d with %d channels in dim 2", name,
+          table.concat(x:size(), ", "), table.concat(dims, "-d or "), self.num_features))
       end
       local training = self.training or not self.track_running_stats
       local rm, rv = self.running_mean, self.running_var
@@ -274,8 +278,11 @@ return function(nn, F)
   function F.group_norm(x, G, weight, bias, eps)
     local s = x:size()
     local N, C = s[1], s[2]
+    if math.type(G) ~= "integer" or G < 1 then
+      raise("group_norm: num_groups must be a positive integer (got " .. tostring(G) .. ")")
+    end
     if C % G ~= 0 then
-      error(string.format("group_norm: %d channels do not split into %d groups", C, G), 2)
+      raise(string.format("group_norm: %d channels do not split into %d groups", C, G))
     end
     local g = x:reshape({ N, G, -1 })
     local mu = g:mean(3, true)
@@ -294,7 +301,7 @@ return function(nn, F)
   function nn.GroupNorm:__init(G, C, opts)
     check_size("GroupNorm", "num_groups", G)
     check_size("GroupNorm", "num_channels", C)
-    if C % G ~= 0 then error(string.format("GroupNorm: num_channels %d must be divisible by num_groups %d", C, G), 3) end
+    if C % G ~= 0 then raise(string.format("GroupNorm: num_channels %d must be divisible by num_groups %d", C, G)) end
     opts = check_options("GroupNorm", opts, set("eps", "affine"), 3)
     self.num_groups, self.num_channels, self.eps = G, C, opts.eps or 1e-5
     self.affine = opts.affine ~= false
@@ -370,6 +377,30 @@ return function(nn, F)
   --- F.conv1d(x [N, C, L], weight [O, C / groups, K] [, bias [, stride [, padding [, dilation
   -- [, groups]]]]]): conv2d over a height of 1.
   function F.conv1d(x, weight, bias, stride, padding, dilation, groups)
+    local xs, ws = x:size(), weight:size()
+    local function dims(t) return "[" .. table.concat(t, ", ") .. "]" end
+    if #xs ~= 3 or #ws ~= 3 then
+      raise(string.format("conv1d: input [N, C, L] and weight [out, C / groups, k] must be 3-d, "
+        .. "got %s and %s", dims(xs), dims(ws)))
+    end
+    for what, v in pairs({ stride = stride or 1, dilation = dilation or 1, groups = groups or 1 }) do
+      if math.type(v) ~= "integer" or v < 1 then
+        raise(string.format("conv1d: %s must be a positive integer, got %s", what, tostring(v)))
+      end
+    end
+    if math.type(padding or 0) ~= "integer" or (padding or 0) < 0 then
+      raise("conv1d: padding must be an integer >= 0, got " .. tostring(padding))
+    end
+    local g = groups or 1
+    if ws[2] * g ~= xs[2] or ws[1] % g ~= 0 then
+      raise(string.format("conv1d: weight %s does not fit input %s with groups %d (needs [out, "
+        .. "%d / groups, k], out divisible by groups)", dims(ws), dims(xs), g, xs[2]))
+    end
+    local span = (dilation or 1) * (ws[3] - 1) + 1
+    if xs[3] + 2 * (padding or 0) < span then
+      raise(string.format("conv1d: the padded input length (%d) is smaller than the dilated "
+        .. "kernel (%d)", xs[3] + 2 * (padding or 0), span))
+    end
     local w = weight:unsqueeze(3)
     local y = F.conv2d(x:unsqueeze(3), w, bias, { 1, stride or 1 }, { 0, padding or 0 },
       { 1, dilation or 1 }, groups or 1)
@@ -414,6 +445,11 @@ return function(nn, F)
       ltc._raise(string.format("conv_transpose2d: input [N, C, H, W] and weight [C, O / groups, kh, "
         .. "kw] must be 4-d, got %d-d and %d-d", #s, #ws))
     end
+    if ws[1] ~= s[2] or ws[1] % groups ~= 0 then
+      raise(string.format("conv_transpose2d: weight [%s] does not fit input [%s] with groups %d "
+        .. "(needs [%d, out / groups, kh, kw])", table.concat(ws, ", "), table.concat(s, ", "),
+        groups, s[2]))
+    end
     local out = { s[1], ws[2] * groups }
     for i = 1, 2 do
       out[i + 2] = (s[i + 2] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (ws[i + 2] - 1)
@@ -434,6 +470,8 @@ return function(nn, F)
     opts = check_options("ConvTranspose2d", opts,
       set("stride", "padding", "output_padding", "groups", "bias", "dilation"), 3)
     local kk = pair(k)
+    nn.check_size("ConvTranspose2d", "kernel_size", kk[1])
+    nn.check_size("ConvTranspose2d", "kernel_size", kk[2])
     self.cin, self.cout, self.kernel_size = cin, cout, kk
     self.stride, self.padding, self.output_padding = opts.stride or 1, opts.padding or 0, opts.output_padding or 0
     self.groups, self.dilation = opts.groups or 1, opts.dilation or 1

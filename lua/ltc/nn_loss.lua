@@ -5,6 +5,7 @@
 -- is "mean" (default), "sum" or "none", as in PyTorch. Class labels are 1-based (Torch7).
 -- The formulas follow PyTorch's ATen (aten/src/ATen/native/Loss.cpp, LossNLL.cpp); the
 -- specs compare with values torch computed (spec/fixtures/losses.lua).
+local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local ltc = require "ltc"
 
 local reductions = { none = 0, mean = 1, sum = 2 }
@@ -18,8 +19,8 @@ return function(nn, F)
     local r = opts.reduction or "mean"
     local code = reductions[r]
     if not code and not (extra == "batchmean" and r == "batchmean") then
-      error(string.format("%s: reduction must be 'none', 'mean' or 'sum', not '%s'", fname,
-        tostring(r)), 3)
+      raise(string.format("%s: reduction must be 'none', 'mean' or 'sum', not '%s'", fname,
+        tostring(r)))
     end
     return opts, code
   end
@@ -33,8 +34,8 @@ return function(nn, F)
     local ok = #sa == #sb
     for i = 1, #sa do ok = ok and sa[i] == sb[i] end
     if not ok then
-      error(string.format("%s: input [%s] and target [%s] must have the same size", fname,
-        table.concat(sa, ", "), table.concat(sb, ", ")), 3)
+      raise(string.format("%s: input [%s] and target [%s] must have the same size", fname,
+        table.concat(sa, ", "), table.concat(sb, ", ")))
     end
   end
 
@@ -43,7 +44,7 @@ return function(nn, F)
   -- logits or log-probabilities [N, C, d1, ...] (or [C]) as rows [M, C] and labels [M].
   local function rows_of(fname, input, target)
     local nd = input:dim()
-    if nd < 1 then error(fname .. ": input must have at least 1 dim (got a 0-d tensor)", 4) end
+    if nd < 1 then raise(fname .. ": input must have at least 1 dim (got a 0-d tensor)") end
     local C = nd == 1 and input:size(1) or input:size(2)
     local x = input
     if nd == 1 then x = input:reshape({ 1, C })
@@ -60,13 +61,13 @@ return function(nn, F)
   -- weights [M] (0 where ignored), for nll with `weight` and `ignore_index`.
   local function picked(fname, logp, target, weight, ignore_index)
     if not int_dtypes[target:dtype()] then
-      error(string.format("%s: class-index target must be int64 or int32, not %s", fname,
-        target:dtype()), 4)
+      raise(string.format("%s: class-index target must be int64 or int32, not %s", fname,
+        target:dtype()))
     end
     local t = target:reshape({ -1 }):to("int64")
     if t:size(1) ~= logp:size(1) then
-      error(string.format("%s: target has %d labels for %d rows of input", fname, t:size(1),
-        logp:size(1)), 4)
+      raise(string.format("%s: target has %d labels for %d rows of input", fname, t:size(1),
+        logp:size(1)))
     end
     local keep = t:ne(ignore_index)
     local safe = ltc.where(keep, t, ltc.ones(t:size(), "int64"))
@@ -108,7 +109,7 @@ return function(nn, F)
     local o, code = options("cross_entropy", opts, { "weight", "ignore_index", "label_smoothing" })
     local eps = o.label_smoothing or 0
     if type(eps) ~= "number" or eps < 0 or eps > 1 then
-      error("cross_entropy: label_smoothing must be in [0, 1], got " .. tostring(eps), 2)
+      raise("cross_entropy: label_smoothing must be in [0, 1], got " .. tostring(eps))
     end
     local probs = not int_dtypes[target:dtype()]
     if not probs and not o.weight and not o.ignore_index and eps == 0 and input:dim() == 2 then
@@ -163,7 +164,7 @@ return function(nn, F)
     local o, code = options("smooth_l1_loss", opts, { "beta" })
     local beta = o.beta or 1.0
     if type(beta) ~= "number" or beta < 0 then
-      error("smooth_l1_loss: beta must be a number >= 0, got " .. tostring(beta), 2)
+      raise("smooth_l1_loss: beta must be a number >= 0, got " .. tostring(beta))
     end
     local a = (input - target):abs()
     if beta == 0 then return reduce(a, code) end
@@ -176,7 +177,7 @@ return function(nn, F)
     local o, code = options("huber_loss", opts, { "delta" })
     local delta = o.delta or 1.0
     if type(delta) ~= "number" or delta <= 0 then
-      error("huber_loss: delta must be a number > 0, got " .. tostring(delta), 2)
+      raise("huber_loss: delta must be a number > 0, got " .. tostring(delta))
     end
     local a = (input - target):abs()
     return reduce(ltc.where(a:le(delta), a * a * 0.5, (a - 0.5 * delta) * delta), code)

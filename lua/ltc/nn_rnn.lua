@@ -6,6 +6,7 @@
 -- outputs and gradients with PyTorch's for the same weights). Gate order: LSTM i, f, g, o;
 -- GRU r, z, n. In a layer, each time step is two small matrix products and the gate math, which the CPU backend fuses
 -- into one loop (spec/rnn_spec.lua checks the plan).
+local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local ltc = require "ltc"
 
 return function(nn, F)
@@ -44,26 +45,26 @@ return function(nn, F)
   end
 
   local function check_input(name, x, I, want_dims)
-    if not ltc.is_tensor(x) then error(name .. ": input must be a tensor, got " .. type(x), 4) end
+    if not ltc.is_tensor(x) then raise(name .. ": input must be a tensor, got " .. type(x)) end
     local d = x:dim()
     local ok = false
     for _, w in ipairs(want_dims) do ok = ok or d == w end
     if not ok or x:size(-1) ~= I then
-      error(string.format("%s: input of size [%s] must be %s with a last dim of input_size %d",
-        name, table.concat(x:size(), ", "), table.concat(want_dims, "-d or ") .. "-d", I), 4)
+      raise(string.format("%s: input of size [%s] must be %s with a last dim of input_size %d",
+        name, table.concat(x:size(), ", "), table.concat(want_dims, "-d or ") .. "-d", I))
     end
   end
 
   local function check_state(name, what, t, want)
     if not ltc.is_tensor(t) then
-      error(string.format("%s: %s must be a tensor, got %s", name, what, type(t)), 4)
+      raise(string.format("%s: %s must be a tensor, got %s", name, what, type(t)))
     end
     local s = t:size()
     local ok = #s == #want
     for i = 1, #want do ok = ok and s[i] == want[i] end
     if not ok then
-      error(string.format("%s: %s has size [%s], expected [%s]", name, what, table.concat(s, ", "),
-        table.concat(want, ", ")), 4)
+      raise(string.format("%s: %s has size [%s], expected [%s]", name, what, table.concat(s, ", "),
+        table.concat(want, ", ")))
     end
   end
 
@@ -81,7 +82,7 @@ return function(nn, F)
       opts = check_options(name, opts, allowed, 3)
       self.nonlinearity = opts.nonlinearity or "tanh"
       if self.nonlinearity ~= "tanh" and self.nonlinearity ~= "relu" then
-        error(name .. ": nonlinearity must be 'tanh' or 'relu', not '" .. tostring(self.nonlinearity) .. "'", 3)
+        raise(name .. ": nonlinearity must be 'tanh' or 'relu', not '" .. tostring(self.nonlinearity) .. "'")
       end
       self.input_size, self.hidden_size, self.mode = input_size, hidden_size, mode
       local G, k = gates[mode] * hidden_size, 1 / math.sqrt(hidden_size)
@@ -103,7 +104,7 @@ return function(nn, F)
       if mode == "LSTM" then
         if state ~= nil then
           if type(state) ~= "table" or getmetatable(state) == ltc.Tensor then
-            error(name .. ": the state must be a table {h, c}", 3)
+            raise(name .. ": the state must be a table {h, c}")
           end
           h, c = state[1], state[2]
         end
@@ -155,11 +156,11 @@ return function(nn, F)
       check_size(mode, "num_layers", L)
       local p = opts.dropout or 0
       if type(p) ~= "number" or not (p >= 0 and p <= 1) then
-        error(string.format("%s: dropout must be between 0 and 1, got %s", mode, tostring(p)), 3)
+        raise(string.format("%s: dropout must be between 0 and 1, got %s", mode, tostring(p)))
       end
       self.nonlinearity = opts.nonlinearity or "tanh"
       if self.nonlinearity ~= "tanh" and self.nonlinearity ~= "relu" then
-        error(mode .. ": nonlinearity must be 'tanh' or 'relu', not '" .. tostring(self.nonlinearity) .. "'", 3)
+        raise(mode .. ": nonlinearity must be 'tanh' or 'relu', not '" .. tostring(self.nonlinearity) .. "'")
       end
       self.mode, self.input_size, self.hidden_size, self.num_layers = mode, input_size, hidden_size, L
       self.bias, self.batch_first = opts.bias ~= false, opts.batch_first == true
@@ -196,7 +197,7 @@ return function(nn, F)
       if mode == "LSTM" then
         if state ~= nil then
           if type(state) ~= "table" or getmetatable(state) == ltc.Tensor then
-            error("LSTM: the state must be a table {h0, c0}", 2)
+            raise("LSTM: the state must be a table {h0, c0}")
           end
           h0, c0 = state[1], state[2]
         end

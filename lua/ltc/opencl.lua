@@ -10,16 +10,17 @@
 --   for _, d in ipairs(ocl.devices()) do print(d.index, d.name, d.vendor, d.memory) end
 --   ocl.use()                 -- syncs compile for and run on the device; new data lives there
 --   ltc.set_backend("cpu")    -- back to the CPU (data made on the device stays usable)
+local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local ltc = require "ltc"
 
 local path = package.searchpath("ltc.opencl", package.cpath)
 if not path then
-  error("ltc.opencl: ltc/opencl.so is not built (make builds it where `pkg-config OpenCL` " ..
+  raise("ltc.opencl: ltc/opencl.so is not built (make builds it where `pkg-config OpenCL` " ..
     "succeeds and CLBlast is installed: ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd " ..
-    "libclblast-dev)", 2)
+    "libclblast-dev)")
 end
 local open, why = package.loadlib(path, "luaopen_ltc_opencl")
-if not open then error("ltc.opencl: cannot load " .. path .. ": " .. tostring(why), 2) end
+if not open then raise("ltc.opencl: cannot load " .. path .. ": " .. tostring(why)) end
 local C = open()
 
 local M = {}
@@ -44,7 +45,12 @@ M.open = C.open
 --- use([opts]) -> device info: opens the device (opts.device as in open) and makes
 -- `opencl` the backend syncs run on (ltc.set_backend("opencl")).
 function M.use(opts)
-  local info = C.open(opts and opts.device)
+  if opts ~= nil and type(opts) ~= "table" then
+    raise("opencl.use: bad argument #1 (a table of options {device =} expected, got "
+      .. ltc.typename(opts) .. ")")
+  end
+  local ok, info = pcall(C.open, opts and opts.device)
+  if not ok then raise((tostring(info):gsub("^bad argument #1 to '[%w%.]+'", "opencl.use: bad option device"))) end
   ltc.set_backend("opencl")
   return info
 end

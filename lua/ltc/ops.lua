@@ -1,19 +1,11 @@
---- ltc.ops: the ops written in Lua over the generated ones, and the Lua-friendly front ends of
--- generated ops whose C schema wants tables (conv2d, pooling). install(core) adds them to the
+--- ltc.ops: the ops written in Lua over the generated ones. install(core) adds them to the
 -- core table and its methods before lua/ltc/init.lua copies core into the module, so they
 -- are ltc.<name> and t:<name>() like any generated op, and autograd sees the generated ops
 -- they call.
+local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local M = {}
 
 local type, select, unpack = type, select, table.unpack
-
--- A {height, width} pair from a number (square) or a table of one or two numbers.
-local function pair(v, what, fname)
-  if type(v) == "number" then return { v, v } end
-  if type(v) == "table" and #v == 1 then return { v[1], v[1] } end
-  if type(v) == "table" and #v == 2 then return { v[1], v[2] } end
-  error(string.format("%s: %s must be a number or a table of 2 numbers", fname, what), 3)
-end
 
 --- install(core): adds the ops below to core and core.methods.
 function M.install(core)
@@ -24,8 +16,8 @@ function M.install(core)
   -- a tensor (a closed one is named as such).
   local function check_tensor(v, n, fname, depth)
     if not core.is_tensor(v) then
-      error(string.format("%s: bad argument #%d (ltc.Tensor expected, got %s)", fname, n,
-        core.typename(v)), 3 + (depth or 0))
+      raise(string.format("%s: bad argument #%d (ltc.Tensor expected, got %s)", fname, n,
+        core.typename(v)))
     end
   end
   -- fn(...)'s one result; its error is raised again at the level of the caller of the op
@@ -33,7 +25,7 @@ function M.install(core)
   -- this file.
   local function call1(fn, ...)
     local ok, r = pcall(fn, ...)
-    if not ok then error(r, 3) end
+    if not ok then raise(r) end
     return r
   end
 
@@ -66,7 +58,7 @@ function M.install(core)
         if type(r) == "string" and r:sub(1, #name + 1) == name .. ":" then
           r = fname .. r:sub(#name + 1)
         end
-        error(r, 2)
+        raise(r)
       end
       return r
     end, true)
@@ -78,7 +70,7 @@ function M.install(core)
     local n = t:dim()
     if n == 0 then n = 1 end
     if math.type(dim) ~= "integer" or dim == 0 or dim > n or dim < -n then
-      error(string.format("%s: dim %s out of range for a %d-d tensor", fname, tostring(dim), t:dim()), 3)
+      raise(string.format("%s: dim %s out of range for a %d-d tensor", fname, tostring(dim), t:dim()))
     end
     return dim < 0 and n + dim + 1 or dim
   end
@@ -93,17 +85,17 @@ function M.install(core)
     if type(size) == "table" then
       local total = 0
       for _, s in ipairs(size) do
-        if math.type(s) ~= "integer" or s < 0 then error("split: sizes must be integers >= 0", 2) end
+        if math.type(s) ~= "integer" or s < 0 then raise("split: sizes must be integers >= 0") end
         total = total + s
       end
       if total ~= n then
-        error(string.format("split: sizes add up to %d, but dim %d has size %d", total, dim, n), 2)
+        raise(string.format("split: sizes add up to %d, but dim %d has size %d", total, dim, n))
       end
       for i, s in ipairs(size) do out[i] = t:narrow(dim, at, s); at = at + s end
       return out
     end
     if math.type(size) ~= "integer" or size < 1 then
-      if not (size == 0 and n == 0) then error("split: size must be a positive integer", 2) end
+      if not (size == 0 and n == 0) then raise("split: size must be a positive integer") end
     end
     if n == 0 then return { t:narrow(dim, 1, 0) } end
     while at <= n do
@@ -120,7 +112,7 @@ function M.install(core)
   def("chunk", function(t, chunks, dim)
     check_tensor(t, 1, "chunk")
     if math.type(chunks) ~= "integer" or chunks < 1 then
-      error("chunk: chunks must be a positive integer", 2)
+      raise("chunk: chunks must be a positive integer")
     end
     dim = wrap_dim(t, dim or 1, "chunk")
     local n = t:size(dim)
@@ -177,48 +169,6 @@ function M.install(core)
   end)
 
   ---------------------------------------------------------------------------------------
-  -- convolution and pooling: PyTorch's argument order and defaults
-
-  local conv2d = core.conv2d
-  --- ltc.conv2d(x, weight [, bias [, stride [, padding [, dilation [, groups]]]]]): x
-  -- [N, C, H, W] or [C, H, W], weight [K, C / groups, kh, kw], bias [K] or nil; stride
-  -- (default 1), padding (0) and dilation (1) are numbers or {h, w}; groups defaults to 1.
-  -- The schema of conv2d.nobias (x, weight, stride, padding, dilation, groups) works too.
-  def("conv2d", function(x, weight, bias, stride, padding, dilation, groups, ...)
-    if select("#", ...) > 0 then error("conv2d: expected at most 7 arguments", 2) end
-    if type(bias) == "table" then -- no bias: the arguments of conv2d.nobias
-      bias, stride, padding, dilation, groups = nil, bias, stride, padding, dilation
-    end
-    local s, p = pair(stride or 1, "stride", "conv2d"), pair(padding or 0, "padding", "conv2d")
-    local d = pair(dilation or 1, "dilation", "conv2d")
-    if bias == nil then return conv2d(x, weight, s, p, d, groups or 1) end
-    return conv2d(x, weight, bias, s, p, d, groups or 1)
-  end, true)
-
-  local max_pool2d = core.max_pool2d
-  --- ltc.max_pool2d(x, kernel_size [, stride [, padding [, dilation [, ceil_mode]]]]):
-  -- stride defaults to kernel_size, padding to 0, dilation to 1; numbers or {h, w}.
-  def("max_pool2d", function(x, kernel_size, stride, padding, dilation, ceil_mode, ...)
-    if select("#", ...) > 0 then error("max_pool2d: expected at most 6 arguments", 2) end
-    local k = pair(kernel_size, "kernel_size", "max_pool2d")
-    return max_pool2d(x, k, stride and pair(stride, "stride", "max_pool2d") or k,
-      pair(padding or 0, "padding", "max_pool2d"), pair(dilation or 1, "dilation", "max_pool2d"),
-      ceil_mode or false)
-  end, true)
-
-  local avg_pool2d = core.avg_pool2d
-  --- ltc.avg_pool2d(x, kernel_size [, stride [, padding [, ceil_mode [,
-  -- count_include_pad]]]]): stride defaults to kernel_size, padding to 0,
-  -- count_include_pad to true.
-  def("avg_pool2d", function(x, kernel_size, stride, padding, ceil_mode, count_include_pad, ...)
-    if select("#", ...) > 0 then error("avg_pool2d: expected at most 6 arguments", 2) end
-    local k = pair(kernel_size, "kernel_size", "avg_pool2d")
-    if count_include_pad == nil then count_include_pad = true end
-    return avg_pool2d(x, k, stride and pair(stride, "stride", "avg_pool2d") or k,
-      pair(padding or 0, "padding", "avg_pool2d"), ceil_mode or false, count_include_pad)
-  end, true)
-
-  ---------------------------------------------------------------------------------------
   -- masking: masked_fill keeps self's dtype; masked_select and nonzero have data-dependent
   -- sizes, so they sync (once, to count) and build the rest lazily from scatter
 
@@ -227,7 +177,7 @@ function M.install(core)
   --- t:masked_fill(mask, value): the op masked_fill with value (a number or 0-d tensor)
   -- first converted to t's dtype, as PyTorch does (an int tensor filled with 2.5 gets 2).
   def("masked_fill", function(t, mask, value, ...)
-    if select("#", ...) > 0 then error("masked_fill: expected 3 arguments", 2) end
+    if select("#", ...) > 0 then raise("masked_fill: expected 3 arguments") end
     if is_tensor(t) then
       local dt = t:dtype()
       if is_tensor(value) then
@@ -245,8 +195,8 @@ function M.install(core)
     for i = 1, n do
       local x, y = a[i - n + #a] or 1, b[i - n + #b] or 1
       if x ~= y and x ~= 1 and y ~= 1 then
-        error(string.format("%s: sizes {%s} and {%s} are not broadcastable", fname,
-          table.concat(a, ","), table.concat(b, ",")), 3)
+        raise(string.format("%s: sizes {%s} and {%s} are not broadcastable", fname,
+          table.concat(a, ","), table.concat(b, ",")))
       end
       out[i] = x == 1 and y or x
     end
@@ -268,12 +218,12 @@ function M.install(core)
   -- this SYNCS (it computes mask's count of true elements) and is not one graph with its
   -- inputs. PyTorch torch.masked_select.
   def("masked_select", function(t, mask, ...)
-    if select("#", ...) > 0 then error("masked_select: expected 2 arguments", 2) end
+    if select("#", ...) > 0 then raise("masked_select: expected 2 arguments") end
     if not is_tensor(t) or not is_tensor(mask) then
-      error("masked_select: expected two tensors (self, mask)", 2)
+      raise("masked_select: expected two tensors (self, mask)")
     end
     if mask:dtype() ~= "bool" then
-      error("masked_select: mask must be a bool tensor, got " .. mask:dtype(), 2)
+      raise("masked_select: mask must be a bool tensor, got " .. mask:dtype())
     end
     local size = broadcast_size(t:size(), mask:size(), "masked_select")
     local m = mask:broadcast_to(size):reshape({ -1 })
@@ -284,8 +234,8 @@ function M.install(core)
   -- for bool), in row-major order. The result's size depends on the data: this SYNCS (it
   -- computes the count of nonzero elements). PyTorch torch.nonzero, plus 1.
   def("nonzero", function(t, ...)
-    if select("#", ...) > 0 then error("nonzero: expected 1 argument", 2) end
-    if not is_tensor(t) then error("nonzero: expected a tensor", 2) end
+    if select("#", ...) > 0 then raise("nonzero: expected 1 argument") end
+    if not is_tensor(t) then raise("nonzero: expected a tensor") end
     local size, numel = t:size(), t:numel()
     local m = t:ne(0):reshape({ -1 })
     local pos = true_positions(m, core.arange(1, numel + 1, 1, "int64"))
@@ -306,7 +256,7 @@ function M.install(core)
   -- number or a table of the last dims of x; a nil weight is ones, a nil bias zeros; eps
   -- defaults to 1e-5. PyTorch nn.functional.layer_norm.
   def("layer_norm", function(x, normalized_shape, weight, bias, eps, ...)
-    if select("#", ...) > 0 then error("layer_norm: expected at most 5 arguments", 2) end
+    if select("#", ...) > 0 then raise("layer_norm: expected at most 5 arguments") end
     if type(normalized_shape) == "number" then normalized_shape = { normalized_shape } end
     if is_tensor(x) and type(normalized_shape) == "table" then
       if weight == nil then weight = core.ones(normalized_shape, x:dtype()) end
@@ -323,10 +273,10 @@ function M.install(core)
   -- (1 - momentum) * running + momentum * batch (the batch variance unbiased). PyTorch
   -- nn.functional.batch_norm.
   def("batch_norm", function(x, running_mean, running_var, weight, bias, training, momentum, eps, ...)
-    if select("#", ...) > 0 then error("batch_norm: expected at most 8 arguments", 2) end
+    if select("#", ...) > 0 then raise("batch_norm: expected at most 8 arguments") end
     training = training or false
     if momentum ~= nil and type(momentum) ~= "number" then
-      error("batch_norm: momentum must be a number, got " .. type(momentum), 2)
+      raise("batch_norm: momentum must be a number, got " .. type(momentum))
     end
     if is_tensor(x) and x:dim() >= 2 then
       local c = x:size(2)
@@ -351,12 +301,37 @@ function M.install(core)
 
   local function like(name, make)
     def(name, function(t, ...)
-      if not is_tensor(t) then error(name .. ": expected a tensor", 2) end
+      if not is_tensor(t) then raise(name .. ": expected a tensor") end
       return make(t, ...)
     end)
   end
   --- ltc.zeros_like(t [, dtype]), ones_like, empty_like, rand_like, randn_like: the creation
   -- op with t's size and dtype (or dtype). ltc.full_like(t, value [, dtype]).
+  --- t:clamp(min, max) of an integer or bool tensor with a bound that is a Lua float (2.5,
+  -- 1e30, 2.0) is float32, as PyTorch's type promotion of a tensor with a float scalar
+  -- (torch.tensor([5]).clamp(2.5) is tensor([5.])); integer bounds keep the dtype.
+  local raw_clamp = core.clamp
+  if raw_clamp then
+    local function clamp(t, min, max, ...)
+      local dt = is_tensor(t) and t:dtype()
+      if dt and dt ~= "float32" and dt ~= "float64" and (math.type(min) == "float" or math.type(max) == "float") then
+        t = core.to(t, "float32")
+      end
+      return raw_clamp(t, min, max, ...)
+    end
+    def("clamp", clamp, methods.clamp ~= nil)
+    require("ltc.help").wraps[clamp] = raw_clamp
+  end
+  -- ltc.full: a fill value the dtype cannot hold raises at the call, as in PyTorch (the value
+  -- is a graph parameter, checked again when the graph runs).
+  local raw_full = core.full
+  if raw_full then
+    core.full = function(size, value, dtype, ...)
+      core._check_value(value, dtype, "full")
+      return raw_full(size, value, dtype, ...)
+    end
+    require("ltc.help").wraps[core.full] = raw_full
+  end
   like("zeros_like", function(t, dtype) return core.zeros(t:size(), dtype or t:dtype()) end)
   like("ones_like", function(t, dtype) return core.ones(t:size(), dtype or t:dtype()) end)
   like("empty_like", function(t, dtype) return core.empty(t:size(), dtype or t:dtype()) end)
@@ -373,9 +348,9 @@ function M.install(core)
     return function(a, b, ...)
       if math.type(b) == "integer" and b < 0 and is_tensor(a) then
         local dt = a:dtype()
-        if dt == "int32" or dt == "int64" or dt == "bool" then
-          error(string.format("pow: integers to negative integer powers are not allowed (%s "
-            .. "tensor ^ %d, as in PyTorch; use a float tensor)", dt, b), 2)
+        if not (dt == "float32" or dt == "float64" or dt == "float16" or dt == "bfloat16") then
+          raise(string.format("pow: integers to negative integer powers are not allowed (%s "
+            .. "tensor ^ %d, as in PyTorch; use a float tensor)", dt, b))
         end
       end
       return raw(a, b, ...)
@@ -387,8 +362,8 @@ function M.install(core)
   local function sub_checked(raw)
     return function(a, b, ...)
       if (is_tensor(a) and a:dtype() == "bool") or (is_tensor(b) and b:dtype() == "bool") then
-        error("sub: subtraction with a bool tensor is not supported, as in PyTorch (use "
-          .. "logical_xor for two masks, logical_not to invert one)", 2)
+        raise("sub: subtraction with a bool tensor is not supported, as in PyTorch (use "
+          .. "logical_xor for two masks, logical_not to invert one)")
       end
       return raw(a, b, ...)
     end

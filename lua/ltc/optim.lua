@@ -15,6 +15,7 @@
 -- the first group's and `opt.lr = x` writes every group's); they enter graphs as parameters
 -- (0-d device data), so changing opt.lr (or a group's lr) between steps never recompiles. After the first steps (which create the
 -- optimizer state), every step is the same graph.
+local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local ltc = require "ltc"
 local live = require("ltc.jit").live -- lr as a graph parameter under ltc.jit (read at replay)
 
@@ -45,21 +46,21 @@ optim._one, optim._ema = one, ema
 -- Parameter groups from a list of tensors or a list of {params = {...}, lr = ...} tables.
 local function groups_of(params, defaults, name)
   if type(params) ~= "table" or #params == 0 then
-    error(name .. ": expected a non-empty list of parameters (or of parameter groups)", 3)
+    raise(name .. ": expected a non-empty list of parameters (or of parameter groups)")
   end
   local groups = {}
   if type(params[1]) ~= "table" then params = { { params = params } } end
   for gi, g in ipairs(params) do
     if type(g) ~= "table" or type(g.params) ~= "table" then
-      error(string.format("%s: parameter group %d is %s, not {params = {...}, ...}", name, gi,
-        ltc.typename(g)), 3)
+      raise(string.format("%s: parameter group %d is %s, not {params = {...}, ...}", name, gi,
+        ltc.typename(g)))
     end
     local group = {}
     for k, v in pairs(defaults) do group[k] = v end
     for k, v in pairs(g) do group[k] = v end
     for i, p in ipairs(group.params) do
       if not ltc.is_tensor(p) then
-        error(string.format("%s: parameter %d is %s, not a tensor", name, i, ltc.typename(p)), 3)
+        raise(string.format("%s: parameter %d is %s, not a tensor", name, i, ltc.typename(p)))
       end
     end
     groups[#groups + 1] = group
@@ -87,36 +88,36 @@ local function class(name, defaults, update)
     __index = Optimizer,
     __call = function(c, params, opts)
       if opts ~= nil and type(opts) ~= "table" then
-        error(string.format("%s: bad argument #2 (a table of options expected, got %s)", name,
-          ltc.typename(opts)), 2)
+        raise(string.format("%s: bad argument #2 (a table of options expected, got %s)", name,
+          ltc.typename(opts)))
       end
       opts = opts or {}
       for k in pairs(opts) do
-        if defaults[k] == nil then error(string.format("%s: unknown option '%s'", name, k), 2) end
+        if defaults[k] == nil then raise(string.format("%s: unknown option '%s'", name, k)) end
       end
       local d = {}
       for k, v in pairs(defaults) do d[k] = v end
       for k, v in pairs(opts) do d[k] = v end
-      if type(d.lr) ~= "number" or d.lr < 0 then error(name .. ": lr must be a number >= 0", 2) end
+      if type(d.lr) ~= "number" or d.lr < 0 then raise(name .. ": lr must be a number >= 0") end
       -- PyTorch's checks: 0 <= beta < 1, eps >= 0, weight_decay >= 0, momentum >= 0
       if d.betas ~= nil then
         local b = d.betas
-        if type(b) ~= "table" or #b ~= 2 then error(name .. ": betas must be a pair {beta1, beta2}", 2) end
+        if type(b) ~= "table" or #b ~= 2 then raise(name .. ": betas must be a pair {beta1, beta2}") end
         for i = 1, 2 do
           if type(b[i]) ~= "number" or b[i] < 0 or b[i] >= 1 then
-            error(string.format("%s: beta %d must be in [0, 1) (got %s)", name, i, tostring(b[i])), 2)
+            raise(string.format("%s: beta %d must be in [0, 1) (got %s)", name, i, tostring(b[i])))
           end
         end
       end
       for _, k in ipairs { "eps", "weight_decay", "momentum", "lr_decay",
         "initial_accumulator_value", "momentum_decay" } do
         if d[k] ~= nil and (type(d[k]) ~= "number" or d[k] < 0) then
-          error(string.format("%s: %s must be a number >= 0 (got %s)", name, k, tostring(d[k])), 2)
+          raise(string.format("%s: %s must be a number >= 0 (got %s)", name, k, tostring(d[k])))
         end
       end
       for _, k in ipairs { "alpha", "rho" } do
         if d[k] ~= nil and (type(d[k]) ~= "number" or d[k] < 0 or d[k] > 1) then
-          error(string.format("%s: %s must be in [0, 1] (got %s)", name, k, tostring(d[k])), 2)
+          raise(string.format("%s: %s must be in [0, 1] (got %s)", name, k, tostring(d[k])))
         end
       end
       local o = setmetatable({}, c)
@@ -163,7 +164,7 @@ function Optimizer:step()
   local prev = core._ag.set_grad_enabled(false)
   local ok, err = pcall(step_groups, self)
   core._ag.set_grad_enabled(prev)
-  if not ok then error(err, 2) end
+  if not ok then raise(err) end
 end
 
 --- optim.SGD(params, {lr, momentum=0, dampening=0, weight_decay=0, nesterov=false}):

@@ -4,6 +4,7 @@
 -- optim_sched_spec.lua compares every step with PyTorch's parameters). As for SGD and Adam,
 -- the state is made at the first step and updated in place after it, and step counts are
 -- float64 0-d tensors, so no step after the first recompiles.
+local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local ltc = require "ltc"
 local live = require("ltc.jit").live -- lr read live at replay under ltc.jit (as optim.lua)
 
@@ -59,18 +60,18 @@ return function(optim, class)
   function Optimizer:load_state_dict(sd)
     local name = getmetatable(self).name
     if type(sd) ~= "table" or type(sd.param_groups) ~= "table" or type(sd.state) ~= "table" then
-      error(name .. ".load_state_dict: expected a table {state = ..., param_groups = ...}", 2)
+      raise(name .. ".load_state_dict: expected a table {state = ..., param_groups = ...}")
     end
     if #sd.param_groups ~= #self.param_groups then
-      error(string.format("%s.load_state_dict: %d parameter groups given, the optimizer has %d",
-        name, #sd.param_groups, #self.param_groups), 2)
+      raise(string.format("%s.load_state_dict: %d parameter groups given, the optimizer has %d",
+        name, #sd.param_groups, #self.param_groups))
     end
     local index = 0
     for gi, g in ipairs(self.param_groups) do
       local sg = sd.param_groups[gi]
       if #sg.params ~= #g.params then
-        error(string.format("%s.load_state_dict: group %d has %d parameters, the optimizer's %d",
-          name, gi, #sg.params, #g.params), 2)
+        raise(string.format("%s.load_state_dict: group %d has %d parameters, the optimizer's %d",
+          name, gi, #sg.params, #g.params))
       end
       for k, v in pairs(sg) do
         if k ~= "params" then
@@ -90,8 +91,8 @@ return function(optim, class)
           for k, v in pairs(st) do
             if ltc.is_tensor(v) then
               if k ~= "step" and v:numel() ~= p:numel() then
-                error(string.format("%s.load_state_dict: state '%s' of parameter %d has %d elements, the parameter %d",
-                  name, k, index, v:numel(), p:numel()), 2)
+                raise(string.format("%s.load_state_dict: state '%s' of parameter %d has %d elements, the parameter %d",
+                  name, k, index, v:numel(), p:numel()))
               end
               v = ltc.no_grad(function() return v:detach():clone() end)
             end
@@ -112,7 +113,7 @@ return function(optim, class)
   function Optimizer:add_param_group(group)
     local name = getmetatable(self).name
     if type(group) ~= "table" or type(group.params) ~= "table" then
-      error(name .. ".add_param_group: expected a table {params = {...}, ...}", 2)
+      raise(name .. ".add_param_group: expected a table {params = {...}, ...}")
     end
     local params = group.params
     if ltc.is_tensor(params) then params = { params } end
@@ -121,7 +122,7 @@ return function(optim, class)
     local new = {}
     for k, v in pairs(group) do
       if k ~= "params" and self.defaults[k] == nil then
-        error(string.format("%s.add_param_group: unknown option '%s'", name, tostring(k)), 2)
+        raise(string.format("%s.add_param_group: unknown option '%s'", name, tostring(k)))
       end
       new[k] = v
     end
@@ -129,10 +130,10 @@ return function(optim, class)
     new.params = {}
     for i, p in ipairs(params) do
       if not ltc.is_tensor(p) then
-        error(string.format("%s.add_param_group: parameter %d is %s, not a tensor", name, i, type(p)), 2)
+        raise(string.format("%s.add_param_group: parameter %d is %s, not a tensor", name, i, type(p)))
       end
       if seen[p] then
-        error(string.format("%s.add_param_group: parameter %d is already in a group", name, i), 2)
+        raise(string.format("%s.add_param_group: parameter %d is already in a group", name, i))
       end
       new.params[i] = p
     end

@@ -8,6 +8,7 @@
 -- in scientific notation when sci_mode is true, or (sci_mode nil, the default) when the
 -- largest magnitude shown is >= 1e5 or below 1e-3 (and not 0). Integers, and floats that
 -- are all integral (below 1e9), print as integers, as Torch7 does.
+local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local M = {}
 
 local floor, concat, rep, format = math.floor, table.concat, string.rep, string.format
@@ -31,15 +32,15 @@ for k, v in pairs(DEFAULTS) do M.options[k] = v end
 -- first (sci_mode back to nil). Unknown names and bad values are errors naming them.
 function M.set_printoptions(opts)
   if type(opts) ~= "table" then
-    error("set_printoptions: expected a table of options, got " .. type(opts), 2)
+    raise("set_printoptions: expected a table of options, got " .. type(opts))
   end
   local new = {}
   for k, v in pairs(M.options) do new[k] = v end
   if opts.profile ~= nil then
     local p = PROFILES[opts.profile]
     if not p then
-      error("set_printoptions: unknown profile '" .. tostring(opts.profile)
-        .. "' (default, short or full)", 2)
+      raise("set_printoptions: unknown profile '" .. tostring(opts.profile)
+        .. "' (default, short or full)")
     end
     for k, v in pairs(p) do new[k] = v end
     new.sci_mode = nil
@@ -49,21 +50,21 @@ function M.set_printoptions(opts)
       local ok = type(v) == "number" and v >= 0 and (v == math.huge and k == "threshold"
         or math.type(v) == "integer" or v == floor(v))
       if not ok then
-        error(string.format("set_printoptions: %s must be a whole number >= 0 (got %s)", k,
-          tostring(v)), 2)
+        raise(string.format("set_printoptions: %s must be a whole number >= 0 (got %s)", k,
+          tostring(v)))
       end
       if k == "precision" and v > 17 then
-        error("set_printoptions: precision must be at most 17 (got " .. tostring(v) .. ")", 2)
+        raise("set_printoptions: precision must be at most 17 (got " .. tostring(v) .. ")")
       end
       new[k] = v
     elseif k == "sci_mode" then
       if v ~= nil and type(v) ~= "boolean" then
-        error("set_printoptions: sci_mode must be true, false or nil (got " .. tostring(v) .. ")", 2)
+        raise("set_printoptions: sci_mode must be true, false or nil (got " .. tostring(v) .. ")")
       end
       new[k] = v
     elseif k ~= "profile" then
-      error("set_printoptions: unknown option '" .. tostring(k)
-        .. "' (threshold, edgeitems, precision, sci_mode, profile)", 2)
+      raise("set_printoptions: unknown option '" .. tostring(k)
+        .. "' (threshold, edgeitems, precision, sci_mode, profile)")
     end
   end
   if opts.sci_mode == nil and opts.profile == nil then new.sci_mode = M.options.sci_mode end
@@ -136,7 +137,7 @@ function M.body(t, core)
   local lines = {}
   local strs, width = {}, 0
   if small:numel() > 0 then
-    strs, width = fmt_values(flatten(small:totable(), {}), t:dtype():sub(1, 5) == "float", o)
+    strs, width = fmt_values(flatten(small:totable(), {}), t:dtype():find("float", 1, true) ~= nil, o)
   end
   local pos = 1
   local function cell()
@@ -216,11 +217,11 @@ M.Size_mt = Size
 
 --- ltc.Size(list): a size from a list of numbers (copied). Errors unless whole numbers >= 0.
 function M.Size(list)
-  if type(list) ~= "table" then error("Size: expected a table of sizes, got " .. type(list), 2) end
+  if type(list) ~= "table" then raise("Size: expected a table of sizes, got " .. type(list)) end
   local s = {}
   for i, v in ipairs(list) do
     if math.type(v) ~= "integer" or v < 0 then
-      error(string.format("Size: size %d is %s, not a whole number >= 0", i, tostring(v)), 2)
+      raise(string.format("Size: size %d is %s, not a whole number >= 0", i, tostring(v)))
     end
     s[i] = v
   end

@@ -5,6 +5,7 @@
 -- A table of dims is lowered to one reduction over a single dim: the reduced dims are
 -- permuted to the end and merged with a reshape (views, so autograd and fusion see the
 -- ordinary ops). An empty table reduces every dim, as PyTorch's dim=[] does.
+local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local M = {}
 
 local type, mtype = type, math.type
@@ -15,10 +16,10 @@ local function dim_set(t, dims, fname)
   for _, d in ipairs(dims) do
     local nd = n == 0 and 1 or n
     if mtype(d) ~= "integer" or d == 0 or d > nd or d < -nd then
-      error(string.format("%s: dim %s out of range for a %d-d tensor", fname, tostring(d), n), 3)
+      raise(string.format("%s: dim %s out of range for a %d-d tensor", fname, tostring(d), n))
     end
     if d < 0 then d = nd + d + 1 end
-    if seen[d] then error(string.format("%s: dim %d appears twice in the dims", fname, d), 3) end
+    if seen[d] then raise(string.format("%s: dim %d appears twice in the dims", fname, d)) end
     seen[d] = true
     out[#out + 1] = d
   end
@@ -29,6 +30,11 @@ end
 -- Calls reduce(y, dim, keepdim) on t with `dims` (a table) merged into one dim; returns what
 -- reduce returns, reshaped to keep the reduced dims as size 1 when keepdim.
 local function over_dims(t, dims, keepdim, fname, reduce)
+  local core = require "ltc.core"
+  if not core.is_tensor(t) then
+    raise(string.format("%s: bad argument #1 (ltc.Tensor expected, got %s)", fname,
+      core.typename(t)))
+  end
   local n = t:dim()
   if #dims == 0 or n == 0 then -- every dim (a 0-d tensor: its only "dim")
     if n == 0 and #dims > 0 then dim_set(t, dims, fname) end
@@ -73,7 +79,7 @@ function M.install(core)
     def(name, function(t, ...)
       local dim, keepdim = ...
       if type(dim) ~= "table" then return op(t, ...) end
-      if select("#", ...) > 2 then error(name .. ": expected at most 3 arguments", 2) end
+      if select("#", ...) > 2 then raise(name .. ": expected at most 3 arguments") end
       return over_dims(t, dim, keepdim, name, function(y, d, k) return op(y, d, k) end)
     end)
   end
@@ -83,7 +89,7 @@ function M.install(core)
   def("norm", function(t, ...)
     local p, dim, keepdim = ...
     if type(dim) ~= "table" then return norm(t, ...) end
-    if select("#", ...) > 3 then error("norm: expected at most 4 arguments", 2) end
+    if select("#", ...) > 3 then raise("norm: expected at most 4 arguments") end
     return over_dims(t, dim, keepdim, "norm", function(y, d, k) return norm(y, p or 2, d, k) end)
   end)
 
@@ -107,11 +113,11 @@ function M.install(core)
     def(name, function(t, ...)
       local dim, unbiased, keepdim = ...
       if type(dim) ~= "table" and type(unbiased) ~= "number" then return op(t, ...) end
-      if select("#", ...) > 3 then error(name .. ": expected at most 4 arguments", 2) end
+      if select("#", ...) > 3 then raise(name .. ": expected at most 4 arguments") end
       local c = unbiased
       if c == nil then c = 1 elseif type(c) == "boolean" then c = c and 1 or 0 end
       if type(c) ~= "number" or c ~= c or c < 0 then
-        error(name .. ": correction must be a number >= 0 or a boolean, got " .. tostring(unbiased), 2)
+        raise(name .. ": correction must be a number >= 0 or a boolean, got " .. tostring(unbiased))
       end
       if type(dim) ~= "table" then return one(t, dim, keepdim, c) end
       return over_dims(t, dim, keepdim, name, function(y, d, k) return one(y, d, k, c) end)
@@ -125,7 +131,7 @@ function M.install(core)
     local all, bydim = core[name == "amax" and "max" or "min"], nil
     bydim = function(y, d, k) local v = all(y, d, k); return v end
     def(name, function(t, dim, keepdim, ...)
-      if select("#", ...) > 0 then error(name .. ": expected at most 3 arguments", 2) end
+      if select("#", ...) > 0 then raise(name .. ": expected at most 3 arguments") end
       if dim == nil then dim = {} end
       if type(dim) ~= "table" then dim = { dim } end
       if #dim == 0 and not keepdim then return all(t) end

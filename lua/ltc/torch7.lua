@@ -34,8 +34,8 @@ function M.install(core)
   methods.uniform_ = function(t, a, b)
     a, b = a or 0, b or 1
     if type(a) ~= "number" or type(b) ~= "number" or a > b then
-      error(string.format("uniform_: expected numbers a <= b (got %s, %s)", tostring(a),
-        tostring(b)), 2)
+      raise(string.format("uniform_: expected numbers a <= b (got %s, %s)", tostring(a),
+        tostring(b)))
     end
     return t:copy_(core.rand(t:size(), t:dtype()) * (b - a) + a)
   end
@@ -45,8 +45,8 @@ function M.install(core)
   methods.normal_ = function(t, mean, std)
     mean, std = mean or 0, std or 1
     if type(mean) ~= "number" or type(std) ~= "number" or std < 0 then
-      error(string.format("normal_: expected a number mean and std >= 0 (got %s, %s)",
-        tostring(mean), tostring(std)), 2)
+      raise(string.format("normal_: expected a number mean and std >= 0 (got %s, %s)",
+        tostring(mean), tostring(std)))
     end
     return t:copy_(core.randn(t:size(), t:dtype()) * std + mean)
   end
@@ -58,8 +58,8 @@ function M.install(core)
     local out = {}
     for i = 1, #s do
       if mtype(s[i]) ~= "integer" or s[i] < 0 then
-        error(string.format("%s: size %d is %s, not a whole number >= 0", name, i,
-          tostring(s[i])), 3)
+        raise(string.format("%s: size %d is %s, not a whole number >= 0", name, i,
+          tostring(s[i])))
       end
       out[i] = s[i]
     end
@@ -75,7 +75,7 @@ function M.install(core)
     if n < m then flat = flat:narrow(1, 1, n)
     elseif n > m then flat = core.cat({ flat, core.zeros({ n - m }, t:dtype()) }, 1) end
     local ok, e = pcall(core._set_, t, flat:reshape(sizes))
-    if not ok then error((tostring(e):gsub("^resize_", name)), 3) end
+    if not ok then raise((tostring(e):gsub("^resize_", name))) end
     return t
   end
 
@@ -85,7 +85,7 @@ function M.install(core)
   methods.resize_ = function(t, ...) return resize(t, sizes_of("resize_", ...), "resize_") end
   --- t:resizeAs_(other): t:resize_(other:size()).
   methods.resizeAs_ = function(t, other)
-    if not is_tensor(other) then error("resizeAs_: expected a tensor, got " .. type(other), 2) end
+    if not is_tensor(other) then raise("resizeAs_: expected a tensor, got " .. type(other)) end
     return resize(t, other:size(), "resizeAs_")
   end
 
@@ -96,13 +96,13 @@ function M.install(core)
   methods.stride = function(t, dim)
     local st = core._strides(t)
     if not st then
-      error("stride: this tensor is a view that no strides express (a view() of a "
-        .. "non-contiguous tensor: PyTorch refuses it; use reshape or contiguous())", 2)
+      raise("stride: this tensor is a view that no strides express (a view() of a "
+        .. "non-contiguous tensor: PyTorch refuses it; use reshape or contiguous())")
     end
     if dim == nil then return st end
     local nd = #st
     if mtype(dim) ~= "integer" or dim == 0 or dim > nd or dim < -nd then
-      error(string.format("stride: dim %s out of range for a %d-d tensor", tostring(dim), nd), 2)
+      raise(string.format("stride: dim %s out of range for a %d-d tensor", tostring(dim), nd))
     end
     return st[dim < 0 and nd + dim + 1 or dim]
   end
@@ -140,11 +140,11 @@ function M.install(core)
   core.range = function(a, b, step, dtype, ...)
     if type(step) == "string" then step, dtype = nil, step end
     step = step or 1
-    if select("#", ...) > 0 then error("range: too many arguments (a, b, step, dtype)", 2) end
+    if select("#", ...) > 0 then raise("range: too many arguments (a, b, step, dtype)") end
     if type(a) ~= "number" or type(b) ~= "number" or type(step) ~= "number" or step == 0
         or (b - a) * step < 0 then
-      error(string.format("range: expected numbers a, b and a nonzero step towards b (got %s, "
-        .. "%s, %s)", tostring(a), tostring(b), tostring(step)), 2)
+      raise(string.format("range: expected numbers a, b and a nonzero step towards b (got %s, "
+        .. "%s, %s)", tostring(a), tostring(b), tostring(step)))
     end
     local n = math.floor((b - a) / step + 1e-9) + 1
     return core.arange(0, n, 1, dtype or "float32") * step + a
@@ -203,7 +203,7 @@ function M.install(core)
   end
   mt.__slice_assign = function(t, key, value)
     local v = slice(t, key, "newindex")
-    v:copy_(value)
+    if type(value) == "number" then core.fill_(v, value, "newindex") else v:copy_(value) end
   end
 end
 

@@ -13,7 +13,7 @@ local META = load_meta()
 -- ops that the loaded module binds (ops_meta.lua may be ahead of a stale build)
 local OPS = {}
 for _, op in ipairs(META) do
-  if ltc[op.name] then OPS[#OPS + 1] = op end
+  if ltc[op.name] and not op.composite then OPS[#OPS + 1] = op end
 end
 
 -- convolution and pooling: an image [1, 1, 4, 4], a 2x2 kernel, stride 1, no padding
@@ -91,5 +91,17 @@ local function valid_args(op)
   return args
 end
 
+-- A function calling ltc.<op.name> with args[1..n] (n defaults to #op.args) as the schema
+-- of op orders them; an overload that Lua reaches with a nil in one place
+-- (conv2d.nobias: conv2d(x, w, nil, ...)) gets it there.
+local function caller(op, args, n)
+  local f, list = ltc[op.name], table.pack(table.unpack(args, 1, n or #op.args))
+  if op.nil_at and list.n >= op.nil_at - 1 then
+    for i = list.n, op.nil_at, -1 do list[i + 1] = list[i] end
+    list[op.nil_at], list.n = nil, list.n + 1
+  end
+  return function() return f(table.unpack(list, 1, list.n)) end
+end
+
 return { META = META, OPS = OPS, CNN = CNN, valid_tensor = valid_tensor, valid_arg = valid_arg,
-  valid_args = valid_args }
+  valid_args = valid_args, caller = caller }

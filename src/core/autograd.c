@@ -528,7 +528,18 @@ const char *ltc_grad_fn_name(ltc_tensor *t, int *output) {
     return t->ag->fn->name;
 }
 
-ltc_tensor *ltc_grad_get(ltc_tensor *t) { return t->ag ? t->ag->grad : NULL; }
+void ltc_ag_drop_failed_grad(ltc_ag_meta *m) {
+    if (m && m->grad && m->grad->failed) {
+        ltc_tensor_release(m->grad);
+        m->grad = NULL;
+        m->grad_owned = false;
+    }
+}
+
+ltc_tensor *ltc_grad_get(ltc_tensor *t) {
+    ltc_ag_drop_failed_grad(t->ag);
+    return t->ag ? t->ag->grad : NULL;
+}
 
 void ltc_grad_set(ltc_tensor *t, ltc_tensor *g) {
     if (!g && !t->ag) return;

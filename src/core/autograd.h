@@ -75,6 +75,10 @@ static inline bool ltc_ag_stale(const ltc_tensor *t) {
 
 /* t's meta, made if absent (NULL when out of memory, message set). */
 ltc_ag_meta *ltc_ag_meta_of(ltc_tensor *t);
+/* A grad whose sync failed had no value before the backward that made it (a grad that had one
+ * is rolled back to it, executor.c): that backward did not happen, so m has no grad again, as
+ * PyTorch leaves .grad when a backward raises. Reading or accumulating into a grad does this. */
+void ltc_ag_drop_failed_grad(ltc_ag_meta *m);
 /* Gives t the history (fn, nr), replacing its own: fn is retained (NULL: none); t requires
  * grad iff fn != NULL or `req`. */
 ltc_status ltc_ag_set_history(ltc_tensor *t, ltc_grad_fn *fn, int nr, bool req);

@@ -164,6 +164,7 @@ static ltc_status accumulate(ltc_tensor *t, ltc_tensor *g) {
         ltc_tensor_release(g);
         return LTC_ERR_NOMEM;
     }
+    ltc_ag_drop_failed_grad(m);
     ltc_tensor *prev = m->grad, *sum = NULL;
     ltc_status st = LTC_OK;
     if (!prev) {

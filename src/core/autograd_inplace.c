@@ -58,6 +58,35 @@ ltc_status ltc_ag_scatter_step(ltc_tensor *whole, ltc_tensor *src, const ltc_vie
     }
 }
 
+/* whole with src written through steps[0..n), which hold an expand and repeat no element:
+ * src scattered at the positions the same view of whole's 1-based flat positions names (as
+ * views.c writes the value). New reference. */
+static ltc_status scatter_indexed(ltc_tensor *whole, const ltc_view_step *steps, int n,
+                                  ltc_tensor *src, ltc_tensor **out) {
+    const ltc_shape *ws = &whole->shape;
+    int64_t nw = ltc_shape_numel(ws), ns = ltc_shape_numel(&src->shape);
+    ltc_tensor *idx = NULL, *x = NULL, *wf = NULL, *sf = NULL, *r = NULL;
+    ltc_status st = ltc_arange(1, (double)nw + 1, 1, LTC_I64, &idx);
+    if (!st) st = ltc_reshape(idx, ws->dims, ws->ndim, &x);
+    for (int i = 0; i < n && !st; i++) {
+        ltc_tensor_release(idx);
+        idx = x, x = NULL;
+        st = ltc_ag_apply_step(idx, &steps[i], &x);
+    }
+    ltc_tensor_release(idx), idx = NULL;
+    if (!st) st = ltc_reshape(x, &ns, 1, &idx);
+    if (!st) st = ltc_reshape(whole, &nw, 1, &wf);
+    if (!st) st = ltc_reshape(src, &ns, 1, &sf);
+    if (!st) st = ltc_scatter(wf, 1, idx, sf, &r);
+    if (!st) st = ltc_reshape(r, ws->dims, ws->ndim, out);
+    ltc_tensor_release(idx);
+    ltc_tensor_release(x);
+    ltc_tensor_release(wf);
+    ltc_tensor_release(sf);
+    ltc_tensor_release(r);
+    return st;
+}
+
 /* whole with src written through steps[i..n) (new reference). */
 static ltc_status scatter_chain(ltc_tensor *whole, const ltc_view_step *steps, int i, int n,
                                 ltc_tensor *src, ltc_tensor **out) {
@@ -65,6 +94,8 @@ static ltc_status scatter_chain(ltc_tensor *whole, const ltc_view_step *steps, i
         *out = ltc_tensor_retain(src);
         return LTC_OK;
     }
+    for (int k = i; k < n; k++)
+        if (steps[k].op == LTC_OP_EXPAND) return scatter_indexed(whole, steps + i, n - i, src, out);
     ltc_tensor *inner = NULL, *written = NULL;
     ltc_status st = ltc_ag_apply_step(whole, &steps[i], &inner);
     if (!st) st = scatter_chain(inner, steps, i + 1, n, src, &written);
@@ -105,8 +136,13 @@ ltc_status ltc_ag_inplace_backward(ltc_grad_fn *fn, ltc_tensor *grad, ltc_tensor
     return st;
 }
 
-static ltc_status raw_write(ltc_tensor *t, ltc_tensor *v, bool copy) {
-    return copy ? ltc_tensor_copy_raw(t, v) : ltc_tensor_assign_raw(t, v);
+/* How a write takes its value: as ltc_tensor_assign_, ltc_tensor_copy_, or a fill (one
+ * value for every element, which may go through a view that repeats elements). */
+typedef enum { W_ASSIGN, W_COPY, W_FILL } write_kind;
+
+static ltc_status raw_write(ltc_tensor *t, ltc_tensor *v, write_kind k) {
+    return k == W_FILL ? ltc_tensor_fill_raw(t, v)
+           : k == W_COPY ? ltc_tensor_copy_raw(t, v) : ltc_tensor_assign_raw(t, v);
 }
 
 #define LEAF_MSG "%s: a %s that requires grad is used in an in-place operation (use " \
@@ -152,7 +188,7 @@ static ltc_grad_fn *inplace_node(ag_kind kind, const char *name, const ltc_edge 
 }
 
 /* The write into a tensor that is no view (or a detach() alias, which has its own history). */
-static ltc_status write_plain(ltc_tensor *t, ltc_tensor *v, bool copy, const char *op,
+static ltc_status write_plain(ltc_tensor *t, ltc_tensor *v, write_kind copy, const char *op,
                               bool vreq) {
     ltc_ag_meta *m = t->ag;
     if (m && m->requires_grad && !m->fn) return ltc_errorf(LTC_ERR_ARG, LEAF_MSG, op, "leaf tensor");
@@ -183,7 +219,7 @@ done:
     return st;
 }
 
-ltc_status ltc_tensor_write_(ltc_tensor *t, ltc_tensor *v, bool copy, const char *op) {
+static ltc_status write(ltc_tensor *t, ltc_tensor *v, write_kind copy, const char *op) {
     if (!ltc_grad_mode) return raw_write(t, v, copy);
     ltc_status st;
     /* the nodes that saved t's root or its views keep the old value, in tensors of their own */
@@ -200,8 +236,11 @@ ltc_status ltc_tensor_write_(ltc_tensor *t, ltc_tensor *v, bool copy, const char
     bool breq = bm && bm->requires_grad;
     if (!vreq && !breq) return raw_write(t, v, copy);
     if (breq && !bm->fn) return ltc_errorf(LTC_ERR_ARG, LEAF_MSG, op, "view of a leaf tensor");
+    if (ltc_view_repeats(t)) /* PyTorch raises at the backward */
+        return ltc_errorf(LTC_ERR_ARG, "%s: writing through an expand view that repeats "
+                          "elements is not differentiable (clone() it first)", op);
     for (int i = 0; i < t->n_steps; i++)
-        if (!scatterable(t->steps[i].op))
+        if (!scatterable(t->steps[i].op) && t->steps[i].op != LTC_OP_EXPAND)
             return ltc_errorf(LTC_ERR_ARG, "%s: writing through a view made by '%s' is not "
                               "differentiable", op, ltc_op_name(t->steps[i].op));
     ltc_edge e[2] = {{0}, ve};
@@ -224,10 +263,18 @@ ltc_status ltc_tensor_write_(ltc_tensor *t, ltc_tensor *v, bool copy, const char
     return st;
 }
 
+ltc_status ltc_tensor_write_(ltc_tensor *t, ltc_tensor *v, bool copy, const char *op) {
+    return write(t, v, copy ? W_COPY : W_ASSIGN, op);
+}
+
+ltc_status ltc_tensor_fill_(ltc_tensor *t, ltc_tensor *value, const char *op) {
+    return write(t, value, W_FILL, op);
+}
+
 ltc_status ltc_tensor_assign_(ltc_tensor *t, ltc_tensor *value) {
-    return ltc_tensor_write_(t, value, false, "assign_");
+    return write(t, value, W_ASSIGN, "assign_");
 }
 
 ltc_status ltc_tensor_copy_(ltc_tensor *t, ltc_tensor *src) {
-    return ltc_tensor_write_(t, src, true, "copy_");
+    return write(t, src, W_COPY, "copy_");
 }

@@ -135,6 +135,13 @@ ltc_status ltc_tensor_failed_error(const ltc_tensor *t);
 /* ltc_tensor_assign_ and ltc_tensor_copy_ without autograd: the value write alone. */
 ltc_status ltc_tensor_assign_raw(ltc_tensor *t, ltc_tensor *value);
 ltc_status ltc_tensor_copy_raw(ltc_tensor *t, ltc_tensor *src);
+/* ltc_tensor_copy_raw of a one-element value: allowed through a view that repeats elements
+ * (an expand), since every element gets the same value (PyTorch's fill_). */
+ltc_status ltc_tensor_fill_raw(ltc_tensor *t, ltc_tensor *value);
+/* True when view t shows an element of its base more than once (an expand that its later
+ * steps keep): only a fill can be written through it (PyTorch: "more than one element of the
+ * written-to tensor refers to a single memory location"). */
+bool ltc_view_repeats(const ltc_tensor *t);
 /* Records that `out` = op(src, attrs) is a view of src. */
 ltc_status ltc_view_record(ltc_tensor *out, ltc_tensor *src, int op, const ltc_attr *attrs,
                            int n_attrs);

@@ -140,15 +140,9 @@ static bool param_scalar(const ltc_node *n, double *out) {
     const ltc_data *d = n->data;
     if (!d || n->shapes[0].ndim != 0 || !d->backend || !d->backend->iface->data_to_host)
         return false;
-    union { float f32; double f64; int32_t i32; int64_t i64; uint8_t b; } v;
-    if (d->backend->iface->data_to_host(d->backend, d, &v)) return false;
-    switch (d->shape.dtype) {
-    case LTC_F32: *out = v.f32; break;
-    case LTC_F64: *out = v.f64; break;
-    case LTC_I32: *out = v.i32; break;
-    case LTC_I64: *out = (double)v.i64; break;
-    default: *out = v.b; break;
-    }
+    uint64_t v[1];
+    if (d->backend->iface->data_to_host(d->backend, d, v)) return false;
+    *out = ltc_dtype_load_f64(v, d->shape.dtype, 0);
     return true;
 }
 

@@ -13,7 +13,9 @@ static const struct {
 } dtypes[LTC_DTYPE_COUNT] = {
     [LTC_F32] = {"float32", "f32", 4}, [LTC_F64] = {"float64", "f64", 8},
     [LTC_I32] = {"int32", "i32", 4},   [LTC_I64] = {"int64", "i64", 8},
-    [LTC_BOOL] = {"bool", "bool", 1},
+    [LTC_BOOL] = {"bool", "bool", 1},  [LTC_U8] = {"uint8", "u8", 1},
+    [LTC_I8] = {"int8", "i8", 1},      [LTC_I16] = {"int16", "i16", 2},
+    [LTC_F16] = {"float16", "f16", 2}, [LTC_BF16] = {"bfloat16", "bf16", 2},
 };
 
 static bool dtype_ok(ltc_dtype dt) { return (unsigned)dt < LTC_DTYPE_COUNT; }
@@ -21,19 +23,32 @@ static bool dtype_ok(ltc_dtype dt) { return (unsigned)dt < LTC_DTYPE_COUNT; }
 const char *ltc_dtype_name(ltc_dtype dt) { return dtype_ok(dt) ? dtypes[dt].name : "?"; }
 const char *ltc_dtype_short(ltc_dtype dt) { return dtype_ok(dt) ? dtypes[dt].short_name : "?"; }
 size_t ltc_dtype_size(ltc_dtype dt) { return dtype_ok(dt) ? dtypes[dt].size : 0; }
-bool ltc_dtype_is_float(ltc_dtype dt) { return dt == LTC_F32 || dt == LTC_F64; }
+bool ltc_dtype_is_float(ltc_dtype dt) {
+    return dt == LTC_F32 || dt == LTC_F64 || dt == LTC_F16 || dt == LTC_BF16;
+}
+bool ltc_dtype_is_narrow(ltc_dtype dt) { return dt >= LTC_U8 && dt < LTC_DTYPE_COUNT; }
+ltc_dtype ltc_dtype_compute(ltc_dtype dt) {
+    switch (dt) {
+    case LTC_U8: case LTC_I8: case LTC_I16: return LTC_I32;
+    case LTC_F16: case LTC_BF16: return LTC_F32;
+    default: return dt;
+    }
+}
 
 ltc_status ltc_dtype_parse(const char *name, ltc_dtype *out) {
     static const struct {
         const char *alias;
         ltc_dtype dt;
-    } aliases[] = {{"float", LTC_F32}, {"double", LTC_F64}, {"int", LTC_I32}, {"long", LTC_I64}};
+    } aliases[] = {{"float", LTC_F32}, {"double", LTC_F64}, {"int", LTC_I32}, {"long", LTC_I64},
+                  {"byte", LTC_U8},    {"char", LTC_I8},     {"short", LTC_I16},
+                  {"half", LTC_F16}};
     for (int i = 0; i < LTC_DTYPE_COUNT; i++)
         if (strcmp(name, dtypes[i].name) == 0) return *out = (ltc_dtype)i, LTC_OK;
     for (size_t i = 0; i < sizeof aliases / sizeof *aliases; i++)
         if (strcmp(name, aliases[i].alias) == 0) return *out = aliases[i].dt, LTC_OK;
     return ltc_errorf(LTC_ERR_ARG,
-                      "unknown dtype '%s' (expected float32, float64, int32, int64 or bool)", name);
+                      "unknown dtype '%s' (expected float32, float64, int32, int64, bool, uint8, "
+                      "int8, int16, float16 or bfloat16)", name);
 }
 
 ltc_status ltc_shape_make(ltc_shape *out, ltc_dtype dt, int ndim, const int64_t *dims) {
@@ -117,12 +132,26 @@ bool ltc_dtype_fits_f64(double v, ltc_dtype dt) {
     case LTC_F32: return !isfinite(v) || fabs(v) <= (double)FLT_MAX;
     case LTC_I32: return v >= -2147483648.0 && v < 2147483648.0; /* false for NaN */
     case LTC_I64: return v >= -9223372036854775808.0 && v < 9223372036854775808.0;
+    case LTC_U8: return v >= 0 && v <= 255;
+    case LTC_I8: return v >= -128 && v <= 127;
+    case LTC_I16: return v >= -32768 && v <= 32767;
+    case LTC_F16: return !isfinite(v) || fabs(v) < 65520.0; /* 65520 rounds to inf */
+    case LTC_BF16: /* finite values that round to inf do not fit */
+        return !isfinite(v) ||
+               (fabs(v) <= (double)FLT_MAX && (ltc_f32_to_bf16((float)v) & 0x7fff) != 0x7f80);
     default: return true;
     }
 }
 
 bool ltc_dtype_fits_i64(int64_t v, ltc_dtype dt) {
-    return dt != LTC_I32 || (v >= INT32_MIN && v <= INT32_MAX);
+    switch (dt) {
+    case LTC_I32: return v >= INT32_MIN && v <= INT32_MAX;
+    case LTC_U8: return v >= 0 && v <= 255;
+    case LTC_I8: return v >= -128 && v <= 127;
+    case LTC_I16: return v >= -32768 && v <= 32767;
+    case LTC_F16: return v > -65520 && v < 65520;
+    default: return true;
+    }
 }
 
 ltc_status ltc_dtype_check_f64(double v, ltc_dtype dt) {
@@ -138,11 +167,82 @@ ltc_status ltc_dtype_check_i64(int64_t v, ltc_dtype dt) {
 }
 
 ltc_status ltc_dtype_check_elem(const void *p, ltc_dtype src, ltc_dtype dst) {
-    switch (src) {
-    case LTC_F32: return ltc_dtype_check_f64((double)*(const float *)p, dst);
-    case LTC_F64: return ltc_dtype_check_f64(*(const double *)p, dst);
-    case LTC_I32: return ltc_dtype_check_i64(*(const int32_t *)p, dst);
-    case LTC_I64: return ltc_dtype_check_i64(*(const int64_t *)p, dst);
-    default: return LTC_OK;
+    if (src == LTC_BOOL) return LTC_OK;
+    if (ltc_dtype_is_float(src)) return ltc_dtype_check_f64(ltc_dtype_load_f64(p, src, 0), dst);
+    return ltc_dtype_check_i64(ltc_dtype_load_i64(p, src, 0), dst);
+}
+
+/* ---- element access -------------------------------------------------------------------- */
+
+double ltc_dtype_load_f64(const void *p, ltc_dtype dt, int64_t i) {
+    switch (dt) {
+    case LTC_F32: return ((const float *)p)[i];
+    case LTC_F64: return ((const double *)p)[i];
+    case LTC_I32: return ((const int32_t *)p)[i];
+    case LTC_I64: return (double)((const int64_t *)p)[i];
+    case LTC_U8: return ((const uint8_t *)p)[i];
+    case LTC_I8: return ((const int8_t *)p)[i];
+    case LTC_I16: return ((const int16_t *)p)[i];
+    case LTC_F16: return ltc_f16_to_f32(((const uint16_t *)p)[i]);
+    case LTC_BF16: return ltc_bf16_to_f32(((const uint16_t *)p)[i]);
+    default: return ((const uint8_t *)p)[i] != 0;
+    }
+}
+
+int64_t ltc_dtype_load_i64(const void *p, ltc_dtype dt, int64_t i) {
+    switch (dt) {
+    case LTC_I32: return ((const int32_t *)p)[i];
+    case LTC_I64: return ((const int64_t *)p)[i];
+    case LTC_U8: return ((const uint8_t *)p)[i];
+    case LTC_I8: return ((const int8_t *)p)[i];
+    case LTC_I16: return ((const int16_t *)p)[i];
+    case LTC_BOOL: return ((const uint8_t *)p)[i] != 0;
+    default: return (int64_t)ltc_dtype_load_f64(p, dt, i);
+    }
+}
+
+void ltc_dtype_store_i64(void *p, ltc_dtype dt, int64_t i, int64_t v) {
+    switch (dt) {
+    case LTC_F32: ((float *)p)[i] = (float)v; break;
+    case LTC_F64: ((double *)p)[i] = (double)v; break;
+    case LTC_I32: ((int32_t *)p)[i] = (int32_t)(uint32_t)(uint64_t)v; break;
+    case LTC_I64: ((int64_t *)p)[i] = v; break;
+    case LTC_U8: ((uint8_t *)p)[i] = (uint8_t)(uint64_t)v; break;
+    case LTC_I8: ((int8_t *)p)[i] = (int8_t)(uint8_t)(uint64_t)v; break;
+    case LTC_I16: ((int16_t *)p)[i] = (int16_t)(uint16_t)(uint64_t)v; break;
+    case LTC_F16: ((uint16_t *)p)[i] = ltc_f32_to_f16((float)v); break;
+    case LTC_BF16: ((uint16_t *)p)[i] = ltc_f32_to_bf16((float)v); break;
+    default: ((uint8_t *)p)[i] = v != 0; break;
+    }
+}
+
+/* A double to int32 as x86's cvttsd2si does (what PyTorch's casts to int32 and narrower
+ * compile to): out of range and NaN give INT32_MIN; C leaves those undefined. */
+static int32_t f64_to_i32(double v) {
+    return v > -2147483649.0 && v < 2147483648.0 ? (int32_t)v : INT32_MIN;
+}
+
+void ltc_dtype_store_f64(void *p, ltc_dtype dt, int64_t i, double v) {
+    switch (dt) {
+    case LTC_F32: ((float *)p)[i] = (float)v; break;
+    case LTC_F64: ((double *)p)[i] = v; break;
+    case LTC_I32: ((int32_t *)p)[i] = f64_to_i32(v); break;
+    case LTC_I64: ((int64_t *)p)[i] = (int64_t)v; break;
+    case LTC_F16: ((uint16_t *)p)[i] = ltc_f32_to_f16((float)v); break;
+    case LTC_BF16: ((uint16_t *)p)[i] = ltc_f32_to_bf16((float)v); break;
+    case LTC_BOOL: ((uint8_t *)p)[i] = v != 0; break;
+    default: ltc_dtype_store_i64(p, dt, i, f64_to_i32(v)); break; /* then wraps to the width */
+    }
+}
+
+void ltc_dtype_convert_elem(void *dst, ltc_dtype dd, int64_t di, const void *src, ltc_dtype sd,
+                            int64_t si) {
+    if (dd == sd) {
+        size_t es = ltc_dtype_size(dd);
+        memcpy((char *)dst + di * (int64_t)es, (const char *)src + si * (int64_t)es, es);
+    } else if (ltc_dtype_is_float(sd)) {
+        ltc_dtype_store_f64(dst, dd, di, ltc_dtype_load_f64(src, sd, si));
+    } else {
+        ltc_dtype_store_i64(dst, dd, di, ltc_dtype_load_i64(src, sd, si));
     }
 }

@@ -83,20 +83,12 @@ ltc_status ltc_read_idx(const char *path, ltc_dtype dtype, double scale, double 
     for (int64_t i = 0; i < n; i++) {
         double v = idx_value(d, type, i) * scale + offset;
         /* a float value that an integer dtype cannot hold is an error, not undefined behaviour */
-        double lo = dtype == LTC_I32 ? -2147483648.0 : -9223372036854775808.0;
-        double hi = dtype == LTC_I32 ? 2147483648.0 : 9223372036854775808.0;
-        if ((dtype == LTC_I32 || dtype == LTC_I64) && !(v >= lo && v < hi)) {
+        if (!ltc_dtype_is_float(dtype) && dtype != LTC_BOOL && !ltc_dtype_fits_f64(v, dtype)) {
             st = ltc_errorf(LTC_ERR_IO, "read_idx: '%s': element %lld (%g) does not fit %s", path,
                             (long long)i, v, ltc_dtype_name(dtype));
             goto fail;
         }
-        switch (dtype) {
-        case LTC_F32: ((float *)host)[i] = (float)v; break;
-        case LTC_F64: ((double *)host)[i] = v; break;
-        case LTC_I32: ((int32_t *)host)[i] = (int32_t)v; break;
-        case LTC_I64: ((int64_t *)host)[i] = (int64_t)v; break;
-        default: ((uint8_t *)host)[i] = v != 0; break;
-        }
+        ltc_dtype_store_f64(host, dtype, i, v);
     }
     st = ltc_tensor_from_host(&s, host, out);
 fail:

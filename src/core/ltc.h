@@ -54,18 +54,86 @@ typedef enum {
     LTC_I32,     /* int32 */
     LTC_I64,     /* int64 */
     LTC_BOOL,    /* bool, one byte per element (0 or 1) */
+    /* The narrow dtypes: stored in their own width; the kernels only load, store and convert
+     * them (to, views, device data). Every other op on them is traced as cast up to the
+     * compute dtype (ltc_dtype_compute), the op, cast back down (ltc_trace in trace.c). */
+    LTC_U8,      /* uint8 */
+    LTC_I8,      /* int8 */
+    LTC_I16,     /* int16 */
+    LTC_F16,     /* float16 (IEEE half) */
+    LTC_BF16,    /* bfloat16 (the top half of a float32) */
     LTC_DTYPE_COUNT
 } ltc_dtype;
 
-/* "float32", "float64", "int32", "int64", "bool". */
+/* "float32", "float64", "int32", "int64", "bool", "uint8", "int8", "int16", "float16",
+ * "bfloat16". */
 const char *ltc_dtype_name(ltc_dtype dt);
-/* Short names used in IR text: "f32", "f64", "i32", "i64", "bool". */
+/* Short names used in IR text: "f32", "f64", "i32", "i64", "bool", "u8", "i8", "i16", "f16",
+ * "bf16". */
 const char *ltc_dtype_short(ltc_dtype dt);
-/* Parses a dtype name; also accepts Torch7-style shorthands "float", "double", "int",
- * "long". Returns LTC_ERR_ARG for an unknown name. */
+/* Parses a dtype name; also accepts Torch7/PyTorch shorthands "float", "double", "int",
+ * "long", "byte", "char", "short", "half". Returns LTC_ERR_ARG for an unknown name. */
 ltc_status ltc_dtype_parse(const char *name, ltc_dtype *out);
 size_t ltc_dtype_size(ltc_dtype dt);
-bool ltc_dtype_is_float(ltc_dtype dt);
+bool ltc_dtype_is_float(ltc_dtype dt); /* float32, float64, float16, bfloat16 */
+/* Whether dt is one of the narrow dtypes (uint8, int8, int16, float16, bfloat16). */
+bool ltc_dtype_is_narrow(ltc_dtype dt);
+/* The dtype ops compute a narrow dtype in: float32 for float16 and bfloat16, int32 for
+ * uint8, int8 and int16 (the result wraps on the cast back, as PyTorch's); dt otherwise. */
+ltc_dtype ltc_dtype_compute(ltc_dtype dt);
+
+/* float16 and bfloat16 from and to float32 bits, as PyTorch converts (c10/util/Half.h,
+ * BFloat16.h): round to nearest even, NaN stays NaN, overflow gives infinity. */
+static inline float ltc_f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+    if (exp == 0x1f) bits = sign | 0x7f800000u | (man << 13);
+    else if (exp) bits = sign | ((exp + 112) << 23) | (man << 13);
+    else if (!man) bits = sign;
+    else { /* subnormal: normalise */
+        int e = -1;
+        do { e++; man <<= 1; } while (!(man & 0x400));
+        bits = sign | ((uint32_t)(112 - e) << 23) | ((man & 0x3ff) << 13);
+    }
+    union { uint32_t u; float f; } v = {bits};
+    return v.f;
+}
+static inline uint16_t ltc_f32_to_f16(float f) {
+    union { float f; uint32_t u; } v = {f};
+    uint32_t x = v.u, sign = (x >> 16) & 0x8000, ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u) return (uint16_t)(sign | 0x7e00 | ((ax >> 13) & 0x3ff)); /* NaN */
+    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00); /* rounds past 65504: inf */
+    if (ax < 0x38800000u) { /* below the smallest normal half: a subnormal or 0 */
+        if (ax < 0x33000000u) return (uint16_t)sign; /* below half the smallest subnormal */
+        uint32_t e = ax >> 23, m = (ax & 0x7fffff) | 0x800000, sh = 126 - e; /* 14..24 */
+        uint32_t r = m >> sh, rem = m & ((1u << sh) - 1), half = 1u << (sh - 1);
+        if (rem > half || (rem == half && (r & 1))) r++;
+        return (uint16_t)(sign | r);
+    }
+    uint32_t r = ax + 0xfff + ((ax >> 13) & 1); /* round to nearest even at bit 13 */
+    return (uint16_t)(sign | ((r - 0x38000000u) >> 13));
+}
+static inline float ltc_bf16_to_f32(uint16_t b) {
+    union { uint32_t u; float f; } v = {(uint32_t)b << 16};
+    return v.f;
+}
+static inline uint16_t ltc_f32_to_bf16(float f) {
+    union { float f; uint32_t u; } v = {f};
+    if ((v.u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0; /* NaN: PyTorch's one quiet NaN */
+    return (uint16_t)((v.u + 0x7fff + ((v.u >> 16) & 1)) >> 16);
+}
+
+/* Element i of dtype dt at p, as a double or an int64 (floats truncate toward zero, as C
+ * casts); and the store of a double or int64 into it with PyTorch's conversion (float16 and
+ * bfloat16 through float32; a double into int32 or narrower through int32, INT32_MIN when out
+ * of its range, then wrapping to the width, as PyTorch's casts on x86: 300.0 to uint8 is 44,
+ * 1e10 is 0; bool is v != 0). */
+double ltc_dtype_load_f64(const void *p, ltc_dtype dt, int64_t i);
+int64_t ltc_dtype_load_i64(const void *p, ltc_dtype dt, int64_t i);
+void ltc_dtype_store_f64(void *p, ltc_dtype dt, int64_t i, double v);
+void ltc_dtype_store_i64(void *p, ltc_dtype dt, int64_t i, int64_t v);
+/* Element si of (src, sd) into element di of (dst, dd), converted as ltc.to converts. */
+void ltc_dtype_convert_elem(void *dst, ltc_dtype dd, int64_t di, const void *src, ltc_dtype sd,
+                            int64_t si);
 /* Whether a value converts to dt without overflow, as PyTorch checks a value given at a
  * tensor's creation ("value cannot be converted to type int32_t without overflow"): an
  * integer dtype takes integers (or floats) inside its range, never NaN or an infinity;
@@ -130,6 +198,7 @@ ltc_status ltc_tensor_from_host(const ltc_shape *shape, const void *host, ltc_te
  * float32 tensor times 0.5 stays float32). Scalars enter graphs as parameters. */
 ltc_status ltc_tensor_from_int(int64_t v, bool weak, ltc_tensor **out);
 ltc_status ltc_tensor_from_float(double v, bool weak, ltc_tensor **out);
+ltc_status ltc_tensor_from_bool(bool v, bool weak, ltc_tensor **out); /* a bool 0-d tensor */
 
 const ltc_shape *ltc_tensor_shape(const ltc_tensor *t);
 bool ltc_tensor_is_weak(const ltc_tensor *t);
@@ -229,11 +298,12 @@ ltc_status ltc_read_file_gz(const char *path, char **data, size_t *len);
 ltc_status ltc_read_idx(const char *path, ltc_dtype dtype, double scale, double offset,
                         ltc_tensor **out);
 
-/* NumPy .npy files (npy.c): C order; float32, float64, int32, int64 and bool (little-endian
- * '<f4', '<f8', '<i4', '<i8', '|b1'). ltc_save_npy syncs t if pending and writes version
- * 1.0. ltc_load_npy reads versions 1.0 to 3.0 into a new tensor (one reference); a missing,
- * truncated or malformed file, an unsupported dtype or Fortran order fail with LTC_ERR_IO
- * and a message naming the path and the problem. */
+/* NumPy .npy files (npy.c): every dtype ('<f4', '<f8', '<i4', '<i8', '|b1', '|u1', '|i1',
+ * '<i2', '<f2'; bfloat16 is written as '<f4'). ltc_save_npy syncs t if pending and writes
+ * version 1.0, little-endian, C order. ltc_load_npy reads versions 1.0 to 3.0 in either byte
+ * order and C or Fortran order (converted on load) into a new tensor (one reference); a
+ * missing, truncated or malformed file or an unsupported dtype fail with LTC_ERR_IO and a
+ * message naming the path and the problem. */
 ltc_status ltc_save_npy(const char *path, ltc_tensor *t);
 ltc_status ltc_load_npy(const char *path, ltc_tensor **out);
 /* The same in memory (the members of a .npz archive, ltc.io): ltc_save_npy_bytes returns a

@@ -59,6 +59,11 @@ ltc_status ltc_backward(ltc_tensor *t, ltc_tensor *grad, bool retain_graph, bool
  * ltc_tensor_assign_). ltc_tensor_assign_ and ltc_tensor_copy_ are this with op
  * "assign_" / "copy_". */
 ltc_status ltc_tensor_write_(ltc_tensor *t, ltc_tensor *v, bool copy, const char *op);
+/* PyTorch's fill_ with the same rules, named `op` in errors: every element of t becomes
+ * value (one element: a number or 0-d tensor). Unlike a copy it may go through a view that
+ * repeats elements (an expand), each shared element getting the one value; the base's new
+ * value is not differentiable there (an error when autograd would need it). */
+ltc_status ltc_tensor_fill_(ltc_tensor *t, ltc_tensor *value, const char *op);
 
 /* PyTorch's torch.autograd.grad: the gradients of outputs[0..n_out) (with grad_outputs, NULL
  * entries meaning ones for one-element outputs) with respect to inputs[0..n_in), returned

@@ -136,6 +136,8 @@ typedef enum {
  * `io` are borrowed on entry; on success, io[i] holds a reference the caller must release
  * with ltc_trace_release (casts are new tensors, others retained). */
 ltc_status ltc_trace_promote(ltc_tensor **io, int n, ltc_promote_rule rule);
+/* The dtype ltc_trace_promote's common rule gives operands ts (torch.result_type). */
+ltc_dtype ltc_trace_result_type(ltc_tensor *const *ts, int n);
 void ltc_trace_release(ltc_tensor **io, int n);
 
 /* Builds a node of `op` over the tensors' values and returns one new tensor per output.

@@ -19,11 +19,12 @@
 
 #include "ltc.h"
 
+/* ---- broadcasting (shape_inference.c) ------------------------------------------------------- */
 /* PyTorch broadcasting of two shapes' sizes into out->dims/ndim (dtype untouched).
  * Fails with "shapes [2,3] and [4] are not broadcastable". */
 ltc_status ltc_broadcast_shapes(const ltc_shape *a, const ltc_shape *b, ltc_shape *out);
 
-/* creation */
+/* ---- creation and random ops (shape_creation.c) --------------------------------------------- */
 ltc_status ltc_shape_creation(const int64_t *size, int n_size, ltc_dtype dtype, ltc_shape *out);
 /* rand, randn: as creation, and the dtype must be float32 or float64 (PyTorch raises at the
  * call for an integer or bool dtype). */
@@ -33,8 +34,22 @@ ltc_status ltc_shape_full(const int64_t *size, int n_size, const ltc_shape *fill
                           ltc_dtype dtype, ltc_shape *out);
 ltc_status ltc_shape_arange(double start, double end, double step, ltc_dtype dtype,
                             ltc_shape *out);
+ltc_status ltc_shape_linspace(double start, double end, int64_t steps, ltc_dtype dtype,
+                              ltc_shape *out);
+ltc_status ltc_shape_eye(int64_t rows, int64_t cols, ltc_dtype dtype, ltc_shape *out);
+ltc_status ltc_shape_randint(int64_t low, int64_t high, const int64_t *size, int n_size,
+                             ltc_dtype dtype, ltc_shape *out);
+ltc_status ltc_shape_bernoulli(const ltc_shape *self, ltc_shape *out);
+ltc_status ltc_shape_bernoulli_p(const ltc_shape *self, double p, ltc_shape *out);
+/* multinomial: weights [C] or [N, C] of a floating dtype; num_samples <= C without
+ * replacement. randperm: size >= 0, int64 unless dtype says (not bool). */
+ltc_status ltc_shape_multinomial(const ltc_shape *self, int64_t num_samples, bool replacement,
+                                 ltc_shape *out);
+ltc_status ltc_shape_randperm(int64_t size, ltc_dtype dtype, ltc_shape *out);
+/* self's shape and dtype, any dtype (clone, contiguous). */
+ltc_status ltc_shape_copy(const ltc_shape *self, ltc_shape *out);
 
-/* elementwise */
+/* ---- elementwise (shape_inference.c) -------------------------------------------------------- */
 ltc_status ltc_shape_binary(const ltc_shape *self, const ltc_shape *other, ltc_shape *out);
 /* sub: ltc_shape_binary, but a bool operand is an error (PyTorch: "Subtraction, the `-`
  * operator, with a bool tensor is not supported"). */
@@ -60,7 +75,7 @@ ltc_status ltc_shape_ternary(const ltc_shape *self, const ltc_shape *a, const lt
 ltc_status ltc_shape_addcmul(const ltc_shape *self, const ltc_shape *tensor1,
                              const ltc_shape *tensor2, double value, ltc_shape *out);
 
-/* reductions */
+/* ---- reductions and scans (shape_reduce.c); cumprod uses ltc_shape_cumsum, cummin ltc_shape_cummax  */
 ltc_status ltc_shape_sum(const ltc_shape *self, int64_t dim, bool keepdim, ltc_shape *out);
 ltc_status ltc_shape_mean(const ltc_shape *self, int64_t dim, bool keepdim, ltc_shape *out);
 ltc_status ltc_shape_max(const ltc_shape *self, ltc_shape *out);
@@ -74,11 +89,36 @@ ltc_status ltc_shape_norm(const ltc_shape *self, double p, int64_t dim, bool kee
 ltc_status ltc_shape_all(const ltc_shape *self, int64_t dim, bool keepdim, ltc_shape *out);
 /* self's sizes; integers and bool give int64. */
 ltc_status ltc_shape_cumsum(const ltc_shape *self, int64_t dim, ltc_shape *out);
+/* cummax, cummin: values of self's shape and dtype, int64 indices (shape_sort.c); cumprod
+ * uses ltc_shape_cumsum */
+ltc_status ltc_shape_cummax(const ltc_shape *self, int64_t dim, ltc_shape *out);
 
-/* linear algebra */
+/* ---- sorting and selection (shape_sort.c); median uses ltc_shape_max, median.dim and mode
+ * ltc_shape_max_dim */
+ltc_status ltc_shape_sort(const ltc_shape *self, int64_t dim, bool descending, ltc_shape *out);
+ltc_status ltc_shape_argsort(const ltc_shape *self, int64_t dim, bool descending, ltc_shape *out);
+/* 0 <= k <= the size of dim */
+ltc_status ltc_shape_topk(const ltc_shape *self, int64_t k, int64_t dim, bool largest,
+                          bool sorted, ltc_shape *out);
+/* 1 <= k <= the size of dim */
+ltc_status ltc_shape_kthvalue(const ltc_shape *self, int64_t k, int64_t dim, bool keepdim,
+                              ltc_shape *out);
+
+/* ---- linear algebra (shape_linalg.c): operands of one floating dtype ------------------------ */
 ltc_status ltc_shape_matmul(const ltc_shape *self, const ltc_shape *other, ltc_shape *out);
+ltc_status ltc_shape_mm(const ltc_shape *self, const ltc_shape *mat2, ltc_shape *out);
+ltc_status ltc_shape_bmm(const ltc_shape *self, const ltc_shape *mat2, ltc_shape *out);
+ltc_status ltc_shape_dot(const ltc_shape *self, const ltc_shape *other, ltc_shape *out);
+ltc_status ltc_shape_outer(const ltc_shape *self, const ltc_shape *vec2, ltc_shape *out);
+/* tril, triu: self has at least 2 dims; the result is self's shape. */
+ltc_status ltc_shape_triangle(const ltc_shape *self, int64_t diagonal, ltc_shape *out);
+ltc_status ltc_shape_linear(const ltc_shape *self, const ltc_shape *weight, const ltc_shape *bias,
+                            ltc_shape *out);
+ltc_status ltc_shape_linear_nobias(const ltc_shape *self, const ltc_shape *weight, ltc_shape *out);
+ltc_status ltc_shape_addmm(const ltc_shape *self, const ltc_shape *mat1, const ltc_shape *mat2,
+                           double beta, double alpha, ltc_shape *out);
 
-/* shape and views */
+/* ---- shape ops and views (shape_views.c). Dims in int/int[] arguments are 1-based or negative  */
 ltc_status ltc_shape_transpose(const ltc_shape *self, int64_t dim0, int64_t dim1, ltc_shape *out);
 ltc_status ltc_shape_t(const ltc_shape *self, ltc_shape *out);
 ltc_status ltc_shape_view(const ltc_shape *self, const int64_t *size, int n_size, ltc_shape *out);
@@ -91,11 +131,24 @@ ltc_status ltc_shape_narrow_scatter(const ltc_shape *self, const ltc_shape *src,
                                     int64_t start, ltc_shape *out);
 ltc_status ltc_shape_select_scatter(const ltc_shape *self, const ltc_shape *src, int64_t dim,
                                     int64_t index, ltc_shape *out);
+ltc_status ltc_shape_permute(const ltc_shape *self, const int64_t *dims, int n_dims,
+                             ltc_shape *out);
+/* dim in 1..ndim+1 or -(ndim+1)..-1 */
+ltc_status ltc_shape_unsqueeze(const ltc_shape *self, int64_t dim, ltc_shape *out);
+ltc_status ltc_shape_squeeze(const ltc_shape *self, ltc_shape *out);
+ltc_status ltc_shape_squeeze_dim(const ltc_shape *self, int64_t dim, ltc_shape *out);
+ltc_status ltc_shape_flatten(const ltc_shape *self, int64_t start_dim, int64_t end_dim,
+                             ltc_shape *out);
+ltc_status ltc_shape_expand(const ltc_shape *self, const int64_t *size, int n_size,
+                            ltc_shape *out);
+ltc_status ltc_shape_cat(const ltc_shape *tensors, int n_tensors, int64_t dim, ltc_shape *out);
+/* dim in 1..ndim+1 or negative */
+ltc_status ltc_shape_stack(const ltc_shape *tensors, int n_tensors, int64_t dim, ltc_shape *out);
+ltc_status ltc_shape_repeat(const ltc_shape *self, const int64_t *repeats, int n_repeats,
+                            ltc_shape *out);
+ltc_status ltc_shape_flip(const ltc_shape *self, const int64_t *dims, int n_dims, ltc_shape *out);
 
-/* neural-network functions */
-ltc_status ltc_shape_softmax(const ltc_shape *self, int64_t dim, ltc_shape *out);
-
-/* indexing, losses and linear layers (shape_nn.c); index data is 1-based */
+/* ---- indexing and scattering (shape_index.c); index data is 1-based ------------------------- */
 ltc_status ltc_shape_index_select(const ltc_shape *self, int64_t dim, const ltc_shape *index,
                                   ltc_shape *out);
 ltc_status ltc_shape_index_add(const ltc_shape *self, int64_t dim, const ltc_shape *index,
@@ -104,20 +157,36 @@ ltc_status ltc_shape_gather(const ltc_shape *self, int64_t dim, const ltc_shape 
                             ltc_shape *out);
 ltc_status ltc_shape_scatter_add(const ltc_shape *self, int64_t dim, const ltc_shape *index,
                                  const ltc_shape *src, ltc_shape *out);
+ltc_status ltc_shape_scatter(const ltc_shape *self, int64_t dim, const ltc_shape *index,
+                             const ltc_shape *src, ltc_shape *out);
 ltc_status ltc_shape_one_hot(const ltc_shape *self, int64_t num_classes, ltc_shape *out);
+/* mask bool, value 0-d; the result broadcasts self and mask, in self's dtype. */
+ltc_status ltc_shape_masked_fill(const ltc_shape *self, const ltc_shape *mask,
+                                 const ltc_shape *value, ltc_shape *out);
+ltc_status ltc_shape_embedding(const ltc_shape *weight, const ltc_shape *indices, ltc_shape *out);
+
+/* ---- losses (shape_loss.c); class indices are 1-based --------------------------------------- */
 ltc_status ltc_shape_nll_loss(const ltc_shape *self, const ltc_shape *target, int64_t reduction,
                               ltc_shape *out);
 ltc_status ltc_shape_nll_loss_backward(const ltc_shape *grad_output, const ltc_shape *self,
                                        const ltc_shape *target, int64_t reduction,
                                        ltc_shape *out);
-ltc_status ltc_shape_linear(const ltc_shape *self, const ltc_shape *weight, const ltc_shape *bias,
-                            ltc_shape *out);
-ltc_status ltc_shape_linear_nobias(const ltc_shape *self, const ltc_shape *weight, ltc_shape *out);
-ltc_status ltc_shape_addmm(const ltc_shape *self, const ltc_shape *mat1, const ltc_shape *mat2,
-                           double beta, double alpha, ltc_shape *out);
+ltc_status ltc_shape_mse_loss(const ltc_shape *self, const ltc_shape *target, int64_t reduction,
+                              ltc_shape *out);
 
-/* convolution and pooling (shape_cnn.c): inputs [N, C, H, W] or [C, H, W]; pairs are
- * int[] {height, width} */
+/* ---- neural-network functions (shape_nn.c, shape_attention.c) ------------------------------- */
+ltc_status ltc_shape_softmax(const ltc_shape *self, int64_t dim, ltc_shape *out);
+ltc_status ltc_shape_dropout(const ltc_shape *self, double p, bool train, ltc_shape *out);
+ltc_status ltc_shape_layer_norm(const ltc_shape *self, const int64_t *normalized_shape,
+                                int n_normalized_shape, const ltc_shape *weight,
+                                const ltc_shape *bias, double eps, ltc_shape *out);
+ltc_status ltc_shape_batch_norm(const ltc_shape *self, const ltc_shape *running_mean,
+                                const ltc_shape *running_var, const ltc_shape *weight,
+                                const ltc_shape *bias, bool training, double eps,
+                                ltc_shape *out);
+
+/* ---- convolution and pooling (shape_cnn.c): inputs [N, C, H, W] or [C, H, W]; pairs are
+ * int[2] {height, width} */
 ltc_status ltc_shape_conv2d(const ltc_shape *self, const ltc_shape *weight, const ltc_shape *bias,
                             const int64_t *stride, int n_stride, const int64_t *padding,
                             int n_padding, const int64_t *dilation, int n_dilation,
@@ -159,82 +228,8 @@ ltc_status ltc_shape_avg_pool2d_backward(const ltc_shape *grad_output, const ltc
                                          const int64_t *padding, int n_padding, bool ceil_mode,
                                          bool count_include_pad, ltc_shape *out);
 
-/* more shape ops (shape_views.c). Dims in int/int[] arguments are 1-based or negative. */
-ltc_status ltc_shape_permute(const ltc_shape *self, const int64_t *dims, int n_dims,
-                             ltc_shape *out);
-/* dim in 1..ndim+1 or -(ndim+1)..-1 */
-ltc_status ltc_shape_unsqueeze(const ltc_shape *self, int64_t dim, ltc_shape *out);
-ltc_status ltc_shape_squeeze(const ltc_shape *self, ltc_shape *out);
-ltc_status ltc_shape_squeeze_dim(const ltc_shape *self, int64_t dim, ltc_shape *out);
-ltc_status ltc_shape_flatten(const ltc_shape *self, int64_t start_dim, int64_t end_dim,
-                             ltc_shape *out);
-ltc_status ltc_shape_expand(const ltc_shape *self, const int64_t *size, int n_size,
-                            ltc_shape *out);
-ltc_status ltc_shape_cat(const ltc_shape *tensors, int n_tensors, int64_t dim, ltc_shape *out);
-/* dim in 1..ndim+1 or negative */
-ltc_status ltc_shape_stack(const ltc_shape *tensors, int n_tensors, int64_t dim, ltc_shape *out);
-ltc_status ltc_shape_repeat(const ltc_shape *self, const int64_t *repeats, int n_repeats,
-                            ltc_shape *out);
-ltc_status ltc_shape_flip(const ltc_shape *self, const int64_t *dims, int n_dims, ltc_shape *out);
-
-/* more linear algebra (shape_linalg.c): one floating dtype */
-/* multinomial: weights [C] or [N, C] of a floating dtype; num_samples <= C without
- * replacement. randperm: size >= 0, int64 unless dtype says (not bool). (shape_more.c) */
-ltc_status ltc_shape_multinomial(const ltc_shape *self, int64_t num_samples, bool replacement,
-                                 ltc_shape *out);
-ltc_status ltc_shape_randperm(int64_t size, ltc_dtype dtype, ltc_shape *out);
-
-/* sorting and selection (shape_sort.c); median uses ltc_shape_max, median.dim and mode
- * ltc_shape_max_dim */
-ltc_status ltc_shape_sort(const ltc_shape *self, int64_t dim, bool descending, ltc_shape *out);
-ltc_status ltc_shape_argsort(const ltc_shape *self, int64_t dim, bool descending, ltc_shape *out);
-/* 0 <= k <= the size of dim */
-ltc_status ltc_shape_topk(const ltc_shape *self, int64_t k, int64_t dim, bool largest,
-                          bool sorted, ltc_shape *out);
-/* 1 <= k <= the size of dim */
-ltc_status ltc_shape_kthvalue(const ltc_shape *self, int64_t k, int64_t dim, bool keepdim,
-                              ltc_shape *out);
-
-/* cummax, cummin: values of self's shape and dtype, int64 indices (shape_sort.c); cumprod
- * uses ltc_shape_cumsum */
-ltc_status ltc_shape_cummax(const ltc_shape *self, int64_t dim, ltc_shape *out);
-
-/* tril, triu: self has at least 2 dims; the result is self's shape. */
-ltc_status ltc_shape_triangle(const ltc_shape *self, int64_t diagonal, ltc_shape *out);
-ltc_status ltc_shape_mm(const ltc_shape *self, const ltc_shape *mat2, ltc_shape *out);
-ltc_status ltc_shape_bmm(const ltc_shape *self, const ltc_shape *mat2, ltc_shape *out);
-ltc_status ltc_shape_dot(const ltc_shape *self, const ltc_shape *other, ltc_shape *out);
-ltc_status ltc_shape_outer(const ltc_shape *self, const ltc_shape *vec2, ltc_shape *out);
-
-/* masking, scattering, more nn and creation ops (shape_more.c) */
-/* mask bool, value 0-d; the result broadcasts self and mask, in self's dtype. */
-ltc_status ltc_shape_masked_fill(const ltc_shape *self, const ltc_shape *mask,
-                                 const ltc_shape *value, ltc_shape *out);
-ltc_status ltc_shape_scatter(const ltc_shape *self, int64_t dim, const ltc_shape *index,
-                             const ltc_shape *src, ltc_shape *out);
-ltc_status ltc_shape_mse_loss(const ltc_shape *self, const ltc_shape *target, int64_t reduction,
-                              ltc_shape *out);
-ltc_status ltc_shape_dropout(const ltc_shape *self, double p, bool train, ltc_shape *out);
-ltc_status ltc_shape_embedding(const ltc_shape *weight, const ltc_shape *indices, ltc_shape *out);
-ltc_status ltc_shape_layer_norm(const ltc_shape *self, const int64_t *normalized_shape,
-                                int n_normalized_shape, const ltc_shape *weight,
-                                const ltc_shape *bias, double eps, ltc_shape *out);
-ltc_status ltc_shape_batch_norm(const ltc_shape *self, const ltc_shape *running_mean,
-                                const ltc_shape *running_var, const ltc_shape *weight,
-                                const ltc_shape *bias, bool training, double eps,
-                                ltc_shape *out);
-ltc_status ltc_shape_linspace(double start, double end, int64_t steps, ltc_dtype dtype,
-                              ltc_shape *out);
-ltc_status ltc_shape_eye(int64_t rows, int64_t cols, ltc_dtype dtype, ltc_shape *out);
-ltc_status ltc_shape_randint(int64_t low, int64_t high, const int64_t *size, int n_size,
-                             ltc_dtype dtype, ltc_shape *out);
-ltc_status ltc_shape_bernoulli(const ltc_shape *self, ltc_shape *out);
-ltc_status ltc_shape_bernoulli_p(const ltc_shape *self, double p, ltc_shape *out);
-/* self's shape and dtype, any dtype (clone, contiguous). */
-ltc_status ltc_shape_copy(const ltc_shape *self, ltc_shape *out);
-
-/* ---- collectives (shape_comm.c): shapes only; ranks, roots and sizes are checked when the
- * graph runs, against the communicator (the core knows none) ---------------------------- */
+/* ---- collectives (shape_collective.c): shapes only; ranks, roots and sizes are checked when
+ * the graph runs, against the communicator (the core knows none) */
 /* self's shape; op in 0..4 (sum, avg, max, min, prod); avg needs a floating dtype. */
 ltc_status ltc_shape_all_reduce(const ltc_shape *self, int64_t op, ltc_shape *out);
 /* self's shape; root >= 0. */
@@ -250,6 +245,13 @@ ltc_status ltc_shape_reduce_scatter(const ltc_shape *self, int64_t op, int64_t w
 
 /* "<what> must be float32 or float64, got <dtype>" unless s is of a float dtype. */
 ltc_status ltc_shape_need_float(const ltc_shape *s, const char *what);
+/* "<what> must be an int64 or int32 tensor, got <dtype>" unless s is one (index data). */
+ltc_status ltc_shape_need_int(const ltc_shape *s, const char *what);
+/* "<an> and <bn> must have one dtype, got <dtype> and <dtype>" unless they have. */
+ltc_status ltc_shape_same_dtype(const ltc_shape *a, const ltc_shape *b, const char *an,
+                                const char *bn);
+/* "<what> must be between 0 and 1, got <p>" unless 0 <= p <= 1 (NaN fails). */
+ltc_status ltc_shape_need_probability(double p, const char *what);
 /* scatter and scatter_add: src has index's number of dims and is at least as large in each. */
 ltc_status ltc_shape_src_covers_index(const ltc_shape *index, const ltc_shape *src);
 

@@ -1,5 +1,9 @@
-/* shape_linalg.c - shape rules of mm, bmm, dot and outer (declared in shape_inference.h):
- * operands of one floating dtype, as the BLAS kernels want. PyTorch's rules otherwise. */
+/* shape_linalg.c - shape rules of the linear algebra ops (matmul, mm, bmm, dot, outer,
+ * tril, triu, linear, addmm; kernels src/cpu/gemm.c, linalg.c, linear.c), declared in
+ * shape_inference.h: operands of one floating dtype, as the BLAS kernels want. PyTorch's
+ * rules otherwise. */
+#include <string.h>
+
 #include "shape_inference.h"
 
 #define SHAPE_STR(s, buf) ltc_shape_str((s), (buf), sizeof(buf))
@@ -13,6 +17,81 @@ static ltc_status operands(const ltc_shape *a, const ltc_shape *b, int nd, const
     if (a->dtype != b->dtype || !ltc_dtype_is_float(a->dtype))
         return ltc_errorf(LTC_ERR_ARG, "expected float32 or float64 operands of one dtype, got "
                           "%s and %s", ltc_dtype_name(a->dtype), ltc_dtype_name(b->dtype));
+    return LTC_OK;
+}
+
+ltc_status ltc_shape_matmul(const ltc_shape *a, const ltc_shape *b, ltc_shape *out) {
+    char sa[128], sb[128];
+    if (a->dtype != b->dtype || !ltc_dtype_is_float(a->dtype))
+        return ltc_errorf(LTC_ERR_ARG, "needs two tensors of the same floating dtype, got %s and %s",
+                          ltc_dtype_name(a->dtype), ltc_dtype_name(b->dtype));
+    if (a->ndim == 0 || b->ndim == 0)
+        return ltc_errorf(LTC_ERR_ARG, "both arguments need at least 1 dim, got shapes %s and %s",
+                          SHAPE_STR(a, sa), SHAPE_STR(b, sb));
+    int64_t ka = a->dims[a->ndim - 1];
+    int64_t kb = b->ndim == 1 ? b->dims[0] : b->dims[b->ndim - 2];
+    if (ka != kb)
+        return ltc_errorf(LTC_ERR_ARG, "shapes %s and %s cannot be multiplied (%lld != %lld)",
+                          SHAPE_STR(a, sa), SHAPE_STR(b, sb), (long long)ka, (long long)kb);
+    /* batch dims: all but the last two (a 1-d operand has none) */
+    ltc_shape ba = {.ndim = a->ndim > 2 ? a->ndim - 2 : 0};
+    ltc_shape bb = {.ndim = b->ndim > 2 ? b->ndim - 2 : 0};
+    memcpy(ba.dims, a->dims, sizeof(int64_t) * (size_t)ba.ndim);
+    memcpy(bb.dims, b->dims, sizeof(int64_t) * (size_t)bb.ndim);
+    ltc_shape batch;
+    if (ltc_broadcast_shapes(&ba, &bb, &batch))
+        return ltc_errorf(LTC_ERR_ARG, "batch dims of shapes %s and %s are not broadcastable",
+                          SHAPE_STR(a, sa), SHAPE_STR(b, sb));
+    int64_t dims[LTC_MAX_DIMS + 2];
+    int n = 0;
+    for (int i = 0; i < batch.ndim; i++) dims[n++] = batch.dims[i];
+    if (a->ndim >= 2) dims[n++] = a->dims[a->ndim - 2];
+    if (b->ndim >= 2) dims[n++] = b->dims[b->ndim - 1];
+    return ltc_shape_make(out, a->dtype, n, dims);
+}
+
+ltc_status ltc_shape_linear_nobias(const ltc_shape *self, const ltc_shape *weight, ltc_shape *out) {
+    ltc_status st = ltc_shape_need_float(self, "self");
+    if (st || (st = ltc_shape_same_dtype(self, weight, "self", "weight"))) return st;
+    char a[128], b[128];
+    if (self->ndim < 1 || weight->ndim != 2 || weight->dims[1] != self->dims[self->ndim - 1])
+        return ltc_errorf(LTC_ERR_ARG, "expected self [..., in] and weight [out, in], got %s "
+                          "and %s", SHAPE_STR(self, a), SHAPE_STR(weight, b));
+    *out = *self;
+    out->dims[out->ndim - 1] = weight->dims[0];
+    return LTC_OK;
+}
+
+ltc_status ltc_shape_linear(const ltc_shape *self, const ltc_shape *weight, const ltc_shape *bias,
+                            ltc_shape *out) {
+    ltc_status st = ltc_shape_linear_nobias(self, weight, out);
+    if (st || (st = ltc_shape_same_dtype(self, bias, "self", "bias"))) return st;
+    if (bias->ndim != 1 || bias->dims[0] != weight->dims[0]) {
+        char a[128];
+        return ltc_errorf(LTC_ERR_ARG, "bias must have size [%lld], got %s",
+                          (long long)weight->dims[0], SHAPE_STR(bias, a));
+    }
+    return LTC_OK;
+}
+
+ltc_status ltc_shape_addmm(const ltc_shape *self, const ltc_shape *mat1, const ltc_shape *mat2,
+                           double beta, double alpha, ltc_shape *out) {
+    (void)beta, (void)alpha;
+    ltc_status st = ltc_shape_need_float(mat1, "mat1");
+    if (st || (st = ltc_shape_same_dtype(mat1, mat2, "mat1", "mat2")) ||
+        (st = ltc_shape_same_dtype(self, mat1, "self", "mat1")))
+        return st;
+    char a[128], b[128];
+    if (mat1->ndim != 2 || mat2->ndim != 2 || mat1->dims[1] != mat2->dims[0])
+        return ltc_errorf(LTC_ERR_ARG, "mat1 %s and mat2 %s cannot be multiplied",
+                          SHAPE_STR(mat1, a), SHAPE_STR(mat2, b));
+    ltc_shape prod = {.dtype = mat1->dtype, .ndim = 2, .dims = {mat1->dims[0], mat2->dims[1]}};
+    ltc_shape bc;
+    if (self->ndim > 2 || ltc_broadcast_shapes(self, &prod, &bc) != LTC_OK || bc.ndim != 2 ||
+        bc.dims[0] != prod.dims[0] || bc.dims[1] != prod.dims[1])
+        return ltc_errorf(LTC_ERR_ARG, "self %s does not broadcast to the product's size %s",
+                          SHAPE_STR(self, a), SHAPE_STR(&prod, b));
+    *out = prod;
     return LTC_OK;
 }
 

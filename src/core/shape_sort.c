@@ -2,7 +2,6 @@
  * and mode share max's rules), whose kernels are src/cpu/sort.c and src/ref/sort.c, and of
  * the running extremes cummax and cummin (src/cpu/scan.c, src/ref/scan.c). A 0-d self is one
  * line of one element, as in PyTorch. */
-#include <string.h>
 
 #include "shape_inference.h"
 
@@ -54,12 +53,4 @@ ltc_status ltc_shape_kthvalue(const ltc_shape *self, int64_t k, int64_t dim, boo
                           (long long)k, (long long)dim + 1, SHAPE_STR(self, s),
                           (long long)line(self, dim));
     return ltc_shape_max_dim(self, dim, keepdim, out);
-}
-
-ltc_status ltc_shape_cummax(const ltc_shape *self, int64_t dim, ltc_shape *out) {
-    (void)dim;
-    out[0] = *self;
-    out[1] = *self;
-    out[1].dtype = LTC_I64;
-    return LTC_OK;
 }

@@ -183,6 +183,11 @@ ltc_status ltc_tensor_from_float(double v, bool weak, ltc_tensor **out) {
     return scalar(LTC_F64, &v, weak, out);
 }
 
+ltc_status ltc_tensor_from_bool(bool v, bool weak, ltc_tensor **out) {
+    uint8_t b = v;
+    return scalar(LTC_BOOL, &b, weak, out);
+}
+
 const ltc_shape *ltc_tensor_shape(const ltc_tensor *t) { return &t->shape; }
 bool ltc_tensor_is_weak(const ltc_tensor *t) { return t->weak; }
 
@@ -293,14 +298,8 @@ static ltc_status read_elem(ltc_tensor *t, int64_t flat, double *f, int64_t *i) 
     ltc_status st = ltc_data_read(t->data, (size_t)flat * ltc_dtype_size(t->shape.dtype),
                                   ltc_dtype_size(t->shape.dtype), elem);
     if (st) return st;
-    const char *p = (const char *)elem;
-    switch (t->shape.dtype) {
-    case LTC_F32: *f = *(const float *)p; *i = (int64_t)*f; break;
-    case LTC_F64: *f = *(const double *)p; *i = (int64_t)*f; break;
-    case LTC_I32: *i = *(const int32_t *)p; *f = (double)*i; break;
-    case LTC_I64: *i = *(const int64_t *)p; *f = (double)*i; break;
-    default: *i = *(const uint8_t *)p != 0; *f = (double)*i; break;
-    }
+    *f = ltc_dtype_load_f64(elem, t->shape.dtype, 0);
+    *i = ltc_dtype_load_i64(elem, t->shape.dtype, 0);
     return LTC_OK;
 }
 

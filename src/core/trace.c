@@ -6,11 +6,15 @@
 #include "core.h"
 #include "ltc_graph.h"
 
-/* bool < int32 < int64 < float32 < float64: promoting two dtypes takes the higher rank
- * (PyTorch's promoteTypes for these five). */
+/* PyTorch's promoteTypes: bool < uint8, int8 < int16 < int32 < int64 < float16, bfloat16 <
+ * float32 < float64, where the two pairs of equal rank meet one step up: uint8 with int8 is
+ * int16, float16 with bfloat16 is float32 (torch.result_type). */
 static ltc_dtype promote2(ltc_dtype a, ltc_dtype b) {
-    static const int rank[LTC_DTYPE_COUNT] = {[LTC_BOOL] = 0, [LTC_I32] = 1, [LTC_I64] = 2,
-                                              [LTC_F32] = 3, [LTC_F64] = 4};
+    static const int rank[LTC_DTYPE_COUNT] = {
+        [LTC_BOOL] = 0, [LTC_U8] = 1,  [LTC_I8] = 1,  [LTC_I16] = 2, [LTC_I32] = 3,
+        [LTC_I64] = 4,  [LTC_F16] = 5, [LTC_BF16] = 5, [LTC_F32] = 6, [LTC_F64] = 7};
+    if (a == b) return a;
+    if (rank[a] == rank[b]) return rank[a] == 1 ? LTC_I16 : LTC_F32;
     return rank[a] > rank[b] ? a : b;
 }
 static int category(ltc_dtype d) { return d == LTC_BOOL ? 0 : ltc_dtype_is_float(d) ? 2 : 1; }
@@ -47,23 +51,12 @@ static ltc_status convert_weak(ltc_tensor *t, ltc_dtype dt, ltc_tensor **out) {
      * is a constant of the capture, see ltc_trace_promote) */
     ltc_status st = ltc_data_read(t->data, 0, ltc_dtype_size(t->shape.dtype), buf);
     if (st) return st;
-    const void *p = buf;
-    switch (t->shape.dtype) {
-    case LTC_F32: f = *(const float *)p; i = (int64_t)f; break;
-    case LTC_F64: f = *(const double *)p; i = (int64_t)f; break;
-    case LTC_I32: i = *(const int32_t *)p; f = (double)i; break;
-    case LTC_I64: i = *(const int64_t *)p; f = (double)i; break;
-    default: i = *(const uint8_t *)p != 0; f = (double)i; break;
-    }
-    union { float f32; double f64; int32_t i32; int64_t i64; uint8_t b; } v;
-    switch (dt) {
-    case LTC_F32: v.f32 = (float)f; break;
-    case LTC_F64: v.f64 = f; break;
-    case LTC_I32: v.i32 = (int32_t)i; break;
-    case LTC_I64: v.i64 = i; break;
-    default: v.b = f != 0; break;
-    }
-    return ltc_tensor_weak_scalar(dt, &v, out);
+    f = ltc_dtype_load_f64(buf, t->shape.dtype, 0);
+    i = ltc_dtype_load_i64(buf, t->shape.dtype, 0);
+    uint64_t v[1];
+    if (ltc_dtype_is_float(t->shape.dtype)) ltc_dtype_store_f64(v, dt, 0, f);
+    else ltc_dtype_store_i64(v, dt, 0, i); /* an integer wraps into a narrower dtype */
+    return ltc_tensor_weak_scalar(dt, v, out);
 }
 
 /* LTC_SPECIAL_SCALARS: a weak scalar 0, 1 or -1 becomes a scalar_tensor constant of dtype
@@ -77,19 +70,14 @@ static bool special_scalar(ltc_tensor *t, ltc_dtype dt, ltc_tensor **out, ltc_st
     double f;
     uint64_t buf[1];
     if ((*st = ltc_data_read(t->data, 0, ltc_dtype_size(t->shape.dtype), buf))) return true;
-    const void *p = buf;
-    switch (t->shape.dtype) {
-    case LTC_F32: f = *(const float *)p; break;
-    case LTC_F64: f = *(const double *)p; break;
-    case LTC_I32: f = *(const int32_t *)p; break;
-    case LTC_I64: f = (double)*(const int64_t *)p; break;
-    default: f = *(const uint8_t *)p; break;
-    }
+    f = ltc_dtype_load_f64(buf, t->shape.dtype, 0);
     if (f != 0 && f != 1 && f != -1) return false;
     *st = ltc_scalar_tensor(f, dt, out);
     if (!*st) (*out)->weak = true;
     return true;
 }
+
+ltc_dtype ltc_trace_result_type(ltc_tensor *const *ts, int n) { return result_type(ts, n); }
 
 ltc_status ltc_trace_promote(ltc_tensor **io, int n, ltc_promote_rule rule) {
     ltc_dtype dt = result_type(io, n);
@@ -126,9 +114,82 @@ void ltc_trace_release(ltc_tensor **io, int n) {
     for (int i = 0; i < n; i++) ltc_tensor_release(io[i]);
 }
 
+/* ---- the narrow dtypes ------------------------------------------------------------------- */
+
+/* Ops whose kernels take the narrow dtypes as they are: the cast, views (a view's value
+ * must be the view node itself for writes through it to reach its base), and the fills
+ * (full checks that its value fits the dtype made, as PyTorch does). Every backend's
+ * kernels for these move elements by their size or convert them. */
+static bool narrow_native(int op) {
+    return op == LTC_OP_TO || op == LTC_OP_ZEROS || op == LTC_OP_ONES || op == LTC_OP_FULL ||
+           ltc_op_is_view(op);
+}
+
+static bool any_narrow(ltc_tensor *const *ts, int n, const ltc_shape *shapes, int n_out) {
+    for (int i = 0; i < n; i++)
+        if (ltc_dtype_is_narrow(ts[i]->shape.dtype)) return true;
+    for (int i = 0; i < n_out; i++)
+        if (ltc_dtype_is_narrow(shapes[i].dtype)) return true;
+    return false;
+}
+
+/* t converted to dtype dt (new reference): on the host for a Lua number, else traced. */
+static ltc_status cast(ltc_tensor *t, ltc_dtype dt, ltc_tensor **out) {
+    if (t->shape.dtype == dt) return ltc_tensor_retain(t), *out = t, LTC_OK;
+    if (t->weak && !ltc_tensor_is_pending(t) && t->data && !ltc_capture_is_static(t))
+        return convert_weak(t, dt, out);
+    ltc_shape s = t->shape;
+    s.dtype = dt;
+    ltc_attr a = ltc_attr_int(dt);
+    ltc_status st = ltc_trace(LTC_OP_TO, &t, 1, &a, 1, &s, 1, out);
+    if (!st) (*out)->weak = t->weak, (*out)->any_device = t->any_device;
+    return st;
+}
+
+/* The one place where ops meet the narrow dtypes: an op with a narrow operand or result
+ * (other than the narrow_native ones) is traced as its narrow operands cast up to their
+ * compute dtype (float32 for float16/bfloat16, int32 for the small integers), the op in
+ * those dtypes, and its narrow results cast back down, which rounds a float16 result as
+ * PyTorch's CPU kernels do (they compute in float32 too) and wraps an integer one. The CPU
+ * backend fuses the casts into the op's loop. */
+static ltc_status trace_widened(int op, ltc_tensor *const *operands, int n_operands,
+                                const ltc_attr *attrs, int n_attrs, const ltc_shape *shapes,
+                                int n_outputs, ltc_tensor **outs) {
+    ltc_tensor *wide[64], *res[16];
+    ltc_shape ws[16];
+    ltc_attr wa[16];
+    if (n_outputs > 16 || n_attrs > 16)
+        return ltc_errorf(LTC_ERR_ARG, "%s: too many outputs or attributes for a narrow dtype",
+                          ltc_op_name(op));
+    int n_info = 0, made = 0;
+    const ltc_attr_info *info = ltc_op_attrs(op, &n_info);
+    for (int i = 0; i < n_attrs; i++) { /* a ScalarType attribute: the dtype made */
+        wa[i] = attrs[i];
+        if (i < n_info && info[i].type == LTC_ATTR_T_DTYPE && wa[i].kind == LTC_ATTR_INT &&
+            wa[i].i >= 0 && wa[i].i < LTC_DTYPE_COUNT)
+            wa[i].i = ltc_dtype_compute((ltc_dtype)wa[i].i);
+    }
+    for (int i = 0; i < n_outputs; i++) ws[i] = shapes[i], ws[i].dtype = ltc_dtype_compute(ws[i].dtype);
+    ltc_status st = LTC_OK;
+    for (; made < n_operands; made++)
+        if ((st = cast(operands[made], ltc_dtype_compute(operands[made]->shape.dtype), &wide[made])))
+            break;
+    if (!st) st = ltc_trace(op, wide, n_operands, wa, n_attrs, ws, n_outputs, res);
+    ltc_trace_release(wide, made);
+    if (st) return st;
+    int done = 0;
+    for (; done < n_outputs; done++)
+        if ((st = cast(res[done], shapes[done].dtype, &outs[done]))) break;
+    ltc_trace_release(res, n_outputs);
+    if (st) ltc_trace_release(outs, done);
+    return st;
+}
+
 ltc_status ltc_trace(int op, ltc_tensor *const *operands, int n_operands, const ltc_attr *attrs,
                      int n_attrs, const ltc_shape *shapes, int n_outputs, ltc_tensor **outs) {
     ltc_value vals[64];
+    if (n_operands <= 64 && !narrow_native(op) && any_narrow(operands, n_operands, shapes, n_outputs))
+        return trace_widened(op, operands, n_operands, attrs, n_attrs, shapes, n_outputs, outs);
     if (n_operands > 64) return ltc_errorf(LTC_ERR_ARG, "%s: too many operands (%d)",
                                            ltc_op_name(op), n_operands);
     /* the op runs on its operands' device (Lua numbers, weak scalars, go along) */

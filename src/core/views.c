@@ -149,10 +149,7 @@ static ltc_node *scatter_step(const ltc_view_step *s, ltc_value whole, ltc_value
         a = ltc_attr_ints(inv, nd);
         return ltc_node_new(LTC_OP_PERMUTE, &src, 1, &a, 1, &s->in_shape, 1);
     }
-    case LTC_OP_EXPAND:
-        ltc_errorf(LTC_ERR_ARG, "cannot write through an expand view (several elements share "
-                   "one; clone() it first)");
-        return NULL;
+    case LTC_OP_EXPAND: /* scatter_indexed writes through chains with an expand */
     case LTC_OP_NARROW: /* attrs: dim, start, length */
         return ltc_node_new(LTC_OP_NARROW_SCATTER, two, 2, s->attrs, 2, &s->in_shape, 1);
     case LTC_OP_SELECT: /* attrs: dim, index */
@@ -163,8 +160,88 @@ static ltc_node *scatter_step(const ltc_view_step *s, ltc_value whole, ltc_value
     }
 }
 
+static bool has_expand(const ltc_view_step *steps, int n) {
+    for (int i = 0; i < n; i++)
+        if (steps[i].op == LTC_OP_EXPAND) return true;
+    return false;
+}
+
+bool ltc_view_repeats(const ltc_tensor *t) {
+    if (!t->base || !has_expand(t->steps, t->n_steps) || ltc_shape_numel(&t->shape) == 0)
+        return false;
+    int64_t st[LTC_MAX_DIMS], off;
+    if (!ltc_tensor_strides(t, st, &off)) return true; /* no strides (PyTorch has no such view) */
+    for (int d = 0; d < t->shape.ndim; d++)
+        if (t->shape.dims[d] > 1 && st[d] == 0) return true;
+    return false;
+}
+
+/* v viewed as sizes dims[nd] in dtype (a new node; v is not released). */
+static ltc_node *view_node(ltc_value v, const int64_t *dims, int nd, ltc_dtype dtype) {
+    if (!v.node) return NULL;
+    ltc_shape s = {.dtype = dtype, .ndim = nd};
+    memcpy(s.dims, dims, sizeof(int64_t) * (size_t)nd);
+    ltc_attr a = ltc_attr_ints(dims, nd);
+    return ltc_node_new(LTC_OP_VIEW, &v, 1, &a, 1, &s, 1);
+}
+
+/* view_node of n's output 0, releasing n. */
+static ltc_node *view_take(ltc_node *n, const int64_t *dims, int nd, ltc_dtype dtype) {
+    ltc_node *r = view_node((ltc_value){n, 0}, dims, nd, dtype);
+    ltc_node_release(n);
+    return r;
+}
+
+/* The base's new value after writing `value` through view t whose steps hold an expand:
+ * each element of the view is located in the base by the same view of the base's 1-based
+ * flat positions (arange, then t's steps), and `value` is scattered there. The view repeats
+ * no element, or every element of `value` is the same (fill_), so a repeated position gets
+ * one value. New reference in *out. */
+static ltc_status scatter_indexed(ltc_tensor *t, ltc_value base, ltc_value value, ltc_node **out) {
+    const ltc_shape *bs = &t->steps[0].in_shape;
+    int64_t n = ltc_shape_numel(bs), m = ltc_shape_numel(&t->shape);
+    ltc_shape flat = {.dtype = LTC_I64, .ndim = 1, .dims = {n}};
+    ltc_attr ar[4] = {ltc_attr_float(1), ltc_attr_float((double)n + 1), ltc_attr_float(1),
+                      ltc_attr_int(LTC_I64)};
+    ltc_node *idx = view_take(ltc_node_new(LTC_OP_ARANGE, NULL, 0, ar, 4, &flat, 1), bs->dims,
+                              bs->ndim, LTC_I64);
+    for (int i = 0; i < t->n_steps && idx; i++) {
+        ltc_view_step s = t->steps[i];
+        s.out_shape.dtype = LTC_I64;
+        ltc_node *next = apply_step(&s, (ltc_value){idx, 0});
+        ltc_node_release(idx);
+        idx = next;
+    }
+    idx = view_take(idx, &m, 1, LTC_I64);
+    ltc_node *src = view_node(value, &m, 1, t->shape.dtype);
+    ltc_node *whole = view_node(base, &n, 1, bs->dtype);
+    ltc_node *r = NULL;
+    if (idx && src && whole) {
+        ltc_value ops[3] = {{whole, 0}, {idx, 0}, {src, 0}};
+        ltc_attr dim = ltc_attr_int(0);
+        flat.dtype = bs->dtype;
+        r = view_take(ltc_node_new(LTC_OP_SCATTER, ops, 3, &dim, 1, &flat, 1), bs->dims,
+                      bs->ndim, bs->dtype);
+    }
+    ltc_node_release(idx);
+    ltc_node_release(src);
+    ltc_node_release(whole);
+    if (!r) return ltc_errorf(LTC_ERR_NOMEM, "out of memory writing through a view");
+    *out = r;
+    return LTC_OK;
+}
+
 /* The base's new value after writing `value` (the view's new value) through view t. */
-static ltc_status scatter_to_base(ltc_tensor *t, ltc_value value, ltc_node **out) {
+static ltc_status scatter_to_base(ltc_tensor *t, ltc_value value, bool uniform, ltc_node **out) {
+    if (has_expand(t->steps, t->n_steps)) {
+        if (!uniform && ltc_view_repeats(t))
+            return ltc_errorf(LTC_ERR_ARG, "cannot write through an expand view that repeats "
+                              "elements (several elements share one memory location; clone() "
+                              "it first; fill_ and zero_ are allowed)");
+        ltc_value b;
+        ltc_status st = ltc_tensor_value(t->base, &b);
+        return st ? st : scatter_indexed(t, b, value, out);
+    }
     ltc_value *vals = malloc(sizeof *vals * (size_t)(t->n_steps + 1));
     ltc_node **made = calloc((size_t)t->n_steps + 1, sizeof *made);
     ltc_status st = LTC_OK;
@@ -239,7 +316,9 @@ ltc_status ltc_tensor_set_(ltc_tensor *t, ltc_tensor *value) {
     return LTC_OK;
 }
 
-ltc_status ltc_tensor_assign_raw(ltc_tensor *t, ltc_tensor *value) {
+/* ltc_tensor_assign_raw; uniform: every element of value is the same (fill_), so a view
+ * that repeats elements can be written. */
+static ltc_status assign_raw(ltc_tensor *t, ltc_tensor *value, bool uniform) {
     char a[128], b[128];
     const ltc_shape *ts = &t->shape, *vs = &value->shape;
     if (ts->ndim != vs->ndim || memcmp(ts->dims, vs->dims, sizeof(int64_t) * (size_t)ts->ndim))
@@ -271,7 +350,7 @@ ltc_status ltc_tensor_assign_raw(ltc_tensor *t, ltc_tensor *value) {
     }
     if ((st = ltc_view_refresh(t))) goto done;
     ltc_node *nb = NULL;
-    if ((st = scatter_to_base(t, v, &nb))) goto done;
+    if ((st = scatter_to_base(t, v, uniform, &nb))) goto done;
     set_value(t->base, nb);
     t->base->generation++;
     set_value(t, ltc_node_retain(v.node));
@@ -282,14 +361,18 @@ done:
     return st;
 }
 
-ltc_status ltc_tensor_copy_raw(ltc_tensor *t, ltc_tensor *src) {
+ltc_status ltc_tensor_assign_raw(ltc_tensor *t, ltc_tensor *value) {
+    return assign_raw(t, value, false);
+}
+
+static ltc_status copy_raw(ltc_tensor *t, ltc_tensor *src, bool uniform) {
     ltc_tensor *b = NULL;
     ltc_status st;
     const ltc_shape *ss = &src->shape;
     /* broadcast to t's sizes in t's dtype: one broadcast_to node (none when they match) */
     bool same = ss->ndim == t->shape.ndim &&
                 !memcmp(ss->dims, t->shape.dims, sizeof(int64_t) * (size_t)ss->ndim);
-    if (same && ss->dtype == t->shape.dtype) return ltc_tensor_assign_raw(t, src);
+    if (same && ss->dtype == t->shape.dtype) return assign_raw(t, src, uniform);
     if ((st = ltc_broadcast_to(src, t->shape.dims, t->shape.ndim, &b))) return st;
     if (b->shape.dtype != t->shape.dtype) {
         ltc_tensor *c;
@@ -299,7 +382,17 @@ ltc_status ltc_tensor_copy_raw(ltc_tensor *t, ltc_tensor *src) {
         if (st) return st;
         b = c;
     }
-    st = ltc_tensor_assign_raw(t, b);
+    st = assign_raw(t, b, uniform);
     ltc_tensor_release(b);
     return st;
+}
+
+ltc_status ltc_tensor_copy_raw(ltc_tensor *t, ltc_tensor *src) { return copy_raw(t, src, false); }
+
+ltc_status ltc_tensor_fill_raw(ltc_tensor *t, ltc_tensor *value) {
+    if (ltc_shape_numel(&value->shape) != 1)
+        return ltc_errorf(LTC_ERR_ARG, "the value must have one element (a number or a 0-d "
+                          "tensor), got a tensor of %lld",
+                          (long long)ltc_shape_numel(&value->shape));
+    return copy_raw(t, value, true);
 }

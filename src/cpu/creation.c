@@ -11,6 +11,13 @@
 static void fill_bytes(void *out, const void *val, size_t es, int64_t n) {
     switch (es) {
     case 1: memset(out, *(const unsigned char *)val, (size_t)n); break;
+    case 2: {
+        uint16_t v, *o = out;
+        memcpy(&v, val, 2);
+        for (int64_t i = 0; i < n; i++)
+            o[i] = v;
+        break;
+    }
     case 4: {
         uint32_t v, *o = out;
         memcpy(&v, val, 4);

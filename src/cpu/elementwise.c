@@ -209,34 +209,120 @@ ltc_status ltc_cpu_elementwise_attrs(const ltc_kernel_args *a, ltc_ew_loop loop,
         }                                                                                      \
     }
 
-/* The five loops from source type ST (suffix S) to every dtype. */
+/* Each dtype's storage type, how an element reads as a C arithmetic value (RD) and how a
+ * value is stored (WR): float16 and bfloat16 through float32 (as PyTorch converts; float16
+ * by the compiler's _Float16 where it has one, F16C in the x86-64-v3 clone, else ltc.h's bit
+ * code), a value into uint8/int8/int16 through int32 and wrapping to the width (PyTorch on
+ * x86: 300.0 to uint8 is 44, -1 is 255, 1e10 is 0: x86's conversion of a float out of
+ * int32's range gives INT32_MIN, as for the int32 loops). */
+#ifdef __FLT16_MANT_DIG__
+typedef _Float16 f16_t;
+#define RD_f16(x) ((float)(x))
+#define WR_f16(v) ((_Float16)(float)(v))
+#else
+typedef uint16_t f16_t;
+#define RD_f16(x) ltc_f16_to_f32(x)
+#define WR_f16(v) ltc_f32_to_f16((float)(v))
+#endif
+#define RD_f32(x) (x)
+#define RD_f64(x) (x)
+#define RD_i32(x) (x)
+#define RD_i64(x) (x)
+#define RD_b8(x) (x)
+#define RD_u8(x) (x)
+#define RD_i8(x) (x)
+#define RD_i16(x) (x)
+#define RD_bf16(x) ltc_bf16_to_f32(x)
+#define WR_f32(v) ((float)(v))
+#define WR_f64(v) ((double)(v))
+#define WR_i32(v) ((int32_t)(v))
+#define WR_i64(v) ((int64_t)(v))
+#define WR_b8(v) ((v) != 0)
+#define WR_u8(v) ((uint8_t)(int32_t)(v))
+#define WR_i8(v) ((int8_t)(int32_t)(v))
+#define WR_i16(v) ((int16_t)(int32_t)(v))
+#define WR_bf16(v) ltc_f32_to_bf16((float)(v))
+
+/* The ten loops from source type ST (suffix S) to every dtype. */
 #define CONV_FROM(S, ST)                                                                       \
-    CONV_DEF(conv_##S##_f32, float, ST, (float)x)                                              \
-    CONV_DEF(conv_##S##_f64, double, ST, (double)x)                                            \
-    CONV_DEF(conv_##S##_i32, int32_t, ST, (int32_t)x)                                          \
-    CONV_DEF(conv_##S##_i64, int64_t, ST, (int64_t)x)                                          \
-    CONV_DEF(conv_##S##_b8, unsigned char, ST, x != 0)
+    CONV_DEF(conv_##S##_f32, float, ST, WR_f32(RD_##S(x)))                                     \
+    CONV_DEF(conv_##S##_f64, double, ST, WR_f64(RD_##S(x)))                                    \
+    CONV_DEF(conv_##S##_i32, int32_t, ST, WR_i32(RD_##S(x)))                                   \
+    CONV_DEF(conv_##S##_i64, int64_t, ST, WR_i64(RD_##S(x)))                                   \
+    CONV_DEF(conv_##S##_b8, unsigned char, ST, WR_b8(RD_##S(x)))                               \
+    CONV_DEF(conv_##S##_u8, uint8_t, ST, WR_u8(RD_##S(x)))                                     \
+    CONV_DEF(conv_##S##_i8, int8_t, ST, WR_i8(RD_##S(x)))                                      \
+    CONV_DEF(conv_##S##_i16, int16_t, ST, WR_i16(RD_##S(x)))                                   \
+    CONV_DEF(conv_##S##_f16, f16_t, ST, WR_f16(RD_##S(x)))                                     \
+    CONV_DEF(conv_##S##_bf16, uint16_t, ST, WR_bf16(RD_##S(x)))
 
 CONV_FROM(f32, float)
 CONV_FROM(f64, double)
 CONV_FROM(i32, int32_t)
 CONV_FROM(i64, int64_t)
 CONV_FROM(b8, unsigned char)
+CONV_FROM(u8, uint8_t)
+CONV_FROM(i8, int8_t)
+CONV_FROM(i16, int16_t)
+CONV_FROM(f16, f16_t)
+CONV_FROM(bf16, uint16_t)
 
 #define CONV_ROW(S)                                                                            \
     {[LTC_F32] = conv_##S##_f32, [LTC_F64] = conv_##S##_f64, [LTC_I32] = conv_##S##_i32,       \
-     [LTC_I64] = conv_##S##_i64, [LTC_BOOL] = conv_##S##_b8}
+     [LTC_I64] = conv_##S##_i64, [LTC_BOOL] = conv_##S##_b8, [LTC_U8] = conv_##S##_u8,        \
+     [LTC_I8] = conv_##S##_i8,   [LTC_I16] = conv_##S##_i16, [LTC_F16] = conv_##S##_f16,      \
+     [LTC_BF16] = conv_##S##_bf16}
 
 /* Indexed [source][destination]. */
 static const ltc_ew_loop conv_loops[LTC_DTYPE_COUNT][LTC_DTYPE_COUNT] = {
     [LTC_F32] = CONV_ROW(f32), [LTC_F64] = CONV_ROW(f64), [LTC_I32] = CONV_ROW(i32),
-    [LTC_I64] = CONV_ROW(i64), [LTC_BOOL] = CONV_ROW(b8),
+    [LTC_I64] = CONV_ROW(i64), [LTC_BOOL] = CONV_ROW(b8), [LTC_U8] = CONV_ROW(u8),
+    [LTC_I8] = CONV_ROW(i8),   [LTC_I16] = CONV_ROW(i16), [LTC_F16] = CONV_ROW(f16),
+    [LTC_BF16] = CONV_ROW(bf16),
 };
+
+/* float16 from and to float32 with F16C's 8-wide instructions: GCC 12 does not vectorize
+ * _Float16 conversions (one vcvtph2ps per element ran at half bfloat16's speed). The same
+ * rounding (to nearest even) and NaN (quieted, payload truncated) as ltc.h's bit code, which
+ * takes the tail and the strided case. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(LTC_NO_CLONES)
+#include <immintrin.h>
+#define HAVE_F16C_LOOPS 1
+__attribute__((target("avx,f16c"))) static void conv_f16_f32_x8(int64_t n, void *out,
+                                                                 const void *const *in,
+                                                                 const int64_t *stride) {
+    float *d = out;
+    const uint16_t *s = in[0];
+    int64_t st = stride[0], i = 0;
+    if (st == 1)
+        for (; i + 8 <= n; i += 8)
+            _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))));
+    for (; i < n; i++) d[i] = ltc_f16_to_f32(s[i * st]);
+}
+__attribute__((target("avx,f16c"))) static void conv_f32_f16_x8(int64_t n, void *out,
+                                                                 const void *const *in,
+                                                                 const int64_t *stride) {
+    uint16_t *d = out;
+    const float *s = in[0];
+    int64_t st = stride[0], i = 0;
+    if (st == 1)
+        for (; i + 8 <= n; i += 8)
+            _mm_storeu_si128((__m128i *)(d + i),
+                             _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++) d[i] = ltc_f32_to_f16(s[i * st]);
+}
+#endif
 
 /* See elementwise.h. */
 ltc_ew_loop ltc_cpu_convert_loop(ltc_dtype dd, ltc_dtype sd) {
     if ((unsigned)dd >= LTC_DTYPE_COUNT || (unsigned)sd >= LTC_DTYPE_COUNT)
         return NULL;
+#ifdef HAVE_F16C_LOOPS
+    static int f16c = -1; /* every AVX2 CPU has F16C */
+    if (f16c < 0) f16c = __builtin_cpu_supports("avx2") ? 1 : 0;
+    if (f16c && sd == LTC_F16 && dd == LTC_F32) return conv_f16_f32_x8;
+    if (f16c && sd == LTC_F32 && dd == LTC_F16) return conv_f32_f16_x8;
+#endif
     return conv_loops[sd][dd];
 }
 

@@ -99,6 +99,12 @@ static char *scratch(size_t need) {
 static void fill(char *dst, const void *src, size_t esz, int64_t n) {
     switch (esz) {
     case 1: memset(dst, *(const uint8_t *)src, (size_t)n); break;
+    case 2: {
+        uint16_t v, *d = (uint16_t *)dst;
+        memcpy(&v, src, 2);
+        for (int64_t i = 0; i < n; i++) d[i] = v;
+        break;
+    }
     case 4: {
         uint32_t v, *d = (uint32_t *)dst;
         memcpy(&v, src, 4);

@@ -8,7 +8,7 @@
 
 #define HUGE_PAGE ((size_t)2 << 20)
 #define PAGE ((size_t)4 << 10)
-#define CACHE_SLOTS 16
+#define CACHE_SLOTS 32
 #define CACHE_MAX_BYTES ((size_t)1 << 30) /* most bytes kept for reuse */
 
 static struct {

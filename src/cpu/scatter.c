@@ -14,12 +14,13 @@
         for (int64_t i = 0; i < n; i++) o[i] = x[i * s];                                     \
     }
 COPY_LOOP(copy1, uint8_t)
+COPY_LOOP(copy2, uint16_t)
 COPY_LOOP(copy4, uint32_t)
 COPY_LOOP(copy8, uint64_t)
 
 ltc_status ltc_cpu_kernel_broadcast_to(const ltc_kernel_args *a) {
     size_t es = ltc_dtype_size(a->out_shapes[0].dtype);
-    return ltc_cpu_elementwise(a, es == 1 ? copy1 : es == 4 ? copy4 : copy8);
+    return ltc_cpu_elementwise(a, es == 1 ? copy1 : es == 2 ? copy2 : es == 4 ? copy4 : copy8);
 }
 
 /* out = self with src over `len` entries of dim from index `start` (0-based). */

@@ -19,6 +19,7 @@
             }                                                                                  \
     }
 DEF_TILE(tile1, unsigned char)
+DEF_TILE(tile2, uint16_t)
 DEF_TILE(tile4, uint32_t)
 DEF_TILE(tile8, uint64_t)
 
@@ -32,6 +33,7 @@ static void copy_block(char *dst, const char *src, int64_t n, int64_t m, int64_t
     }
     switch (es) {
     case 1: tile1((void *)dst, (const void *)src, n, m, ss, cs); break;
+    case 2: tile2((void *)dst, (const void *)src, n, m, ss, cs); break;
     case 4: tile4((void *)dst, (const void *)src, n, m, ss, cs); break;
     case 8: tile8((void *)dst, (const void *)src, n, m, ss, cs); break;
     default:

@@ -317,11 +317,22 @@ int ltcL_raise(lua_State *L, const char *fmt, ...) {
     return lua_error(L);
 }
 
+/* True when msg starts with a position, "chunk:line: " (as error() and ltcL_raise add). */
+static bool has_position(const char *msg) {
+    const char *c = strchr(msg, ':');
+    if (!c || c == msg || memchr(msg, '\n', (size_t)(c - msg))) return false;
+    const char *d = c + 1;
+    while (*d >= '0' && *d <= '9') d++;
+    return d > c + 1 && d[0] == ':' && d[1] == ' ';
+}
+
 /* core._raise(msg): raises msg led by the line of the innermost caller outside ltc's own Lua
- * files (ltcL_where), for the checks of lua/ltc/ that run a few calls deep. */
+ * files (ltcL_where), for the checks of lua/ltc/ that run a few calls deep, and to raise
+ * again an error caught by one of ltc's own pcalls (whose C frame left it with no line). A
+ * msg that has a position already, or is no string, is raised unchanged. */
 static int l_raise(lua_State *L) {
-    luaL_checkstring(L, 1);
     lua_settop(L, 1);
+    if (lua_type(L, 1) != LUA_TSTRING || has_position(lua_tostring(L, 1))) return lua_error(L);
     ltcL_where(L);
     lua_insert(L, 1);
     lua_concat(L, 2);

@@ -163,6 +163,36 @@ int ltcL_checkints(lua_State *L, int *arg, int64_t *out, bool varargs, const cha
     return n;
 }
 
+bool ltcL_checkfixedints(lua_State *L, int arg, int64_t *out, int n, bool has_def, int64_t def,
+                         const char *fname, const char *what) {
+    if (lua_isnoneornil(L, arg)) {
+        for (int i = 0; has_def && i < n; i++) out[i] = def;
+        return has_def;
+    }
+    int len = 1, ok = 0;
+    if (lua_istable(L, arg)) {
+        len = (int)luaL_len(L, arg);
+        if (len != 1 && len != n)
+            luaL_error(L, "%s: bad argument #%d '%s' (a number or a table of 1 or %d integers "
+                       "expected, got a table of %d)", fname, arg, what, n, len);
+        for (int i = 1; i <= len; i++) {
+            lua_geti(L, arg, i);
+            out[i - 1] = lua_tointegerx(L, -1, &ok);
+            if (!ok)
+                luaL_error(L, "%s: bad argument #%d '%s' (entry %d is %s, expected an integer)",
+                           fname, arg, what, i, ltcL_typename(L, -1));
+            lua_pop(L, 1);
+        }
+    } else {
+        out[0] = lua_tointegerx(L, arg, &ok);
+        if (!ok || lua_type(L, arg) != LUA_TNUMBER)
+            luaL_error(L, "%s: bad argument #%d '%s' (an integer or a table of %d integers "
+                       "expected, got %s)", fname, arg, what, n, ltcL_typename(L, arg));
+    }
+    for (int i = len; i < n; i++) out[i] = out[0];
+    return true;
+}
+
 ltc_dtype ltcL_checkdtype(lua_State *L, int arg, bool opt, const char *fname) {
     if (opt && lua_isnoneornil(L, arg)) return LTC_DTYPE_NONE;
     const char *name = lua_tostring(L, arg);
@@ -255,13 +285,9 @@ static void store(void *buf, int64_t i, ltc_dtype dt, lua_State *L, int idx, con
     if (integral && !ltc_dtype_fits_i64(n, dt))
         luaL_error(L, "tensor: element %s (%I) cannot be converted to %s without overflow (as in "
                    "PyTorch)", where, (lua_Integer)n, ltc_dtype_name(dt));
-    switch (dt) {
-    case LTC_F32: ((float *)buf)[i] = integral ? (float)n : (float)f; break;
-    case LTC_F64: ((double *)buf)[i] = integral ? (double)n : f; break;
-    case LTC_I32: ((int32_t *)buf)[i] = (int32_t)n; break;
-    case LTC_I64: ((int64_t *)buf)[i] = n; break;
-    default: ((uint8_t *)buf)[i] = integral ? n != 0 : f != 0; break;
-    }
+    if (dt == LTC_BOOL) ((uint8_t *)buf)[i] = integral ? n != 0 : f != 0;
+    else if (integral || !ltc_dtype_is_float(dt)) ltc_dtype_store_i64(buf, dt, i, n);
+    else ltc_dtype_store_f64(buf, dt, i, f);
 }
 
 /* Copies the nested table at idx (checked against s from dim d) into buf from *pos. */
@@ -308,6 +334,33 @@ static int l_tensor(lua_State *L) {
     ltc_tensor *t;
     if (ltc_tensor_from_host(&s, buf, &t)) return luaL_error(L, "tensor: %s", ltc_last_error());
     ltcL_pushtensor(L, t);
+    return 1;
+}
+
+/* core.result_type(a, b, ...): the dtype name an op on these operands (tensors, Lua numbers,
+ * booleans) computes in, as torch.result_type (a Lua number is a weak scalar). */
+static int l_result_type(lua_State *L) {
+    int n = lua_gettop(L);
+    ltc_tensor *ts[16];
+    if (n < 1 || n > 16) return luaL_error(L, "result_type: expected 1 to 16 operands, got %d", n);
+    for (int i = 1; i <= n; i++)
+        if (!lua_isboolean(L, i)) ltcL_checkoperand(L, i, "result_type");
+    int made = 0;
+    for (; made < n; made++) {
+        if (lua_isboolean(L, made + 1)) {
+            if (ltc_tensor_from_bool(lua_toboolean(L, made + 1), true, &ts[made])) ts[made] = NULL;
+        } else {
+            ts[made] = ltcL_operand(L, made + 1);
+        }
+        if (!ts[made]) break;
+    }
+    if (made < n) {
+        ltcL_release(ts, made);
+        return luaL_error(L, "result_type: %s", ltc_last_error());
+    }
+    ltc_dtype dt = ltc_trace_result_type(ts, n);
+    ltcL_release(ts, n);
+    lua_pushstring(L, ltc_dtype_name(dt));
     return 1;
 }
 
@@ -363,13 +416,9 @@ static int l_item(lua_State *L) {
 
 /* Pushes element `flat` of host values `buf` of dtype dt. */
 static void push_host_elem(lua_State *L, ltc_dtype dt, const void *buf, int64_t flat) {
-    switch (dt) {
-    case LTC_F32: lua_pushnumber(L, ((const float *)buf)[flat]); break;
-    case LTC_F64: lua_pushnumber(L, ((const double *)buf)[flat]); break;
-    case LTC_I32: lua_pushinteger(L, ((const int32_t *)buf)[flat]); break;
-    case LTC_I64: lua_pushinteger(L, ((const int64_t *)buf)[flat]); break;
-    default: lua_pushboolean(L, ((const uint8_t *)buf)[flat] != 0); break;
-    }
+    if (dt == LTC_BOOL) lua_pushboolean(L, ((const uint8_t *)buf)[flat] != 0);
+    else if (ltc_dtype_is_float(dt)) lua_pushnumber(L, ltc_dtype_load_f64(buf, dt, flat));
+    else lua_pushinteger(L, ltc_dtype_load_i64(buf, dt, flat));
 }
 
 static void push_table(lua_State *L, const void *buf, const ltc_shape *s, int d, int64_t *flat) {
@@ -502,7 +551,9 @@ static int t_newindex(lua_State *L) {
             ltc_tensor_release(slot);
             return ltcL_error(L);
         }
-        ltc_status st = ltc_tensor_write_(slot, v, true, "newindex");
+        /* a number fills (PyTorch: t[i] = 2.0 is fill_, allowed through an expand) */
+        ltc_status st = lua_type(L, 3) == LUA_TNUMBER ? ltc_tensor_fill_(slot, v, "newindex")
+                                                      : ltc_tensor_write_(slot, v, true, "newindex");
         ltc_tensor_release(slot);
         ltc_tensor_release(v);
         if (st) return ltcL_error_prefixed(L, "newindex");
@@ -538,6 +589,42 @@ static int l_copy_(lua_State *L) {
     ltc_status st = ltc_tensor_copy_(t, v);
     ltc_tensor_release(v);
     if (st) return ltcL_error_prefixed(L, "copy_");
+    lua_settop(L, 1);
+    return 1;
+}
+
+/* Raises "<fname>: value <v> cannot be converted to <dtype> without overflow (as in PyTorch)"
+ * unless the Lua number at idx fits dt: PyTorch checks a value given at creation or to
+ * fill_ (inside arithmetic, integers wrap). */
+static void check_value_fits(lua_State *L, int idx, ltc_dtype dt, const char *fname) {
+    ltc_status st = lua_isinteger(L, idx) ? ltc_dtype_check_i64(lua_tointeger(L, idx), dt)
+                                          : ltc_dtype_check_f64(lua_tonumber(L, idx), dt);
+    if (st) luaL_error(L, "%s: %s (as in PyTorch)", fname, ltc_last_error());
+}
+
+/* core._check_value(v, dtype, fname): check_value_fits for a number v (dtype nil: float32);
+ * anything else passes. */
+static int l_check_value(lua_State *L) {
+    const char *fname = luaL_checkstring(L, 3);
+    ltc_dtype dt = ltcL_checkdtype(L, 2, true, fname);
+    if (lua_type(L, 1) == LUA_TNUMBER) check_value_fits(L, 1, dt == LTC_DTYPE_NONE ? LTC_F32 : dt, fname);
+    return 0;
+}
+
+/* core.fill_(t, value, name): every element of t becomes value (a number or one-element
+ * tensor, cast to t's dtype), in place; unlike copy_, also through a view that repeats
+ * elements (an expand), as PyTorch's fill_. Errors are named `name` (fill_, zero_, ...).
+ * Returns t. */
+static int l_fill_(lua_State *L) {
+    const char *name = luaL_optstring(L, 3, "fill_");
+    ltc_tensor *t = ltcL_checktensor(L, 1, name);
+    ltcL_checkoperand(L, 2, name);
+    if (lua_type(L, 2) == LUA_TNUMBER) check_value_fits(L, 2, ltc_tensor_shape(t)->dtype, name);
+    ltc_tensor *v = ltcL_operand(L, 2);
+    if (!v) return ltcL_error(L);
+    ltc_status st = ltc_tensor_fill_(t, v, name);
+    ltc_tensor_release(v);
+    if (st) return ltcL_error_prefixed(L, name);
     lua_settop(L, 1);
     return 1;
 }
@@ -665,6 +752,43 @@ static int l_crc32(lua_State *L) {
     return 1;
 }
 
+/* core.inflate(s, size): the raw deflate stream s (a zip member of method 8, as
+ * np.savez_compressed writes) inflated to its `size` bytes; an error when the stream is
+ * corrupt or does not give exactly size bytes. */
+static int l_inflate(lua_State *L) {
+    size_t len;
+    const char *s = luaL_checklstring(L, 1, &len);
+    lua_Integer size = luaL_checkinteger(L, 2);
+    if (size < 0) return luaL_error(L, "inflate: negative size %I", size);
+    luaL_Buffer b;
+    char *out = luaL_buffinitsize(L, &b, (size_t)size + 1);
+    z_stream z = {0};
+    if (inflateInit2(&z, -MAX_WBITS) != Z_OK) return luaL_error(L, "inflate: zlib init failed");
+    z.next_in = (Bytef *)s;
+    z.next_out = (Bytef *)out;
+    size_t in_left = len, out_left = (size_t)size + 1;
+    int rc = Z_OK;
+    while (rc == Z_OK) { /* zlib counts in uInt: feed at most 1 GiB at a time */
+        if (!z.avail_in && in_left) {
+            z.avail_in = in_left > 0x40000000u ? 0x40000000u : (uInt)in_left;
+            in_left -= z.avail_in;
+        }
+        if (!z.avail_out && out_left) {
+            z.avail_out = out_left > 0x40000000u ? 0x40000000u : (uInt)out_left;
+            out_left -= z.avail_out;
+        }
+        rc = inflate(&z, Z_NO_FLUSH);
+        if (rc == Z_BUF_ERROR && (z.avail_in || in_left) && (z.avail_out || out_left)) rc = Z_OK;
+    }
+    size_t got = (size_t)((char *)z.next_out - out);
+    inflateEnd(&z);
+    if (rc != Z_STREAM_END || got != (size_t)size)
+        return luaL_error(L, "inflate: corrupt deflate data (%s, %I of %I bytes)",
+                          rc == Z_STREAM_END ? "wrong size" : "bad stream", (lua_Integer)got, size);
+    luaL_pushresultsize(&b, got);
+    return 1;
+}
+
 /* core.read_gz(path): the file's bytes as a string, gunzipped when it is gzip. */
 static int l_read_gz(lua_State *L) {
     char *data;
@@ -740,14 +864,14 @@ static int l_read_idx(lua_State *L) {
 static const luaL_Reg core_functions[] = {
     {"set_backend", l_set_backend}, {"get_backend", l_get_backend},
     {"save", l_save}, {"load", l_load},
-    {"read_gz", l_read_gz}, {"read_idx", l_read_idx}, {"crc32", l_crc32},
+    {"read_gz", l_read_gz}, {"read_idx", l_read_idx}, {"crc32", l_crc32}, {"inflate", l_inflate},
     {"npy_bytes", l_npy_bytes}, {"npy_load_bytes", l_npy_load_bytes},
     {"_set_", l_set_}, {"_strides", l_strides},
-    {"tensor", l_tensor}, {"sync", l_sync}, {"manual_seed", l_manual_seed},
+    {"tensor", l_tensor}, {"result_type", l_result_type}, {"sync", l_sync}, {"manual_seed", l_manual_seed},
     {"counter", l_counter}, {"counter_names", l_counter_names}, {"metrics_report", l_report},
     {"metrics_reset", l_reset}, {"config_get", l_config_get}, {"config_set", l_config_set},
     {"live_info", l_live_info}, {"is_tensor", l_is_tensor}, {"typename", l_typename}, {"assign_", l_assign_},
-    {"clock", l_clock},
+    {"fill_", l_fill_}, {"_check_value", l_check_value}, {"clock", l_clock},
     {NULL, NULL},
 };
 

@@ -26,6 +26,33 @@ int ltcL_raise(lua_State *L, const char *fmt, ...);
 void ltcL_where(lua_State *L);
 #define luaL_error ltcL_raise
 
+/* lauxlib's argument checks, raising "<name>: bad argument #n (...)" at the user's line with
+ * the function's name in the ltc module (ltc_argerror.c), instead of "bad argument #n to 'f'"
+ * with the caller's name for it. The luaL_checkstring, luaL_optstring and luaL_argcheck
+ * macros of lauxlib.h reach these too. */
+int ltcL_argerror(lua_State *L, int arg, const char *extramsg);
+int ltcL_typeerror(lua_State *L, int arg, const char *tname);
+const char *ltcL_checklstring(lua_State *L, int arg, size_t *len);
+const char *ltcL_optlstring(lua_State *L, int arg, const char *def, size_t *len);
+lua_Number ltcL_checknumber(lua_State *L, int arg);
+lua_Number ltcL_optnumber(lua_State *L, int arg, lua_Number def);
+lua_Integer ltcL_checkinteger(lua_State *L, int arg);
+lua_Integer ltcL_optinteger(lua_State *L, int arg, lua_Integer def);
+void ltcL_checktype(lua_State *L, int arg, int t);
+void ltcL_checkany(lua_State *L, int arg);
+void *ltcL_checkudata(lua_State *L, int arg, const char *tname);
+#define luaL_argerror ltcL_argerror
+#define luaL_typeerror ltcL_typeerror
+#define luaL_checklstring ltcL_checklstring
+#define luaL_optlstring ltcL_optlstring
+#define luaL_checknumber ltcL_checknumber
+#define luaL_optnumber ltcL_optnumber
+#define luaL_checkinteger ltcL_checkinteger
+#define luaL_optinteger ltcL_optinteger
+#define luaL_checktype ltcL_checktype
+#define luaL_checkany ltcL_checkany
+#define luaL_checkudata ltcL_checkudata
+
 /* The name of the value at arg for an argument error: "ltc.Tensor", "a closed ltc.Tensor" or
  * its Lua type name (luaL_typename). */
 const char *ltcL_typename(lua_State *L, int arg);
@@ -45,6 +72,13 @@ void ltcL_release(ltc_tensor **ts, int n);
  * integer arguments. Advances *arg past what it consumed; returns the count. Raises if an
  * entry is not an integer or there are more than LTC_MAX_DIMS. */
 int ltcL_checkints(lua_State *L, int *arg, int64_t *out, bool varargs, const char *fname);
+/* An int[N] argument (PyTorch's int[2] of conv and pooling): a number (every entry) or a
+ * table of 1 (every entry) or N integers, into out[0..n-1]. Nil or absent gives `def` in
+ * every entry when has_def, and otherwise leaves `out` alone and returns false (the caller
+ * supplies the default); true when a value was read. Raises "<fname>: bad argument #A
+ * '<what>' (...)" for anything else. */
+bool ltcL_checkfixedints(lua_State *L, int arg, int64_t *out, int n, bool has_def, int64_t def,
+                         const char *fname, const char *what);
 /* A dtype name ("float32", "float64", "int32", "int64", "bool", or the shorthands "float",
  * "double", "int", "long"); LTC_DTYPE_NONE when the argument is nil or absent and `opt`. */
 ltc_dtype ltcL_checkdtype(lua_State *L, int arg, bool opt, const char *fname);

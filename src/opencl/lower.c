@@ -752,7 +752,21 @@ static bool family_ok(const ltc_node *n) {
     }
 }
 
+/* The narrow dtypes (uint8, int8, int16, float16, bfloat16) have no kernels here: a node
+ * with one among its operands or results runs on the host (the CPU backend, as every node
+ * this backend does not lower), its data moved by the core. Device data keeps them (bytes). */
+static bool has_narrow(const ltc_node *n) {
+    for (int i = 0; i < n->n_outputs; i++)
+        if (ltc_dtype_is_narrow(n->shapes[i].dtype)) return true;
+    for (int i = 0; i < n->n_operands; i++) {
+        const ltc_value *v = &n->operands[i];
+        if (ltc_dtype_is_narrow(v->node->shapes[v->index].dtype)) return true;
+    }
+    return false;
+}
+
 bool ocl_node_lowered(const ltc_node *n) {
+    if (n->op != LTC_OP_DEVICE_DATA && has_narrow(n)) return false;
     return n->op == LTC_OP_DEVICE_DATA || is_alias(n) || ew_expr_of(n) || gemm_lowerable(n) ||
            family_ok(n) || ocl_nn_lowers(n) || ocl_more_lowers(n);
 }

@@ -30,55 +30,21 @@ int64_t ltc_ref_ravel(const ltc_shape *s, const int64_t *idx) {
     return flat;
 }
 
-double ltc_ref_get(const void *p, ltc_dtype dt, int64_t i) {
-    switch (dt) {
-    case LTC_F32: return ((const float *)p)[i];
-    case LTC_F64: return ((const double *)p)[i];
-    case LTC_I32: return ((const int32_t *)p)[i];
-    case LTC_I64: return (double)((const int64_t *)p)[i];
-    default: return ((const uint8_t *)p)[i] != 0;
-    }
-}
+/* Element access goes through the core's (dtype.c), which knows every dtype. */
+double ltc_ref_get(const void *p, ltc_dtype dt, int64_t i) { return ltc_dtype_load_f64(p, dt, i); }
 
 int64_t ltc_ref_get_i64(const void *p, ltc_dtype dt, int64_t i) {
-    switch (dt) {
-    case LTC_F32: return (int64_t)((const float *)p)[i];
-    case LTC_F64: return (int64_t)((const double *)p)[i];
-    case LTC_I32: return ((const int32_t *)p)[i];
-    case LTC_I64: return ((const int64_t *)p)[i];
-    default: return ((const uint8_t *)p)[i] != 0;
-    }
+    return ltc_dtype_load_i64(p, dt, i);
 }
 
-void ltc_ref_set(void *p, ltc_dtype dt, int64_t i, double v) {
-    switch (dt) {
-    case LTC_F32: ((float *)p)[i] = (float)v; break;
-    case LTC_F64: ((double *)p)[i] = v; break;
-    case LTC_I32: ((int32_t *)p)[i] = (int32_t)v; break;
-    case LTC_I64: ((int64_t *)p)[i] = (int64_t)v; break;
-    default: ((uint8_t *)p)[i] = v != 0; break;
-    }
-}
+void ltc_ref_set(void *p, ltc_dtype dt, int64_t i, double v) { ltc_dtype_store_f64(p, dt, i, v); }
 
 void ltc_ref_set_i64(void *p, ltc_dtype dt, int64_t i, int64_t v) {
-    switch (dt) {
-    case LTC_F32: ((float *)p)[i] = (float)v; break;
-    case LTC_F64: ((double *)p)[i] = (double)v; break;
-    case LTC_I32: ((int32_t *)p)[i] = (int32_t)v; break;
-    case LTC_I64: ((int64_t *)p)[i] = v; break;
-    default: ((uint8_t *)p)[i] = v != 0; break;
-    }
+    ltc_dtype_store_i64(p, dt, i, v);
 }
 
 void ltc_ref_copy(void *dst, ltc_dtype dd, int64_t di, const void *src, ltc_dtype sd, int64_t si) {
-    if (dd == sd) {
-        size_t es = ltc_dtype_size(dd);
-        memcpy((char *)dst + di * (int64_t)es, (const char *)src + si * (int64_t)es, es);
-    } else if (ltc_dtype_is_float(sd)) {
-        ltc_ref_set(dst, dd, di, ltc_ref_get(src, sd, si));
-    } else {
-        ltc_ref_set_i64(dst, dd, di, ltc_ref_get_i64(src, sd, si));
-    }
+    ltc_dtype_convert_elem(dst, dd, di, src, sd, si);
 }
 
 void ltc_ref_split(const ltc_shape *s, int64_t dim, int64_t *outer, int64_t *n, int64_t *inner) {

@@ -1,4 +1,4 @@
-/* shape_comm.c - shape and dtype rules of the collectives (all_reduce, broadcast, reduce,
+/* shape_collective.c - shape and dtype rules of the collectives (all_reduce, broadcast, reduce,
  * all_gather, reduce_scatter); declared in shape_inference.h. The core knows no
  * communicator: ranks, roots and world sizes are checked against it when the graph runs
  * (src/backend/comm_registry.c). */
@@ -10,8 +10,8 @@ static ltc_status check_op(const ltc_shape *self, int64_t op) {
     if (op < 0 || op > 4)
         return ltc_errorf(LTC_ERR_ARG, "op must be 0 (sum), 1 (avg), 2 (max), 3 (min) or 4 (prod), "
                           "got %lld", (long long)op);
-    if (op == 1 && self->dtype != LTC_F32 && self->dtype != LTC_F64)
-        return ltc_errorf(LTC_ERR_ARG, "op avg needs a float32 or float64 tensor, got %s",
+    if (op == 1 && !ltc_dtype_is_float(self->dtype))
+        return ltc_errorf(LTC_ERR_ARG, "op avg needs a floating-point tensor, got %s",
                           ltc_dtype_name(self->dtype));
     return LTC_OK;
 }

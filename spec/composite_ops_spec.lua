@@ -1,0 +1,63 @@
+-- Composite ops (issue 15: ops.yaml knows every op): the ops written in Lua over the
+-- generated ones are entries of codegen/ops.yaml with `composite: <file>`, listed in
+-- gen/ops_meta.lua and documented in the op reference. Each such entry must name a function
+-- ltc has, defined in the file it names; and every op a composite file defines with def(...)
+-- must be a generated op or a composite entry, so that no op is known only to Lua.
+local ltc = require "ltc"
+
+local META = dofile("gen/ops_meta.lua")
+local generated, composite, files = {}, {}, {}
+for _, op in ipairs(META) do
+  if op.composite then
+    composite[op.name] = op
+    files[op.composite] = true
+  else
+    generated[op.name] = true
+  end
+end
+
+local function read(path)
+  local f = assert(io.open(path))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+describe("composite ops", function()
+  it("are listed (at least einsum, sum.dims, unique, take_along_dim)", function()
+    for _, name in ipairs { "einsum", "sum", "unique", "take_along_dim", "nonzero" } do
+      assert.is_truthy(composite[name], name)
+    end
+  end)
+
+  it("name a function of ltc defined in the file the entry names", function()
+    for name, op in pairs(composite) do
+      assert.equal("function", type(ltc[name]), name)
+      local src = read(op.composite)
+      assert.is_truthy(src:find('def("' .. name .. '"', 1, true) or
+        src:find("core." .. name .. " =", 1, true) or src:find('"' .. name .. '"', 1, true),
+        name .. " is not defined in " .. op.composite)
+    end
+  end)
+
+  it("cover every op a composite file defines", function()
+    for path in pairs(files) do
+      for name in read(path):gmatch('\n%s*def%("([%w_]+)"') do
+        assert.is_truthy(generated[name] or composite[name],
+          path .. " defines ltc." .. name .. ", which is in no ops.yaml entry")
+      end
+    end
+  end)
+
+  it("have their ops.yaml doc in ltc.help, and the generated ops' docs stop at the next op", function()
+    local d = assert(ltc.doc("einsum"))
+    assert.matches("^## einsum\n", d)
+    assert.matches("Composite: `lua/ltc/einsum.lua`", d, 1, true)
+    assert.is_nil(d:find("## amax", 1, true))
+    -- the last generated op's section does not run into the composite ops' heading
+    local last
+    for _, op in ipairs(META) do if not op.composite then last = op.full_name end end
+    local ld = assert(ltc.doc(last))
+    assert.is_nil(ld:find("Composite", 1, true), last)
+  end)
+end)

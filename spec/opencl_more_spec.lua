@@ -211,6 +211,59 @@ describe("opencl kernels for norms, losses, gather/scatter, scans and sorting", 
     end)
   end)
 
+  describe("kthvalue, median, cummax and cummin", function()
+    it("along each dim with ties and NaN, as the CPU", function()
+      ragged(function(n)
+        ltc.manual_seed(110 + n)
+        local x = (ltc.rand(n, 7) * 4):floor()
+        local nan = ltc.tensor({ { 3, 0 / 0, 1, 2 }, { 5, 1, 1, 4 } })
+        local k1, i1 = x:kthvalue(2, 2)
+        local k2, i2 = x:kthvalue(n, 1, true)
+        local m1, j1 = x:median(2)
+        local m2, j2 = nan:median(2)
+        local c1, d1 = x:cummax(2)
+        local c2, d2 = nan:cummin(2)
+        local c3, d3 = (x * 3):to("int32"):cummax(1)
+        return k1, i1, k2, i2, m1, j1, m2, j2, x:median(), nan:median(), c1, d1, c2, d2, c3, d3
+      end, { 5, 3 }, 0)
+    end)
+  end)
+
+  describe("flip, repeat, one_hot, eye, linspace, empty, randperm, dot and outer", function()
+    it("match the CPU", function()
+      ragged(function(n)
+        ltc.manual_seed(120 + n)
+        local x = ltc.randn(n, 3, 4)
+        local lab = (ltc.rand(n) * 5):floor():to("int64") + 1
+        local v, u = ltc.randn(n), ltc.randn(n)
+        return x:flip({ 1, 3 }), x:flip({ -2 }), x:repeatTensor(2, 1, 3), x:repeatTensor(2, 1, 1, 1),
+          lab:one_hot(5), lab:to("int32"):one_hot(7), ltc.eye(n), ltc.eye(n, 4, "int64"),
+          ltc.linspace(-1, 2, n), ltc.linspace(0, 10, 7, "int32"), ltc.empty({ n, 2 }), ltc.randperm(n),
+          ltc.randperm(9, "int32"), v:dot(u), v:outer(u), ltc.tensor({ 1, 2 }, "float64"):dot(ltc.tensor({ 3, 4 }, "float64"))
+      end, { 5, 3 }, 1e-6)
+    end)
+    it("one_hot of a class out of range is a Lua error naming the op", function()
+      ltc.set_backend("opencl")
+      local ok, err = pcall(function() return ltc.tensor({ 1, 6 }, "int64"):one_hot(5):totable() end)
+      assert.is_false(ok)
+      assert.matches("one_hot: index 6 out of range %(1..5", err)
+    end)
+  end)
+
+  describe("mse_loss", function()
+    it("none, mean and sum, broadcasting, and its gradient", function()
+      ragged(function(n)
+        ltc.manual_seed(130 + n)
+        local x = ltc.randn(n, 4):requires_grad_()
+        local t = ltc.randn(4)
+        local l = ltc.mse_loss(x, t, 1)
+        l:backward()
+        return ltc.mse_loss(x:detach(), t, 0), l, ltc.mse_loss(t, x:detach(), 2), x.grad,
+          ltc.mse_loss(ltc.zeros(0, 2), ltc.zeros(0, 2), 1)
+      end, { 5, 3 }, 1e-6)
+    end)
+  end)
+
   describe("var, std, prod, logsumexp, all and any", function()
     it("of everything and along each dim, unbiased or not, keepdim, integers", function()
       ragged(function(n)
@@ -223,6 +276,17 @@ describe("opencl kernels for norms, losses, gather/scatter, scans and sorting", 
           ltc.zeros(0, 3):any(1)
       end, { 5, 3 }, 1e-5)
     end)
+  end)
+
+  it("matmul of 4-d batches (attention's [B, H, T, D]) is one batched CLBlast GEMM, and its gradients", function()
+    ragged(function(n)
+      ltc.manual_seed(140 + n)
+      local q = ltc.randn(n, 2, 5, 3):requires_grad_()
+      local k = ltc.randn(n, 2, 5, 3):requires_grad_()
+      local s = q:matmul(k:transpose(-2, -1))
+      ;(s * s):sum():backward()
+      return s, q.grad, k.grad
+    end, { 3, 2 }, 1e-4)
   end)
 
   it("a transformer-style block (layer_norm, attention with triu mask, nll_loss) trains on the device", function()

@@ -99,7 +99,7 @@ describe("opencl backend", function()
                             "sum", "reshape", "ones", "argmax", "eq", "mean" }) do
       assert.is_true(lowered_ops[name] or false, name)
     end
-    assert.is_nil(lowered_ops.flip) -- an op it leaves to the eager fallback
+    assert.is_nil(lowered_ops.mode) -- an op it leaves to the eager fallback
   end)
 
   it("lowers every op of the CNN's and the char LSTM's training steps", function()
@@ -319,7 +319,7 @@ describe("opencl backend", function()
     it("runs ops the backend does not lower on the host and counts them", function()
       local c, o, fb = both(function()
         local a = ltc.tensor(A)
-        return ltc.cat({ a, a }, 1):flip({ 2 }) + 1
+        return ltc.cat({ a, a }, 1):mode(2) + 1
       end)
       close(c[1][1], o[1][1])
       assert.is_true(fb >= 1)
@@ -446,7 +446,7 @@ describe("opencl backend", function()
         ltc.sync()
         local g = ltc.Graph { device = ltc.get_backend() }
         g:capture_begin()
-        local y = (x * 2):flip({ 1, 2 }) + 1 -- flip: the CPU lowers it, the device does not
+        local y = (x * 2):mode(2) + 1 -- mode: the device does not lower it
         g:capture_end()
         local seen = { y:totable() }
         x:copy_(ltc.tensor({ { 0, 1, 0 }, { 2, 2, 2 } }))
@@ -457,9 +457,9 @@ describe("opencl backend", function()
       ltc.set_backend("cpu")
       local c = run()
       ltc.set_backend("opencl")
-      local f0 = ltc.metrics.counter("EagerFallback::flip")
+      local f0 = ltc.metrics.counter("EagerFallback::mode")
       local o = run()
-      assert.are.equal(2, ltc.metrics.counter("EagerFallback::flip") - f0)
+      assert.are.equal(2, ltc.metrics.counter("EagerFallback::mode") - f0)
       close(c, o)
     end)
     it("replays from the graph's pool: steady-state replays allocate nothing", function()

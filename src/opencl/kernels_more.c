@@ -296,10 +296,13 @@ void ocl_k_cumulative(ocl_sb *b, const char *name, ltc_dtype in, ltc_dtype out, 
 
 /* Each element of self [outer, n, inner] finds its rank in its line (the elements before
  * it in the order, plus equal ones earlier in the line: a stable order, NaN above every
- * number) and, when the rank is below k, writes itself (values, if any) and its 1-based
- * position (indices) at that rank of an output [outer, k, inner]. O(n) per element: one work
- * item per element. */
-void ocl_k_sort(ocl_sb *b, const char *name, ltc_dtype dt, bool descending, bool values) {
+ * number) and, when the rank is in [first, first + count), writes itself (values, if any)
+ * and its 1-based position (indices, if any) at rank - first of an output [outer, count,
+ * inner]. median: the one rank written is the lower median's, or the first NaN's when the
+ * line holds one (the count of NaNs comes with the rank). O(n) per element: one work item
+ * per element. */
+void ocl_k_sort(ocl_sb *b, const char *name, ltc_dtype dt, bool descending, bool values,
+                bool indices, bool median) {
     const char *t = ocl_ctype(dt);
     bool isf = ltc_dtype_is_float(dt);
     if (isf)
@@ -314,24 +317,149 @@ void ocl_k_sort(ocl_sb *b, const char *name, ltc_dtype dt, bool descending, bool
                       descending ? ">" : "<");
     ocl_sb_printf(b, "__kernel void %s(", name);
     if (values) ocl_sb_printf(b, "__global %s *vals, ", t);
+    if (indices) ocl_sb_printf(b, "__global long *idx, ");
     ocl_sb_printf(b,
-        "__global long *idx, __global const %s *x, long outer, long n,\n"
-        "                 long inner, long k) {\n"
+        "__global const %s *x, long outer, long n,\n"
+        "                 long inner, long first, long count) {\n"
         "    long g = get_global_id(0);\n"
         "    if (g >= outer * n * inner) return;\n"
         "    long kk = g %% inner, r = g / inner, j = r %% n, o = r / n;\n"
         "    __global const %s *p = x + o * n * inner + kk;\n"
         "    %s v = p[j * inner];\n"
-        "    long rank = 0;\n"
+        "    long rank = 0, nans = 0;\n"
         "    for (long i = 0; i < n; i++) {\n"
         "        %s u = p[i * inner];\n"
         "        if (%s_before(u, v) || (i < j && !%s_before(v, u))) rank++;\n"
-        "    }\n"
-        "    if (rank >= k) return;\n"
-        "    long dst = (o * k + rank) * inner + kk;\n"
         "%s"
-        "    idx[dst] = j + 1;\n}\n\n",
-        t, t, t, t, name, name, values ? "    vals[dst] = v;\n" : "");
+        "    }\n",
+        t, t, t, t, name, name, median && isf ? "        nans += isnan(u) ? 1 : 0;\n" : "");
+    if (median) ocl_sb_printf(b, "    first = nans ? n - nans : (n - 1) / 2;\n");
+    ocl_sb_printf(b,
+        "    if (rank < first || rank >= first + count) return;\n"
+        "    long dst = (o * count + rank - first) * inner + kk;\n"
+        "%s%s}\n\n",
+        values ? "    vals[dst] = v;\n" : "", indices ? "    idx[dst] = j + 1;\n" : "");
+}
+
+/* cummax (cummin): along a dim, one work item per line: the running value and the 1-based
+ * index where it was reached (src/cpu/scan.c: an element takes over when it is NaN, or when
+ * the running value is not NaN and the element is >= (<=) it). */
+void ocl_k_cumext(ocl_sb *b, const char *name, ltc_dtype dt, bool is_min) {
+    const char *t = ocl_ctype(dt);
+    bool isf = ltc_dtype_is_float(dt);
+    ocl_sb_printf(b,
+        "__kernel void %s(__global %s *out, __global long *idx, __global const %s *in, long outer,\n"
+        "                 long n, long inner) {\n"
+        "    long g = get_global_id(0);\n"
+        "    if (g >= outer * inner) return;\n"
+        "    long o = g / inner, k = g %% inner, at = 0;\n"
+        "    __global const %s *p = in + o * n * inner + k;\n"
+        "    __global %s *q = out + o * n * inner + k;\n"
+        "    __global long *qi = idx + o * n * inner + k;\n"
+        "    %s best = 0;\n"
+        "    for (long j = 0; j < n; j++) {\n"
+        "        %s v = p[j * inner];\n"
+        "        if (j == 0 || %s) { best = v; at = j; }\n"
+        "        q[j * inner] = best;\n"
+        "        qi[j * inner] = at + 1;\n"
+        "    }\n}\n\n",
+        name, t, t, t, t, t, t,
+        isf ? (is_min ? "isnan(v) || (!isnan(best) && v <= best)"
+                      : "isnan(v) || (!isnan(best) && v >= best)")
+            : (is_min ? "v <= best" : "v >= best"));
+}
+
+/* ---- copies and creation ----------------------------------------------------------------------- */
+
+/* out (rank r) from in at base + sum over d of (c_d % i_d) * s_d: flip (i_d the out's size,
+ * negative strides on the flipped dims and base at their ends) and repeat (i_d the input's
+ * size, 1 and stride 0 on new leading dims). Arguments o0.., i0.., s0... */
+void ocl_k_tile(ocl_sb *b, const char *name, ltc_dtype dt, int r) {
+    const char *t = ocl_ctype(dt);
+    ocl_sb_printf(b, "__kernel void %s(__global %s *out, __global const %s *in, long total, long base",
+                  name, t, t);
+    for (int d = 0; d < r; d++) ocl_sb_printf(b, ", long o%d", d);
+    for (int d = 0; d < r; d++) ocl_sb_printf(b, ", long i%d", d);
+    for (int d = 0; d < r; d++) ocl_sb_printf(b, ", long s%d", d);
+    ocl_sb_printf(b, ") {\n    long g = get_global_id(0);\n    if (g >= total) return;\n"
+                     "    long rest = g, off = base, c;\n");
+    for (int d = r - 1; d >= 0; d--)
+        ocl_sb_printf(b, "    c = rest %% o%d; rest /= o%d; off += (c %% i%d) * s%d;\n", d, d, d, d);
+    ocl_sb_printf(b, "    out[g] = in[off];\n}\n\n");
+}
+
+/* one_hot: out [m, C] int64, 1 at the 1-based class self[i]; a class outside 1..C sets the
+ * error flag. One work item per output element. */
+void ocl_k_one_hot(ocl_sb *b, const char *name, ltc_dtype it) {
+    ocl_sb_printf(b,
+        "__kernel void %s(__global long *out, __global const %s *x, long total, long c,\n"
+        "                 __global long *err, long step) {\n"
+        "    long g = get_global_id(0);\n"
+        "    if (g >= total) return;\n"
+        "    long v = (long)x[g / c];\n"
+        "    if (v < 1 || v > c) { err[0] = step + 1; err[1] = v; out[g] = 0; return; }\n"
+        "    out[g] = v - 1 == g %% c;\n}\n\n",
+        name, ocl_ctype(it));
+}
+
+/* eye: out [rows, cols], 1 on the diagonal. */
+void ocl_k_eye(ocl_sb *b, const char *name, ltc_dtype dt) {
+    ocl_sb_printf(b,
+        "__kernel void %s(__global %s *out, long total, long cols) {\n"
+        "    long g = get_global_id(0);\n"
+        "    if (g >= total) return;\n"
+        "    out[g] = g / cols == g %% cols ? 1 : 0;\n}\n\n",
+        name, ocl_ctype(dt));
+}
+
+/* linspace in double, PyTorch's formula (from start in the first half, from end in the
+ * second; src/cpu/creation.c), converted. */
+void ocl_k_linspace(ocl_sb *b, const char *name, ltc_dtype dt) {
+    ocl_sb_printf(b,
+        "__kernel void %s(__global %s *out, long steps, double start, double end) {\n"
+        "    long i = get_global_id(0);\n"
+        "    if (i >= steps) return;\n"
+        "    double step = steps > 1 ? (end - start) / (double)(steps - 1) : 0;\n"
+        "    double v = i < steps / 2 || steps == 1 ? start + step * (double)i\n"
+        "                                           : end - step * (double)(steps - 1 - i);\n"
+        "    out[i] = %s;\n}\n\n",
+        name, ocl_ctype(dt), dt == LTC_BOOL ? "(uchar)(v != 0)" : dt == LTC_F32 ? "(float)v" : dt == LTC_F64 ? "v" : dt == LTC_I32 ? "(int)v" : "(long)v");
+}
+
+/* randperm: the 1-based positions of n float64 draws in ascending order of the draws (ties
+ * by position), as src/cpu/creation.c: each position finds its draw's rank. */
+void ocl_k_randperm(ocl_sb *b, const char *name, ltc_dtype dt) {
+    ocl_sb_printf(b,
+        "__kernel void %s(__global %s *out, __global const long *st, long n) {\n"
+        "    long i = get_global_id(0);\n"
+        "    if (i >= n) return;\n"
+        "    double u = ltc_uniform_f64(st, i);\n"
+        "    long rank = 0;\n"
+        "    for (long j = 0; j < n; j++) {\n"
+        "        double w = ltc_uniform_f64(st, j);\n"
+        "        if (w < u || (w == u && j < i)) rank++;\n"
+        "    }\n"
+        "    out[rank] = (%s)(i + 1);\n}\n\n",
+        name, ocl_ctype(dt), ocl_ctype(dt));
+}
+
+/* mse_loss's squared differences over the broadcast of x and t (rank r; out dims o0.., the
+ * operands' strides sx0.., st0.., 0 on broadcast dims), the difference in A (the
+ * reference's double): out (the element type, reduction none) or A (to be reduced). */
+void ocl_k_sqdiff(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype out, int r, bool fp64) {
+    const char *t = ocl_ctype(dt), *a = acc_t(fp64 || dt == LTC_F64);
+    ocl_sb_printf(b, "__kernel void %s(__global %s *out, __global const %s *x, __global const %s *y, long total",
+                  name, ocl_ctype(out), t, t);
+    for (int d = 0; d < r; d++) ocl_sb_printf(b, ", long o%d", d);
+    for (int d = 0; d < r; d++) ocl_sb_printf(b, ", long sx%d", d);
+    for (int d = 0; d < r; d++) ocl_sb_printf(b, ", long sy%d", d);
+    ocl_sb_printf(b, ") {\n    long g = get_global_id(0);\n    if (g >= total) return;\n"
+                     "    long rest = g, ox = 0, oy = 0, c;\n");
+    for (int d = r - 1; d >= 0; d--)
+        ocl_sb_printf(b, "    c = rest %% o%d; rest /= o%d; ox += c * sx%d; oy += c * sy%d;\n", d, d,
+                      d, d);
+    ocl_sb_printf(b, "    %s v = (%s)x[ox] - (%s)y[oy];\n    out[g] = (%s)(v * v);\n}\n\n", a, a,
+                  a, ocl_ctype(out));
 }
 
 /* ---- more reductions ------------------------------------------------------------------------------ */

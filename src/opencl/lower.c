@@ -127,7 +127,8 @@ static const char *ew_expr_of(const ltc_node *n) {
     switch (n->op) {
     case LTC_OP_TO: return n->n_operands == 1 ? "x" : NULL;
     case LTC_OP_ONES: return "1";
-    case LTC_OP_ZEROS: return "0";
+    case LTC_OP_ZEROS:
+    case LTC_OP_EMPTY: return "0"; /* empty is zeros, as on the CPU */
     case LTC_OP_FULL: return n->n_operands == 1 ? "x" : NULL;
     case LTC_OP_CLONE:
     case LTC_OP_CONTIGUOUS: return NULL; /* aliases */
@@ -518,7 +519,11 @@ static bool gemm_lowerable(const ltc_node *n) {
     case LTC_OP_BMM: return true;
     case LTC_OP_MATMUL:
         if (as->ndim >= 2 && bs->ndim == 2) return true;
-        if (as->ndim == 3 && bs->ndim == 3 && as->dims[0] == bs->dims[0]) return true;
+        if (as->ndim >= 3 && bs->ndim == as->ndim) { /* batches of one size (no broadcast) */
+            for (int d = 0; d < as->ndim - 2; d++)
+                if (as->dims[d] != bs->dims[d]) return false;
+            return true;
+        }
         return false;
     case LTC_OP_LINEAR:
     case LTC_OP_LINEAR_NOBIAS: return as->ndim >= 1 && bs->ndim == 2;
@@ -792,7 +797,11 @@ bool ocl_op_lowered(int op) {
     case LTC_OP_TRIU: case LTC_OP_AVG_POOL2D: case LTC_OP_AVG_POOL2D_BACKWARD:
     case LTC_OP_CUMSUM: case LTC_OP_CUMPROD: case LTC_OP_SORT: case LTC_OP_ARGSORT:
     case LTC_OP_TOPK: case LTC_OP_VAR: case LTC_OP_STD: case LTC_OP_PROD:
-    case LTC_OP_LOGSUMEXP: case LTC_OP_ALL: case LTC_OP_ANY:
+    case LTC_OP_LOGSUMEXP: case LTC_OP_ALL: case LTC_OP_ANY: case LTC_OP_KTHVALUE:
+    case LTC_OP_MEDIAN: case LTC_OP_MEDIAN_DIM: case LTC_OP_CUMMAX: case LTC_OP_CUMMIN:
+    case LTC_OP_FLIP: case LTC_OP_REPEAT: case LTC_OP_ONE_HOT: case LTC_OP_EYE:
+    case LTC_OP_LINSPACE: case LTC_OP_RANDPERM: case LTC_OP_DOT: case LTC_OP_OUTER:
+    case LTC_OP_MSE_LOSS:
         return true;
     default: break;
     }

@@ -44,6 +44,10 @@ int lw_opslot(lw *w, const ltc_node *n, int k);
 /* The product of dims [from, to) of s. */
 int64_t lw_prod(const ltc_shape *s, int from, int to);
 
+/* A CLBlast GEMM step C (m x n) = A (m x k, or its transpose) B (k x n, or its transpose),
+ * row-major, over slots (lower_nn.c). */
+ltc_status lw_gemm_step(lw *w, int op, int out, int a, int bslot, bool ta, bool tb, int64_t m,
+                        int64_t nn, int64_t k, ltc_dtype dt);
 /* lower_nn.c: whether it lowers node n (its dtypes and sizes included), and lowering it. */
 bool ocl_nn_lowers(const ltc_node *n);
 ltc_status ocl_lower_nn(lw *w, const ltc_node *n, int out, bool *done);

@@ -1,7 +1,8 @@
 /*
  * lower_more.c - lowering layer_norm, batch_norm, nll_loss and its backward, gather, scatter,
  * scatter_add, tril, triu, avg_pool2d and its backward, cumsum, cumprod, sort, argsort and
- * topk, var, std, prod, logsumexp, all and any to the kernels of kernels_more.c (before, each ran on the CPU through the core's
+ * topk, kthvalue, median, cummax/cummin, var, std, prod, logsumexp, all, any, flip, repeat,
+ * one_hot, eye, linspace, randperm (and dot and outer as CLBlast GEMMs) to the kernels of kernels_more.c (before, each ran on the CPU through the core's
  * eager fallback, with a host round trip).
  *
  * ocl_more_lowers says which nodes these are (dtypes and sizes included): the core's eager
@@ -254,19 +255,26 @@ static ltc_status lower_cumulative(lw *w, const ltc_node *n, int out) {
     return LTC_OK;
 }
 
+/* sort, argsort, topk, kthvalue, median, median.dim: the rank kernel. */
 static ltc_status lower_sort(lw *w, const ltc_node *n, int out) {
     const ltc_shape *xs = opshape(n, 0);
-    bool topk = n->op == LTC_OP_TOPK, values = n->op != LTC_OP_ARGSORT;
-    int64_t dim = topk ? n->attrs[1].i : n->attrs[0].i, outer, len, inner;
-    bool desc = (topk ? n->attrs[2].i : n->attrs[1].i) != 0;
-    split(xs, dim, &outer, &len, &inner);
-    int64_t k = topk ? n->attrs[0].i : len;
+    int op = n->op;
+    bool values = op != LTC_OP_ARGSORT, indices = op != LTC_OP_MEDIAN;
+    bool median = op == LTC_OP_MEDIAN || op == LTC_OP_MEDIAN_DIM;
+    int64_t dim = op == LTC_OP_TOPK || op == LTC_OP_KTHVALUE ? n->attrs[1].i
+                  : op == LTC_OP_MEDIAN ? LTC_NONE : n->attrs[0].i;
+    bool desc = op == LTC_OP_TOPK ? n->attrs[2].i != 0
+                : op == LTC_OP_SORT || op == LTC_OP_ARGSORT ? n->attrs[1].i != 0 : false;
+    int64_t outer = 1, len = ltc_shape_numel(xs), inner = 1;
+    if (dim != LTC_NONE) split(xs, dim, &outer, &len, &inner);
+    int64_t first = op == LTC_OP_KTHVALUE ? n->attrs[0].i - 1 : 0;
+    int64_t count = op == LTC_OP_TOPK ? n->attrs[0].i : op == LTC_OP_SORT || op == LTC_OP_ARGSORT ? len : 1;
     ocl_sb b = {0};
-    ocl_k_sort(&b, KNAME, xs->dtype, desc, values);
+    ocl_k_sort(&b, KNAME, xs->dtype, desc, values, indices, median);
     ocl_step *s = lw_family_step(w, &b, n->op, out, (size_t)ltc_shape_numel(xs));
     if (!s) return lw_nomem();
     lw_arg_buf(s, 'o', out);
-    if (values) {
+    if (values && indices) {
         lw_arg_buf(s, 'o', out + 1);
         s->n_out = 2;
     }
@@ -274,8 +282,107 @@ static ltc_status lower_sort(lw *w, const ltc_node *n, int out) {
     lw_arg_long(s, outer);
     lw_arg_long(s, len);
     lw_arg_long(s, inner);
-    lw_arg_long(s, k);
+    lw_arg_long(s, first);
+    lw_arg_long(s, count);
     return LTC_OK;
+}
+
+static ltc_status lower_cumext(lw *w, const ltc_node *n, int out) {
+    const ltc_shape *xs = opshape(n, 0);
+    int64_t outer, len, inner;
+    split(xs, n->attrs[0].i, &outer, &len, &inner);
+    ocl_sb b = {0};
+    ocl_k_cumext(&b, KNAME, xs->dtype, n->op == LTC_OP_CUMMIN);
+    ocl_step *s = lw_family_step(w, &b, n->op, out, (size_t)(outer * inner));
+    if (!s) return lw_nomem();
+    lw_arg_buf(s, 'o', out);
+    lw_arg_buf(s, 'o', out + 1);
+    s->n_out = 2;
+    lw_arg_buf(s, 'b', lw_opslot(w, n, 0));
+    lw_arg_long(s, outer);
+    lw_arg_long(s, len);
+    lw_arg_long(s, inner);
+    return LTC_OK;
+}
+
+/* flip and repeat: the tile kernel (kernels_more.c). */
+static ltc_status lower_tile(lw *w, const ltc_node *n, int out) {
+    const ltc_shape *xs = opshape(n, 0), *os = &n->shapes[0];
+    int r = os->ndim, lead = os->ndim - xs->ndim;
+    int64_t in[LTC_MAX_DIMS], st[LTC_MAX_DIMS] = {0}, xst[LTC_MAX_DIMS], base = 0;
+    strides_of(xs, xst);
+    for (int d = 0; d < r; d++) {
+        in[d] = d < lead ? 1 : xs->dims[d - lead];
+        st[d] = d < lead ? 0 : xst[d - lead];
+    }
+    if (n->op == LTC_OP_FLIP)
+        for (int i = 0; i < n->attrs[0].n && r > 0; i++) { /* int[] dims as written */
+            int64_t v = n->attrs[0].ints[i];
+            int d = (int)(v > 0 ? v - 1 : v + r);
+            if (d < 0 || d >= r || st[d] < 0 || xs->dims[d] == 0) continue;
+            base += (xs->dims[d] - 1) * st[d];
+            st[d] = -st[d];
+        }
+    ocl_sb b = {0};
+    ocl_k_tile(&b, KNAME, os->dtype, r);
+    ocl_step *s = lw_family_step(w, &b, n->op, out, (size_t)ltc_shape_numel(os));
+    if (!s) return lw_nomem();
+    lw_arg_buf(s, 'o', out);
+    lw_arg_buf(s, 'b', lw_opslot(w, n, 0));
+    lw_arg_long(s, ltc_shape_numel(os));
+    lw_arg_long(s, base);
+    for (int d = 0; d < r; d++) lw_arg_long(s, os->dims[d] ? os->dims[d] : 1);
+    for (int d = 0; d < r; d++) lw_arg_long(s, in[d] ? in[d] : 1);
+    for (int d = 0; d < r; d++) lw_arg_long(s, st[d]);
+    return LTC_OK;
+}
+
+/* one_hot, eye, linspace, randperm, dot, outer. */
+static ltc_status lower_creation(lw *w, const ltc_node *n, int out) {
+    const ltc_shape *os = &n->shapes[0];
+    int64_t total = ltc_shape_numel(os);
+    ocl_sb b = {0};
+    ocl_step *s;
+    switch (n->op) {
+    case LTC_OP_DOT:
+        return lw_gemm_step(w, n->op, out, lw_opslot(w, n, 0), lw_opslot(w, n, 1), false, false, 1,
+                            1, opshape(n, 0)->dims[0], os->dtype);
+    case LTC_OP_OUTER:
+        return lw_gemm_step(w, n->op, out, lw_opslot(w, n, 0), lw_opslot(w, n, 1), false, false,
+                            opshape(n, 0)->dims[0], opshape(n, 1)->dims[0], 1, os->dtype);
+    case LTC_OP_ONE_HOT:
+        ocl_k_one_hot(&b, KNAME, opshape(n, 0)->dtype);
+        if (!(s = lw_family_step(w, &b, n->op, out, (size_t)total))) return lw_nomem();
+        lw_arg_buf(s, 'o', out);
+        lw_arg_buf(s, 'b', lw_opslot(w, n, 0));
+        lw_arg_long(s, total);
+        lw_arg_long(s, n->attrs[0].i > 0 ? n->attrs[0].i : 1);
+        arg_err(w, s, n->attrs[0].i);
+        return LTC_OK;
+    case LTC_OP_EYE:
+        ocl_k_eye(&b, KNAME, os->dtype);
+        if (!(s = lw_family_step(w, &b, n->op, out, (size_t)total))) return lw_nomem();
+        lw_arg_buf(s, 'o', out);
+        lw_arg_long(s, total);
+        lw_arg_long(s, os->dims[1] ? os->dims[1] : 1);
+        return LTC_OK;
+    case LTC_OP_LINSPACE:
+        ocl_k_linspace(&b, KNAME, os->dtype);
+        if (!(s = lw_family_step(w, &b, n->op, out, (size_t)total))) return lw_nomem();
+        lw_arg_buf(s, 'o', out);
+        lw_arg_long(s, total);
+        s->args[s->n_args++] = (ocl_arg){.kind = 'd', .f = n->attrs[0].f};
+        s->args[s->n_args++] = (ocl_arg){.kind = 'd', .f = n->attrs[1].f};
+        return LTC_OK;
+    default: /* RANDPERM */
+        ocl_k_randperm(&b, KNAME, os->dtype);
+        if (!(s = lw_family_step(w, &b, n->op, out, (size_t)total))) return lw_nomem();
+        w->rng = true;
+        lw_arg_buf(s, 'o', out);
+        lw_arg_buf(s, 'b', lw_opslot(w, n, n->n_operands - 1));
+        lw_arg_long(s, total);
+        return LTC_OK;
+    }
 }
 
 /* var, std, prod, logsumexp, all, any over one dim (or everything). */
@@ -302,6 +409,48 @@ static ltc_status lower_reduce_more(lw *w, const ltc_node *n, int out) {
     lw_arg_long(s, len);
     lw_arg_long(s, inner);
     lw_arg_long(s, (kind == 'v' || kind == 's') && n->attrs[1].i ? 1 : 0);
+    return LTC_OK;
+}
+
+/* mse_loss: the squared differences (the output itself for reduction none, else a
+ * float64 scratch where the device has it), then a mean or sum kernel. */
+static ltc_status lower_mse(lw *w, const ltc_node *n, int out) {
+    const ltc_shape *xs = opshape(n, 0), *ys = opshape(n, 1);
+    int red = (int)n->attrs[0].i, r = xs->ndim > ys->ndim ? xs->ndim : ys->ndim;
+    ltc_shape bs = {.dtype = ocl.info.fp64 ? LTC_F64 : xs->dtype, .ndim = r};
+    int64_t sx[LTC_MAX_DIMS], sy[LTC_MAX_DIMS], xst[LTC_MAX_DIMS], yst[LTC_MAX_DIMS];
+    strides_of(xs, xst);
+    strides_of(ys, yst);
+    for (int d = 0; d < r; d++) {
+        int dx = d - (r - xs->ndim), dy = d - (r - ys->ndim);
+        int64_t nx = dx >= 0 ? xs->dims[dx] : 1, ny = dy >= 0 ? ys->dims[dy] : 1;
+        bs.dims[d] = nx == 1 ? ny : nx;
+        sx[d] = nx == 1 ? 0 : xst[dx];
+        sy[d] = ny == 1 ? 0 : yst[dy];
+    }
+    int64_t total = ltc_shape_numel(&bs);
+    int tmp = red == 0 ? out : lw_new_slot(w, &bs);
+    if (tmp < 0) return lw_nomem();
+    ocl_sb b = {0};
+    ocl_k_sqdiff(&b, KNAME, xs->dtype, red == 0 ? xs->dtype : bs.dtype, r, ocl.info.fp64);
+    ocl_step *s = lw_family_step(w, &b, n->op, tmp, (size_t)total);
+    if (!s) return lw_nomem();
+    lw_arg_buf(s, 'o', tmp);
+    lw_arg_buf(s, 'b', lw_opslot(w, n, 0));
+    lw_arg_buf(s, 'b', lw_opslot(w, n, 1));
+    lw_arg_long(s, total);
+    for (int d = 0; d < r; d++) lw_arg_long(s, bs.dims[d] ? bs.dims[d] : 1);
+    for (int d = 0; d < r; d++) lw_arg_long(s, sx[d]);
+    for (int d = 0; d < r; d++) lw_arg_long(s, sy[d]);
+    if (red == 0) return LTC_OK;
+    ocl_sb m = {0};
+    ocl_k_reduce(&m, KNAME, red == 1 ? 'm' : 's', bs.dtype, xs->dtype, ocl.info.fp64);
+    if (!(s = lw_family_step(w, &m, n->op, out, 1))) return lw_nomem();
+    lw_arg_buf(s, 'o', out);
+    lw_arg_buf(s, 'b', tmp);
+    lw_arg_long(s, 1);
+    lw_arg_long(s, total);
+    lw_arg_long(s, 1);
     return LTC_OK;
 }
 
@@ -356,12 +505,31 @@ bool ocl_more_lowers(const ltc_node *n) {
     case LTC_OP_CUMPROD: return n->n_attrs >= 1 && dtype_ok(s0->dtype) && dtype_ok(os->dtype);
     case LTC_OP_SORT:
     case LTC_OP_ARGSORT:
-    case LTC_OP_TOPK: {
-        int64_t dim = n->op == LTC_OP_TOPK ? n->attrs[1].i : n->attrs[0].i;
-        int64_t len = s0->ndim ? s0->dims[dim] : 1;
-        return n->n_attrs >= (n->op == LTC_OP_TOPK ? 3 : 2) && dtype_ok(s0->dtype) &&
-               len <= SORT_MAX_LINE;
+    case LTC_OP_TOPK:
+    case LTC_OP_KTHVALUE:
+    case LTC_OP_MEDIAN_DIM: {
+        int at = n->op == LTC_OP_TOPK || n->op == LTC_OP_KTHVALUE ? 1 : 0;
+        if (n->n_attrs < at + 1 || !dtype_ok(s0->dtype)) return false;
+        int64_t dim = n->attrs[at].i, len = s0->ndim ? s0->dims[dim] : 1;
+        return len <= SORT_MAX_LINE;
     }
+    case LTC_OP_MEDIAN: return dtype_ok(s0->dtype) && ltc_shape_numel(s0) <= SORT_MAX_LINE;
+    case LTC_OP_CUMMAX:
+    case LTC_OP_CUMMIN: return n->n_attrs >= 1 && dtype_ok(s0->dtype) && s0->dtype != LTC_BOOL;
+    case LTC_OP_FLIP:
+    case LTC_OP_REPEAT: return n->n_attrs >= 1 && dtype_ok(os->dtype) && os->ndim >= s0->ndim;
+    case LTC_OP_ONE_HOT: return n->n_attrs >= 1 && is_index(s0->dtype) && os->dtype == LTC_I64;
+    case LTC_OP_EYE: return os->ndim == 2 && dtype_ok(os->dtype);
+    case LTC_OP_LINSPACE: return ocl.info.fp64 && n->n_attrs >= 3;
+    case LTC_OP_RANDPERM:
+        return ocl.info.fp64 && os->ndim == 1 && os->dims[0] <= SORT_MAX_LINE && os->dtype != LTC_BOOL;
+    case LTC_OP_MSE_LOSS:
+        return n->n_attrs >= 1 && is_float(os->dtype) && s0->dtype == os->dtype &&
+               opshape(n, 1)->dtype == os->dtype;
+    case LTC_OP_DOT:
+    case LTC_OP_OUTER:
+        return (os->dtype == LTC_F32 || (os->dtype == LTC_F64 && ocl.info.fp64)) &&
+               s0->dtype == os->dtype && opshape(n, 1)->dtype == os->dtype;
     case LTC_OP_VAR:
     case LTC_OP_STD:
     case LTC_OP_PROD:
@@ -392,7 +560,21 @@ ltc_status ocl_lower_more(lw *w, const ltc_node *n, int out, bool *done) {
     case LTC_OP_CUMPROD: return lower_cumulative(w, n, out);
     case LTC_OP_SORT:
     case LTC_OP_ARGSORT:
-    case LTC_OP_TOPK: return lower_sort(w, n, out);
+    case LTC_OP_TOPK:
+    case LTC_OP_KTHVALUE:
+    case LTC_OP_MEDIAN:
+    case LTC_OP_MEDIAN_DIM: return lower_sort(w, n, out);
+    case LTC_OP_CUMMAX:
+    case LTC_OP_CUMMIN: return lower_cumext(w, n, out);
+    case LTC_OP_FLIP:
+    case LTC_OP_REPEAT: return lower_tile(w, n, out);
+    case LTC_OP_ONE_HOT:
+    case LTC_OP_EYE:
+    case LTC_OP_LINSPACE:
+    case LTC_OP_RANDPERM:
+    case LTC_OP_DOT:
+    case LTC_OP_OUTER: return lower_creation(w, n, out);
+    case LTC_OP_MSE_LOSS: return lower_mse(w, n, out);
     default: return lower_reduce_more(w, n, out);
     }
 }

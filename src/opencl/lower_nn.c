@@ -57,10 +57,8 @@ static bool fits_i32(const ltc_node *n) {
  * grouped convolutions) take the direct kernels. */
 #define CONV_COL_MAX ((int64_t)1 << 26)
 
-/* A CLBlast GEMM step C (m x n) = A (m x k, or its transpose) B (k x n, or its transpose),
- * row-major, over slots. */
-static ltc_status gemm_step(lw *w, int op, int out, int a, int bslot, bool ta, bool tb, int64_t m,
-                            int64_t nn, int64_t k, ltc_dtype dt) {
+ltc_status lw_gemm_step(lw *w, int op, int out, int a, int bslot, bool ta, bool tb, int64_t m,
+                        int64_t nn, int64_t k, ltc_dtype dt) {
     ocl_step *s = lw_new_step(w, OCL_STEP_GEMM, op, out);
     if (!s) return lw_nomem();
     s->a = a;
@@ -155,7 +153,7 @@ static ltc_status lower_conv_gemm(lw *w, const ltc_node *n, int out) {
         if (col < 0 || yp < 0) return lw_nomem();
         ocl_k_im2col(&b, KNAME, dt, i32);
         if ((st = conv_kernel(w, &b, n, col, &x, 1, (size_t)(ckk * np))) ||
-            (st = gemm_step(w, n->op, yp, lw_opslot(w, n, 1), col, false, false, kk, np, ckk, dt)))
+            (st = lw_gemm_step(w, n->op, yp, lw_opslot(w, n, 1), col, false, false, kk, np, ckk, dt)))
             return st;
         return swap_step(w, n->op, out, yp, n->op == LTC_OP_CONV2D ? lw_opslot(w, n, 2) : -1, nb,
                          kk, p, dt);
@@ -166,7 +164,7 @@ static ltc_status lower_conv_gemm(lw *w, const ltc_node *n, int out) {
     if (n->op == LTC_OP_CONV2D_BACKWARD_INPUT) {
         int dcol = lw_new_slot(w, &cs);
         if (dcol < 0) return lw_nomem();
-        if ((st = gemm_step(w, n->op, dcol, lw_opslot(w, n, 1), gp, true, false, ckk, np, kk, dt)))
+        if ((st = lw_gemm_step(w, n->op, dcol, lw_opslot(w, n, 1), gp, true, false, ckk, np, kk, dt)))
             return st;
         ocl_k_col2im(&b, KNAME, dt, i32);
         return conv_kernel(w, &b, n, out, &dcol, 1, (size_t)ltc_shape_numel(in));
@@ -180,7 +178,7 @@ static ltc_status lower_conv_gemm(lw *w, const ltc_node *n, int out) {
     if (col < 0 || dwt < 0) return lw_nomem();
     ocl_k_im2col(&b, KNAME, dt, i32);
     if ((st = conv_kernel(w, &b, n, col, &x, 1, (size_t)(ckk * np))) ||
-        (st = gemm_step(w, n->op, dwt, col, gp, false, true, ckk, kk, np, dt)))
+        (st = lw_gemm_step(w, n->op, dwt, col, gp, false, true, ckk, kk, np, dt)))
         return st;
     return swap_step(w, n->op, out, dwt, -1, kk, ckk, 1, dt);
 }

@@ -242,7 +242,15 @@ void ocl_k_avg_pool2d(ocl_sb *b, const char *name, ltc_dtype dt);
 void ocl_k_avg_pool2d_bwd(ocl_sb *b, const char *name, ltc_dtype dt);
 void ocl_k_cumulative(ocl_sb *b, const char *name, ltc_dtype in, ltc_dtype out, bool prod,
                       bool fp64);
-void ocl_k_sort(ocl_sb *b, const char *name, ltc_dtype dt, bool descending, bool values);
+void ocl_k_sort(ocl_sb *b, const char *name, ltc_dtype dt, bool descending, bool values,
+                bool indices, bool median);
+void ocl_k_cumext(ocl_sb *b, const char *name, ltc_dtype dt, bool is_min);
+void ocl_k_tile(ocl_sb *b, const char *name, ltc_dtype dt, int r);
+void ocl_k_one_hot(ocl_sb *b, const char *name, ltc_dtype it);
+void ocl_k_eye(ocl_sb *b, const char *name, ltc_dtype dt);
+void ocl_k_linspace(ocl_sb *b, const char *name, ltc_dtype dt);
+void ocl_k_randperm(ocl_sb *b, const char *name, ltc_dtype dt);
+void ocl_k_sqdiff(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype out, int r, bool fp64);
 void ocl_k_reduce_more(ocl_sb *b, const char *name, char kind, ltc_dtype in, ltc_dtype out,
                        bool fp64);
 

@@ -249,6 +249,19 @@ function M.install(core)
   end, true)
 
   ---------------------------------------------------------------------------------------
+  -- creation: PyTorch's eye(n, dtype=) as ltc.eye(n, "float64")
+
+  local eye = core.eye
+  --- ltc.eye(rows [, cols] [, dtype]): the eye op; a string second argument is the dtype
+  -- (ltc.eye(3, "float64"), PyTorch's torch.eye(3, dtype=torch.float64)).
+  def("eye", function(rows, cols, ...)
+    local r
+    if type(cols) == "string" then r = call1(eye, rows, nil, cols, ...)
+    else r = call1(eye, rows, cols, ...) end
+    return r
+  end)
+
+  ---------------------------------------------------------------------------------------
   -- normalisation: PyTorch's argument order and defaults over the ops
 
   local layer_norm, batch_norm = core.layer_norm, core.batch_norm
@@ -305,8 +318,9 @@ function M.install(core)
       return make(t, ...)
     end)
   end
-  --- ltc.zeros_like(t [, dtype]), ones_like, empty_like, rand_like, randn_like: the creation
-  -- op with t's size and dtype (or dtype). ltc.full_like(t, value [, dtype]).
+  --- ltc.zeros_like(t [, dtype]), ltc.ones_like(t [, dtype]), ltc.empty_like(t [, dtype]),
+  -- ltc.rand_like(t [, dtype]), ltc.randn_like(t [, dtype]): the creation op with t's size
+  -- and dtype (or dtype). ltc.full_like(t, value [, dtype]).
   --- t:clamp(min, max) of an integer or bool tensor with a bound that is a Lua float (2.5,
   -- 1e30, 2.0) is float32, as PyTorch's type promotion of a tensor with a float scalar
   -- (torch.tensor([5]).clamp(2.5) is tensor([5.])); integer bounds keep the dtype.

@@ -249,6 +249,35 @@ function M.install(core)
   end, true)
 
   ---------------------------------------------------------------------------------------
+  -- rounding and reciprocal over the generated ops
+
+  local floating = { float16 = true, bfloat16 = true, float32 = true, float64 = true }
+  --- t:reciprocal(): 1 / t (an integer or bool tensor gives float32, 1 / 0 is inf, as
+  -- PyTorch's torch.reciprocal).
+  def("reciprocal", function(t)
+    check_tensor(t, 1, "reciprocal")
+    local r = call1(function() return 1 / t end)
+    return r
+  end, true)
+  --- t:trunc(): t rounded toward zero (floor of a positive, ceil of a negative value; -0.5
+  -- gives -0); an integer or bool tensor is returned as a copy (PyTorch's torch.trunc).
+  local function trunc(t)
+    check_tensor(t, 1, "trunc")
+    if not floating[t:dtype()] then return t:clone() end
+    return core.where(t:lt(0), t:ceil(), t:floor())
+  end
+  def("trunc", trunc, true)
+  --- t:frac(): t - t:trunc(), the fractional part with t's sign (nan for +-inf); floating
+  -- dtypes only, as PyTorch's torch.frac.
+  def("frac", function(t)
+    check_tensor(t, 1, "frac")
+    if not floating[t:dtype()] then
+      raise("frac: needs a floating tensor, got " .. t:dtype() .. " (PyTorch: frac is not implemented for integers)")
+    end
+    return t - trunc(t)
+  end, true)
+
+  ---------------------------------------------------------------------------------------
   -- creation: PyTorch's eye(n, dtype=) as ltc.eye(n, "float64")
 
   local eye = core.eye

@@ -46,7 +46,8 @@ static const char *lua_type(const gen_arg *a) {
     case ARG_DIM: case ARG_DIM_OPT: return "a dim (1-based; negative counts from the end)";
     case ARG_FLOAT: case ARG_FLOAT_OPT: return "a number";
     case ARG_BOOL: return "a boolean";
-    default: return "a dtype name (\"float32\", \"float64\", \"int32\", \"int64\", \"bool\")";
+    default: return "a dtype name (\"float32\", \"float64\", \"float16\", \"bfloat16\", "
+                    "\"int64\", \"int32\", \"int16\", \"int8\", \"uint8\", \"bool\")";
     }
 }
 

@@ -19,7 +19,8 @@ describe("an error found when a graph runs", function()
     local q = ltc.tensor({ 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13 }, "int32") % 0
     local ok, e = pcall(function() return q:totable() end)
     assert.is_false(ok)
-    assert.matches("remainder: integer modulo by zero %(int32 // 0 and %% 0 raise, as PyTorch's "
-      .. "ZeroDivisionError; use a float tensor for inf/nan%)$", e)
+    assert.matches("remainder: integer modulo by zero %(// 0 and %% 0 of an integer tensor, "
+      .. "uint8, int8, int16 or int32, raise, as PyTorch's ZeroDivisionError; use a float "
+      .. "tensor for inf/nan%)$", e)
   end)
 end)

@@ -157,6 +157,19 @@ function Loader:batches()
   end
 end
 
+--- for xb, yb in loader do ... end: one epoch of batches (loader:batches() without the
+-- step), as iterating a PyTorch DataLoader. The generic for calls the loader for each batch
+-- with the previous batch as control value: the first call (control nil) starts an epoch.
+function Loader:__call(_, prev)
+  if prev == nil or not self._epoch_iter then self._epoch_iter = self:batches() end
+  local r = table.pack(self._epoch_iter())
+  if r[1] == nil then
+    self._epoch_iter = nil
+    return nil
+  end
+  return table.unpack(r, 2, r.n)
+end
+
 ---------------------------------------------------------------------------------------------
 -- data sets
 

@@ -58,6 +58,76 @@ local function comment_above(path, line)
   return table.concat(out, "\n")
 end
 
+-- The Lua files of the loaded ltc modules (lua/ltc/*.lua), in a fixed order.
+local function module_files()
+  local names = {}
+  for k in pairs(package.loaded) do
+    if (k == "ltc" or k:match("^ltc%.")) and k ~= "ltc.core" then names[#names + 1] = k end
+  end
+  table.sort(names)
+  local files = {}
+  for _, k in ipairs(names) do
+    local f = package.searchpath(k, package.path)
+    if f then files[#files + 1] = f end
+  end
+  return files
+end
+
+-- The `---` comment blocks of the ltc modules' files: {first = line, lines = {...}, text}.
+local blocks
+local function doc_blocks()
+  if blocks then return blocks end
+  blocks = {}
+  for _, path in ipairs(module_files()) do
+    local lines = {}
+    for l in ((read(path) or "") .. "\n"):gmatch("(.-)\n") do lines[#lines + 1] = l end
+    for i, l in ipairs(lines) do
+      if l:match("^%s*%-%-%- ") then -- a doc block starts here: its lines up to the code
+        local j = i
+        while lines[j + 1] and lines[j + 1]:match("^%s*%-%-") and not lines[j + 1]:match("^%s*%-%-%- ") do
+          j = j + 1
+        end
+        local b = { lines = {} }
+        for k = i, j do b.lines[#b.lines + 1] = (lines[k]:gsub("^%s*%-%-%-? ?", "")) end
+        b.text = table.concat(b.lines, "\n")
+        blocks[#blocks + 1] = b
+      end
+    end
+  end
+  return blocks
+end
+
+-- The `---` comment block that documents `name` by its call form, for functions made in a
+-- loop, in C (documented in lua/ltc/init.lua) or by a class factory: the first block whose
+-- first line (else any line) has "ltc.<name>(", "t:<name>(", "<name>(", "<last two parts of
+-- name>(" or "<last part>(" (tried in this order), not preceded by a letter, digit or _.
+local function named_comment(name)
+  local short = name:match("([%w_]+)$")
+  local cands = { "ltc." .. name .. "(", "t:" .. short .. "(", name .. "(" }
+  local two = name:match("([%w_]+%.[%w_]+)$")
+  if two then cands[#cands + 1] = two .. "(" end
+  cands[#cands + 1] = short .. "("
+  local function found(line, c)
+    local i = 1
+    while true do
+      local a = line:find(c, i, true)
+      if not a then return false end
+      if a == 1 or not line:sub(a - 1, a - 1):match("[%w_]") then return true end
+      i = a + 1
+    end
+  end
+  for _, first_only in ipairs({ true, false }) do
+    for _, c in ipairs(cands) do
+      for _, b in ipairs(doc_blocks()) do
+        for k = 1, first_only and 1 or #b.lines do
+          if found(b.lines[k], c) then return b.text end
+        end
+      end
+    end
+  end
+  return nil
+end
+
 -- Where a function value lives in ltc's tables: "softmax" (an op), "nn.Linear", ...
 local function name_of(f, ltc)
   for k, v in pairs(ltc) do if v == f and type(k) == "string" then return k end end
@@ -108,15 +178,25 @@ function M.doc(x)
     local init = rawget(f, "__init") or (type(rawget(f, "__index")) == "table" and rawget(f, "__index").__init)
     if type(init) == "function" then f = init end
   end
+  local class_init = type(x) == "table" or (type(x) == "string" and type(f) == "table")
+  local where
   if type(f) == "function" then
     f = M.wraps[f] or f
     local info = debug.getinfo(f, "S")
     if info.what == "Lua" and info.source:sub(1, 1) == "@" then
-      local c = comment_above(info.source:sub(2), info.linedefined)
+      -- a class made by a factory shares its __init: its own doc names it
+      local c = not class_init and comment_above(info.source:sub(2), info.linedefined)
       if c then return (name and (name .. ": ") or "") .. c end
-      return nil, "ltc.help: " .. (name or "this function") .. " has no doc comment (" ..
-        info.short_src .. ":" .. info.linedefined .. ")"
+      where = info.short_src .. ":" .. info.linedefined
     end
+  end
+  local c = name and named_comment(name)
+  if c then return name .. ": " .. c end
+  if type(f) == "function" and where then
+    local info = debug.getinfo(f, "S")
+    c = comment_above(info.source:sub(2), info.linedefined)
+    if c then return (name and (name .. ": ") or "") .. c end
+    return nil, "ltc.help: " .. (name or "this function") .. " has no doc comment (" .. where .. ")"
   end
   return nil, "ltc.help: no documentation found for " .. (name or tostring(x))
 end

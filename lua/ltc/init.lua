@@ -42,8 +42,9 @@ function M.arange(a, b, c, d, ...)
   return core.arange(start, stop, step, dtype)
 end
 
---- Dtype shorthands (Torch7 and PyTorch): t:float(), t:double(), t:int(), t:long(), t:bool(),
--- t:half() (float16), t:bfloat16(), t:byte() (uint8), t:char() (int8), t:short() (int16).
+--- t:half() (float16), t:bfloat16(), t:float(), t:double(), t:int(), t:long(), t:bool(),
+-- t:byte() (uint8), t:char() (int8), t:short() (int16): dtype shorthands (Torch7 and
+-- PyTorch), t:to(dtype).
 for short, dtype in pairs { float = "float32", double = "float64", int = "int32",
                             long = "int64", bool = "bool", half = "float16",
                             bfloat16 = "bfloat16", byte = "uint8", char = "int8",
@@ -253,6 +254,15 @@ package.loaded["ltc"] = M
 M.nn = require "ltc.nn"
 M.optim = require "ltc.optim"
 M.data = require "ltc.data"
+-- Doc comments of functions written in C (src/lua/ltc_lua.c), for ltc.help:
+--- ltc.sync(): runs every pending computation (the graph of all live tensors with pending
+-- values) now, as PyTorch/XLA's mark_step; reading a value (t:item(), t:totable(), printing)
+-- syncs too.
+--- ltc.manual_seed(seed): seeds the generator of ltc.rand, randn, randint, randperm, dropout
+-- and the modules' initialisation (an integer), as torch.manual_seed.
+--- ltc.result_type(a, b, ...): the dtype name an op on these operands (tensors, Lua numbers,
+-- booleans) computes in, as torch.result_type (a Lua number is a weak scalar:
+-- ltc.result_type(ltc.tensor({1}, "int32"), 2.5) is "float32").
 --- ltc.help(x): prints the documentation of an op (its doc in codegen/ops.yaml, with schema,
 -- arguments, shape and dtype rules and backends) or of a Lua function (the comment above its
 -- definition); x is the function (ltc.softmax, ltc.nn.Linear) or its name ("t:softmax").

@@ -218,9 +218,25 @@ function M.load(path)
   local f = io.open(path, "rb")
   local data = f and f:read(2)
   if f then f:close() end
+  -- torch.save writes a zip holding data.pkl (or, before PyTorch 1.6, a bare pickle: \x80)
+  local function torch_pickle()
+    if data:sub(1, 1) == "\x80" then return true end
+    local g = io.open(path, "rb")
+    local all = g and g:read("a") or ""
+    if g then g:close() end
+    return all:find("data.pkl", 1, true) ~= nil
+  end
+  local function pickle_error()
+    raise(string.format("load: '%s' is a PyTorch pickle (torch.save, .pt), which ltc does not "
+      .. "read: save the tensors with numpy instead, np.save('x.npy', t.numpy()) or np.savez("
+      .. "'sd.npz', **{k: v.numpy() for k, v in model.state_dict().items()}), and ltc.load "
+      .. "that file", path))
+  end
+  if data and data:sub(1, 1) == "\x80" then pickle_error() end
   if data and data:sub(1, 2) == "PK" then
     local ok, res = pcall(M.load_npz, path)
     if ok then return res end
+    if torch_pickle() then pickle_error() end
     if tostring(res):find("is not a .npz (zip) file", 1, true) then
       raise(string.format("load: '%s' is not a .npy file, and not a .npz (zip) file: a truncated "
         .. "zip archive (no end-of-central-directory record)", path))

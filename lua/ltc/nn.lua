@@ -23,6 +23,7 @@ local nn = {}
 local F
 do
   local is_tensor, typename, select, mtype = ltc.is_tensor, ltc.typename, select, math.type
+  local pack, unpack = table.pack, table.unpack
   -- argument kinds: t a tensor, n a tensor or a number, i an integer, s an integer or a table
   -- of sizes, i? nil or an integer
   local kind = {
@@ -37,7 +38,7 @@ do
   local args = { nll_loss = two, cross_entropy = two, binary_cross_entropy = two,
     binary_cross_entropy_with_logits = two, kl_div = two, cosine_embedding_loss = three,
     mse_loss = regression, l1_loss = regression, smooth_l1_loss = regression,
-    huber_loss = regression, embedding = two, linear = two, conv1d = two, conv2d = two,
+    huber_loss = regression, embedding = two, cosine_similarity = two, linear = two, conv1d = two, conv2d = two,
     conv_transpose2d = two, scaled_dot_product_attention = three, group_norm = { "t", "i" },
     layer_norm = { "t", "s" }, adaptive_avg_pool2d = { "t", "s" }, flatten = { "t", "i?", "i?" } }
   local function check(name, kinds, ...)
@@ -51,7 +52,6 @@ do
   end
   -- An error from inside F.name names F.name, the function the user called: "conv1d: conv2d:
   -- weight ..." for an error of the conv2d that conv1d is built on (kept after the name).
-  local pack, unpack = table.pack, table.unpack
   local function own_error(name, msg)
     if type(msg) ~= "string" then return msg end
     local pos, rest = msg:match("^([^\n]-:%d+: )(.*)$")
@@ -59,15 +59,80 @@ do
     if rest:sub(1, #name + 1) ~= name .. ":" then rest = name .. ": " .. rest end
     return pos .. rest
   end
+  -- PyTorch's parameter names of each functional, in positional order: a trailing options
+  -- table (string keys only) gives them by name, F.conv2d(x, w, nil, {stride = 2}) or
+  -- F.softmax(x, {dim = 2}); an unknown name or one also given positionally raises.
+  -- inplace is accepted when false (ltc's functionals never write into their input).
+  local names = {
+    linear = { "input", "weight", "bias" }, relu = { "input", "inplace" },
+    gelu = { "input" }, tanh = { "input" }, sigmoid = { "input" }, silu = { "input", "inplace" },
+    mish = { "input", "inplace" }, softmax = { "input", "dim", "dtype" },
+    log_softmax = { "input", "dim", "dtype" }, dropout = { "input", "p", "training", "inplace" },
+    unfold = { "input", "kernel_size", "dilation", "padding", "stride" },
+    fold = { "input", "output_size", "kernel_size", "dilation", "padding", "stride" },
+    flatten = { "input", "start_dim", "end_dim" }, one_hot = { "tensor", "num_classes" },
+    layer_norm = { "input", "normalized_shape", "weight", "bias", "eps" },
+    conv2d = { "input", "weight", "bias", "stride", "padding", "dilation", "groups" },
+    conv1d = { "input", "weight", "bias", "stride", "padding", "dilation", "groups" },
+    conv_transpose2d = { "input", "weight", "bias", "stride", "padding", "output_padding",
+      "groups", "dilation" },
+    max_pool2d = { "input", "kernel_size", "stride", "padding", "dilation", "ceil_mode" },
+    avg_pool2d = { "input", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad" },
+    adaptive_avg_pool2d = { "input", "output_size" },
+    leaky_relu = { "input", "negative_slope", "inplace" }, elu = { "input", "alpha", "inplace" },
+    softplus = { "input", "beta", "threshold" },
+    hardtanh = { "input", "min_val", "max_val", "inplace" },
+    group_norm = { "input", "num_groups", "weight", "bias", "eps" },
+    batch_norm = { "input", "running_mean", "running_var", "weight", "bias", "training",
+      "momentum", "eps" },
+    pad = { "input", "pad", "mode", "value" }, normalize = { "input", "p", "dim", "eps" },
+    cosine_similarity = { "x1", "x2", "dim", "eps" },
+  }
+  local function is_options(v)
+    if type(v) ~= "table" or next(v) == nil then return false end
+    for k in pairs(v) do if type(k) ~= "string" then return false end end
+    return true
+  end
+  -- the arguments of F.name with a trailing options table spread to their positions
+  local function spread(name, list, ...)
+    local a = pack(...)
+    local opts = a[a.n]
+    if not list or a.n < 2 or not is_options(opts) then return a end
+    a[a.n], a.n = nil, a.n - 1
+    for k, v in pairs(opts) do
+      local pos
+      for i, n in ipairs(list) do if n == k then pos = i end end
+      if not pos then
+        local known = { table.unpack(list, 2) }
+        table.sort(known)
+        raise(string.format("%s: unknown option '%s' (known: %s)", name, k, table.concat(known, ", ")))
+      end
+      if pos <= a.n and a[pos] ~= nil then
+        raise(string.format("%s: got multiple values for argument '%s' (positional and in the "
+          .. "options table)", name, k))
+      end
+      a[pos] = v
+      if pos > a.n then a.n = pos end
+    end
+    for i, n in ipairs(list) do
+      if n == "inplace" and i <= a.n then
+        if a[i] then raise(name .. ": inplace=true is not supported (ltc functionals return a new tensor)") end
+        a.n = math.min(a.n, i - 1) -- inplace is last: drop it
+      end
+    end
+    return a
+  end
   local wraps = require("ltc.help").wraps
   F = setmetatable({}, {
     __newindex = function(t, name, fn)
       local value = fn
       if type(fn) == "function" then
         local kinds = args[name] or { "t" }
+        local list = names[name]
         value = function(...)
-          check(name, kinds, ...)
-          local r = pack(pcall(fn, ...))
+          local a = spread(name, list, ...)
+          check(name, kinds, unpack(a, 1, a.n))
+          local r = pack(pcall(fn, unpack(a, 1, a.n)))
           if not r[1] then raise(own_error(name, r[2])) end
           return unpack(r, 2, r.n)
         end
@@ -94,8 +159,18 @@ function F.relu(x) return x:relu() end
 function F.gelu(x) return x:gelu() end
 function F.tanh(x) return x:tanh() end
 function F.sigmoid(x) return x:sigmoid() end
-function F.softmax(x, dim) return x:softmax(dim or -1) end
-function F.log_softmax(x, dim) return x:log_softmax(dim or -1) end
+--- F.softmax(x [, dim=-1 [, dtype]]), F.log_softmax(x [, dim=-1 [, dtype]]): x cast to dtype
+-- first when given (PyTorch's dtype=). Every F.* functional also takes PyTorch's keyword
+-- arguments as a trailing options table: F.softmax(x, {dim = 2}), F.conv2d(x, w, nil,
+-- {stride = 2}), F.dropout(x, {p = 0.2, training = false}); an unknown name raises.
+function F.softmax(x, dim, dtype)
+  if dtype then x = x:to(dtype) end
+  return x:softmax(dim or -1)
+end
+function F.log_softmax(x, dim, dtype)
+  if dtype then x = x:to(dtype) end
+  return x:log_softmax(dim or -1)
+end
 
 -- Raises "<fname>: p must be between 0 and 1, got <p>" unless p is a number in [0, 1].
 local function check_p(fname, p, level)
@@ -201,6 +276,75 @@ function F.max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode)
   if not ltc.max_pool2d then raise("max_pool2d: this build has no max_pool2d op") end
   return ltc.max_pool2d(x, kernel_size, stride or kernel_size, padding or 0, dilation or 1,
     ceil_mode or false)
+end
+
+--- F.avg_pool2d(x, kernel_size [, stride=kernel_size [, padding=0 [, ceil_mode=false [,
+-- count_include_pad=true]]]]): the avg_pool2d op with PyTorch's defaults.
+function F.avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad)
+  return ltc.avg_pool2d(x, kernel_size, stride or kernel_size, padding or 0, ceil_mode or false,
+    count_include_pad ~= false)
+end
+
+--- F.pad(x, pad [, mode="constant" [, value=0]]): pad = {left, right [, top, bottom [, ...]]}
+-- in PyTorch's order, the last dim first; negative amounts crop. Only mode "constant".
+function F.pad(x, pad, mode, value)
+  if type(pad) ~= "table" or #pad % 2 ~= 0 or #pad // 2 > x:dim() then
+    raise(string.format("pad: pad must be a table of an even number of sizes, at most 2 per dim "
+      .. "of the %d-d input, got %s", x:dim(), type(pad) == "table" and "{" .. table.concat(pad, ", ") .. "}" or ltc.typename(pad)))
+  end
+  mode = mode or "constant"
+  if mode ~= "constant" then
+    raise(string.format("pad: mode '%s' is not supported (only 'constant')", tostring(mode)))
+  end
+  value = value or 0
+  for i = 1, #pad // 2 do
+    local d = x:dim() - i + 1
+    local lo, hi = pad[2 * i - 1], pad[2 * i]
+    if math.type(lo) ~= "integer" or math.type(hi) ~= "integer" then
+      raise("pad: pad sizes must be integers, got {" .. table.concat(pad, ", ") .. "}")
+    end
+    local n = x:size(d)
+    if n + lo + hi < 0 or (lo < 0 and -lo > n) or (hi < 0 and -hi > n) then
+      raise(string.format("pad: padding (%d, %d) of dim %d of size %d gives a negative size", lo, hi, d, n))
+    end
+    if lo < 0 then x = x:narrow(d, 1 - lo, n + lo); n = n + lo; lo = 0 end
+    if hi < 0 then x = x:narrow(d, 1, n + hi); hi = 0 end
+    local parts = {}
+    local function block(k)
+      local s = x:size()
+      s[d] = k
+      return ltc.full(s, value, x:dtype())
+    end
+    if lo > 0 then parts[#parts + 1] = block(lo) end
+    parts[#parts + 1] = x
+    if hi > 0 then parts[#parts + 1] = block(hi) end
+    if #parts > 1 then x = ltc.cat(parts, d) end
+  end
+  return x
+end
+
+--- F.normalize(x [, p=2 [, dim=2 [, eps=1e-12]]]): x / max(||x||_p over dim, eps) (dim 2 is
+-- PyTorch's default dim=1, 1-based).
+function F.normalize(x, p, dim, eps)
+  local n = x:norm(p or 2, dim or 2, true)
+  return x / n:clamp(eps or 1e-12)
+end
+
+--- F.batch_norm(x, running_mean, running_var [, weight [, bias [, training=false [,
+-- momentum=0.1 [, eps=1e-5]]]]]): ltc.batch_norm (running statistics updated in place when
+-- training).
+function F.batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)
+  return ltc.batch_norm(x, running_mean, running_var, weight, bias, training or false,
+    momentum or 0.1, eps or 1e-5)
+end
+
+--- F.cosine_similarity(x1, x2 [, dim=2 [, eps=1e-8]]): sum(x1 x2) / max(||x1|| ||x2||, eps)
+-- over dim (broadcasting x1 and x2; dim 2 is PyTorch's default dim=1, 1-based).
+function F.cosine_similarity(x1, x2, dim, eps)
+  dim = dim or 2
+  local w12 = (x1 * x2):sum(dim)
+  local n = ((x1 * x1):sum(dim) * (x2 * x2):sum(dim)):sqrt()
+  return w12 / n:clamp(eps or 1e-8)
 end
 
 ---------------------------------------------------------------------------------------------
@@ -524,7 +668,12 @@ local float_dtypes = { float32 = true, float64 = true, float16 = true, bfloat16 
 -- still holds the old ones: make it after, as PyTorch advises); grads are dropped. Integer
 -- buffers keep their dtype. Returns m. m:double() and m:float() are m:to("float64") and
 -- m:to("float32").
+local int_dtypes = { uint8 = true, int8 = true, int16 = true, int32 = true, int64 = true, bool = true }
 function Module:to(arg)
+  if int_dtypes[arg] then
+    raise(string.format("Module.to: only floating dtypes (float32, float64, float16, bfloat16) "
+      .. "convert a module, got %s (parameters must stay floating to require grad)", arg))
+  end
   for _, m in ipairs(self:modules()) do
     for _, n in ipairs(m._params) do
       local p = m._slots[n]
@@ -544,6 +693,9 @@ function Module:to(arg)
 end
 function Module:double() return self:to("float64") end
 function Module:float() return self:to("float32") end
+--- m:half(), m:bfloat16(): m:to("float16"), m:to("bfloat16") (as t:half(), t:bfloat16()).
+function Module:half() return self:to("float16") end
+function Module:bfloat16() return self:to("bfloat16") end
 
 --- m:state_dict(): {name = tensor} for every parameter and buffer (the tensors themselves,
 -- not copies), with dotted names.
@@ -715,10 +867,33 @@ end
 function nn.Conv2d:forward(x)
   return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 end
+-- A size or pair as PyTorch prints it: 2, or (2, 1) for a table; as_pair makes 2 into (2, 2).
+local function size_repr(v, as_pair)
+  if type(v) == "table" then
+    local parts = {}
+    for i, x in ipairs(v) do parts[i] = tostring(x) end
+    return "(" .. table.concat(parts, ", ") .. ")"
+  end
+  if as_pair then return string.format("(%s, %s)", tostring(v), tostring(v)) end
+  return tostring(v)
+end
+nn.size_repr = size_repr
+-- whether v (a number or a pair) is n in every dim
+local function all_equal(v, n)
+  if type(v) ~= "table" then return v == n end
+  for _, x in ipairs(v) do if x ~= n then return false end end
+  return true
+end
+nn.all_equal = all_equal
+
 function nn.Conv2d:extra_repr()
-  return string.format("%d, %d, kernel_size=(%d, %d), stride=%s, padding=%s%s", self.cin,
-    self.cout, self.kh, self.kw, tostring(self.stride), tostring(self.padding),
-    self.bias == nil and ", bias=false" or "")
+  -- PyTorch's repr: padding, dilation and groups only when not their defaults
+  local s = string.format("%d, %d, kernel_size=(%d, %d), stride=%s", self.cin, self.cout,
+    self.kh, self.kw, size_repr(self.stride, true))
+  if not all_equal(self.padding, 0) then s = s .. ", padding=" .. size_repr(self.padding, true) end
+  if not all_equal(self.dilation, 1) then s = s .. ", dilation=" .. size_repr(self.dilation, true) end
+  if self.groups ~= 1 then s = s .. ", groups=" .. self.groups end
+  return s .. (self.bias == nil and ", bias=false" or "")
 end
 
 --- nn.MaxPool2d(kernel_size [, stride [, padding [, dilation [, ceil_mode]]]]) or
@@ -737,9 +912,9 @@ function nn.MaxPool2d:forward(x)
   return F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
 end
 function nn.MaxPool2d:extra_repr()
-  return string.format("kernel_size=%s, stride=%s, padding=%s, ceil_mode=%s",
-    tostring(self.kernel_size), tostring(self.stride), tostring(self.padding),
-    tostring(self.ceil_mode))
+  return string.format("kernel_size=%s, stride=%s, padding=%s, dilation=%s, ceil_mode=%s",
+    size_repr(self.kernel_size), size_repr(self.stride), size_repr(self.padding),
+    size_repr(self.dilation), tostring(self.ceil_mode))
 end
 
 local function activation(name, fn)

@@ -333,8 +333,8 @@ return function(nn, F)
     return ltc.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad)
   end
   function nn.AvgPool2d:extra_repr()
-    return string.format("kernel_size=%s, stride=%s, padding=%s", tostring(self.kernel_size),
-      tostring(self.stride), tostring(self.padding))
+    return string.format("kernel_size=%s, stride=%s, padding=%s", nn.size_repr(self.kernel_size),
+      nn.size_repr(self.stride), nn.size_repr(self.padding))
   end
 
   -- [m, n] averaging matrix of adaptive pooling from n to m cells (PyTorch's windows
@@ -485,6 +485,6 @@ return function(nn, F)
   end
   function nn.ConvTranspose2d:extra_repr()
     return string.format("%d, %d, kernel_size=(%d, %d), stride=%s", self.cin, self.cout,
-      self.kernel_size[1], self.kernel_size[2], tostring(self.stride))
+      self.kernel_size[1], self.kernel_size[2], nn.size_repr(self.stride, true))
   end
 end

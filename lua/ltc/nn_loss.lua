@@ -119,6 +119,11 @@ return function(nn, F)
     local logp = x:log_softmax(2)
     local wrow = o.weight and o.weight:reshape({ 1, C })
     if probs then
+      if target:dim() ~= input:dim() then -- not probabilities: labels of the wrong dtype
+        raise(string.format("cross_entropy: target must be int64 or int32 class indices, got %s "
+          .. "(or class probabilities of the input's size [%s], got [%s])", target:dtype(),
+          table.concat(input:size(), ", "), table.concat(target:size(), ", ")))
+      end
       same_size("cross_entropy", input, target)
       local t = rows_of("cross_entropy", target)
       if eps > 0 then t = t * (1 - eps) + eps / C end

@@ -249,6 +249,48 @@ function M.install(core)
   end, true)
 
   ---------------------------------------------------------------------------------------
+  -- rounding and reciprocal over the generated ops
+
+  local floating = { float16 = true, bfloat16 = true, float32 = true, float64 = true }
+  --- t:reciprocal(): 1 / t (an integer or bool tensor gives float32, 1 / 0 is inf, as
+  -- PyTorch's torch.reciprocal).
+  def("reciprocal", function(t)
+    check_tensor(t, 1, "reciprocal")
+    local r = call1(function() return 1 / t end)
+    return r
+  end, true)
+  --- t:trunc(): t rounded toward zero (floor of a positive, ceil of a negative value; -0.5
+  -- gives -0); an integer or bool tensor is returned as a copy (PyTorch's torch.trunc).
+  local function trunc(t)
+    check_tensor(t, 1, "trunc")
+    if not floating[t:dtype()] then return t:clone() end
+    return core.where(t:lt(0), t:ceil(), t:floor())
+  end
+  def("trunc", trunc, true)
+  --- t:frac(): t - t:trunc(), the fractional part with t's sign (nan for +-inf); floating
+  -- dtypes only, as PyTorch's torch.frac.
+  def("frac", function(t)
+    check_tensor(t, 1, "frac")
+    if not floating[t:dtype()] then
+      raise("frac: needs a floating tensor, got " .. t:dtype() .. " (PyTorch: frac is not implemented for integers)")
+    end
+    return t - trunc(t)
+  end, true)
+
+  ---------------------------------------------------------------------------------------
+  -- creation: PyTorch's eye(n, dtype=) as ltc.eye(n, "float64")
+
+  local eye = core.eye
+  --- ltc.eye(rows [, cols] [, dtype]): the eye op; a string second argument is the dtype
+  -- (ltc.eye(3, "float64"), PyTorch's torch.eye(3, dtype=torch.float64)).
+  def("eye", function(rows, cols, ...)
+    local r
+    if type(cols) == "string" then r = call1(eye, rows, nil, cols, ...)
+    else r = call1(eye, rows, cols, ...) end
+    return r
+  end)
+
+  ---------------------------------------------------------------------------------------
   -- normalisation: PyTorch's argument order and defaults over the ops
 
   local layer_norm, batch_norm = core.layer_norm, core.batch_norm
@@ -305,8 +347,9 @@ function M.install(core)
       return make(t, ...)
     end)
   end
-  --- ltc.zeros_like(t [, dtype]), ones_like, empty_like, rand_like, randn_like: the creation
-  -- op with t's size and dtype (or dtype). ltc.full_like(t, value [, dtype]).
+  --- ltc.zeros_like(t [, dtype]), ltc.ones_like(t [, dtype]), ltc.empty_like(t [, dtype]),
+  -- ltc.rand_like(t [, dtype]), ltc.randn_like(t [, dtype]): the creation op with t's size
+  -- and dtype (or dtype). ltc.full_like(t, value [, dtype]).
   --- t:clamp(min, max) of an integer or bool tensor with a bound that is a Lua float (2.5,
   -- 1e30, 2.0) is float32, as PyTorch's type promotion of a tensor with a float scalar
   -- (torch.tensor([5]).clamp(2.5) is tensor([5.])); integer bounds keep the dtype.

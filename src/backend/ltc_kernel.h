@@ -88,10 +88,13 @@ static inline ltc_status ltc_kernel_int_div_check(const ltc_kernel_args *a) {
     if ((a->op != LTC_OP_FLOOR_DIVIDE && a->op != LTC_OP_REMAINDER) || (a->out_shapes[0].dtype != LTC_I32 && a->out_shapes[0].dtype != LTC_I64) ||
         ltc_shape_numel(&a->out_shapes[0]) == 0 || !ltc_kernel_has_zero_(a->in[1], &a->in_shapes[1]))
         return LTC_OK;
-    return ltc_errorf(LTC_ERR_ARG, "%s: integer %s by zero (%s // 0 and %% 0 raise, as PyTorch's "
-                      "ZeroDivisionError; use a float tensor for inf/nan)", ltc_op_name(a->op),
-                      a->op == LTC_OP_FLOOR_DIVIDE ? "division" : "modulo",
-                      ltc_dtype_name(a->out_shapes[0].dtype));
+    /* int32 is also the compute dtype of uint8, int8 and int16 (trace.c): the kernel cannot
+     * tell the tensor's own dtype, so the message names the integer dtypes, not int32 */
+    return ltc_errorf(LTC_ERR_ARG, "%s: integer %s by zero (// 0 and %% 0 of an integer tensor, "
+                      "%s, raise, as PyTorch's ZeroDivisionError; use a float tensor for inf/nan)",
+                      ltc_op_name(a->op), a->op == LTC_OP_FLOOR_DIVIDE ? "division" : "modulo",
+                      a->out_shapes[0].dtype == LTC_I64 ? "int64"
+                                                        : "uint8, int8, int16 or int32");
 }
 
 

@@ -543,7 +543,8 @@ static bool check_nt(int dt, bool entry, int64_t m, int64_t n, int64_t k, double
         for (int64_t j = 0; j < ldc; j++) {
             double got = dt == LTC_F32 ? ((float *)c)[i * ldc + j] : ((double *)c)[i * ldc + j];
             if (j >= n) { /* the padding is not written */
-                ok &= isnan(C[i * ldc + j]) ? isnan(got) : got == (dt == LTC_F32 ? (float)C[i * ldc + j] : C[i * ldc + j]);
+                double was = dt == LTC_F32 ? (float)C[i * ldc + j] : C[i * ldc + j];
+                ok &= isnan(was) ? isnan(got) : got == was;
                 continue;
             }
             double s = 0, mag = 0;
@@ -574,17 +575,21 @@ static void t_gemm_nt(void) {
         for (size_t i = 0; i < sizeof ms / 8; i++)
             for (size_t j = 0; j < sizeof ms / 8; j++)
                 for (size_t p = 0; p < sizeof ks / 8; p++) {
-                    double alpha = p % 3 ? 1.0 : -0.75, beta = (i + j + p) % 3 == 0 ? 0 : (i + p) % 2 ? 1.0 : 0.5;
-                    CHECK(check_nt(dt ? LTC_F64 : LTC_F32, false, ms[i], ms[j], ks[p], alpha, beta));
+                    double alpha = p % 3 ? 1.0 : -0.75;
+                    double beta = (i + j + p) % 3 == 0 ? 0 : (i + p) % 2 ? 1.0 : 0.5;
+                    CHECK(check_nt(dt ? LTC_F64 : LTC_F32, false, ms[i], ms[j], ks[p], alpha,
+                                   beta));
                 }
     /* the shapes the rule sends here, through the entry, and some it does not */
     CHECK(ltc_cpu_gemm_thin_nt(256, 10, 128) && ltc_cpu_gemm_thin_nt(10, 256, 128));
-    CHECK(ltc_cpu_gemm_thin_nt(1024, 3, 200) && !ltc_cpu_gemm_thin_nt(256, 3, 128));
+    CHECK(ltc_cpu_gemm_thin_nt(1024, 3, 208) && !ltc_cpu_gemm_thin_nt(256, 3, 128));
+    CHECK(!ltc_cpu_gemm_thin_nt(1024, 3, 200) && !ltc_cpu_gemm_thin_nt(256, 10, 129));
     CHECK(!ltc_cpu_gemm_thin_nt(256, 1, 128) && !ltc_cpu_gemm_thin_nt(64, 10, 128));
     CHECK(!ltc_cpu_gemm_thin_nt(256, 10, 64) && !ltc_cpu_gemm_thin_nt(256, 16, 128));
     CHECK(!ltc_cpu_gemm_thin_nt(4096, 12, 128));
     static const int64_t big[][3] = {{256, 10, 128}, {10, 256, 131}, {1025, 3, 129},
-                                     {257, 7, 500}, {255, 6, 128}, {256, 1, 128}};
+                                     {257, 7, 512}, {255, 6, 128}, {256, 1, 128},
+                                     {10, 255, 144}, {257, 7, 500}};
     for (int dt = 0; dt < 2; dt++)
         for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
             CHECK(check_nt(dt ? LTC_F64 : LTC_F32, true, big[i][0], big[i][1], big[i][2], 1, 0));

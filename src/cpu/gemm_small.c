@@ -1,6 +1,5 @@
-/* gemm_small.c - the products OpenBLAS computes slowly: op(A) . op(B) with B read transposed
- * (A [m,k] and B [n,k] both contiguous along k, as in linear's self . weight^T) when m or n is
- * thin (2..12). OpenBLAS (0.3.21, SkylakeX/Cooperlake kernels) packs A into panels for such a
+/* gemm_small.c - the products OpenBLAS computes slowly: A . B^T (A [m,k] and B [n,k] both
+ * contiguous along k, as in linear's self . weight^T) when m or n is thin (2..12). OpenBLAS (0.3.21, SkylakeX/Cooperlake kernels) packs A into panels for such a
  * product and reaches 18-50 GFLOP/s on it, against 80-100 for the same shapes untransposed.
  * Here each element of C is a dot product along k: 4 rows x 4 columns of C at once, 16
  * vector accumulators (64-byte GCC vectors: one zmm on x86-64-v4, two ymm on v3) that
@@ -32,11 +31,11 @@ typedef float vf32h __attribute__((vector_size(32)));
 typedef float vf32q __attribute__((vector_size(16)));
 typedef double vf64 __attribute__((vector_size(64)));
 typedef double vf64h __attribute__((vector_size(32)));
-typedef double vf64q __attribute__((vector_size(16)));
 
 #define SH __builtin_shufflevector
 /* The lanes of each of a0..a3 summed (a tree, the same for every block), as lanes 0..3. */
-static inline __attribute__((always_inline)) vf32q hsum4_f32(vf32 a0, vf32 a1, vf32 a2, vf32 a3) {
+static inline __attribute__((always_inline)) vf32q hsum4_f32(const vf32 *a) {
+    vf32 a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
     vf32h h0 = SH(a0, a0, 0, 1, 2, 3, 4, 5, 6, 7) + SH(a0, a0, 8, 9, 10, 11, 12, 13, 14, 15);
     vf32h h1 = SH(a1, a1, 0, 1, 2, 3, 4, 5, 6, 7) + SH(a1, a1, 8, 9, 10, 11, 12, 13, 14, 15);
     vf32h h2 = SH(a2, a2, 0, 1, 2, 3, 4, 5, 6, 7) + SH(a2, a2, 8, 9, 10, 11, 12, 13, 14, 15);
@@ -46,7 +45,8 @@ static inline __attribute__((always_inline)) vf32q hsum4_f32(vf32 a0, vf32 a1, v
     vf32h v = SH(u01, u23, 0, 1, 8, 9, 4, 5, 12, 13) + SH(u01, u23, 2, 3, 10, 11, 6, 7, 14, 15);
     return SH(v, v, 0, 4, 2, 6) + SH(v, v, 1, 5, 3, 7);
 }
-static inline __attribute__((always_inline)) vf64h hsum4_f64(vf64 a0, vf64 a1, vf64 a2, vf64 a3) {
+static inline __attribute__((always_inline)) vf64h hsum4_f64(const vf64 *a) {
+    vf64 a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
     vf64h h0 = SH(a0, a0, 0, 1, 2, 3) + SH(a0, a0, 4, 5, 6, 7);
     vf64h h1 = SH(a1, a1, 0, 1, 2, 3) + SH(a1, a1, 4, 5, 6, 7);
     vf64h h2 = SH(a2, a2, 0, 1, 2, 3) + SH(a2, a2, 4, 5, 6, 7);
@@ -60,14 +60,16 @@ static inline __attribute__((always_inline)) vf64h hsum4_f64(vf64 a0, vf64 a1, v
     LTC_EW_CLONES static void NAME(int64_t rows, int64_t cols, int64_t k, T alpha,             \
                                    const T *X, int64_t ldx, const T *Y, int64_t ldy,           \
                                    T beta, T *C, int64_t ldc) {                                \
-        int64_t kv = k - k % VW;                                                               \
-        for (int64_t r = 0; r < rows; r += 4) {                                                \
-            int64_t rb = rows - r < 4 ? rows - r : 4;                                          \
+        int64_t kv = k - k % VW, nr = (rows + 3) / 4, nc = (cols + 3) / 4;                     \
+        /* blocks along the longer side inner: the shorter side's rows stay in cache */        \
+        for (int64_t blk = 0; blk < nr * nc; blk++) {                                          \
+            int64_t r = 4 * (rows <= cols ? blk % nr : blk / nc);                              \
+            int64_t c = 4 * (rows <= cols ? blk / nr : blk % nc);                              \
+            int64_t rb = rows - r < 4 ? rows - r : 4, cb = cols - c < 4 ? cols - c : 4;        \
             const T *x[4];                                                                     \
             for (int i = 0; i < 4; i++)                                                        \
                 x[i] = X + (r + (i < rb ? i : 0)) * ldx;                                       \
-            for (int64_t c = 0; c < cols; c += 4) {                                            \
-                int64_t cb = cols - c < 4 ? cols - c : 4;                                      \
+            {                                                                                  \
                 const T *y[4];                                                                 \
                 for (int q = 0; q < 4; q++)                                                    \
                     y[q] = Y + (c + (q < cb ? q : 0)) * ldy;                                   \
@@ -84,8 +86,9 @@ static inline __attribute__((always_inline)) vf64h hsum4_f64(vf64 a0, vf64 a1, v
                     c0 += u2 * v0, c1 += u2 * v1, c2 += u2 * v2, c3 += u2 * v3;                \
                     d0 += u3 * v0, d1 += u3 * v1, d2 += u3 * v2, d3 += u3 * v3;                \
                 }                                                                              \
-                SUMS sv[4] = {HSUM4(a0, a1, a2, a3), HSUM4(b0, b1, b2, b3),                    \
-                              HSUM4(c0, c1, c2, c3), HSUM4(d0, d1, d2, d3)};                   \
+                VEC acc[4][4] = {{a0, a1, a2, a3}, {b0, b1, b2, b3}, {c0, c1, c2, c3},         \
+                                 {d0, d1, d2, d3}};                                            \
+                SUMS sv[4] = {HSUM4(acc[0]), HSUM4(acc[1]), HSUM4(acc[2]), HSUM4(acc[3])};     \
                 T s[4][4];                                                                     \
                 memcpy(s, sv, sizeof s);                                                       \
                 for (int64_t p = kv; p < k; p++)                                               \
@@ -104,7 +107,7 @@ DEF_DOTS(dots_f64, double, vf64, 8, vf64h, hsum4_f64)
 
 bool ltc_cpu_gemm_thin_nt(int64_t m, int64_t n, int64_t k) {
     int64_t s = m < n ? m : n, l = m < n ? n : m;
-    return k >= 128 && s >= 2 && s <= 12 && (l >= 1024 || (s >= 6 && l >= 256)) &&
+    return k >= 128 && k % 16 == 0 && s >= 2 && s <= 12 && (l >= 1024 || (s >= 6 && l >= 256)) &&
            m * n * k < LTC_GEMM_SMALL;
 }
 

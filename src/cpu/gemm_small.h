@@ -7,14 +7,18 @@
 #include <stdint.h>
 
 /* Whether C[m,n] = A[m,k] . B[n,k]^T goes to ltc_cpu_gemm_nt rather than OpenBLAS: the
- * smaller of m and n in 2..12, k >= 128, the larger of m and n >= 1024 (>= 256 when the
- * smaller is >= 6), fewer than LTC_GEMM_SMALL multiply-adds (OpenBLAS goes multi-threaded
- * from there). Measured on this machine (AMD EPYC, OpenBLAS 0.3.21 Cooperlake kernels, one
- * thread, CPU time, best of 5): 256x10x128 13.5 us in cblas_sgemm, 11.4 us here; 256x8x512
- * 43 us and 22 us; 1024x3x128 38 us and 18 us; 10x256x512 56 us and 33 us. Outside the
- * rule OpenBLAS wins or ties: n = 1 (0.3-0.6x here), m and n both small (64x10x128: 0.67x),
- * k = 64 (0.6-1.0x), 16 (0.64-1.2x), and every untransposed or A-transposed layout (OpenBLAS
- * at 75-100 GFLOP/s, which plain loops matched at best). */
+ * smaller of m and n in 2..12; k >= 128 and a multiple of 16 (whole vectors: the scalar
+ * tail of k is slow, 256x10x136 takes 42 us here and 20 us in OpenBLAS); the larger of m
+ * and n >= 1024, or >= 256 when the smaller is >= 6; fewer than LTC_GEMM_SMALL
+ * multiply-adds (OpenBLAS goes multi-threaded from there).
+ * Measured on this machine (AMD EPYC with AVX-512, OpenBLAS 0.3.21 Cooperlake kernels, one
+ * thread, CPU time, best of 5), cblas_sgemm against this kernel: 256x10x128 13.5-14.5 us
+ * and 11.4-12.9 us; 256x6x128 13.2 and 10.4; 256x8x512 43 and 22; 1024x3x128 38 and 18;
+ * 10x256x512 56 and 33; 12x2048x128 140 and 131. float64 against cblas_dgemm: 256x10x128
+ * 34 and 21 us, 1024x3x128 100 and 31. Outside the rule OpenBLAS wins or ties: n = 1
+ * (0.3-0.6x here), m and n both small (64x10x128: 0.67x), k = 64 (0.6-1.0x), a side of 16
+ * (0.64-1.2x), and every untransposed or A-transposed layout (OpenBLAS at 75-100 GFLOP/s,
+ * which plain loops matched at best). */
 bool ltc_cpu_gemm_thin_nt(int64_t m, int64_t n, int64_t k);
 
 /* Row-major C[m,n] = alpha * A . B^T + beta * C, A [m,k] and B [n,k] with row strides lda

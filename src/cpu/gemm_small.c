@@ -1,6 +1,7 @@
 /* gemm_small.c - the products OpenBLAS computes slowly: A . B^T (A [m,k] and B [n,k] both
- * contiguous along k, as in linear's self . weight^T) when m or n is thin (2..12). OpenBLAS (0.3.21, SkylakeX/Cooperlake kernels) packs A into panels for such a
- * product and reaches 18-50 GFLOP/s on it, against 80-100 for the same shapes untransposed.
+ * contiguous along k, as in linear's self . weight^T) when m or n is thin (2..12). OpenBLAS
+ * (0.3.21, Cooperlake kernels) reaches 18-50 GFLOP/s on such a product, against 80-100 for
+ * the same shapes untransposed (see gemm_small.h for the rule and the figures).
  * Here each element of C is a dot product along k: 4 rows x 4 columns of C at once, 16
  * vector accumulators (64-byte GCC vectors: one zmm on x86-64-v4, two ymm on v3) that
  * reduce as a fixed tree, compiled per x86-64 level (LTC_EW_CLONES). Every element is the

@@ -6,8 +6,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Whether C[m,n] = A[m,k] . B[n,k]^T goes to ltc_cpu_gemm_nt rather than OpenBLAS: the
- * smaller of m and n in 2..12; k >= 128 and a multiple of 16 (whole vectors: the scalar
+/* Whether C[m,n] = A[m,k] . B[n,k]^T goes to ltc_cpu_gemm_nt rather than OpenBLAS: on a
+ * CPU with AVX-512 only (x86-64-v4: on AVX2 the kernel loses 3-6x); the smaller of m and n
+ * in 2..12; k >= 128 and a multiple of 16 (whole vectors: the scalar
  * tail of k is slow, 256x10x136 takes 42 us here and 20 us in OpenBLAS); the larger of m
  * and n >= 1024, or >= 256 when the smaller is >= 6; fewer than LTC_GEMM_SMALL
  * multiply-adds (OpenBLAS goes multi-threaded from there).

@@ -123,8 +123,8 @@ static bool has_avx512(void) {
 
 bool ltc_cpu_gemm_thin_nt(int64_t m, int64_t n, int64_t k) {
     int64_t s = m < n ? m : n, l = m < n ? n : m;
-    return has_avx512() && k >= 128 && k % 16 == 0 && s >= 2 && s <= 12 && (l >= 1024 || (s >= 6 && l >= 256)) &&
-           m * n * k < LTC_GEMM_SMALL;
+    return has_avx512() && k >= 128 && k % 16 == 0 && s >= 2 && s <= 12 &&
+           (l >= 1024 || (s >= 6 && l >= 256)) && m * n * k < LTC_GEMM_SMALL;
 }
 
 void ltc_cpu_gemm_nt(int dt, int64_t m, int64_t n, int64_t k, double alpha, const void *A,

@@ -5,9 +5,11 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "elementwise.h"
+#include "gemm_small.h"
 #include "ltc_rng.h"
 #include "threads.h"
 
@@ -503,6 +505,99 @@ static void t_softmax(void) {
     NEAR(od[1], 1 - log(exp(1) + exp(3) + exp(5)), 1e-12);
 }
 
+/* ---- the thin A . B^T kernel (gemm_small.c) ------------------------------------------ */
+
+static uint64_t lcg = 12345;
+static double urand(void) { /* in [-1, 1) */
+    lcg = lcg * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (double)(lcg >> 11) / (double)(1ULL << 52) - 1;
+}
+
+/* C = alpha A . B^T + beta C by ltc_cpu_gemm_nt (or ltc_cpu_gemm when `entry`) against a
+ * double sum, for A [m,k] and B [n,k] with padded row strides; beta 0 with NaN in C. */
+static bool check_nt(int dt, bool entry, int64_t m, int64_t n, int64_t k, double alpha,
+                     double beta) {
+    int64_t lda = k + 3, ldb = k + 1, ldc = n + 2;
+    size_t es = dt == LTC_F32 ? 4 : 8;
+    double *A = malloc(sizeof(double) * (size_t)(m * lda + 1));
+    double *B = malloc(sizeof(double) * (size_t)(n * ldb + 1));
+    double *C = malloc(sizeof(double) * (size_t)(m * ldc + 1));
+    char *a = malloc(es * (size_t)(m * lda + 1)), *b = malloc(es * (size_t)(n * ldb + 1));
+    char *c = malloc(es * (size_t)(m * ldc + 1));
+    for (int64_t i = 0; i < m * lda; i++) A[i] = urand();
+    for (int64_t i = 0; i < n * ldb; i++) B[i] = urand();
+    for (int64_t i = 0; i < m * ldc; i++) C[i] = beta == 0 ? NAN : urand();
+    for (int64_t i = 0; i < m * lda; i++)
+        dt == LTC_F32 ? (void)(((float *)a)[i] = (float)A[i]) : (void)(((double *)a)[i] = A[i]);
+    for (int64_t i = 0; i < n * ldb; i++)
+        dt == LTC_F32 ? (void)(((float *)b)[i] = (float)B[i]) : (void)(((double *)b)[i] = B[i]);
+    for (int64_t i = 0; i < m * ldc; i++)
+        dt == LTC_F32 ? (void)(((float *)c)[i] = (float)C[i]) : (void)(((double *)c)[i] = C[i]);
+    if (entry)
+        ltc_cpu_gemm(dt, false, true, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    else
+        ltc_cpu_gemm_nt(dt, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    double eps = dt == LTC_F32 ? 1.2e-7 : 2.3e-16;
+    bool ok = true;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < ldc; j++) {
+            double got = dt == LTC_F32 ? ((float *)c)[i * ldc + j] : ((double *)c)[i * ldc + j];
+            if (j >= n) { /* the padding is not written */
+                double was = dt == LTC_F32 ? (float)C[i * ldc + j] : C[i * ldc + j];
+                ok &= isnan(was) ? isnan(got) : got == was;
+                continue;
+            }
+            double s = 0, mag = 0;
+            for (int64_t p = 0; p < k; p++) {
+                double x = dt == LTC_F32 ? ((float *)a)[i * lda + p] : A[i * lda + p];
+                double y = dt == LTC_F32 ? ((float *)b)[j * ldb + p] : B[j * ldb + p];
+                s += x * y, mag += fabs(x * y);
+            }
+            double cv = beta == 0 ? 0 : dt == LTC_F32 ? (float)C[i * ldc + j] : C[i * ldc + j];
+            double want = alpha * s + (beta == 0 ? 0 : beta * cv);
+            double tol = 4 * eps * ((double)k * fabs(alpha) * mag + fabs(beta * cv) + fabs(want));
+            if (!(fabs(got - want) <= tol)) {
+                if (ok)
+                    printf("#   %s %s m %ld n %ld k %ld: C[%ld,%ld] = %.9g, want %.9g\n",
+                           dt == LTC_F32 ? "f32" : "f64", entry ? "gemm" : "nt", (long)m,
+                           (long)n, (long)k, (long)i, (long)j, got, want);
+                ok = false;
+            }
+        }
+    free(A), free(B), free(C), free(a), free(b), free(c);
+    return ok;
+}
+
+static void t_gemm_nt(void) {
+    static const int64_t ms[] = {0, 1, 2, 3, 4, 5, 7, 10, 12, 13, 17};
+    static const int64_t ks[] = {0, 1, 7, 15, 16, 17, 33, 128, 130};
+    for (int dt = 0; dt < 2; dt++)
+        for (size_t i = 0; i < sizeof ms / 8; i++)
+            for (size_t j = 0; j < sizeof ms / 8; j++)
+                for (size_t p = 0; p < sizeof ks / 8; p++) {
+                    double alpha = p % 3 ? 1.0 : -0.75;
+                    double beta = (i + j + p) % 3 == 0 ? 0 : (i + p) % 2 ? 1.0 : 0.5;
+                    CHECK(check_nt(dt ? LTC_F64 : LTC_F32, false, ms[i], ms[j], ks[p], alpha,
+                                   beta));
+                }
+    /* the shapes the rule sends here, through the entry, and some it does not */
+    bool v4 = ltc_cpu_gemm_thin_nt(256, 10, 128); /* only with AVX-512 */
+    CHECK(v4 == ltc_cpu_gemm_thin_nt(10, 256, 128) && v4 == ltc_cpu_gemm_thin_nt(1024, 3, 208));
+    CHECK(!ltc_cpu_gemm_thin_nt(256, 3, 128));
+    CHECK(!ltc_cpu_gemm_thin_nt(1024, 3, 200) && !ltc_cpu_gemm_thin_nt(256, 10, 129));
+    CHECK(!ltc_cpu_gemm_thin_nt(256, 1, 128) && !ltc_cpu_gemm_thin_nt(64, 10, 128));
+    CHECK(!ltc_cpu_gemm_thin_nt(256, 10, 64) && !ltc_cpu_gemm_thin_nt(256, 16, 128));
+    CHECK(!ltc_cpu_gemm_thin_nt(4096, 12, 128));
+    static const int64_t big[][3] = {{256, 10, 128}, {10, 256, 131}, {1025, 3, 129},
+                                     {257, 7, 512}, {255, 6, 128}, {256, 1, 128},
+                                     {10, 255, 144}, {257, 7, 500}};
+    for (int dt = 0; dt < 2; dt++)
+        for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
+            CHECK(check_nt(dt ? LTC_F64 : LTC_F32, true, big[i][0], big[i][1], big[i][2], 1, 0));
+            CHECK(check_nt(dt ? LTC_F64 : LTC_F32, true, big[i][0], big[i][1], big[i][2], 0.5, 1));
+        }
+}
+
 int main(void) {
     run("elementwise adds a 0-d scalar on either side", t_ew_scalar);
     run("elementwise broadcasts a row, a column and an outer sum", t_ew_row_col);
@@ -523,6 +618,8 @@ int main(void) {
     run("narrow and select with negative indices", t_narrow_select);
     run("gemm splits rows and loops over what 32-bit blasint cannot address",
         t_gemm_beyond_blasint);
+    run("thin A . B^T kernel against a double sum: sizes 0..17, strides, alpha, beta",
+        t_gemm_nt);
     run("to truncates toward zero, ->bool is x != 0", t_to);
     run("softmax rows sum to 1; log_softmax; along dim 0", t_softmax);
     printf("%d passed, %d failed\n", n_pass, n_fail);

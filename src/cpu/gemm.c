@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "elementwise.h"
+#include "gemm_small.h"
 #include "threads.h"
 
 /* See threads.h. blasint is 32-bit in Debian's OpenBLAS (64-bit in an INTERFACE64 build). */
@@ -52,6 +53,10 @@ void ltc_cpu_gemm(int dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, dou
     }
     if (n > lim || k > lim || lda > lim || ldb > lim || ldc > lim) {
         gemm_loops(dt, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    if (!ta && tb && ltc_cpu_gemm_thin_nt(m, n, k)) { /* see gemm_small.h */
+        ltc_cpu_gemm_nt(dt, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
     ltc_cpu_blas_prepare(m * n * k);

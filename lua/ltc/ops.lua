@@ -183,6 +183,7 @@ function M.install(core)
       if is_tensor(value) then
         if value:dtype() ~= dt then value = value:to(dt) end
       elseif type(value) == "number" and not FLOAT[dt] then
+        core._check_value(value, dt, "masked_fill")
         value = core.full({}, value, dt)
       end
     end

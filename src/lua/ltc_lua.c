@@ -282,12 +282,27 @@ static void store(void *buf, int64_t i, ltc_dtype dt, lua_State *L, int idx, con
         }
         n = (int64_t)f;
     }
-    if (integral && !ltc_dtype_fits_i64(n, dt))
+    if (integral && ltc_dtype_check_i64(n, dt)) /* uint8 takes -255..-1, as in PyTorch */
         luaL_error(L, "tensor: element %s (%I) cannot be converted to %s without overflow (as in "
                    "PyTorch)", where, (lua_Integer)n, ltc_dtype_name(dt));
     if (dt == LTC_BOOL) ((uint8_t *)buf)[i] = integral ? n != 0 : f != 0;
     else if (integral || !ltc_dtype_is_float(dt)) ltc_dtype_store_i64(buf, dt, i, n);
     else ltc_dtype_store_f64(buf, dt, i, f);
+}
+
+/* Whether every element of the nested table at idx (nesting depth d of s->ndim) is a boolean:
+ * PyTorch infers bool only then (a number among booleans makes them 0/1 of its dtype). */
+static bool all_bool(lua_State *L, int idx, const ltc_shape *s, int d) {
+    if (d == s->ndim) return lua_isboolean(L, idx);
+    if (!lua_istable(L, idx)) return false; /* ragged: fill() reports it */
+    lua_Integer n = luaL_len(L, idx);
+    bool ok = true;
+    for (lua_Integer i = 1; ok && i <= n; i++) {
+        lua_geti(L, idx, i);
+        ok = all_bool(L, lua_gettop(L), s, d + 1);
+        lua_pop(L, 1);
+    }
+    return ok;
 }
 
 /* Copies the nested table at idx (checked against s from dim d) into buf from *pos. */
@@ -311,7 +326,7 @@ static void fill(lua_State *L, int idx, const ltc_shape *s, int d, void *buf, in
 }
 
 /* ltc.tensor(data [, dtype]): data is a number, a boolean or a nested table of them.
- * float32 by default (bool for booleans), as Torch7's default tensor type. */
+ * float32 by default (bool when every element is a boolean), as Torch7's default tensor type. */
 static int l_tensor(lua_State *L) {
     if (!lua_istable(L, 1) && !lua_isnumber(L, 1) && !lua_isboolean(L, 1))
         return luaL_error(L, "tensor: bad argument #1 (a table, number or boolean expected, got %s)",
@@ -325,6 +340,7 @@ static int l_tensor(lua_State *L) {
     }
     table_shape(L, 1, &s, &is_bool);
     ltc_dtype dt = ltcL_checkdtype(L, 2, true, "tensor");
+    if (is_bool && dt == LTC_DTYPE_NONE) is_bool = all_bool(L, 1, &s, 0);
     s.dtype = dt != LTC_DTYPE_NONE ? dt : is_bool ? LTC_BOOL : LTC_F32;
     if (ltc_shape_make(&s, s.dtype, s.ndim, s.dims)) return luaL_error(L, "tensor: %s", ltc_last_error());
     void *buf = lua_newuserdatauv(L, ltc_shape_nbytes(&s) + 1, 0); /* freed by the GC */
@@ -537,6 +553,15 @@ static int t_index(lua_State *L) {
     return 1;
 }
 
+/* Raises "<fname>: value <v> cannot be converted to <dtype> without overflow (as in PyTorch)"
+ * unless the Lua number at idx fits dt: PyTorch checks a value given at creation or to
+ * fill_ (inside arithmetic, integers wrap). */
+static void check_value_fits(lua_State *L, int idx, ltc_dtype dt, const char *fname) {
+    ltc_status st = lua_isinteger(L, idx) ? ltc_dtype_check_i64(lua_tointeger(L, idx), dt)
+                                          : ltc_dtype_check_f64(lua_tonumber(L, idx), dt);
+    if (st) luaL_error(L, "%s: %s (as in PyTorch)", fname, ltc_last_error());
+}
+
 /* t[i] = v: writes v (a tensor or number, broadcast, cast to t's dtype) into select(1, i)
  * in place (the write is seen by t's base and its other views). t.key = v: the
  * metatable's __setters[key](t, v), else an error. */
@@ -545,6 +570,8 @@ static int t_newindex(lua_State *L) {
     if (lua_type(L, 2) == LUA_TNUMBER) {
         int64_t i = ltcL_checkdim(L, 2, false, "newindex");
         ltcL_checkoperand(L, 3, "newindex");
+        if (lua_type(L, 3) == LUA_TNUMBER) /* PyTorch checks the value, as fill_ does */
+            check_value_fits(L, 3, ltc_tensor_shape(t)->dtype, "newindex");
         ltc_tensor *slot, *v;
         if (ltc_select(t, 1, i, &slot)) return ltcL_error(L);
         if (!(v = ltcL_operand(L, 3))) {
@@ -591,15 +618,6 @@ static int l_copy_(lua_State *L) {
     if (st) return ltcL_error_prefixed(L, "copy_");
     lua_settop(L, 1);
     return 1;
-}
-
-/* Raises "<fname>: value <v> cannot be converted to <dtype> without overflow (as in PyTorch)"
- * unless the Lua number at idx fits dt: PyTorch checks a value given at creation or to
- * fill_ (inside arithmetic, integers wrap). */
-static void check_value_fits(lua_State *L, int idx, ltc_dtype dt, const char *fname) {
-    ltc_status st = lua_isinteger(L, idx) ? ltc_dtype_check_i64(lua_tointeger(L, idx), dt)
-                                          : ltc_dtype_check_f64(lua_tonumber(L, idx), dt);
-    if (st) luaL_error(L, "%s: %s (as in PyTorch)", fname, ltc_last_error());
 }
 
 /* core._check_value(v, dtype, fname): check_value_fits for a number v (dtype nil: float32);

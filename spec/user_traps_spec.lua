@@ -1,0 +1,140 @@
+-- Wrong values and silent traps a new user hit, each checked against PyTorch 1.13/2.x
+-- (values from /usr/bin/python3 torch, noted by each case): positional arguments of
+-- scaled_dot_product_attention, keyword options of the reductions, dtype inference of
+-- ltc.tensor, range checks of t[i] = v and uint8's negative fills.
+local ltc = require "ltc"
+local F = require("ltc.nn").functional
+
+local function err(fn)
+  local ok, msg = pcall(fn)
+  assert.is_false(ok)
+  return tostring(msg)
+end
+
+local function close(a, b, tol)
+  assert.is_true((a - b):abs():max():item() < (tol or 1e-6))
+end
+
+describe("F.scaled_dot_product_attention positional arguments", function()
+  ltc.manual_seed(3)
+  local q, k, v = ltc.randn({ 2, 4, 3 }), ltc.randn({ 2, 4, 3 }), ltc.randn({ 2, 4, 3 })
+
+  it("takes PyTorch's order: attn_mask, dropout_p, is_causal, scale", function()
+    local causal = F.scaled_dot_product_attention(q, k, v, { is_causal = true })
+    close(F.scaled_dot_product_attention(q, k, v, nil, 0.0, true), causal)
+    -- is_causal changes the result (the first row sees only key 1: its output is v's row 1)
+    assert.is_true((causal - F.scaled_dot_product_attention(q, k, v)):abs():max():item() > 1e-3)
+    close(causal:select(2, 1), v:select(2, 1))
+    local mask = ltc.tensor({ { true, true, false, false }, { true, true, true, true },
+      { true, false, false, false }, { true, true, true, false } })
+    close(F.scaled_dot_product_attention(q, k, v, mask),
+      F.scaled_dot_product_attention(q, k, v, { attn_mask = mask }))
+    close(F.scaled_dot_product_attention(q, k, v, nil, 0, false, 0.5),
+      F.scaled_dot_product_attention(q, k, v, { scale = 0.5 }))
+  end)
+
+  it("raises for anything else, naming the op", function()
+    assert.matches("scaled_dot_product_attention: argument #4 %(attn_mask%) must be a tensor or nil",
+      err(function() F.scaled_dot_product_attention(q, k, v, 3, 0.0) end))
+    assert.matches("argument #6 %(is_causal%) must be a boolean",
+      err(function() F.scaled_dot_product_attention(q, k, v, nil, 0.0, 1) end))
+    assert.matches("argument #5 %(dropout_p%) must be a number",
+      err(function() F.scaled_dot_product_attention(q, k, v, nil, true) end))
+    assert.matches("at most 7 arguments",
+      err(function() F.scaled_dot_product_attention(q, k, v, nil, 0, true, 1, 1) end))
+    assert.matches("scaled_dot_product_attention: options must be a table",
+      err(function() F.scaled_dot_product_attention(q, k, v, true) end))
+  end)
+end)
+
+describe("reductions with PyTorch's keyword options", function()
+  local x = ltc.tensor({ { 1, 2, 3 }, { 4, 6, 8 } })
+
+  it("take {dim = d, keepdim = b}", function()
+    -- torch: x.sum(dim=0) = [5, 8, 11]; x.mean(dim=1, keepdim=True) = [[2], [6]]
+    assert.are.same({ 5, 8, 11 }, x:sum({ dim = 1 }):totable())
+    assert.are.same({ { 2 }, { 6 } }, x:mean({ dim = 2, keepdim = true }):totable())
+    assert.are.same({ { 24 } }, x:sum({ dim = { 1, 2 }, keepdim = true }):totable())
+    assert.are.same({ { 24 } }, x:sum({ keepdim = true }):totable())
+    assert.are.same({ 4.5, 8, 12.5 }, x:var({ dim = 1 }):totable()) -- unbiased
+    assert.are.same({ 1, 4 }, x:var({ dim = 2, unbiased = true }):totable())
+    assert.are.same({ 2.25, 4, 6.25 }, x:var({ dim = 1, correction = 0 }):totable())
+    assert.are.same({ { 1 }, { 2 } }, x:std({ dim = 2, keepdim = true }):totable())
+    assert.are.same({ 4, 6, 8 }, x:amax({ dim = 1 }):totable())
+    assert.are.same({ 1, 4 }, x:amin({ dim = 2 }):totable())
+    -- torch: x.norm(2, dim=0) = [sqrt(17), sqrt(40), sqrt(73)]
+    close(x:norm(2, { dim = 1 }), ltc.tensor({ math.sqrt(17), math.sqrt(40), math.sqrt(73) }), 1e-5)
+    close(x:logsumexp({ dim = 2 }), x:logsumexp(2))
+  end)
+
+  it("keep an empty array as every dim", function()
+    assert.are.same(24, x:sum({}):item())
+    assert.are.same({ 5, 8, 11 }, x:sum({ 1 }):totable())
+  end)
+
+  it("raise for unknown keys, naming the op", function()
+    assert.matches("sum: unknown option 'dims' %(known: dim, keepdim%)",
+      err(function() x:sum({ dims = 1 }) end))
+    assert.matches("mean: unknown option '1'", err(function() x:mean({ 1, keepdim = true }) end))
+    assert.matches("var: give unbiased or correction, not both",
+      err(function() x:var({ dim = 1, unbiased = true, correction = 1 }) end))
+    assert.matches("amax: option dim must be an integer", err(function() x:amax({ dim = "a" }) end))
+  end)
+end)
+
+describe("ltc.tensor dtype inference", function()
+  it("gives bool only when every element is a boolean", function()
+    -- torch.tensor([True, 0.5]) = [1.0, 0.5]; torch.tensor([False, 2]) = [0, 2]
+    local a = ltc.tensor({ true, 0.5 })
+    assert.are.equal("float32", a:dtype())
+    assert.are.same({ 1, 0.5 }, a:totable())
+    local b = ltc.tensor({ { false }, { 2 } })
+    assert.are.equal("float32", b:dtype())
+    assert.are.same({ { 0 }, { 2 } }, b:totable())
+    assert.are.equal("bool", ltc.tensor({ { true, false }, { false, true } }):dtype())
+  end)
+end)
+
+describe("t[i] = v range checks", function()
+  it("raise when v does not fit the dtype, as PyTorch", function()
+    -- torch: x = torch.zeros(2, dtype=torch.int8); x[0] = 200 raises
+    local t = ltc.zeros(2, "int8")
+    assert.matches("newindex: value 200 cannot be converted to int8 without overflow",
+      err(function() t[1] = 200 end))
+    local m = ltc.zeros({ 2, 2 }, "int8")
+    assert.matches("newindex: value %-129 cannot be converted to int8",
+      err(function() m[2] = -129 end))
+    assert.matches("newindex: value 100000 cannot be converted to float16",
+      err(function() ltc.zeros(2, "float16")[1] = 1e5 end))
+    t[1] = 127
+    assert.are.same({ 127, 0 }, t:totable())
+  end)
+end)
+
+describe("uint8 takes negative integers down to -255, as PyTorch", function()
+  local mask = ltc.tensor({ true, false })
+  it("wraps -1 to 255 in fill_, full, masked_fill, t[i] = v and ltc.tensor", function()
+    -- torch 1.13: fill_(-1), full((2,), -1, dtype=uint8), masked_fill(mask, -1) give 255
+    assert.are.same({ 255, 255 }, ltc.zeros(2, "uint8"):fill_(-1):totable())
+    assert.are.same({ 1, 1 }, ltc.zeros(2, "uint8"):fill_(-255):totable())
+    assert.are.same({ 255, 255 }, ltc.full({ 2 }, -1, "uint8"):totable())
+    assert.are.same({ 255, 0 }, ltc.zeros(2, "uint8"):masked_fill(mask, -1):totable())
+    local u = ltc.zeros(2, "uint8")
+    u[1] = -1
+    assert.are.same({ 255, 0 }, u:totable())
+    assert.are.same({ 255 }, ltc.tensor({ -1 }, "uint8"):totable())
+  end)
+
+  it("raises below -255, and for negative floats, naming the op", function()
+    assert.matches("fill_: value %-256 cannot be converted to uint8",
+      err(function() ltc.zeros(2, "uint8"):fill_(-256) end))
+    assert.matches("fill_: value %-1 cannot be converted to uint8", -- torch: fill_(-1.0) raises
+      err(function() ltc.zeros(2, "uint8"):fill_(-1.0) end))
+    assert.matches("masked_fill: value %-256 cannot be converted to uint8",
+      err(function() ltc.zeros(2, "uint8"):masked_fill(mask, -256) end))
+    assert.matches("masked_fill: value 200 cannot be converted to int8",
+      err(function() ltc.zeros(2, "int8"):masked_fill(mask, 200) end))
+    assert.matches("cannot be converted to uint8",
+      err(function() return ltc.full({ 2 }, -256, "uint8"):totable() end))
+  end)
+end)

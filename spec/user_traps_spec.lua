@@ -138,3 +138,31 @@ describe("uint8 takes negative integers down to -255, as PyTorch", function()
       err(function() return ltc.full({ 2 }, -256, "uint8"):totable() end))
   end)
 end)
+
+describe("cat and stack of mixed dtypes", function()
+  it("promote to the operands' result_type, as PyTorch", function()
+    -- torch.cat([uint8 [1, 255], int8 [-1, 2]]) is int16 [1, 255, -1, 2]
+    local c = ltc.cat({ ltc.tensor({ 1, 255 }, "uint8"), ltc.tensor({ -1, 2 }, "int8") })
+    assert.are.equal("int16", c:dtype())
+    assert.are.same({ 1, 255, -1, 2 }, c:totable())
+    assert.are.equal("float64", ltc.cat({ ltc.ones(2), ltc.ones(2, "float64") }):dtype())
+    -- torch.stack([int32, float32]) is float32; stack([bool, int64]) int64
+    local s = ltc.stack({ ltc.tensor({ 3, 4 }, "int32"), ltc.tensor({ 0.5, 1 }) })
+    assert.are.equal("float32", s:dtype())
+    assert.are.same({ { 3, 4 }, { 0.5, 1 } }, s:totable())
+    assert.are.equal("int64", ltc.stack({ ltc.tensor({ true }), ltc.tensor({ 7 }, "int64") }):dtype())
+  end)
+
+  it("give gradients of each operand's own dtype", function()
+    local a, b = ltc.ones(2):requires_grad_(), ltc.ones(3, "float64"):requires_grad_()
+    ltc.cat({ a, b }):mul(2):sum():backward()
+    assert.are.equal("float32", a.grad:dtype())
+    assert.are.equal("float64", b.grad:dtype())
+    assert.are.same({ 2, 2 }, a.grad:totable())
+  end)
+
+  it("still raise for mismatched sizes", function()
+    assert.matches("cat: tensor 2 has size %[3%], tensor 1 %[2,2%]",
+      err(function() ltc.cat({ ltc.ones({ 2, 2 }), ltc.ones(3, "float64") }) end))
+  end)
+end)

@@ -152,16 +152,37 @@ function M.install(core)
     end
     return core.cat(pieces, dim)
   end
+  -- PyTorch's cat and stack compute in the result_type of their operands (uint8 with int8
+  -- gives int16, float32 with float64 float64): the operands of another dtype are converted
+  -- first (a copy of the list; anything not a tensor is left for the op to report).
+  local function promoted(tensors)
+    if type(tensors) ~= "table" then return tensors end
+    local reps, seen = {}, {}
+    for _, t in ipairs(tensors) do
+      if not core.is_tensor(t) then return tensors end
+      local dt = t:dtype()
+      if not seen[dt] then seen[dt] = true; reps[#reps + 1] = t end
+    end
+    if #reps < 2 or #reps > 16 then return tensors end
+    local dt = core.result_type(table.unpack(reps))
+    local out = {}
+    for i, t in ipairs(tensors) do out[i] = t:dtype() == dt and t or t:to(dt) end
+    return out
+  end
+
   local checked_cat = core.cat
   def("cat", function(tensors, dim, ...)
+    tensors = promoted(tensors)
     if type(tensors) == "table" and #tensors > LIST_MAX and select("#", ...) == 0 then
       return runs_of(checked_cat, tensors, dim or 1)
     end
     return checked_cat(tensors, dim, ...)
   end)
   local raw_stack = core.stack
-  --- ltc.stack(tensors [, dim]): the generated stack, for any number of tensors.
+  --- ltc.stack(tensors [, dim]): the generated stack, for any number of tensors, of their
+  -- result_type (as cat).
   def("stack", function(tensors, dim, ...)
+    tensors = promoted(tensors)
     if type(tensors) == "table" and #tensors > LIST_MAX and select("#", ...) == 0 then
       return runs_of(raw_stack, tensors, dim or 1)
     end

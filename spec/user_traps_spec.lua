@@ -166,3 +166,18 @@ describe("cat and stack of mixed dtypes", function()
       err(function() ltc.cat({ ltc.ones({ 2, 2 }), ltc.ones(3, "float64") }) end))
   end)
 end)
+
+describe("printing small and spread values", function()
+  local function body(t) return (tostring(t):gsub("\n%[.*$", "")) end
+  it("switches to scientific notation by PyTorch's rule", function()
+    -- torch: tensor([1.0000e-05, 1.0000e+00]); tensor([0.0010, 1.0000]);
+    -- tensor([1.0000e+00, 1.0010e+03]); tensor([0.0000e+00, 1.0000e-05]); tensor([123456.5000])
+    assert.are.equal(" 1.0000e-05\n 1.0000e+00", body(ltc.tensor({ 1e-5, 1 })))
+    assert.are.equal(" 0.0010\n 1.0000", body(ltc.tensor({ 0.001, 1 })))
+    assert.are.equal(" 1.0000e+00\n 1.0010e+03", body(ltc.tensor({ 1, 1001 })))
+    assert.are.equal(" 0.0000e+00\n 1.0000e-05", body(ltc.tensor({ 0, 1e-5 })))
+    assert.are.equal(" 123456.5000", body(ltc.tensor({ 123456.5 }, "float64")))
+    assert.are.equal("    1\n 1000", body(ltc.tensor({ 1, 1000 })))
+    assert.are.equal(" 1.0000e+09", body(ltc.tensor({ 1e9 })))
+  end)
+end)

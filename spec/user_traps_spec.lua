@@ -181,3 +181,32 @@ describe("printing small and spread values", function()
     assert.are.equal(" 1.0000e+09", body(ltc.tensor({ 1e9 })))
   end)
 end)
+
+describe("element reads t[{i, j}]", function()
+  it("compile nothing per element on a tensor that has data", function()
+    local x = ltc.arange(0, 40):reshape({ 5, 8 }) * 1
+    ltc.sync()
+    local n0 = ltc.metrics.counter("UncachedCompile")
+    local ok = true
+    for i = 1, 5 do
+      for j = 1, 8 do ok = ok and x[{ i, j }] == (i - 1) * 8 + j - 1 end
+    end
+    assert.is_true(ok)
+    assert.are.equal(39, x[{ -1, -1 }])
+    assert.are.equal(n0, ltc.metrics.counter("UncachedCompile"))
+  end)
+
+  it("read views and pending tensors right, and writes through views", function()
+    local x = ltc.arange(0, 12):reshape({ 3, 4 }) * 1
+    local m = x:t()
+    for i = 1, 4 do
+      for j = 1, 3 do assert.are.equal((j - 1) * 4 + i - 1, m[{ i, j }]) end
+    end
+    x[{ 1, 1 }] = 100
+    assert.are.equal(100, m[{ 1, 1 }])
+    assert.are.equal(6, x:narrow(2, 2, 2)[{ 2, 2 }])
+    assert.are.equal(101, (x + 1)[{ 1, 1 }])
+    assert.is_false(ltc.tensor({ { true, false } })[{ 1, 2 }])
+    assert.matches("index: index 4 out of range for dim 1 of size 3", err(function() return x[{ 4, 1 }] end))
+  end)
+end)

@@ -430,6 +430,20 @@ static int l_item(lua_State *L) {
     return 1;
 }
 
+/* core._read_elem(t, flat): element `flat` (1-based, in row-major order) of t as item()
+ * gives it, read from t's data with no graph (after syncing t if it is pending): Torch7's
+ * t[{i, j}] element read, which would otherwise bake (i, j) into a graph of its own. */
+static int l_read_elem(lua_State *L) {
+    ltc_tensor *t = ltcL_checktensor(L, 1, "index");
+    lua_Integer flat = luaL_checkinteger(L, 2);
+    int64_t n = ltc_shape_numel(ltc_tensor_shape(t));
+    if (flat < 1 || flat > n)
+        return luaL_error(L, "index: element %I out of range for %I elements", flat, (lua_Integer)n);
+    sync_if_pending(L, t);
+    push_elem(L, t, (int64_t)flat - 1);
+    return 1;
+}
+
 /* Pushes element `flat` of host values `buf` of dtype dt. */
 static void push_host_elem(lua_State *L, ltc_dtype dt, const void *buf, int64_t flat) {
     if (dt == LTC_BOOL) lua_pushboolean(L, ((const uint8_t *)buf)[flat] != 0);
@@ -889,7 +903,7 @@ static const luaL_Reg core_functions[] = {
     {"counter", l_counter}, {"counter_names", l_counter_names}, {"metrics_report", l_report},
     {"metrics_reset", l_reset}, {"config_get", l_config_get}, {"config_set", l_config_set},
     {"live_info", l_live_info}, {"is_tensor", l_is_tensor}, {"typename", l_typename}, {"assign_", l_assign_},
-    {"fill_", l_fill_}, {"_check_value", l_check_value}, {"clock", l_clock},
+    {"fill_", l_fill_}, {"_read_elem", l_read_elem}, {"_check_value", l_check_value}, {"clock", l_clock},
     {NULL, NULL},
 };
 

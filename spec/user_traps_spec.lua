@@ -210,3 +210,30 @@ describe("element reads t[{i, j}]", function()
     assert.matches("index: index 4 out of range for dim 1 of size 3", err(function() return x[{ 4, 1 }] end))
   end)
 end)
+
+describe("booleans as fill values, and clamp's integer bounds", function()
+  it("fill and assign booleans, as PyTorch", function()
+    -- torch: x = ones(3, bool); x.fill_(False); x[0] = True -> [True, False, False]
+    local b = ltc.ones(3, "bool")
+    b:fill_(false)
+    b[1] = true
+    b[{ 3 }] = true
+    assert.are.same({ true, false, true }, b:totable())
+    local m = ltc.ones({ 2, 2 }, "bool")
+    m[1] = false
+    assert.are.same({ { false, false }, { true, true } }, m:totable())
+    assert.are.same({ 1, 1 }, ltc.zeros(2):fill_(true):totable()) -- fill_(True) on float: 1.0
+  end)
+
+  it("raise for an integer bound the dtype cannot hold, as PyTorch", function()
+    -- torch.zeros(2, dtype=torch.int8).clamp(-200, 50) raises; clamp(-100, 50) is [0, 0]
+    assert.matches("clamp: value %-200 cannot be converted to int8 without overflow",
+      err(function() return ltc.zeros(2, "int8"):clamp(-200, 50) end))
+    assert.matches("clamp: value 300 cannot be converted to uint8",
+      err(function() return ltc.zeros(2, "uint8"):clamp(0, 300) end))
+    assert.are.same({ 0, 0 }, ltc.zeros(2, "int8"):clamp(-100, 50):totable())
+    -- torch.zeros(2, dtype=torch.uint8).clamp(-1, 50) is [50, 50]: -1 is 255
+    assert.are.same({ 50, 50 }, ltc.zeros(2, "uint8"):clamp(-1, 50):totable())
+    assert.are.same({ 0, 0 }, ltc.zeros(2, "int32"):clamp(-200, 50):totable())
+  end)
+end)

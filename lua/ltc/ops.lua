@@ -332,12 +332,24 @@ function M.install(core)
   --- t:clamp(min, max) of an integer or bool tensor with a bound that is a Lua float (2.5,
   -- 1e30, 2.0) is float32, as PyTorch's type promotion of a tensor with a float scalar
   -- (torch.tensor([5]).clamp(2.5) is tensor([5.])); integer bounds keep the dtype.
+  -- An integer bound that self's integer dtype cannot hold raises (clamp: value -200 cannot
+  -- be converted to int8 ...), as PyTorch; uint8 takes -255..-1 as 1..255.
   local raw_clamp = core.clamp
+  local INTS = { int8 = true, int16 = true, int32 = true, int64 = true, uint8 = true }
   if raw_clamp then
     local function clamp(t, min, max, ...)
       local dt = is_tensor(t) and t:dtype()
       if dt and dt ~= "float32" and dt ~= "float64" and (math.type(min) == "float" or math.type(max) == "float") then
         t = core.to(t, "float32")
+      elseif INTS[dt] then -- PyTorch converts integer bounds to self's dtype, checked
+        if math.type(min) == "integer" then
+          core._check_value(min, dt, "clamp")
+          if dt == "uint8" and min < 0 then min = min + 256 end -- c10 wraps -1 to 255
+        end
+        if math.type(max) == "integer" then
+          core._check_value(max, dt, "clamp")
+          if dt == "uint8" and max < 0 then max = max + 256 end
+        end
       end
       return raw_clamp(t, min, max, ...)
     end

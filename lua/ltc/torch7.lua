@@ -235,6 +235,7 @@ function M.install(core)
   end
   mt.__slice_assign = function(t, key, value)
     local v = slice(t, key, "newindex")
+    if type(value) == "boolean" then value = value and 1 or 0 end
     if type(value) == "number" then core.fill_(v, value, "newindex") else v:copy_(value) end
   end
 end

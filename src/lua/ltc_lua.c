@@ -581,6 +581,10 @@ static void check_value_fits(lua_State *L, int idx, ltc_dtype dt, const char *fn
  * metatable's __setters[key](t, v), else an error. */
 static int t_newindex(lua_State *L) {
     ltc_tensor *t = ltcL_checktensor(L, 1, "newindex");
+    if (lua_isboolean(L, 3)) { /* PyTorch: t[i] = False is 0 of t's dtype */
+        lua_pushinteger(L, lua_toboolean(L, 3));
+        lua_replace(L, 3);
+    }
     if (lua_type(L, 2) == LUA_TNUMBER) {
         int64_t i = ltcL_checkdim(L, 2, false, "newindex");
         ltcL_checkoperand(L, 3, "newindex");
@@ -643,13 +647,17 @@ static int l_check_value(lua_State *L) {
     return 0;
 }
 
-/* core.fill_(t, value, name): every element of t becomes value (a number or one-element
- * tensor, cast to t's dtype), in place; unlike copy_, also through a view that repeats
+/* core.fill_(t, value, name): every element of t becomes value (a number, a boolean (1 or
+ * 0) or one-element tensor, cast to t's dtype), in place; unlike copy_, also through a view that repeats
  * elements (an expand), as PyTorch's fill_. Errors are named `name` (fill_, zero_, ...).
  * Returns t. */
 static int l_fill_(lua_State *L) {
     const char *name = luaL_optstring(L, 3, "fill_");
     ltc_tensor *t = ltcL_checktensor(L, 1, name);
+    if (lua_isboolean(L, 2)) { /* PyTorch: fill_(True) is 1 of t's dtype */
+        lua_pushinteger(L, lua_toboolean(L, 2));
+        lua_replace(L, 2);
+    }
     ltcL_checkoperand(L, 2, name);
     if (lua_type(L, 2) == LUA_TNUMBER) check_value_fits(L, 2, ltc_tensor_shape(t)->dtype, name);
     ltc_tensor *v = ltcL_operand(L, 2);

@@ -336,10 +336,11 @@ function M.install(core)
   -- be converted to int8 ...), as PyTorch; uint8 takes -255..-1 as 1..255.
   local raw_clamp = core.clamp
   local INTS = { int8 = true, int16 = true, int32 = true, int64 = true, uint8 = true }
+  local FLOATING = { float16 = true, bfloat16 = true, float32 = true, float64 = true }
   if raw_clamp then
     local function clamp(t, min, max, ...)
       local dt = is_tensor(t) and t:dtype()
-      if dt and dt ~= "float32" and dt ~= "float64" and (math.type(min) == "float" or math.type(max) == "float") then
+      if dt and not FLOATING[dt] and (math.type(min) == "float" or math.type(max) == "float") then
         t = core.to(t, "float32")
       elseif INTS[dt] then -- PyTorch converts integer bounds to self's dtype, checked
         if math.type(min) == "integer" then

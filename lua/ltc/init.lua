@@ -101,10 +101,12 @@ for _, name in ipairs(inplace) do
   end
 end
 
---- t:fill_(value): every element becomes value (a number or 0-d tensor). Returns t.
+--- t:fill_(value): every element becomes value (a number, a boolean (1 or 0, as PyTorch) or
+-- 0-d tensor). Returns t.
 function methods.fill_(t, value)
+  if type(value) == "boolean" then value = value and 1 or 0 end
   if type(value) ~= "number" and not core.is_tensor(value) then
-    raise("fill_: bad argument #1 (a number or 0-d tensor expected, got "
+    raise("fill_: bad argument #1 (a number, boolean or 0-d tensor expected, got "
       .. core.typename(value) .. ")")
   end
   return core.fill_(t, value, "fill_")

@@ -29,6 +29,34 @@ return function(nn, F)
     return w:matmul(v), w
   end
 
+  -- PyTorch's positional arguments after q, k, v, as an options table.
+  local sdpa_options = set("attn_mask", "dropout_p", "is_causal", "scale")
+  local function positional(a4, ...)
+    local n = select("#", ...)
+    local dropout_p, is_causal, scale = ...
+    if n > 3 then
+      raise(string.format("scaled_dot_product_attention: at most 7 arguments (q, k, v, attn_mask, "
+        .. "dropout_p, is_causal, scale), got %d", n + 4))
+    end
+    if a4 ~= nil and not ltc.is_tensor(a4) then
+      raise("scaled_dot_product_attention: argument #4 (attn_mask) must be a tensor or nil, not "
+        .. ltc.typename(a4))
+    end
+    if dropout_p ~= nil and type(dropout_p) ~= "number" then
+      raise("scaled_dot_product_attention: argument #5 (dropout_p) must be a number, not "
+        .. ltc.typename(dropout_p))
+    end
+    if is_causal ~= nil and type(is_causal) ~= "boolean" then
+      raise("scaled_dot_product_attention: argument #6 (is_causal) must be a boolean, not "
+        .. ltc.typename(is_causal))
+    end
+    if scale ~= nil and type(scale) ~= "number" then
+      raise("scaled_dot_product_attention: argument #7 (scale) must be a number or nil, not "
+        .. ltc.typename(scale))
+    end
+    return { attn_mask = a4, dropout_p = dropout_p, is_causal = is_causal, scale = scale }
+  end
+
   --- F.scaled_dot_product_attention(q [..., L, E], k [..., S, E], v [..., S, Ev] [,
   -- {attn_mask, dropout_p=0, is_causal=false, scale=1/sqrt(E)}]) -> [..., L, Ev]:
   -- softmax(q k^T * scale + mask) v, q, k and v of one floating dtype with the same leading
@@ -39,9 +67,15 @@ return function(nn, F)
   -- masked scores are constants), and all three (NaN) when the mask is float. A float mask
   -- that requires grad gets one (materialising [..., L, S]). dropout_p > 0 drops attention
   -- weights (always, as PyTorch's function does) and takes the path over the ops; otherwise the fused op ltc.scaled_dot_product_attention.
-  function F.scaled_dot_product_attention(q, k, v, opts)
-    opts = check_options("scaled_dot_product_attention", opts,
-      set("attn_mask", "dropout_p", "is_causal", "scale"), 2)
+  -- Also PyTorch's positional form F.scaled_dot_product_attention(q, k, v, attn_mask (a tensor
+  -- or nil), dropout_p, is_causal, scale), told apart from the options table by its 4th
+  -- argument (a tensor or nil followed by more) or by a 5th.
+  function F.scaled_dot_product_attention(q, k, v, opts, ...)
+    if select("#", ...) > 0 or ltc.is_tensor(opts) then
+      opts = positional(opts, ...)
+    else
+      opts = check_options("scaled_dot_product_attention", opts, sdpa_options, 2)
+    end
     if opts.is_causal and opts.attn_mask then
       raise("scaled_dot_product_attention: give attn_mask or is_causal, not both")
     end

@@ -152,16 +152,37 @@ function M.install(core)
     end
     return core.cat(pieces, dim)
   end
+  -- PyTorch's cat and stack compute in the result_type of their operands (uint8 with int8
+  -- gives int16, float32 with float64 float64): the operands of another dtype are converted
+  -- first (a copy of the list; anything not a tensor is left for the op to report).
+  local function promoted(tensors)
+    if type(tensors) ~= "table" then return tensors end
+    local reps, seen = {}, {}
+    for _, t in ipairs(tensors) do
+      if not core.is_tensor(t) then return tensors end
+      local dt = t:dtype()
+      if not seen[dt] then seen[dt] = true; reps[#reps + 1] = t end
+    end
+    if #reps < 2 or #reps > 16 then return tensors end
+    local dt = core.result_type(table.unpack(reps))
+    local out = {}
+    for i, t in ipairs(tensors) do out[i] = t:dtype() == dt and t or t:to(dt) end
+    return out
+  end
+
   local checked_cat = core.cat
   def("cat", function(tensors, dim, ...)
+    tensors = promoted(tensors)
     if type(tensors) == "table" and #tensors > LIST_MAX and select("#", ...) == 0 then
       return runs_of(checked_cat, tensors, dim or 1)
     end
     return checked_cat(tensors, dim, ...)
   end)
   local raw_stack = core.stack
-  --- ltc.stack(tensors [, dim]): the generated stack, for any number of tensors.
+  --- ltc.stack(tensors [, dim]): the generated stack, for any number of tensors, of their
+  -- result_type (as cat).
   def("stack", function(tensors, dim, ...)
+    tensors = promoted(tensors)
     if type(tensors) == "table" and #tensors > LIST_MAX and select("#", ...) == 0 then
       return runs_of(raw_stack, tensors, dim or 1)
     end
@@ -183,6 +204,7 @@ function M.install(core)
       if is_tensor(value) then
         if value:dtype() ~= dt then value = value:to(dt) end
       elseif type(value) == "number" and not FLOAT[dt] then
+        core._check_value(value, dt, "masked_fill")
         value = core.full({}, value, dt)
       end
     end
@@ -353,12 +375,25 @@ function M.install(core)
   --- t:clamp(min, max) of an integer or bool tensor with a bound that is a Lua float (2.5,
   -- 1e30, 2.0) is float32, as PyTorch's type promotion of a tensor with a float scalar
   -- (torch.tensor([5]).clamp(2.5) is tensor([5.])); integer bounds keep the dtype.
+  -- An integer bound that self's integer dtype cannot hold raises (clamp: value -200 cannot
+  -- be converted to int8 ...), as PyTorch; uint8 takes -255..-1 as 1..255.
   local raw_clamp = core.clamp
+  local INTS = { int8 = true, int16 = true, int32 = true, int64 = true, uint8 = true }
+  local FLOATING = { float16 = true, bfloat16 = true, float32 = true, float64 = true }
   if raw_clamp then
     local function clamp(t, min, max, ...)
       local dt = is_tensor(t) and t:dtype()
-      if dt and dt ~= "float32" and dt ~= "float64" and (math.type(min) == "float" or math.type(max) == "float") then
+      if dt and not FLOATING[dt] and (math.type(min) == "float" or math.type(max) == "float") then
         t = core.to(t, "float32")
+      elseif INTS[dt] then -- PyTorch converts integer bounds to self's dtype, checked
+        if math.type(min) == "integer" then
+          core._check_value(min, dt, "clamp")
+          if dt == "uint8" and min < 0 then min = min + 256 end -- c10 wraps -1 to 255
+        end
+        if math.type(max) == "integer" then
+          core._check_value(max, dt, "clamp")
+          if dt == "uint8" and max < 0 then max = max + 256 end
+        end
       end
       return raw_clamp(t, min, max, ...)
     end

@@ -5,9 +5,10 @@
 -- indices along every dim longer than 2 * edgeitems, with "..." where the rest would be;
 -- only those elements are computed and read (narrow + cat, then one sync), so printing a
 -- 1000x1000 tensor reads 36 numbers. Floats print with `precision` digits after the point,
--- in scientific notation when sci_mode is true, or (sci_mode nil, the default) when the
--- largest magnitude shown is >= 1e5 or below 1e-3 (and not 0). Integers, and floats that
--- are all integral (below 1e9), print as integers, as Torch7 does.
+-- in scientific notation when sci_mode is true, or (sci_mode nil, the default) by PyTorch's
+-- rule: the finite non-zero magnitudes shown span a ratio over 1000, or exceed 1e8, or (not
+-- all integral) one is below 1e-4. Integers, and floats that are all integral (otherwise),
+-- print as integers, as Torch7 does.
 local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local M = {}
 
@@ -73,25 +74,28 @@ end
 
 -- The strings of the values (a flat list) and their common width.
 local function fmt_values(flat, is_float, o)
-  local all_int, maxabs = true, 0
+  local all_int, minabs, maxabs = true, math.huge, 0
   for _, v in ipairs(flat) do
     if type(v) == "number" then
       if v ~= v or v == math.huge or v == -math.huge then all_int = false
-      else
+      elseif v ~= 0 then
         if v ~= floor(v) then all_int = false end
         local a = math.abs(v)
         if a > maxabs then maxabs = a end
+        if a < minabs then minabs = a end
       end
     end
   end
-  local fmt
-  if not is_float or (all_int and maxabs < 1e9 and o.sci_mode ~= true) then fmt = "%d"
-  elseif o.sci_mode == true or (o.sci_mode == nil and maxabs ~= 0
-      and (maxabs >= 1e5 or maxabs < 1e-3)) then
-    fmt = "%." .. o.precision .. "e"
-  else
-    fmt = "%." .. o.precision .. "f"
+  -- torch/_tensor_str.py's rule over the finite non-zero values shown: scientific when
+  -- they span a ratio over 1000 or exceed 1e8, or (not all integral) one is below 1e-4
+  local sci = o.sci_mode
+  if sci == nil then
+    sci = maxabs > 0 and (maxabs / minabs > 1000 or maxabs > 1e8 or (not all_int and minabs < 1e-4))
   end
+  local fmt
+  if not is_float or (all_int and not sci) then fmt = "%d"
+  elseif sci then fmt = "%." .. o.precision .. "e"
+  else fmt = "%." .. o.precision .. "f" end
   local out, width = {}, 0
   for i, v in ipairs(flat) do
     local s

@@ -4,7 +4,8 @@
 -- dims is accepted wherever one dim is; everything else goes to the generated op unchanged.
 -- A table of dims is lowered to one reduction over a single dim: the reduced dims are
 -- permuted to the end and merged with a reshape (views, so autograd and fusion see the
--- ordinary ops). An empty table reduces every dim, as PyTorch's dim=[] does.
+-- ordinary ops). An empty table reduces every dim, as PyTorch's dim=[] does. A table with
+-- keys holds PyTorch's keyword arguments: x:sum({dim = 1, keepdim = true}).
 local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local M = {}
 
@@ -65,6 +66,36 @@ local function over_dims(t, dims, keepdim, fname, reduce)
 end
 M.over_dims = over_dims
 
+-- PyTorch's keyword arguments: a table with a key that is not an array index ({dim = 1,
+-- keepdim = true}) is options, checked against `allowed` (a list of names), and returned; a
+-- plain array of dims (or {}) gives nil. Options take the place of every later argument.
+local function options(fname, tbl, allowed, nargs)
+  local n, opts = #tbl, false
+  for k in pairs(tbl) do
+    if mtype(k) ~= "integer" or k < 1 or k > n then opts = true; break end
+  end
+  if not opts then return nil end
+  for k in pairs(tbl) do
+    local ok = false
+    for _, a in ipairs(allowed) do ok = ok or k == a end
+    if not ok then
+      raise(string.format("%s: unknown option '%s' (known: %s)", fname, tostring(k),
+        table.concat(allowed, ", ")))
+    end
+  end
+  if nargs > 1 then
+    raise(string.format("%s: options ({%s = ...}) take the place of the later arguments",
+      fname, table.concat(allowed, ", ")))
+  end
+  local d = tbl.dim
+  if d ~= nil and type(d) ~= "table" and mtype(d) ~= "integer" then
+    raise(string.format("%s: option dim must be an integer or a table of them, not %s", fname,
+      tostring(d)))
+  end
+  return tbl
+end
+M.options = options
+
 --- install(core): wraps the reductions of core and core.methods (see the module comment).
 function M.install(core)
   local methods = core.methods
@@ -79,6 +110,15 @@ function M.install(core)
     def(name, function(t, ...)
       local dim, keepdim = ...
       if type(dim) ~= "table" then return op(t, ...) end
+      local o = options(name, dim, { "dim", "keepdim" }, select("#", ...))
+      if o then
+        dim, keepdim = o.dim, o.keepdim == true
+        if type(dim) ~= "table" then
+          if dim == nil and not keepdim then return op(t) end
+          if dim == nil then dim = {} else return op(t, dim, keepdim) end
+        end
+        return over_dims(t, dim, keepdim, name, function(y, d, k) return op(y, d, k) end)
+      end
       if select("#", ...) > 2 then raise(name .. ": expected at most 3 arguments") end
       return over_dims(t, dim, keepdim, name, function(y, d, k) return op(y, d, k) end)
     end)
@@ -89,6 +129,15 @@ function M.install(core)
   def("norm", function(t, ...)
     local p, dim, keepdim = ...
     if type(dim) ~= "table" then return norm(t, ...) end
+    local o = options("norm", dim, { "dim", "keepdim" }, select("#", ...) - 1)
+    if o then
+      dim, keepdim = o.dim, o.keepdim == true
+      if type(dim) ~= "table" then
+        if dim == nil and not keepdim then return norm(t, p) end
+        if dim == nil then dim = {} else return norm(t, p or 2, dim, keepdim) end
+      end
+      return over_dims(t, dim, keepdim, "norm", function(y, d, k) return norm(y, p or 2, d, k) end)
+    end
     if select("#", ...) > 3 then raise("norm: expected at most 4 arguments") end
     return over_dims(t, dim, keepdim, "norm", function(y, d, k) return norm(y, p or 2, d, k) end)
   end)
@@ -110,8 +159,25 @@ function M.install(core)
       return name == "std" and v:sqrt() or v
     end
     local op = core[name]
-    def(name, function(t, ...)
+    local wrapped
+    wrapped = function(t, ...)
       local dim, unbiased, keepdim = ...
+      if type(dim) == "table" then
+        local o = options(name, dim, { "dim", "keepdim", "unbiased", "correction" },
+          select("#", ...))
+        if o then
+          if o.unbiased ~= nil and o.correction ~= nil then
+            raise(name .. ": give unbiased or correction, not both")
+          end
+          local c = o.correction
+          if c == nil then c = o.unbiased end
+          if type(c) ~= "number" and type(c) ~= "boolean" and c ~= nil then
+            raise(name .. ": correction must be a number >= 0 or a boolean, got " .. tostring(c))
+          end
+          if c == nil then c = 1 end
+          return wrapped(t, o.dim == nil and {} or o.dim, c, o.keepdim == true)
+        end
+      end
       if type(dim) ~= "table" and type(unbiased) ~= "number" then return op(t, ...) end
       if select("#", ...) > 3 then raise(name .. ": expected at most 4 arguments") end
       local c = unbiased
@@ -121,7 +187,8 @@ function M.install(core)
       end
       if type(dim) ~= "table" then return one(t, dim, keepdim, c) end
       return over_dims(t, dim, keepdim, name, function(y, d, k) return one(y, d, k, c) end)
-    end)
+    end
+    def(name, wrapped)
   end
 
   --- t:amax(dims, keepdim), t:amin(...): the largest (smallest) values over dims (a number, a
@@ -132,6 +199,9 @@ function M.install(core)
     bydim = function(y, d, k) local v = all(y, d, k); return v end
     def(name, function(t, dim, keepdim, ...)
       if select("#", ...) > 0 then raise(name .. ": expected at most 3 arguments") end
+      local o = type(dim) == "table"
+        and options(name, dim, { "dim", "keepdim" }, keepdim == nil and 1 or 2)
+      if o then dim, keepdim = o.dim, o.keepdim == true end
       if dim == nil then dim = {} end
       if type(dim) ~= "table" then dim = { dim } end
       if #dim == 0 and not keepdim then return all(t) end

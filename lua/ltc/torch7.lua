@@ -210,13 +210,32 @@ function M.install(core)
     return v, nsel == nd and nd > 0
   end
 
+  -- One element, {i, j, ...} with every dim's index: read from the data with no graph
+  -- (core._read_elem), so that reading many elements compiles nothing.
+  local function element(t, key)
+    local nd = t:dim()
+    if #key ~= nd or nd == 0 then return nil end
+    local flat = 0
+    for d = 1, nd do
+      local k, size = key[d], t:size(d)
+      if mtype(k) ~= "integer" then return nil end
+      local y = k < 0 and size + k + 1 or k
+      if y < 1 or y > size then return nil end -- slice() raises
+      flat = flat * size + (y - 1)
+    end
+    return core._read_elem(t, flat + 1)
+  end
+
   mt.__slice = function(t, key)
+    local e = element(t, key)
+    if e ~= nil then return e end
     local v, scalar = slice(t, key, "index")
     if scalar then return v:item() end
     return v
   end
   mt.__slice_assign = function(t, key, value)
     local v = slice(t, key, "newindex")
+    if type(value) == "boolean" then value = value and 1 or 0 end
     if type(value) == "number" then core.fill_(v, value, "newindex") else v:copy_(value) end
   end
 end

@@ -160,8 +160,11 @@ ltc_status ltc_dtype_check_f64(double v, ltc_dtype dt) {
                       ltc_dtype_name(dt));
 }
 
+/* c10's overflow check, which lets an unsigned type take an integer down to -max (uint8: -1
+ * is 255, -256 overflows), as PyTorch's fill_, full, masked_fill and t[i] = v do; a float
+ * value gets no such leeway (ltc_dtype_check_f64). */
 ltc_status ltc_dtype_check_i64(int64_t v, ltc_dtype dt) {
-    if (ltc_dtype_fits_i64(v, dt)) return LTC_OK;
+    if (ltc_dtype_fits_i64(v, dt) || (dt == LTC_U8 && v >= -255 && v < 0)) return LTC_OK;
     return ltc_errorf(LTC_ERR_ARG, "value %lld cannot be converted to %s without overflow",
                       (long long)v, ltc_dtype_name(dt));
 }

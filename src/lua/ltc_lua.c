@@ -282,12 +282,27 @@ static void store(void *buf, int64_t i, ltc_dtype dt, lua_State *L, int idx, con
         }
         n = (int64_t)f;
     }
-    if (integral && !ltc_dtype_fits_i64(n, dt))
+    if (integral && ltc_dtype_check_i64(n, dt)) /* uint8 takes -255..-1, as in PyTorch */
         luaL_error(L, "tensor: element %s (%I) cannot be converted to %s without overflow (as in "
                    "PyTorch)", where, (lua_Integer)n, ltc_dtype_name(dt));
     if (dt == LTC_BOOL) ((uint8_t *)buf)[i] = integral ? n != 0 : f != 0;
     else if (integral || !ltc_dtype_is_float(dt)) ltc_dtype_store_i64(buf, dt, i, n);
     else ltc_dtype_store_f64(buf, dt, i, f);
+}
+
+/* Whether every element of the nested table at idx (nesting depth d of s->ndim) is a boolean:
+ * PyTorch infers bool only then (a number among booleans makes them 0/1 of its dtype). */
+static bool all_bool(lua_State *L, int idx, const ltc_shape *s, int d) {
+    if (d == s->ndim) return lua_isboolean(L, idx);
+    if (!lua_istable(L, idx)) return false; /* ragged: fill() reports it */
+    lua_Integer n = luaL_len(L, idx);
+    bool ok = true;
+    for (lua_Integer i = 1; ok && i <= n; i++) {
+        lua_geti(L, idx, i);
+        ok = all_bool(L, lua_gettop(L), s, d + 1);
+        lua_pop(L, 1);
+    }
+    return ok;
 }
 
 /* Copies the nested table at idx (checked against s from dim d) into buf from *pos. */
@@ -311,7 +326,7 @@ static void fill(lua_State *L, int idx, const ltc_shape *s, int d, void *buf, in
 }
 
 /* ltc.tensor(data [, dtype]): data is a number, a boolean or a nested table of them.
- * float32 by default (bool for booleans), as Torch7's default tensor type. */
+ * float32 by default (bool when every element is a boolean), as Torch7's default tensor type. */
 static int l_tensor(lua_State *L) {
     if (!lua_istable(L, 1) && !lua_isnumber(L, 1) && !lua_isboolean(L, 1))
         return luaL_error(L, "tensor: bad argument #1 (a table, number or boolean expected, got %s)",
@@ -325,6 +340,7 @@ static int l_tensor(lua_State *L) {
     }
     table_shape(L, 1, &s, &is_bool);
     ltc_dtype dt = ltcL_checkdtype(L, 2, true, "tensor");
+    if (is_bool && dt == LTC_DTYPE_NONE) is_bool = all_bool(L, 1, &s, 0);
     s.dtype = dt != LTC_DTYPE_NONE ? dt : is_bool ? LTC_BOOL : LTC_F32;
     if (ltc_shape_make(&s, s.dtype, s.ndim, s.dims)) return luaL_error(L, "tensor: %s", ltc_last_error());
     void *buf = lua_newuserdatauv(L, ltc_shape_nbytes(&s) + 1, 0); /* freed by the GC */
@@ -411,6 +427,20 @@ static int l_item(lua_State *L) {
     if (n != 1) return luaL_error(L, "item: needs a tensor with one element, got %I", (lua_Integer)n);
     sync_if_pending(L, t);
     push_elem(L, t, 0);
+    return 1;
+}
+
+/* core._read_elem(t, flat): element `flat` (1-based, in row-major order) of t as item()
+ * gives it, read from t's data with no graph (after syncing t if it is pending): Torch7's
+ * t[{i, j}] element read, which would otherwise bake (i, j) into a graph of its own. */
+static int l_read_elem(lua_State *L) {
+    ltc_tensor *t = ltcL_checktensor(L, 1, "index");
+    lua_Integer flat = luaL_checkinteger(L, 2);
+    int64_t n = ltc_shape_numel(ltc_tensor_shape(t));
+    if (flat < 1 || flat > n)
+        return luaL_error(L, "index: element %I out of range for %I elements", flat, (lua_Integer)n);
+    sync_if_pending(L, t);
+    push_elem(L, t, (int64_t)flat - 1);
     return 1;
 }
 
@@ -537,14 +567,29 @@ static int t_index(lua_State *L) {
     return 1;
 }
 
+/* Raises "<fname>: value <v> cannot be converted to <dtype> without overflow (as in PyTorch)"
+ * unless the Lua number at idx fits dt: PyTorch checks a value given at creation or to
+ * fill_ (inside arithmetic, integers wrap). */
+static void check_value_fits(lua_State *L, int idx, ltc_dtype dt, const char *fname) {
+    ltc_status st = lua_isinteger(L, idx) ? ltc_dtype_check_i64(lua_tointeger(L, idx), dt)
+                                          : ltc_dtype_check_f64(lua_tonumber(L, idx), dt);
+    if (st) luaL_error(L, "%s: %s (as in PyTorch)", fname, ltc_last_error());
+}
+
 /* t[i] = v: writes v (a tensor or number, broadcast, cast to t's dtype) into select(1, i)
  * in place (the write is seen by t's base and its other views). t.key = v: the
  * metatable's __setters[key](t, v), else an error. */
 static int t_newindex(lua_State *L) {
     ltc_tensor *t = ltcL_checktensor(L, 1, "newindex");
+    if (lua_isboolean(L, 3)) { /* PyTorch: t[i] = False is 0 of t's dtype */
+        lua_pushinteger(L, lua_toboolean(L, 3));
+        lua_replace(L, 3);
+    }
     if (lua_type(L, 2) == LUA_TNUMBER) {
         int64_t i = ltcL_checkdim(L, 2, false, "newindex");
         ltcL_checkoperand(L, 3, "newindex");
+        if (lua_type(L, 3) == LUA_TNUMBER) /* PyTorch checks the value, as fill_ does */
+            check_value_fits(L, 3, ltc_tensor_shape(t)->dtype, "newindex");
         ltc_tensor *slot, *v;
         if (ltc_select(t, 1, i, &slot)) return ltcL_error(L);
         if (!(v = ltcL_operand(L, 3))) {
@@ -593,15 +638,6 @@ static int l_copy_(lua_State *L) {
     return 1;
 }
 
-/* Raises "<fname>: value <v> cannot be converted to <dtype> without overflow (as in PyTorch)"
- * unless the Lua number at idx fits dt: PyTorch checks a value given at creation or to
- * fill_ (inside arithmetic, integers wrap). */
-static void check_value_fits(lua_State *L, int idx, ltc_dtype dt, const char *fname) {
-    ltc_status st = lua_isinteger(L, idx) ? ltc_dtype_check_i64(lua_tointeger(L, idx), dt)
-                                          : ltc_dtype_check_f64(lua_tonumber(L, idx), dt);
-    if (st) luaL_error(L, "%s: %s (as in PyTorch)", fname, ltc_last_error());
-}
-
 /* core._check_value(v, dtype, fname): check_value_fits for a number v (dtype nil: float32);
  * anything else passes. */
 static int l_check_value(lua_State *L) {
@@ -611,13 +647,17 @@ static int l_check_value(lua_State *L) {
     return 0;
 }
 
-/* core.fill_(t, value, name): every element of t becomes value (a number or one-element
- * tensor, cast to t's dtype), in place; unlike copy_, also through a view that repeats
+/* core.fill_(t, value, name): every element of t becomes value (a number, a boolean (1 or
+ * 0) or one-element tensor, cast to t's dtype), in place; unlike copy_, also through a view that repeats
  * elements (an expand), as PyTorch's fill_. Errors are named `name` (fill_, zero_, ...).
  * Returns t. */
 static int l_fill_(lua_State *L) {
     const char *name = luaL_optstring(L, 3, "fill_");
     ltc_tensor *t = ltcL_checktensor(L, 1, name);
+    if (lua_isboolean(L, 2)) { /* PyTorch: fill_(True) is 1 of t's dtype */
+        lua_pushinteger(L, lua_toboolean(L, 2));
+        lua_replace(L, 2);
+    }
     ltcL_checkoperand(L, 2, name);
     if (lua_type(L, 2) == LUA_TNUMBER) check_value_fits(L, 2, ltc_tensor_shape(t)->dtype, name);
     ltc_tensor *v = ltcL_operand(L, 2);
@@ -871,7 +911,7 @@ static const luaL_Reg core_functions[] = {
     {"counter", l_counter}, {"counter_names", l_counter_names}, {"metrics_report", l_report},
     {"metrics_reset", l_reset}, {"config_get", l_config_get}, {"config_set", l_config_set},
     {"live_info", l_live_info}, {"is_tensor", l_is_tensor}, {"typename", l_typename}, {"assign_", l_assign_},
-    {"fill_", l_fill_}, {"_check_value", l_check_value}, {"clock", l_clock},
+    {"fill_", l_fill_}, {"_read_elem", l_read_elem}, {"_check_value", l_check_value}, {"clock", l_clock},
     {NULL, NULL},
 };
 

@@ -24,6 +24,17 @@ for _, backend in ipairs({ "cpu", "ref" }) do
       assert.are.same({ -2, 0 }, (I({ MAX, MIN }) * 2):totable())
     end)
 
+    it("wraps index_add and scatter_add into int32 and int64 (ASan fuzz seed 20261201)", function()
+      -- values from torch 1.13: index_add/scatter_add wrap as the add does
+      local one = I({ 1 })
+      assert.are.same({ -2147483646, 5 },
+        I({ 2147483647, 5 }, "int32"):index_add(1, I({ 1, 1 }), I({ 1, 2 }, "int32")):totable())
+      assert.are.same({ MIN }, I({ MAX }):index_add(1, one, I({ 1 })):totable())
+      assert.are.same({ -2147483648 },
+        I({ 2147483647 }, "int32"):scatter_add(1, one, I({ 1 }, "int32")):totable())
+      assert.are.same({ MIN }, I({ MAX }):scatter_add(1, one, I({ 1 })):totable())
+    end)
+
     it("negates and takes abs of the most negative integer to itself", function()
       assert.are.same({ MIN, 5 }, (-I({ MIN, -5 })):totable())
       assert.are.same({ -2147483648 }, (-I({ -2147483648 }, "int32")):totable())

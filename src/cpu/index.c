@@ -45,8 +45,15 @@ static void add_run(void *dst, const void *src, int64_t n, ltc_dtype dt) {
     switch (dt) {
     case LTC_F32: for (int64_t i = 0; i < n; i++) ((float *)dst)[i] += ((const float *)src)[i]; break;
     case LTC_F64: for (int64_t i = 0; i < n; i++) ((double *)dst)[i] += ((const double *)src)[i]; break;
-    case LTC_I32: for (int64_t i = 0; i < n; i++) ((int32_t *)dst)[i] += ((const int32_t *)src)[i]; break;
-    case LTC_I64: for (int64_t i = 0; i < n; i++) ((int64_t *)dst)[i] += ((const int64_t *)src)[i]; break;
+    /* integers wrap, as in PyTorch: added as unsigned (defined in C) */
+    case LTC_I32:
+        for (int64_t i = 0; i < n; i++)
+            ((int32_t *)dst)[i] = (int32_t)((uint32_t)((int32_t *)dst)[i] + (uint32_t)((const int32_t *)src)[i]);
+        break;
+    case LTC_I64:
+        for (int64_t i = 0; i < n; i++)
+            ((int64_t *)dst)[i] = (int64_t)((uint64_t)((int64_t *)dst)[i] + (uint64_t)((const int64_t *)src)[i]);
+        break;
     default: for (int64_t i = 0; i < n; i++) ((uint8_t *)dst)[i] |= ((const uint8_t *)src)[i]; break;
     }
 }

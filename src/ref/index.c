@@ -60,8 +60,8 @@ ltc_status ltc_ref_kernel_index_add(const ltc_kernel_args *a) {
             ltc_ref_set(a->out[0], s->dtype, o, ltc_ref_get(a->out[0], s->dtype, o) +
                                                     ltc_ref_get(a->in[2], rs->dtype, i));
         else
-            ltc_ref_set_i64(a->out[0], s->dtype, o, ltc_ref_get_i64(a->out[0], s->dtype, o) +
-                                                        ltc_ref_get_i64(a->in[2], rs->dtype, i));
+            ltc_ref_set_i64(a->out[0], s->dtype, o, (int64_t)((uint64_t)ltc_ref_get_i64(a->out[0], s->dtype, o) +
+                                                        (uint64_t)ltc_ref_get_i64(a->in[2], rs->dtype, i)));
     }
     return LTC_OK;
 }
@@ -98,8 +98,8 @@ ltc_status ltc_ref_kernel_scatter_add(const ltc_kernel_args *a) {
             ltc_ref_set(a->out[0], s->dtype, o, ltc_ref_get(a->out[0], s->dtype, o) +
                                                     ltc_ref_get(a->in[2], rs->dtype, si));
         else
-            ltc_ref_set_i64(a->out[0], s->dtype, o, ltc_ref_get_i64(a->out[0], s->dtype, o) +
-                                                        ltc_ref_get_i64(a->in[2], rs->dtype, si));
+            ltc_ref_set_i64(a->out[0], s->dtype, o, (int64_t)((uint64_t)ltc_ref_get_i64(a->out[0], s->dtype, o) +
+                                                        (uint64_t)ltc_ref_get_i64(a->in[2], rs->dtype, si)));
     }
     return LTC_OK;
 }

@@ -109,7 +109,7 @@ function M.doc(x)
     if type(init) == "function" then f = init end
   end
   if type(f) == "function" then
-    f = M.wraps[f] or f
+    while M.wraps[f] do f = M.wraps[f] end
     local info = debug.getinfo(f, "S")
     if info.what == "Lua" and info.source:sub(1, 1) == "@" then
       local c = comment_above(info.source:sub(2), info.linedefined)

@@ -124,7 +124,30 @@ case("SGD with momentum and clip_grad_norm_", function(dev)
   end
   return { w }
 end)
-
+case("NAdam, Adagrad and RMSprop with momentum (state made at the first step)", function(dev)
+  local out = {}
+  for _, make in ipairs { function(ps) return ltc.optim.NAdam(ps, { lr = 0.1 }) end,
+                          function(ps) return ltc.optim.Adagrad(ps, { lr = 0.1, initial_accumulator_value = 0.5 }) end,
+                          function(ps) return ltc.optim.RMSprop(ps, { lr = 0.1, momentum = 0.5 }) end } do
+    local w = data(dev, { 1, -2, 3 }):requires_grad_()
+    local opt = make({ w })
+    for _ = 1, 2 do
+      opt:zero_grad()
+      ;(w * w * w):sum():backward()
+      opt:step()
+    end
+    out[#out + 1] = w
+  end
+  return out
+end)
+case("a DataLoader over tensors on the device", function(dev)
+  local x = data(dev, { { 1, 2 }, { 3, 4 }, { 5, 6 } })
+  local y = data(dev, { 10, 20, 30 })
+  local loader = ltc.data.DataLoader({ x, y }, { batch_size = 2, shuffle = true, seed = 3 })
+  local out = {}
+  for _, bx, by in loader:batches() do out[#out + 1] = bx; out[#out + 1] = by end
+  return out
+end)
 local function run_on(dev)
   for _, c in ipairs(cases) do
     it(c.name, function()

@@ -147,7 +147,13 @@ case("a DataLoader over tensors on the device", function(dev)
   local out = {}
   for _, bx, by in loader:batches() do out[#out + 1] = bx; out[#out + 1] = by end
   return out
+end)case("ltc.jit of a function on tensors of the device (runs untraced there)", function(dev)
+  local f = ltc.jit(function(a, b) return (a * b):relu() + ltc.zeros_like(a) end)
+  local a, out = r234(dev), {}
+  for i = 1, 4 do out[i] = f(a, a - i) end
+  return out
 end)
+
 local function run_on(dev)
   for _, c in ipairs(cases) do
     it(c.name, function()

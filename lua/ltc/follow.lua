@@ -27,6 +27,11 @@ local function input_of(a, b, c)
   return nil
 end
 
+-- returns its arguments: `return pass(fn(...))` calls fn as a normal call, not a tail call,
+-- so fn's frame sits above the wrapper's (the LTC_IR_DEBUG module scopes in
+-- src/lua/ltc_debug.c take a tail-call frame for a module's forward)
+local function pass(...) return ... end
+
 local function finish(prev, ok, ...)
   guard(prev)
   if not ok then raise((...)) end
@@ -39,9 +44,9 @@ function M.follow(fn)
   if wrapper_of[fn] then return wrapper_of[fn] end
   local function wrapper(...)
     local t = input_of(...)
-    if not t then return fn(...) end
+    if not t then return pass(fn(...)) end
     local moved, prev = follow_dev(t)
-    if not moved then return fn(...) end
+    if not moved then return pass(fn(...)) end
     return finish(prev, pcall(fn, ...))
   end
   help.wraps[wrapper] = fn

@@ -153,6 +153,21 @@ end)case("ltc.jit of a function on tensors of the device (runs untraced there)",
   for i = 1, 4 do out[i] = f(a, a - i) end
   return out
 end)
+case("Conv2d, MultiheadAttention and TransformerEncoderLayer with masks, and backward", function(dev)
+  ltc.manual_seed(9)
+  local conv = ltc.nn.Conv2d(2, 3, 3)
+  local mha = ltc.nn.MultiheadAttention(4, 2)
+  local enc = ltc.nn.TransformerEncoderLayer(4, 2, { dim_feedforward = 8, dropout = 0.1 })
+  conv:to(dev); mha:to(dev); enc:to(dev)
+  local img = ltc.tensor({ { { { 1, 2, 0, 1 }, { 0, 1, 3, 1 }, { 2, 1, 0, 0 }, { 1, 1, 1, 2 } },
+                            { { 0, 1, 1, 0 }, { 2, 0, 1, 3 }, { 1, 2, 2, 1 }, { 0, 0, 1, 1 } } } }):to(dev)
+  local r = r234(dev) / 8
+  local pad = ltc.tensor({ { false, false, true }, { false, true, true } }):to(dev)
+  local a = mha(r, r, r, { need_weights = false, is_causal = true })
+  local e = enc(r, { src_key_padding_mask = pad })
+  ;(a:sum() + e:sum() + conv(img):sum()):backward()
+  return { conv(img), a, e, conv.weight.grad, mha.in_proj_weight.grad, enc.linear1.weight.grad }
+end)
 
 local function run_on(dev)
   for _, c in ipairs(cases) do

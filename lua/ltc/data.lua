@@ -150,7 +150,8 @@ function Loader:batches()
     else
       for k = 1, count do idx[k] = first + k end
     end
-    local it = ltc.tensor(idx, "int64")
+    local it = tensors[1] and ltc.tensor(idx, "int64", { device = tensors[1]:device() }) -- the
+      or ltc.tensor(idx, "int64")                                -- data's device
     local out = { step }
     for i, t in ipairs(tensors) do out[i + 1] = t:index_select(1, it) end
     return table.unpack(out, 1, #tensors + 1)

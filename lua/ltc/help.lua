@@ -181,7 +181,7 @@ function M.doc(x)
   local class_init = type(x) == "table" or (type(x) == "string" and type(f) == "table")
   local where
   if type(f) == "function" then
-    f = M.wraps[f] or f
+    while M.wraps[f] do f = M.wraps[f] end
     local info = debug.getinfo(f, "S")
     if info.what == "Lua" and info.source:sub(1, 1) == "@" then
       -- a class made by a factory shares its __init: its own doc names it

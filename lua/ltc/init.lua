@@ -271,4 +271,21 @@ M.data = require "ltc.data"
 -- ltc.doc(x) returns that text (nil and why when there is none). See lua/ltc/help.lua.
 function M.help(x) return require("ltc.help").help(x) end
 function M.doc(x) return require("ltc.help").doc(x) end
+-- The library's Lua functions run on their input's device: what they create from nothing
+-- (zeros_like, dropout's mask, nonzero's index range, an RNN's zero state) is made there, as
+-- in PyTorch (lua/ltc/follow.lua). Creation functions keep their own device option; moves
+-- name their device.
+do
+  local follow_all = require("ltc.follow").follow_all
+  local skip = { to = true, device = true, jit = true, help = true, doc = true }
+  for _, name in ipairs { "tensor", "zeros", "ones", "full", "empty", "rand", "randn", "arange",
+                          "eye", "linspace", "randint", "randperm", "load", "scalar_tensor" } do
+    skip[name] = true
+  end
+  follow_all(M, skip)
+  follow_all(methods, skip)
+  follow_all(M.nn.functional)
+  follow_all(M.nn.init)
+  follow_all(M.nn.utils)
+end
 return M

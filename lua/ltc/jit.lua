@@ -5,6 +5,9 @@
 --    calls replay the captured graph: no tracing, hashing or cache look-up. An argument
 --    still pending (a lazy DataLoader batch) is synced by the replay: that graph (the
 --    batch's gather) is traced and hashed as usual, and compiled at the capture.
+--  * A call with a tensor argument off the default device (t:to("ref")) runs fn as is,
+--    untraced (counter "JitUntraced"): a capture runs on the default device, and replaying
+--    its kernels on another device's data crashed.
 --  * Tensor arguments are copied into static input tensors the graph reads (copy_ shares
 --    the data when dtype and shape match, so no copy is made). Their shapes and dtypes are
 --    checked on every call: a change recaptures (counter "JitRecapture").
@@ -268,6 +271,16 @@ local function signature(args)
   return concat(parts, ";")
 end
 
+-- Whether a tensor argument lives off the default device (a capture there would replay the
+-- default device's kernels on another device's data).
+local function off_default(args)
+  local here = core.default_device()
+  for i = 1, args.n do
+    if is_tensor(args[i]) and core.device(args[i]) ~= here then return true end
+  end
+  return false
+end
+
 -- The static inputs for a call's arguments (made once per capture).
 local function make_statics(args)
   local statics = {}
@@ -454,6 +467,10 @@ function M.jit(fn, opts)
   return setmetatable(self, { __call = function(_, ...)
     local args = pack(...)
     self.calls = self.calls + 1
+    if off_default(args) then -- captures run on the default device: fn runs as is elsewhere
+      core._counter_add("JitUntraced", 1)
+      return fn(...)
+    end
     local s = signature(args)
     if self.calls == 1 or self.untraced then -- warm-up: fn as is, numbers as weak scalars
       if self.untraced then core._counter_add("JitUntraced", 1) end

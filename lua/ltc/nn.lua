@@ -11,6 +11,7 @@
 -- ltc.nn.functional holds the stateless functions the modules use.
 local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local ltc = require "ltc"
+local follow = require("ltc.follow").follow
 
 local nn = {}
 
@@ -483,7 +484,7 @@ function nn.class(name, parent)
   cls.__newindex = module_newindex
   cls.__len = function(self) return #rawget(self, "_modules") end
   cls.__name = "ltc.nn." .. name
-  cls.__call = call_module
+  cls.__call = follow(call_module) -- a module runs on its input's device (ltc.follow)
   cls.__tostring = function(self) return self:describe() end
   return setmetatable(cls, {
     __index = parent or Module,

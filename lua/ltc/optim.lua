@@ -17,6 +17,7 @@
 -- optimizer state), every step is the same graph.
 local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local ltc = require "ltc"
+local follow = require("ltc.follow").follow
 local live = require("ltc.jit").live -- lr as a graph parameter under ltc.jit (read at replay)
 
 local optim = {}
@@ -70,6 +71,7 @@ end
 
 local function class(name, defaults, update)
   defaults.params = nil
+  update = follow(update) -- a parameter's state (buffers, step counts) on its device
   local cls = setmetatable({}, { __index = Optimizer })
   cls.__index = function(self, k)
     if k == "lr" then return self.param_groups[1].lr end

@@ -214,6 +214,12 @@ ltc_status ltc_device_set_default(ltc_device dev);
  * creation functions' `device` option (ltc.zeros(2, {device = "toy:0"})) use it, so another
  * thread's tensors are never placed by it. */
 ltc_status ltc_device_guard(ltc_device dev, ltc_device *prev);
+/* Device following (PyTorch makes what an op creates from nothing on its input's device):
+ * when new tensors would not be made on t's device (no guard for it, and t is off the
+ * default device), sets the calling thread's guard to t's device, puts the guard it replaces
+ * in *prev ({NULL, 0}: none) and returns true; ltc_device_guard(*prev, NULL) restores it.
+ * False (nothing changed) when they already would be, or t is NULL. */
+bool ltc_device_follow(const ltc_tensor *t, ltc_device *prev);
 /* Parses "type" or "type:N" (a registered type; N below its device count). The type string
  * in *out is the backend's own name (static). LTC_ERR_ARG naming the problem otherwise. */
 ltc_status ltc_device_parse(const char *s, ltc_device *out);

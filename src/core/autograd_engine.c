@@ -355,7 +355,22 @@ static void free_grads(ltc_ag_grad *g, int n) {
 }
 
 /* Runs one node: its backward, then the gradients routed to its inputs. */
+static ltc_status run_node_here(ltc_grad_fn *fn, bool retain);
+/* run_node_here on the device of the node's incoming gradient (that of its outputs), so
+ * that what it creates from nothing (zeros for a missing gradient, a formula's ones or
+ * scalars, a Lua formula's ltc.zeros) is made there, as PyTorch's engine runs a node under
+ * its stream's device guard: the seed is on the root's device and .grad on the leaf's. */
 static ltc_status run_node(ltc_grad_fn *fn, bool retain) {
+    const ltc_tensor *on = NULL;
+    for (int r = 0; fn->gbuf && r < fn->n_outputs && !on; r++) on = fn->gbuf[r];
+    ltc_device prev;
+    bool moved = ltc_device_follow(on, &prev);
+    ltc_status st = run_node_here(fn, retain);
+    if (moved) ltc_device_guard(prev, NULL);
+    return st;
+}
+
+static ltc_status run_node_here(ltc_grad_fn *fn, bool retain) {
     ltc_status st = LTC_OK;
     ltc_tensor *grads_small[SMALL];
     ltc_ag_grad g_small[SMALL];
@@ -513,7 +528,11 @@ static ltc_status root_grad(const char *op, ltc_tensor *t, ltc_tensor *grad, ltc
             return ltc_errorf(LTC_ERR_ARG, "%s: grad can be implicitly created only for a "
                               "tensor with one element, not size %s; pass grad", op,
                               size_x(&t->shape, a, sizeof a));
-        return ltc_ones(t->shape.dims, t->shape.ndim, t->shape.dtype, out);
+        ltc_device prev;
+        bool moved = ltc_device_follow(t, &prev); /* the seed on t's device */
+        st = ltc_ones(t->shape.dims, t->shape.ndim, t->shape.dtype, out);
+        if (moved) ltc_device_guard(prev, NULL);
+        return st;
     }
     if (grad->shape.ndim != t->shape.ndim ||
         memcmp(grad->shape.dims, t->shape.dims, sizeof(int64_t) * (size_t)t->shape.ndim))

@@ -132,6 +132,18 @@ ltc_status ltc_device_guard(ltc_device dev, ltc_device *prev) {
     return LTC_OK;
 }
 
+bool ltc_device_follow(const ltc_tensor *t, ltc_device *prev) {
+    ltc_backend *cur = ltc_backend_default();
+    if (!t || !t->backend) return false;
+    int ord = ltc_guard_backend ? ltc_guard_ordinal
+              : cur && ltc_default_dev.type == cur->name ? ltc_default_dev.ordinal : 0;
+    if (t->backend == cur && t->ordinal == ord) return false;
+    *prev = (ltc_device){ltc_guard_backend ? ltc_guard_backend->name : NULL, ltc_guard_ordinal};
+    ltc_guard_backend = t->backend;
+    ltc_guard_ordinal = t->ordinal;
+    return true;
+}
+
 ltc_device ltc_tensor_device(const ltc_tensor *t) {
     return (ltc_device){t->backend ? t->backend->name : "?", t->ordinal};
 }

@@ -74,6 +74,18 @@ static int l_device_guard(lua_State *L) {
     return 1;
 }
 
+/* core._follow(t) -> nothing when new tensors are made on t's device already; else sets
+ * the calling thread's guard to t's device and returns true and the guard it replaced
+ * ("type:N", or nil: none) for core._device_guard (ltc_device_follow). */
+static int l_follow(lua_State *L) {
+    ltc_device prev;
+    if (!ltc_device_follow(ltcL_checktensor(L, 1, "device"), &prev)) return 0;
+    lua_pushboolean(L, 1);
+    if (!prev.type) return 1;
+    push_device(L, prev);
+    return 2;
+}
+
 /* t:device(): "cpu:0". */
 static int l_device(lua_State *L) {
     push_device(L, ltc_tensor_device(ltcL_checktensor(L, 1, "device")));
@@ -101,6 +113,7 @@ static const luaL_Reg device_functions[] = {
     {"backends", l_backends}, {"devices", l_devices}, {"default_device", l_default_device},
     {"set_default_device", l_set_default_device}, {"_to_device", l_to_device},
     {"_is_device", l_is_device}, {"device", l_device}, {"_device_guard", l_device_guard},
+    {"_follow", l_follow},
     {NULL, NULL},
 };
 

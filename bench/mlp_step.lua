@@ -1,6 +1,7 @@
 --- bench/mlp_step.lua - one training step of a small MLP (64-128-10, ReLU, cross-entropy,
 -- SGD), batch 256: forward, backward and update, one cached graph per step in ltc; against
--- PyTorch eager in the same run. Target: at least 5x faster than PyTorch eager. A second
+-- PyTorch eager in the same run. Targets (issue 18): at least 2.5x faster than PyTorch eager,
+-- within 1.3x of the same step replayed under ltc.jit and within 1.6x of its five GEMMs. A second
 -- row runs the same step under ltc.jit (captured once, then replayed: no tracing), and
 -- the raw cblas_sgemm time of the step's five products shows the floor the BLAS sets.
 local lib = require "bench.lib"
@@ -53,7 +54,15 @@ print(string.format("mlp-step: %d-%d-%d MLP, batch %d: ltc %.1f us/step (%d reco
 lib.row { bench = "mlp-step", workload = string.format("%d-%d-%d MLP, batch %d, fwd+bwd+SGD", D, H, K, B),
   ltc = lib.fmt(us, "us/step", 1), peers = "PyTorch eager " .. lib.peer(py, "torch_us", "us/step", 1),
   ratio = string.format("%s faster than PyTorch eager", lib.fmt(r, "x")),
-  target = ">= 5x PyTorch eager", met = r ~= nil and r >= 5 }
+  target = ">= 2.5x PyTorch eager (issue 18)", met = r ~= nil and r >= 2.5 }
+-- issue 18: the traced step within 1.3x of its replay and within 1.6x of its GEMMs
+local rg = type(gemm_us) == "number" and us / gemm_us or nil
+lib.row { bench = "mlp-step", workload = "traced step against its replay and its 5 GEMMs",
+  ltc = lib.fmt(us, "us/step", 1),
+  peers = string.format("ltc.jit %s; 5 GEMMs in cblas_sgemm %s", lib.fmt(jit_us, "us/step", 1),
+    lib.fmt(gemm_us, "us", 1)),
+  ratio = string.format("%s of the replay; %s of the GEMMs", lib.fmt(us / jit_us, "x"), lib.fmt(rg, "x")),
+  target = "<= 1.3x replay, <= 1.6x GEMMs", met = us / jit_us <= 1.3 and rg ~= nil and rg <= 1.6 }
 local rj = type(py.torch_us) == "number" and py.torch_us / jit_us or nil
 print(string.format("mlp-step with ltc.jit: %.1f us/step; the step's 5 GEMMs in raw cblas_sgemm: %s",
   jit_us, lib.fmt(gemm_us, "us", 1)))
@@ -62,4 +71,4 @@ lib.row { bench = "mlp-step", workload = "the same step under ltc.jit (replayed)
   peers = string.format("PyTorch eager %s; its 5 GEMMs in cblas_sgemm %s",
     lib.peer(py, "torch_us", "us/step", 1), lib.fmt(gemm_us, "us", 1)),
   ratio = string.format("%s faster than PyTorch eager", lib.fmt(rj, "x")),
-  target = ">= 5x PyTorch eager", met = rj ~= nil and rj >= 5 }
+  target = "report", met = nil }

@@ -473,7 +473,8 @@ bool model_load(gen_model *m, const char *ops_path, const char *backend_path) {
                 ok = false;
             }
     }
-    qsort(m->composites, (size_t)m->n_composites, sizeof *m->composites, compare_composites);
+    if (m->n_composites > 1) /* (qsort of a NULL array is undefined, even of 0 elements) */
+        qsort(m->composites, (size_t)m->n_composites, sizeof *m->composites, compare_composites);
     return ok;
 }
 

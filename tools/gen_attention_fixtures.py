@@ -10,7 +10,13 @@ at -inf and is_causal the top-left tril of ones [L, S].
 Run with Debian's Python (python3-torch): /usr/bin/python3 tools/gen_attention_fixtures.py
 """
 import math
+import os
+import sys
+
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gen_nn_fixtures import lua  # noqa: E402  (Lua literals of tensors, numbers, tables)
 
 torch.set_default_dtype(torch.float64)
 g = torch.Generator().manual_seed(15)
@@ -18,30 +24,6 @@ g = torch.Generator().manual_seed(15)
 
 def r(*s):
     return torch.randn(*s, generator=g)
-
-
-def lua(v):
-    if isinstance(v, torch.Tensor):
-        return lua(v.tolist())
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        if v != v:
-            return "0/0"
-        if v in (float("inf"), float("-inf")):
-            return "math.huge" if v > 0 else "-math.huge"
-        return repr(v)
-    if isinstance(v, str):
-        return '"%s"' % v
-    if isinstance(v, (list, tuple)):
-        return "{" + ", ".join(lua(x) for x in v) + "}"
-    if isinstance(v, dict):
-        return "{" + ", ".join("[%s] = %s" % (lua(k), lua(x)) for k, x in v.items()) + "}"
-    if v is None:
-        return "nil"
-    raise TypeError(type(v))
 
 
 def sdpa(q, k, v, attn_mask=None, is_causal=False, scale=None):

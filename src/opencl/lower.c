@@ -94,6 +94,20 @@ int64_t lw_prod(const ltc_shape *s, int from, int to) {
     return p;
 }
 
+ltc_status lw_reduce_rows(lw *w, int op, int out, int tmp, int64_t rows, int red, ltc_dtype dt) {
+    if (red == 0) return LTC_OK;
+    ocl_sb r = {0};
+    ocl_k_reduce(&r, KNAME, red == 1 ? 'm' : 's', dt, dt, ocl.info.fp64);
+    ocl_step *s = lw_family_step(w, &r, op, out, 1);
+    if (!s) return lw_nomem();
+    lw_arg_buf(s, 'o', out);
+    lw_arg_buf(s, 'b', tmp);
+    lw_arg_long(s, 1);
+    lw_arg_long(s, rows);
+    lw_arg_long(s, 1);
+    return LTC_OK;
+}
+
 /* ---- elementwise groups ------------------------------------------------------------------ */
 
 static const char *const float_fns[] = {"exp", "log", "tanh", "floor", "ceil", "pow", "sqrt",
@@ -621,16 +635,7 @@ static ltc_status lower_family(lw *w, const ltc_node *n, int out, bool *done) {
         lw_arg_long(s, w->c->n_steps - 1);
         s->checks = true;
         s->k = c;
-        if (red == 0) return LTC_OK;
-        ocl_sb r = {0};
-        ocl_k_reduce(&r, KNAME, red == 1 ? 'm' : 's', s0->dtype, s0->dtype, ocl.info.fp64);
-        if (!(s = lw_family_step(w, &r, n->op, out, 1))) return lw_nomem();
-        lw_arg_buf(s, 'o', out);
-        lw_arg_buf(s, 'b', tmp);
-        lw_arg_long(s, 1);
-        lw_arg_long(s, rows);
-        lw_arg_long(s, 1);
-        return LTC_OK;
+        return lw_reduce_rows(w, n->op, out, tmp, rows, red, s0->dtype);
     }
     case LTC_OP_CROSS_ENTROPY_BACKWARD: {
         const ltc_shape *xs = &n->operands[1].node->shapes[n->operands[1].index];

@@ -41,6 +41,9 @@ void lw_arg_buf(ocl_step *s, char kind, int slot);
 void lw_arg_long(ocl_step *s, int64_t v);
 /* The slot of operand k of node n. */
 int lw_opslot(lw *w, const ltc_node *n, int k);
+/* The per-row values in slot tmp (rows of them) reduced into slot out, their mean when red is
+ * 1 and their sum when 2 (a loss's reduction; red 0 adds nothing). */
+ltc_status lw_reduce_rows(lw *w, int op, int out, int tmp, int64_t rows, int red, ltc_dtype dt);
 /* The product of dims [from, to) of s. */
 int64_t lw_prod(const ltc_shape *s, int from, int to);
 

@@ -138,16 +138,7 @@ static ltc_status lower_nll(lw *w, const ltc_node *n, int out) {
     lw_arg_long(s, rows);
     lw_arg_long(s, c);
     arg_err(w, s, c);
-    if (red == 0) return LTC_OK;
-    ocl_sb r = {0};
-    ocl_k_reduce(&r, KNAME, red == 1 ? 'm' : 's', xs->dtype, xs->dtype, ocl.info.fp64);
-    if (!(s = lw_family_step(w, &r, n->op, out, 1))) return lw_nomem();
-    lw_arg_buf(s, 'o', out);
-    lw_arg_buf(s, 'b', tmp);
-    lw_arg_long(s, 1);
-    lw_arg_long(s, rows);
-    lw_arg_long(s, 1);
-    return LTC_OK;
+    return lw_reduce_rows(w, n->op, out, tmp, rows, red, xs->dtype);
 }
 
 /* ---- gather and scatter ------------------------------------------------------------------------- */

@@ -130,12 +130,23 @@ do
       if type(fn) == "function" then
         local kinds = args[name] or { "t" }
         local list = names[name]
+        local function finish(ok, ...)
+          if not ok then raise(own_error(name, (...))) end
+          return ...
+        end
+        local inplace_at -- the position of an `inplace` argument, which spread checks
+        for i, a in ipairs(list or {}) do if a == "inplace" then inplace_at = i end end
+        -- no table per call unless spread has work: an options table last, or an inplace
+        -- argument (every step's path)
         value = function(...)
-          local a = spread(name, list, ...)
-          check(name, kinds, unpack(a, 1, a.n))
-          local r = pack(pcall(fn, unpack(a, 1, a.n)))
-          if not r[1] then raise(own_error(name, r[2])) end
-          return unpack(r, 2, r.n)
+          local n = select("#", ...)
+          if list and n >= 2 and (is_options((select(n, ...))) or (inplace_at and n >= inplace_at)) then
+            local a = spread(name, list, ...)
+            check(name, kinds, unpack(a, 1, a.n))
+            return finish(pcall(fn, unpack(a, 1, a.n)))
+          end
+          check(name, kinds, ...)
+          return finish(pcall(fn, ...))
         end
         wraps[value] = fn
       end

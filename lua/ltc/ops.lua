@@ -437,9 +437,10 @@ function M.install(core)
   --- a - b, t:sub(b), ltc.sub(a, b) with a bool tensor on either side raise, as PyTorch's
   -- "Subtraction, the `-` operator, with a bool tensor is not supported" (a Lua number is
   -- promoted first, so the generated shape rule alone sees only bool - bool).
+  local any_bool = core._any_bool
   local function sub_checked(raw)
     return function(a, b, ...)
-      if (is_tensor(a) and a:dtype() == "bool") or (is_tensor(b) and b:dtype() == "bool") then
+      if any_bool(a, b) then
         raise("sub: subtraction with a bool tensor is not supported, as in PyTorch (use "
           .. "logical_xor for two masks, logical_not to invert one)")
       end

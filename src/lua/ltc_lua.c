@@ -21,12 +21,23 @@
  * is cheaper than luaL_testudata's by name (which hashes the string on every call). */
 static const char tensor_mt_key;
 
+/* The tensor metatable test_ud last matched on this thread (only ever a table that was a
+ * live state's tensor metatable; cleared when a state closes, as its memory may be reused):
+ * a userdata with it is a tensor without the registry look-up, on every op's path. */
+static _Thread_local const void *seen_mt;
+
 static ltc_tensor **test_ud(lua_State *L, int arg) {
     void *p = lua_touserdata(L, arg);
     if (!p || !lua_getmetatable(L, arg)) return NULL;
+    const void *mt = lua_topointer(L, -1);
+    if (mt == seen_mt) {
+        lua_pop(L, 1);
+        return p;
+    }
     lua_rawgetp(L, LUA_REGISTRYINDEX, &tensor_mt_key);
     int same = lua_rawequal(L, -1, -2);
     lua_pop(L, 2);
+    if (same) seen_mt = mt;
     return same ? p : NULL;
 }
 
@@ -901,7 +912,20 @@ static int l_read_idx(lua_State *L) {
     return 1;
 }
 
+/* core._any_bool(a, b): whether a or b is a bool tensor (one call on the path of every
+ * subtraction: ops.lua's sub check). */
+static int l_any_bool(lua_State *L) {
+    bool any = false;
+    for (int i = 1; i <= 2 && !any; i++) {
+        ltc_tensor *t = ltcL_testtensor(L, i);
+        any = t && ltc_tensor_shape(t)->dtype == LTC_BOOL;
+    }
+    lua_pushboolean(L, any);
+    return 1;
+}
+
 static const luaL_Reg core_functions[] = {
+    {"_any_bool", l_any_bool},
     {"set_backend", l_set_backend}, {"get_backend", l_get_backend},
     {"save", l_save}, {"load", l_load},
     {"read_gz", l_read_gz}, {"read_idx", l_read_idx}, {"crc32", l_crc32}, {"inflate", l_inflate},
@@ -939,6 +963,7 @@ void ltcL_at_close(lua_State *L, const char *key, lua_CFunction fn, bool keep) {
 
 static int state_close(lua_State *L) {
     (void)L;
+    seen_mt = NULL;
     if (__atomic_sub_fetch(&open_states, 1, __ATOMIC_ACQ_REL) == 0) ltc_shutdown();
     return 0;
 }

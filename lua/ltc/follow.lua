@@ -3,29 +3,19 @@
 -- device; here the Lua library's functions call the creation functions (ltc.zeros,
 -- ltc.arange, ltc.rand, ...), which make tensors on the default device unless a device guard
 -- is set. follow(fn) wraps fn so that it runs under a guard for its input's device (the
--- first tensor among its first three arguments, or the first element of a list of tensors
--- there) when that is not where new tensors go already; the guard is then restored (also
--- after an error, which is raised again as it was). The autograd engine does the same per
+-- first tensor among its arguments, or the first element of a list of tensors as the first
+-- or second argument; core._follow_args finds it in one C call) when that is not where new
+-- tensors go already; the guard is then restored (also after an error, which is raised
+-- again as it was). The autograd engine does the same per
 -- node in C (ltc_device_follow in src/core/device.c).
 local core = require "ltc.core"
 local help = require "ltc.help"
-local is_tensor, follow_dev, guard, raise = core.is_tensor, core._follow, core._device_guard,
-  core._raise
-local type, rawget, pcall = type, rawget, pcall
+local follow_args, guard, raise = core._follow_args, core._device_guard, core._raise
+local type, pcall = type, pcall
 
 local M = {}
 local wrapper_of = setmetatable({}, { __mode = "k" }) -- fn -> its follow wrapper
 local wrapped = setmetatable({}, { __mode = "k" }) -- wrapper -> true
-
--- the tensor whose device the call follows: a, b or c, or the first of a plain list there
-local function input_of(a, b, c)
-  if is_tensor(a) then return a end
-  if type(a) == "table" and is_tensor(rawget(a, 1)) then return rawget(a, 1) end
-  if is_tensor(b) then return b end
-  if type(b) == "table" and is_tensor(rawget(b, 1)) then return rawget(b, 1) end
-  if is_tensor(c) then return c end
-  return nil
-end
 
 -- returns its arguments: `return pass(fn(...))` calls fn as a normal call, not a tail call,
 -- so fn's frame sits above the wrapper's (the LTC_IR_DEBUG module scopes in
@@ -43,9 +33,7 @@ function M.follow(fn)
   if wrapped[fn] then return fn end
   if wrapper_of[fn] then return wrapper_of[fn] end
   local function wrapper(...)
-    local t = input_of(...)
-    if not t then return pass(fn(...)) end
-    local moved, prev = follow_dev(t)
+    local moved, prev = follow_args(...)
     if not moved then return pass(fn(...)) end
     return finish(prev, pcall(fn, ...))
   end

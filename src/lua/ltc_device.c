@@ -86,6 +86,29 @@ static int l_follow(lua_State *L) {
     return 2;
 }
 
+/* core._follow_args(...): as _follow for the tensor a library call follows (ltc.follow's
+ * rule: the first tensor among the arguments, where the first two may also be plain lists
+ * whose first element counts); nothing when there is none. One C call on the path of every
+ * library call. */
+static int l_follow_args(lua_State *L) {
+    ltc_tensor *t = NULL;
+    int n = lua_gettop(L);
+    for (int i = 1; i <= n && !t; i++) {
+        if ((t = ltcL_testtensor(L, i))) break;
+        if (i <= 2 && lua_type(L, i) == LUA_TTABLE) {
+            lua_rawgeti(L, i, 1);
+            t = ltcL_testtensor(L, -1);
+            lua_pop(L, 1);
+        }
+    }
+    ltc_device prev;
+    if (!t || !ltc_device_follow(t, &prev)) return 0;
+    lua_pushboolean(L, 1);
+    if (!prev.type) return 1;
+    push_device(L, prev);
+    return 2;
+}
+
 /* t:device(): "cpu:0". */
 static int l_device(lua_State *L) {
     push_device(L, ltc_tensor_device(ltcL_checktensor(L, 1, "device")));
@@ -113,7 +136,7 @@ static const luaL_Reg device_functions[] = {
     {"backends", l_backends}, {"devices", l_devices}, {"default_device", l_default_device},
     {"set_default_device", l_set_default_device}, {"_to_device", l_to_device},
     {"_is_device", l_is_device}, {"device", l_device}, {"_device_guard", l_device_guard},
-    {"_follow", l_follow},
+    {"_follow", l_follow}, {"_follow_args", l_follow_args},
     {NULL, NULL},
 };
 

@@ -23,17 +23,12 @@ local nn = {}
 -- modules, which keep the functions they call, check too; ltc.help shows fn's doc comment.
 local F
 do
-  local is_tensor, typename, select, mtype = ltc.is_tensor, ltc.typename, select, math.type
+  local typename, select, mtype = ltc.typename, select, math.type
   local pack, unpack = table.pack, table.unpack
   -- argument kinds: t a tensor, n a tensor or a number, i an integer, s an integer or a table
   -- of sizes, i? nil or an integer
-  local kind = {
-    t = { "ltc.Tensor", function(v) return is_tensor(v) end },
-    n = { "ltc.Tensor or number", function(v) return is_tensor(v) or type(v) == "number" end },
-    i = { "an integer", function(v) return mtype(v) == "integer" end },
-    s = { "a size or a table of sizes", function(v) return mtype(v) == "integer" or type(v) == "table" end },
-    ["i?"] = { "an integer or nil", function(v) return v == nil or mtype(v) == "integer" end },
-  }
+  local kind = { t = "ltc.Tensor", n = "ltc.Tensor or number", i = "an integer",
+    s = "a size or a table of sizes", ["i?"] = "an integer or nil" }
   local two, three = { "t", "t" }, { "t", "t", "t" }
   local regression = { "t", "n" }
   local args = { nll_loss = two, cross_entropy = two, binary_cross_entropy = two,
@@ -42,13 +37,19 @@ do
     huber_loss = regression, embedding = two, cosine_similarity = two, linear = two, conv1d = two, conv2d = two,
     conv_transpose2d = two, scaled_dot_product_attention = three, group_norm = { "t", "i" },
     layer_norm = { "t", "s" }, adaptive_avg_pool2d = { "t", "s" }, flatten = { "t", "i?", "i?" } }
-  local function check(name, kinds, ...)
-    for i = 1, #kinds do
+  -- the kinds as the letters of core._bad_arg, which tests them all in one C call
+  local function codes_of(kinds)
+    local c = {}
+    for i, k in ipairs(kinds) do c[i] = k == "i?" and "?" or k end
+    return table.concat(c)
+  end
+  local bad_arg = require("ltc.core")._bad_arg
+  local function check(name, kinds, codes, ...)
+    local i = bad_arg(codes, ...)
+    if i then
       local v, k = select(i, ...), kind[kinds[i]]
-      if not k[2](v) then
-        ltc._raise(string.format("%s: bad argument #%d (%s expected, got %s)", name, i, k[1],
-          mtype(v) == "float" and "the non-integer number " .. tostring(v) or typename(v)))
-      end
+      ltc._raise(string.format("%s: bad argument #%d (%s expected, got %s)", name, i, k,
+        mtype(v) == "float" and "the non-integer number " .. tostring(v) or typename(v)))
     end
   end
   -- An error from inside F.name names F.name, the function the user called: "conv1d: conv2d:
@@ -129,6 +130,7 @@ do
       local value = fn
       if type(fn) == "function" then
         local kinds = args[name] or { "t" }
+        local codes = codes_of(kinds)
         local list = names[name]
         local function finish(ok, ...)
           if not ok then raise(own_error(name, (...))) end
@@ -142,10 +144,10 @@ do
           local n = select("#", ...)
           if list and n >= 2 and (is_options((select(n, ...))) or (inplace_at and n >= inplace_at)) then
             local a = spread(name, list, ...)
-            check(name, kinds, unpack(a, 1, a.n))
+            check(name, kinds, codes, unpack(a, 1, a.n))
             return finish(pcall(fn, unpack(a, 1, a.n)))
           end
-          check(name, kinds, ...)
+          check(name, kinds, codes, ...)
           return finish(pcall(fn, ...))
         end
         wraps[value] = fn
@@ -976,9 +978,9 @@ function nn.Sequential:__init(...)
 end
 function nn.Sequential:forward(x)
   -- the children in order, read in place (no table per call: this is every step's path)
-  local slots = rawget(self, "_slots")
-  for _, n in ipairs(rawget(self, "_modules")) do
-    local m = slots[n]
+  local slots, names = rawget(self, "_slots"), rawget(self, "_modules")
+  for i = 1, #names do
+    local m = slots[names[i]]
     if m ~= nil then x = m(x) end
   end
   return x

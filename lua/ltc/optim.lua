@@ -134,22 +134,28 @@ end
 
 --- opt:zero_grad(): every parameter's grad becomes nil (PyTorch's set_to_none default).
 function Optimizer:zero_grad()
-  for _, g in ipairs(self.param_groups) do
-    for _, p in ipairs(g.params) do set_grad(p, nil) end
+  local groups = self.param_groups
+  for i = 1, #groups do -- numeric loops: no iterator call per element (every step's path)
+    local params = groups[i].params
+    for j = 1, #params do set_grad(params[j], nil) end
   end
 end
 
 -- The body of step, run with grad mode off (no closure or table per step: the hot path).
 local function step_groups(self)
   local state, update = self.state, self.update
-  for _, g in ipairs(self.param_groups) do
-    for _, p in ipairs(g.params) do
+  local groups = self.param_groups
+  for i = 1, #groups do
+    local g = groups[i]
+    local params = g.params
+    for j = 1, #params do
+      local p = params[j]
       local grad = get_grad(p)
       if grad ~= nil then
         local st = state[p]
         -- state made by a step whose sync failed has no value: that step never happened
         -- for it, so start over as at the first step (issue 17)
-        if st then
+        if st and next(st) ~= nil then
           for _, v in pairs(st) do
             if ltc.is_tensor(v) and not v:has_value() then st = nil; break end
           end

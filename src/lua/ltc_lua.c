@@ -924,8 +924,34 @@ static int l_any_bool(lua_State *L) {
     return 1;
 }
 
+/* core._bad_arg(codes, ...): the position of the first argument that is not of its kind,
+ * nothing when all are. codes holds one letter per argument: t a tensor, n a tensor or a
+ * number, i an integer, s an integer or a table, ? nil or an integer (nn.functional's
+ * argument checks, one C call per functional call; the message is made in Lua). */
+static int l_bad_arg(lua_State *L) {
+    size_t n;
+    const char *codes = luaL_checklstring(L, 1, &n);
+    for (size_t i = 0; i < n; i++) {
+        int a = (int)i + 2;
+        bool ok = false;
+        switch (codes[i]) {
+        case 't': ok = ltcL_testtensor(L, a) != NULL; break;
+        case 'n': ok = lua_type(L, a) == LUA_TNUMBER || ltcL_testtensor(L, a) != NULL; break;
+        case 'i': ok = lua_isinteger(L, a); break;
+        case 's': ok = lua_isinteger(L, a) || lua_type(L, a) == LUA_TTABLE; break;
+        case '?': ok = lua_isnoneornil(L, a) || lua_isinteger(L, a); break;
+        default: return luaL_error(L, "_bad_arg: unknown kind '%c'", codes[i]);
+        }
+        if (!ok) {
+            lua_pushinteger(L, (lua_Integer)i + 1);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static const luaL_Reg core_functions[] = {
-    {"_any_bool", l_any_bool},
+    {"_any_bool", l_any_bool}, {"_bad_arg", l_bad_arg},
     {"set_backend", l_set_backend}, {"get_backend", l_get_backend},
     {"save", l_save}, {"load", l_load},
     {"read_gz", l_read_gz}, {"read_idx", l_read_idx}, {"crc32", l_crc32}, {"inflate", l_inflate},

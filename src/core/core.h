@@ -154,8 +154,8 @@ static inline bool ltc_view_stale(const ltc_tensor *t) {
 /* The live-tensor list, in creation order (the executor's roots come from it). One list per
  * thread: a thread's syncs compute the tensors it made (each Lua state stays on one thread;
  * a tensor must be released on the thread that made it). */
-extern _Thread_local ltc_tensor *ltc_live_head;
-extern _Thread_local int64_t ltc_live_count;
+ltc_tensor *ltc_live_first(void); /* the oldest live tensor (follow t->next), or NULL */
+int64_t ltc_live_count(void);
 
 /* A weak 0-d tensor of dtype dt holding the ltc_dtype_size(dt) bytes at v (a wrapped Lua
  * number after promotion); its data may be shared with other weak scalars of the same value

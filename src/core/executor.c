@@ -100,7 +100,7 @@ nomem:
 static ltc_status collect_from(graph *g, ltc_tensor *const *only, int n_only) {
     epoch++;
     int k = 0;
-    for (ltc_tensor *t = only ? (n_only ? only[0] : NULL) : ltc_live_head; t;
+    for (ltc_tensor *t = only ? (n_only ? only[0] : NULL) : ltc_live_first(); t;
          t = only ? (++k < n_only ? only[k] : NULL) : t->next) {
         if (ltc_view_stale(t)) {
             ltc_status st = ltc_view_refresh(t);

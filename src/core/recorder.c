@@ -217,7 +217,7 @@ ltc_status ltc_capture_start(ltc_capture_mode mode, ltc_backend *backend, void *
     s->exec_ctx = exec_ctx;
     uint64_t seed;
     ltc_rng_state_get(&seed, &s->rng_begin);
-    for (ltc_tensor *t = ltc_live_head; t; t = t->next) {
+    for (ltc_tensor *t = ltc_live_first(); t; t = t->next) {
         if (!t->data) continue;
         if (pmap_find(&s->data, t->data)) { /* shared with an earlier tensor: an alias */
             ltc_data *a = alias_new(t->data);
@@ -354,7 +354,7 @@ ltc_status ltc_capture_finish(ltc_capture_record **out) {
     }
     ltc_capture_record *r = s->rec;
     int cap = 0;
-    for (ltc_tensor *t = ltc_live_head; t; t = t->next) {
+    for (ltc_tensor *t = ltc_live_first(); t; t = t->next) {
         bool is_static = pmap_find(&s->statics, t) != NULL;
         if (!t->data || (is_static && t->refcount == 1)) continue; /* only the session holds it */
         pentry *e = pmap_find(&s->data, t->data);

@@ -6,20 +6,25 @@
 #include "core.h"
 #include "ltc_graph.h"
 
-_Thread_local ltc_tensor *ltc_live_head;
-static _Thread_local ltc_tensor *live_tail;
-_Thread_local int64_t ltc_live_count;
+/* This thread's live tensors (a list from head to tail, count of them), and the tensors made
+ * and freed here and not yet added to the counters: an atomic add per tensor cost more than
+ * the rest of making one (flushed before counters are read (metrics.c), at each sync, and
+ * every COUNT_BATCH). One struct: one thread-local address look-up per function (a
+ * __tls_get_addr call each in a dlopen'ed module) rather than one per variable. */
+static _Thread_local struct {
+    ltc_tensor *head, *tail;
+    int64_t count, created, destroyed;
+} live;
 static int64_t *c_create, *c_destroy;
-/* Tensors made and freed on this thread and not yet added to the counters: an atomic add
- * per tensor cost more than the rest of making one. Flushed before counters are read
- * (metrics.c), at each sync, and every COUNT_BATCH. */
-static _Thread_local int64_t n_created, n_destroyed;
 #define COUNT_BATCH 1024
 
+ltc_tensor *ltc_live_first(void) { return live.head; }
+int64_t ltc_live_count(void) { return live.count; }
+
 void ltc_tensor_counts_flush(void) {
-    if (n_created) LTC_COUNT(c_create, "CreateLtcTensor", n_created);
-    if (n_destroyed) LTC_COUNT(c_destroy, "DestroyLtcTensor", n_destroyed);
-    n_created = n_destroyed = 0;
+    if (live.created) LTC_COUNT(c_create, "CreateLtcTensor", live.created);
+    if (live.destroyed) LTC_COUNT(c_destroy, "DestroyLtcTensor", live.destroyed);
+    live.created = live.destroyed = 0;
 }
 
 /* A new tensor of `shape` with one reference, linked at the end of the live list. */
@@ -36,12 +41,12 @@ static ltc_tensor *tensor_alloc(const ltc_shape *shape) {
     t->ordinal = !t->backend ? 0
                  : ltc_guard_backend ? ltc_guard_ordinal
                  : ltc_default_dev.type == t->backend->name ? ltc_default_dev.ordinal : 0;
-    t->prev = live_tail;
-    if (live_tail) live_tail->next = t;
-    else ltc_live_head = t;
-    live_tail = t;
-    ltc_live_count++;
-    if (++n_created == COUNT_BATCH) ltc_tensor_counts_flush();
+    t->prev = live.tail;
+    if (live.tail) live.tail->next = t;
+    else live.head = t;
+    live.tail = t;
+    live.count++;
+    if (++live.created == COUNT_BATCH) ltc_tensor_counts_flush();
     return t;
 }
 
@@ -53,11 +58,11 @@ ltc_tensor *ltc_tensor_retain(ltc_tensor *t) {
 void ltc_tensor_release(ltc_tensor *t) {
     if (!t || --t->refcount > 0) return;
     if (t->prev) t->prev->next = t->next;
-    else ltc_live_head = t->next;
+    else live.head = t->next;
     if (t->next) t->next->prev = t->prev;
-    else live_tail = t->prev;
-    ltc_live_count--;
-    if (++n_destroyed == COUNT_BATCH) ltc_tensor_counts_flush();
+    else live.tail = t->prev;
+    live.count--;
+    if (++live.destroyed == COUNT_BATCH) ltc_tensor_counts_flush();
     ltc_node_release(t->ir.node);
     ltc_data_release(t->data);
     ltc_data_release(t->committed);
@@ -316,8 +321,8 @@ ltc_status ltc_tensor_read_i64(ltc_tensor *t, int64_t flat, int64_t *out) {
 void ltc_live_info_get(ltc_live_info *out) {
     ltc_ag_flush_deferred(); /* nodes waiting to go: what they hold is not live */
     memset(out, 0, sizeof *out);
-    out->live_tensors = ltc_live_count;
-    for (ltc_tensor *t = ltc_live_head; t; t = t->next)
+    out->live_tensors = live.count;
+    for (ltc_tensor *t = live.head; t; t = t->next)
         if (ltc_tensor_is_pending(t)) out->pending_tensors++;
     out->pending_nodes = ltc_pending_node_count();
 }

@@ -21,24 +21,18 @@
  * is cheaper than luaL_testudata's by name (which hashes the string on every call). */
 static const char tensor_mt_key;
 
-/* The tensor metatable test_ud last matched on this thread (only ever a table that was a
- * live state's tensor metatable; cleared when a state closes, as its memory may be reused):
- * a userdata with it is a tensor without the registry look-up, on every op's path. */
-static _Thread_local const void *seen_mt;
+/* A tensor's userdata: the tensor, then a tag that no other userdata holds (the address of
+ * tensor_mt_key). test_ud knows a tensor by its size and tag alone, without reading its
+ * metatable (a registry look-up and a comparison): it runs for every operand of every op. */
+typedef struct {
+    ltc_tensor *t; /* NULL once closed */
+    const void *tag;
+} tensor_box;
 
 static ltc_tensor **test_ud(lua_State *L, int arg) {
-    void *p = lua_touserdata(L, arg);
-    if (!p || !lua_getmetatable(L, arg)) return NULL;
-    const void *mt = lua_topointer(L, -1);
-    if (mt == seen_mt) {
-        lua_pop(L, 1);
-        return p;
-    }
-    lua_rawgetp(L, LUA_REGISTRYINDEX, &tensor_mt_key);
-    int same = lua_rawequal(L, -1, -2);
-    lua_pop(L, 2);
-    if (same) seen_mt = mt;
-    return same ? p : NULL;
+    tensor_box *b = lua_touserdata(L, arg);
+    if (!b || lua_rawlen(L, arg) != sizeof *b || b->tag != &tensor_mt_key) return NULL;
+    return &b->t;
 }
 
 ltc_tensor *ltcL_testtensor(lua_State *L, int arg) {
@@ -62,8 +56,9 @@ const char *ltcL_typename(lua_State *L, int arg) {
 }
 
 void ltcL_pushtensor(lua_State *L, ltc_tensor *t) {
-    ltc_tensor **ud = lua_newuserdatauv(L, sizeof *ud, 0);
-    *ud = t;
+    tensor_box *b = lua_newuserdatauv(L, sizeof *b, 0);
+    b->t = t;
+    b->tag = &tensor_mt_key;
     lua_rawgetp(L, LUA_REGISTRYINDEX, &tensor_mt_key);
     lua_setmetatable(L, -2);
 }
@@ -989,7 +984,6 @@ void ltcL_at_close(lua_State *L, const char *key, lua_CFunction fn, bool keep) {
 
 static int state_close(lua_State *L) {
     (void)L;
-    seen_mt = NULL;
     if (__atomic_sub_fetch(&open_states, 1, __ATOMIC_ACQ_REL) == 0) ltc_shutdown();
     return 0;
 }

@@ -41,6 +41,55 @@ ltc_status ltc_cpu_kernel_matmul_folded(const ltc_kernel_args *a) {
     return LTC_OK;
 }
 
+/* A cross_entropy step and a cross_entropy_backward step of the same logits, target and
+ * reduction: the backward computes each row's max and exp sum, which are all the loss
+ * needs, so it writes the loss too (as its second output) and the forward step goes. The
+ * pair is joined at the backward's place when nothing between the two reads the loss (a
+ * forward after the backward, the usual order, always qualifies). Rows of more than
+ * LTC_CPU_CE_ROW_MAX classes keep their own forward (it sums those rows in another order).
+ * Returns whether it changed p; false on allocation failure leaves p as it was. */
+static bool pair_cross_entropy(cpu_plan *p, bool *failed) {
+    bool changed = false;
+    for (int b = 0; b < p->n_steps; b++) {
+        plan_step *bw = &p->steps[b];
+        if (!is_cpu(bw, LTC_OP_CROSS_ENTROPY_BACKWARD) || bw->n_out != 1 || bw->n_in != 3)
+            continue;
+        const ltc_shape *xs = &bw->in_shapes[1];
+        if (xs->ndim < 1 || xs->dims[xs->ndim - 1] > LTC_CPU_CE_ROW_MAX) continue;
+        int f = -1;
+        for (int s = 0; s < p->n_steps && f < 0; s++) {
+            const plan_step *fw = &p->steps[s];
+            if (is_cpu(fw, LTC_OP_CROSS_ENTROPY) && fw->n_in == 2 && fw->n_out == 1 &&
+                fw->in[0] == bw->in[1] && fw->in[1] == bw->in[2] &&
+                fw->attrs[0].i == bw->attrs[0].i)
+                f = s;
+        }
+        if (f < 0) continue;
+        bool read_between = false; /* a forward before the backward: its loss unread till then */
+        for (int s = f + 1; s <= b && f < b; s++)
+            for (int k = 0; k < p->steps[s].n_in; k++)
+                read_between |= p->steps[s].in[k] == p->steps[f].out[0];
+        if (read_between) continue;
+        int *out = realloc(bw->out, 2 * sizeof *out);
+        if (out) bw->out = out;
+        ltc_shape *os = out ? realloc(bw->out_shapes, 2 * sizeof *os) : NULL;
+        if (!os) {
+            *failed = true;
+            return changed;
+        }
+        bw->out_shapes = os;
+        bw->out[1] = p->steps[f].out[0];
+        bw->out_shapes[1] = p->steps[f].out_shapes[0];
+        bw->n_out = 2;
+        ltc_cpu_plan_step_clear(&p->steps[f]);
+        memmove(&p->steps[f], &p->steps[f + 1], sizeof *p->steps * (size_t)(p->n_steps - f - 1));
+        p->n_steps--;
+        if (f < b) b--;
+        changed = true;
+    }
+    return changed;
+}
+
 bool ltc_cpu_plan_fold(cpu_plan *p) {
     int ns = p->n_steps, nb = p->n_bufs;
     int *producer = malloc(sizeof(int) * (size_t)(nb + 1));
@@ -93,6 +142,14 @@ bool ltc_cpu_plan_fold(cpu_plan *p) {
             }
         }
     }
+    bool failed = false;
+    bool paired = pair_cross_entropy(p, &failed);
+    ns = p->n_steps;
+    if (paired && !changed) {
+        for (int b = 0; b < nb; b++) p->bufs[b].last_use = -1;
+        for (int s = 0; s < ns; s++)
+            for (int k = 0; k < p->steps[s].n_in; k++) p->bufs[p->steps[s].in[k]].last_use = s;
+    }
     if (changed) { /* drop the view and transpose steps nobody reads any more */
         for (int s = 0; s < ns; s++)
             for (int k = 0; k < p->steps[s].n_in; k++) readers[p->steps[s].in[k]]++;
@@ -115,5 +172,5 @@ bool ltc_cpu_plan_fold(cpu_plan *p) {
     }
     free(producer);
     free(readers);
-    return true;
+    return !failed;
 }

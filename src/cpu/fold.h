@@ -5,12 +5,19 @@
  *    unless its result is a plan output;
  *  - a matmul of 2-d float operands produced by t() or transpose() reads the transposes'
  *    inputs and tells cblas_*gemm to transpose them (CblasTrans), so no transposed copy is
- *    made; the transpose step is dropped when nothing else reads it.
+ *    made; the transpose step is dropped when nothing else reads it;
+ *  - a cross_entropy and a cross_entropy_backward of the same logits, target and reduction
+ *    become one step: the backward writes the loss as its second output (rows of at most
+ *    LTC_CPU_CE_ROW_MAX classes, where both compute a row's exps the same way).
  */
 #ifndef LTC_CPU_FOLD_H
 #define LTC_CPU_FOLD_H
 
 #include "plan.h"
+
+/* The longest rows (classes) whose cross_entropy the backward step computes too (loss.c's
+ * EXP_BLOCK: longer rows take another summation in the forward kernel). */
+#define LTC_CPU_CE_ROW_MAX 1024
 
 /* Rewrites p's steps as above and recomputes buffers' last_use. False when out of memory
  * (p stays runnable). */

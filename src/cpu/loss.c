@@ -146,7 +146,9 @@ DEF_ROWS(f64, double, exp)
 /* The forward and backward kernels of one float type T: per-row loss -x[t] (nll) or
  * logsumexp(x) - x[t] (cross entropy), reduced; and d loss / d input scaled by grad_output
  * (in[0], input in[1], target in[2]): g * softmax(x) with g taken off at the target, the
- * exps computed straight into the output. Rows go in blocks of at most EXP_BLOCK elements
+ * exps computed straight into the output. A cross_entropy backward step with a second
+ * output writes the forward's loss there too, the same values from the same max and exp sum
+ * (a plan pairs the two steps: fold.c). Rows go in blocks of at most EXP_BLOCK elements
  * (or one longer row). */
 #define DEF_LOSS(SUF, T)                                                                       \
     LTC_EW_CLONES static void scale_##SUF(T *y, int64_t c, double inv) {                       \
@@ -197,7 +199,8 @@ DEF_ROWS(f64, double, exp)
         rows_cols(&a->in_shapes[1], &n, &c);                                                   \
         const T *go = a->in[0], *x = a->in[1];                                                 \
         T *y = a->out[0], mx[EXP_BLOCK];                                                       \
-        double s[EXP_BLOCK];                                                                   \
+        T *lo = ce && a->n_out > 1 ? a->out[1] : NULL; /* the loss too (fold.c) */             \
+        double s[EXP_BLOCK], ls[EXP_BLOCK], total = 0;                                         \
         int64_t rows = block_rows(c);                                                          \
         if (!ce)                                                                               \
             memset(y, 0, ltc_shape_nbytes(&a->in_shapes[1]));                                  \
@@ -207,8 +210,19 @@ DEF_ROWS(f64, double, exp)
                 return LTC_ERR_ARG;                                                            \
             if (ce)                                                                            \
                 exps_##SUF(x + i0 * c, nr, c, y + i0 * c, s, mx);                              \
+            if (lo) { /* the forward's per-row loss from the same max and exp sum */           \
+                memcpy(ls, s, sizeof(double) * (size_t)nr);                                    \
+                log_all(ls, nr);                                                               \
+            }                                                                                  \
             for (int64_t i = i0; i < i0 + nr; i++) {                                           \
                 int64_t t = target_at(a, 2, i); /* checked by labels_ok */                     \
+                if (lo) {                                                                      \
+                    double l = (-(double)x[i * c + t] + (double)mx[i - i0]) + ls[i - i0];      \
+                    if (red == 0)                                                              \
+                        lo[i] = (T)l;                                                          \
+                    else                                                                       \
+                        total += l;                                                            \
+                }                                                                              \
                 double g = (double)go[red == 0 ? i : 0];                                       \
                 if (red == 1)                                                                  \
                     g /= (double)n;                                                            \
@@ -221,6 +235,8 @@ DEF_ROWS(f64, double, exp)
                 }                                                                              \
             }                                                                                  \
         }                                                                                      \
+        if (lo && red != 0)                                                                    \
+            lo[0] = (T)(red == 1 ? total / (double)n : total);                                 \
         return LTC_OK;                                                                         \
     }
 

@@ -110,9 +110,13 @@ function M.abort(code)
   os.exit(code or 1)
 end
 
---- dist.stats(): {calls, bytes, seconds} spent in collectives since the last
--- dist.reset_stats() (descriptor exchanges count as calls and time); zeros before init.
-function M.stats() return C and C.stats() or { calls = 0, bytes = 0, seconds = 0 } end
+--- dist.stats(): {calls, bytes, seconds, wait_seconds, checks} spent in collectives since the
+-- last dist.reset_stats(): descriptor exchanges count as calls and time, wait_seconds is the
+-- part of seconds spent in them (waiting for the slowest rank), checks their number (one per
+-- collective outside a computation, one per computation otherwise); zeros before init.
+function M.stats()
+  return C and C.stats() or { calls = 0, bytes = 0, seconds = 0, wait_seconds = 0, checks = 0 }
+end
 function M.reset_stats() if C then C.reset_stats() end end
 -- dist._raw_all_reduce(t [, op]): MPI_Allreduce in place on t's buffer and nothing else (no
 -- graph, no checks); the peer figure of bench/dist_allreduce.lua, on the same buffer.

@@ -2,7 +2,8 @@
  * (lua/ltc/distributed.lua loads it and builds the user-facing API on it). Functions:
  *   init(check, timeout) -> rank, size      finalize()            is_initialized()
  *   rank(), size()                          barrier()             abort(code)
- *   set_options(check, timeout)             stats() -> {calls, bytes, seconds, wait_seconds}
+ *   set_options(check, timeout)             stats() -> {calls, bytes, seconds, wait_seconds,
+ *                                                       checks}
  *   reset_stats()                           all_reduce_(t, op), broadcast_(t, root) -> t
  *   _raw_all_reduce(t [, op])
  * Arguments are checked with the core binding's checks (ltc_args.h), so messages read alike.
@@ -78,7 +79,7 @@ static int l_abort(lua_State *L) {
 
 static int l_stats(lua_State *L) {
     ltc_dist_stats s = ltc_dist_get_stats();
-    lua_createtable(L, 0, 3);
+    lua_createtable(L, 0, 5);
     lua_pushinteger(L, s.calls);
     lua_setfield(L, -2, "calls");
     lua_pushinteger(L, s.bytes);
@@ -87,6 +88,8 @@ static int l_stats(lua_State *L) {
     lua_setfield(L, -2, "seconds");
     lua_pushnumber(L, s.wait_seconds);
     lua_setfield(L, -2, "wait_seconds");
+    lua_pushinteger(L, s.checks);
+    lua_setfield(L, -2, "checks");
     return 1;
 }
 
@@ -150,10 +153,10 @@ static int inplace_collective(lua_State *L, int kind) {
         const ltc_shape *sh = &d->shape;
         int64_t n = ltc_shape_numel(sh);
         if ((st = check_in_place(kind, sh, arg))) goto fail;
-        ltc_comm_plan_begin(1); /* a step of one collective, as the recorded op's sync would be */
+        ltc_comm_plan_begin(1, 0); /* a step of one collective, as the recorded op's sync would be */
         st = kind == LTC_COLL_ALL_REDUCE ? ltc_comm_all_reduce(d->ptr, n, sh->dtype, (int)arg)
                                          : ltc_comm_broadcast(d->ptr, n, sh->dtype, (int)arg);
-        ltc_comm_plan_begin(0);
+        ltc_comm_plan_begin(0, 0);
         if (st) goto fail;
         ltc_tensor_install(&t, &d, 1); /* an in-place write: its views recompute */
     } else {

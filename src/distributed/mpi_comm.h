@@ -15,6 +15,7 @@ typedef struct ltc_dist_stats {
     int64_t bytes;
     double seconds;
     double wait_seconds; /* of seconds: in descriptor exchanges (waiting for the slowest rank) */
+    int64_t checks;      /* descriptor exchanges (of calls): one a collective, or one a step */
 } ltc_dist_stats;
 
 /* Initialises MPI (MPI_Init_thread, from the environment mpirun sets; a lone process is

@@ -160,19 +160,13 @@ local function write(t, v)
 end
 
 -- t takes the result of the C module's in-place collective fn(t, arg) (all_reduce_ or
--- broadcast_), with recording off: an in-place write under no_grad, which the core's autograd
--- counts in t's version (a value saved for backward keeps its own node, so the collective
--- then does not run on t's buffer). No closure or table is made per call. Without the C
--- module, t:copy_ of the op.
-local autograd = require "ltc.autograd"
-local function write_inplace(name, fn, op, t, arg)
+-- broadcast_), which records with grad mode off: an in-place write under no_grad, which the
+-- core's autograd counts in t's version (a value saved for backward keeps its own node, so
+-- the collective then does not run on t's buffer). No closure or table is made per call.
+-- Without the C module, t:copy_ of the op.
+local function write_inplace(fn, op, t, arg)
   if not C then return write(t, op(t, arg)) end
-  local set_grad = autograd.set_grad_enabled
-  local prev = set_grad(false)
-  local ok, err = pcall(fn, t, arg)
-  set_grad(prev)
-  if not ok then error(err, 0) end
-  return t
+  return fn(t, arg)
 end
 
 --- dist.all_reduce(t [, op="sum"]): t becomes the elementwise reduction of every rank's t
@@ -185,16 +179,14 @@ end
 -- reduction inside the step's graph (lazy, one computation), use ltc.all_reduce(t, op).
 function M.all_reduce(t, op)
   check_tensor("all_reduce", t)
-  return write_inplace("all_reduce", C and C.all_reduce_, ltc.all_reduce, t,
-    op_number("all_reduce", op))
+  return write_inplace(C and C.all_reduce_, ltc.all_reduce, t, OPS[op] or op_number("all_reduce", op))
 end
 
 --- dist.broadcast(t [, src=0]): t becomes rank src's t on every rank; returns t. At once, as
 -- dist.all_reduce says.
 function M.broadcast(t, src)
   check_tensor("broadcast", t)
-  return write_inplace("broadcast", C and C.broadcast_, ltc.broadcast, t,
-    root_number("broadcast", "src", src))
+  return write_inplace(C and C.broadcast_, ltc.broadcast, t, root_number("broadcast", "src", src))
 end
 
 --- dist.reduce(t [, dst=0]): on rank dst, t becomes the sum of every rank's t (the others'

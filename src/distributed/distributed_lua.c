@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "ltc_args.h"
+#include "ltc_autograd.h"
 #include "ltc_backend.h"
 #include "ltc_graph.h"
 #include "ltc_ir.h"
@@ -146,6 +147,7 @@ static int inplace_collective(lua_State *L, int kind) {
     int64_t arg = ltcL_checkint(L, 2, fname);
     ltc_status st = LTC_OK;
     ltcL_checknoextra(L, 3, fname);
+    bool grad = ltc_set_grad_enabled(false); /* an in-place write under no_grad */
     bool record = ltc_capture_active(), now_too = !record && ltc_comm_size() > 1;
     if (now_too && (st = ltc_sync())) goto fail;
     if (!record && runs_in_place(t)) {
@@ -166,9 +168,11 @@ static int inplace_collective(lua_State *L, int kind) {
         ltc_tensor_release(r);
         if (st || (now_too && (st = ltc_sync()))) goto fail;
     }
+    ltc_set_grad_enabled(grad);
     lua_settop(L, 1);
     return 1;
 fail:
+    ltc_set_grad_enabled(grad);
     return luaL_error(L, "%s: %s", fname, ltc_last_error());
 }
 

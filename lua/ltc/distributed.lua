@@ -17,8 +17,9 @@
 -- dist.broadcast, in place as torch.distributed's, run at once (see them). Every rank must sync
 -- graphs with the same collectives in the same order. Before the data of each collective
 -- moves, the ranks exchange a small descriptor of it (kind, op, dtype, size, root, its place
--- in the step): ranks that disagree all get an error naming the mismatch, never a hang
--- (init{check = false} or LTC_DIST_CHECK=0 turns the exchange off for speed). A rank that
+-- in the step; once per computation, the first descriptor carrying a hash of all the step's):
+-- ranks that disagree all get an error naming the mismatch, never a hang (init{check = false}
+-- or LTC_DIST_CHECK=0 turns the exchange off for speed). A rank that
 -- stops (its script ends or raises an error) tells the others, whose next collective fails
 -- with an error naming it. A collective that waits longer than the timeout (init{timeout =
 -- seconds}, LTC_DIST_TIMEOUT, default 300) ends the whole job with MPI_Abort.

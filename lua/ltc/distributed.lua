@@ -17,8 +17,9 @@
 -- dist.broadcast, in place as torch.distributed's, run at once (see them). Every rank must sync
 -- graphs with the same collectives in the same order. Before the data of each collective
 -- moves, the ranks exchange a small descriptor of it (kind, op, dtype, size, root, its place
--- in the step): ranks that disagree all get an error naming the mismatch, never a hang
--- (init{check = false} or LTC_DIST_CHECK=0 turns the exchange off for speed). A rank that
+-- in the step; once per computation, the first descriptor carrying a hash of all the step's):
+-- ranks that disagree all get an error naming the mismatch, never a hang (init{check = false}
+-- or LTC_DIST_CHECK=0 turns the exchange off for speed). A rank that
 -- stops (its script ends or raises an error) tells the others, whose next collective fails
 -- with an error naming it. A collective that waits longer than the timeout (init{timeout =
 -- seconds}, LTC_DIST_TIMEOUT, default 300) ends the whole job with MPI_Abort.
@@ -110,9 +111,13 @@ function M.abort(code)
   os.exit(code or 1)
 end
 
---- dist.stats(): {calls, bytes, seconds} spent in collectives since the last
--- dist.reset_stats() (descriptor exchanges count as calls and time); zeros before init.
-function M.stats() return C and C.stats() or { calls = 0, bytes = 0, seconds = 0 } end
+--- dist.stats(): {calls, bytes, seconds, wait_seconds, checks} spent in collectives since the
+-- last dist.reset_stats(): descriptor exchanges count as calls and time, wait_seconds is the
+-- part of seconds spent in them (waiting for the slowest rank), checks their number (one per
+-- collective outside a computation, one per computation otherwise); zeros before init.
+function M.stats()
+  return C and C.stats() or { calls = 0, bytes = 0, seconds = 0, wait_seconds = 0, checks = 0 }
+end
 function M.reset_stats() if C then C.reset_stats() end end
 -- dist._raw_all_reduce(t [, op]): MPI_Allreduce in place on t's buffer and nothing else (no
 -- graph, no checks); the peer figure of bench/dist_allreduce.lua, on the same buffer.
@@ -156,19 +161,13 @@ local function write(t, v)
 end
 
 -- t takes the result of the C module's in-place collective fn(t, arg) (all_reduce_ or
--- broadcast_), with recording off: an in-place write under no_grad, which the core's autograd
--- counts in t's version (a value saved for backward keeps its own node, so the collective
--- then does not run on t's buffer). No closure or table is made per call. Without the C
--- module, t:copy_ of the op.
-local autograd = require "ltc.autograd"
-local function write_inplace(name, fn, op, t, arg)
+-- broadcast_), which records with grad mode off: an in-place write under no_grad, which the
+-- core's autograd counts in t's version (a value saved for backward keeps its own node, so
+-- the collective then does not run on t's buffer). No closure or table is made per call.
+-- Without the C module, t:copy_ of the op.
+local function write_inplace(fn, op, t, arg)
   if not C then return write(t, op(t, arg)) end
-  local set_grad = autograd.set_grad_enabled
-  local prev = set_grad(false)
-  local ok, err = pcall(fn, t, arg)
-  set_grad(prev)
-  if not ok then error(err, 0) end
-  return t
+  return fn(t, arg)
 end
 
 --- dist.all_reduce(t [, op="sum"]): t becomes the elementwise reduction of every rank's t
@@ -181,16 +180,14 @@ end
 -- reduction inside the step's graph (lazy, one computation), use ltc.all_reduce(t, op).
 function M.all_reduce(t, op)
   check_tensor("all_reduce", t)
-  return write_inplace("all_reduce", C and C.all_reduce_, ltc.all_reduce, t,
-    op_number("all_reduce", op))
+  return write_inplace(C and C.all_reduce_, ltc.all_reduce, t, OPS[op] or op_number("all_reduce", op))
 end
 
 --- dist.broadcast(t [, src=0]): t becomes rank src's t on every rank; returns t. At once, as
 -- dist.all_reduce says.
 function M.broadcast(t, src)
   check_tensor("broadcast", t)
-  return write_inplace("broadcast", C and C.broadcast_, ltc.broadcast, t,
-    root_number("broadcast", "src", src))
+  return write_inplace(C and C.broadcast_, ltc.broadcast, t, root_number("broadcast", "src", src))
 end
 
 --- dist.reduce(t [, dst=0]): on rank dst, t becomes the sum of every rank's t (the others'

@@ -166,6 +166,25 @@ do
   ok, err = pcall(function() return ltc.all_gather(ltc.ones(2), ws + 1):totable() end)
   S.check("all_gather traced for another world size",
     not ok and err:find("traced for world_size " .. (ws + 1), 1, true), err)
+  -- the checks a collective on the tensor's own buffer makes itself (no op is traced there),
+  -- before any rank communicates; a view takes the traced op's path and gets its checks
+  local held = ltc.ones(2, "int64")
+  ltc.sync()
+  ok, err = pcall(dist.all_reduce, held, "avg")
+  S.check("in place: avg of int64", not ok and err:find("ltc.distributed.all_reduce: all_reduce: op avg "
+    .. "needs a floating-point tensor, got int64", 1, true), err)
+  ok, err = pcall(dist.all_reduce, held:narrow(1, 1, 1), "avg")
+  S.check("a view: avg of int64", not ok and err:find("op avg needs a floating-point tensor, got int64",
+    1, true), err)
+  local path = package.searchpath("ltc.distributed", package.cpath)
+  local C = package.loadlib(path, "luaopen_ltc_distributed")()
+  ok, err = pcall(C.all_reduce_, held, 9)
+  S.check("in place: op 9", not ok and err:find("op must be 0 (sum), 1 (avg), 2 (max), 3 (min) or 4 "
+    .. "(prod), got 9", 1, true), err)
+  ok, err = pcall(C.broadcast_, held, ws)
+  S.check("in place: root " .. ws, not ok and err:find("root " .. ws .. " is out of range for " .. ws
+    .. " ranks (ranks are 0.." .. (ws - 1) .. ")", 1, true), err)
+  S.equal("in place: the tensor is left as it was", held, { 1, 1 })
   -- and the runtime still works afterwards
   local t = ltc.ones(2)
   dist.all_reduce(t)

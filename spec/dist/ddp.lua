@@ -38,7 +38,7 @@ local function train(dtype, distributed, bucket_cap_mb)
   local vals = {}
   for i, p in ipairs(model:parameters()) do vals[i] = p:totable() end
   if distributed then net:remove() end
-  return vals, compiles, dist.stats().calls
+  return vals, compiles, dist.stats()
 end
 
 -- float64 with 105-byte buckets, float32 with the default 25 MB. A bucket takes gradients, last
@@ -47,9 +47,11 @@ end
 for _, case in ipairs({ { "float64", 1e-5, 0.0001 }, { "float32", 1e-4, nil } }) do
   local dtype, tol = case[1], case[2]
   local ref = train(dtype, false)
-  local got, compiles, calls = train(dtype, true, case[3])
-  -- each all_reduce is two calls: the descriptor exchange and the data
-  S.check("DDP buckets (" .. dtype .. ")", calls == (case[3] and 4 or 2), "calls in the last step: " .. calls)
+  local got, compiles, st = train(dtype, true, case[3])
+  -- one all_reduce per bucket, and one descriptor exchange that checks the step's collectives
+  local buckets = case[3] and 2 or 1
+  S.check("DDP buckets (" .. dtype .. ")", st.calls - st.checks == buckets and st.checks == 1,
+    string.format("calls in the last step: %d, of which %d descriptor exchanges", st.calls, st.checks))
   for i = 1, #ref do
     S.equal(string.format("DDP parameter %d equals single-process training (%s)", i, dtype),
       got[i], ref[i], tol)

@@ -40,11 +40,47 @@ expect("count", function()
   ltc.sync()
   return a:totable(), b
 end, "a different number of collectives in the step", "1 of 2", "1 of 1")
+-- a step of several collectives is checked by one exchange (its first descriptor carries the
+-- hash of all): when only a later one differs, each is then checked on its own, so the error
+-- still names it, before its data moves
+expect("second of two", function()
+  local a = ltc.all_reduce(ltc.ones(3), 0)
+  local b = ltc.all_reduce(ltc.ones(odd and 5 or 2), 0)
+  ltc.sync()
+  return a:totable(), b:totable()
+end, "different sizes", "collective 2 of 2 in its step", "of 2 float32", "of 5 float32")
+expect("third of three", function()
+  local a, b = ltc.all_reduce(ltc.ones(2), 0), ltc.broadcast(ltc.ones(2), 0)
+  local c = ltc.all_reduce(ltc.ones(2), odd and 3 or 2)
+  ltc.sync()
+  return a:totable(), b:totable(), c:totable()
+end, "different ops", "collective 3 of 3 in its step", "all_reduce min", "all_reduce max")
+
+-- ranks that agree: one exchange for a step of three collectives, one per collective outside
+-- a step, and the values are right
+do
+  dist.reset_stats()
+  local a, b = ltc.full({ 2 }, rank + 1), ltc.full({ 3 }, rank + 1, "float64")
+  local ra, rb, rc = ltc.all_reduce(a, 0), ltc.all_reduce(b, 2), ltc.broadcast(a * 10, 0)
+  ltc.sync()
+  local s = ws * (ws + 1) / 2
+  S.equal("a step of three: sum", ra, { s, s })
+  S.equal("a step of three: max", rb, { ws, ws, ws })
+  S.equal("a step of three: broadcast", rc, { 10, 10 })
+  local st = dist.stats()
+  S.check("a step of three collectives makes one check", st.checks == 1, "checks " .. tostring(st.checks))
+  dist.reset_stats()
+  dist.all_reduce(a)
+  dist.all_reduce(b)
+  S.check("two collectives outside a step make two checks", dist.stats().checks == 2,
+    "checks " .. tostring(dist.stats().checks))
+end
 
 -- with the checks off, matching collectives still work
 dist.init({ check = false, timeout = 30 })
 local t = ltc.ones(4) * (rank + 1)
 dist.all_reduce(t, "max")
 S.equal("checks off: all_reduce", t, { ws, ws, ws, ws })
+S.check("checks off: no exchange", dist.stats().checks == 2, "checks " .. tostring(dist.stats().checks))
 dist.init({ check = true, timeout = 30 })
 S.done()

@@ -106,11 +106,13 @@ int ltc_comm_size(void) { ltc_comm *c = ltc_comm_get(); return c->iface->size(c)
 /* ---- the calls the kernels make ------------------------------------------------------------- */
 
 static _Thread_local int plan_n, plan_i;
+static _Thread_local uint64_t plan_hash;
 static int64_t seq; /* atomic: every collective's number, in the order they were issued */
 
-void ltc_comm_plan_begin(int n_collectives) {
+void ltc_comm_plan_begin(int n_collectives, uint64_t step_hash) {
     plan_n = n_collectives;
     plan_i = 0;
+    plan_hash = step_hash;
 }
 
 static ltc_coll_desc desc_make(int kind, int op, ltc_dtype dt, int root, int64_t count) {
@@ -119,6 +121,7 @@ static ltc_coll_desc desc_make(int kind, int op, ltc_dtype dt, int root, int64_t
     if (plan_n > 0 && plan_i < plan_n) {
         d.index = ++plan_i;
         d.n_in_step = plan_n;
+        if (d.index == 1 && plan_n > 1) d.step_hash = plan_hash;
     }
     return d;
 }
@@ -184,35 +187,65 @@ static ltc_status check_world(int64_t traced, int size) {
     return LTC_OK;
 }
 
+/* What the kernel of collective step `a` passes to the communicator: kind, op, dtype, root
+ * and count (ltc_comm_kernel and ltc_comm_step_hash both read it from here). */
+static ltc_coll_desc kernel_desc(const ltc_kernel_args *a) {
+    const ltc_shape *si = &a->in_shapes[0];
+    ltc_coll_desc d = {.op = -1, .dtype = si->dtype, .root = -1, .count = ltc_shape_numel(si)};
+    switch (a->op) {
+    case LTC_OP_ALL_REDUCE: d.kind = LTC_COLL_ALL_REDUCE, d.op = (int)a->attrs[0].i; break;
+    case LTC_OP_BROADCAST: d.kind = LTC_COLL_BROADCAST, d.root = (int)a->attrs[0].i; break;
+    case LTC_OP_REDUCE:
+        d.kind = LTC_COLL_REDUCE, d.op = LTC_REDUCE_SUM, d.root = (int)a->attrs[0].i;
+        break;
+    case LTC_OP_ALL_GATHER: d.kind = LTC_COLL_ALL_GATHER; break;
+    case LTC_OP_REDUCE_SCATTER:
+        d.kind = LTC_COLL_REDUCE_SCATTER, d.op = (int)a->attrs[0].i;
+        d.count = ltc_shape_numel(&a->out_shapes[0]);
+        break;
+    default: d.kind = -1;
+    }
+    return d;
+}
+
+/* FNV-1a, 64 bits, over one field */
+static void fold(uint64_t *h, int64_t v) {
+    for (int i = 0; i < 8; i++, v >>= 8) *h = (*h ^ (uint8_t)v) * 0x100000001b3ull;
+}
+
+void ltc_comm_step_hash(const ltc_kernel_args *a, int index, uint64_t *hash) {
+    ltc_coll_desc d = kernel_desc(a);
+    if (!*hash) *hash = 0xcbf29ce484222325ull;
+    fold(hash, d.kind), fold(hash, d.op), fold(hash, d.dtype), fold(hash, d.root);
+    fold(hash, d.count), fold(hash, index);
+}
+
 ltc_status ltc_comm_kernel(const ltc_kernel_args *a) {
-    const ltc_shape *si = &a->in_shapes[0], *so = &a->out_shapes[0];
-    ltc_dtype dt = si->dtype;
+    ltc_coll_desc d = kernel_desc(a);
+    ltc_dtype dt = (ltc_dtype)d.dtype;
     int size = ltc_comm_size();
-    int64_t n = ltc_shape_numel(si);
-    size_t nb = ltc_shape_nbytes(si);
+    size_t nb = ltc_shape_nbytes(&a->in_shapes[0]);
     ltc_status st;
     switch (a->op) {
     case LTC_OP_ALL_REDUCE:
         if (nb && a->out[0] != a->in[0]) memmove(a->out[0], a->in[0], nb);
-        return ltc_comm_all_reduce(a->out[0], n, dt, (int)a->attrs[0].i);
+        return ltc_comm_all_reduce(a->out[0], d.count, dt, d.op);
     case LTC_OP_BROADCAST:
         if ((st = check_root(a->attrs[0].i, size))) return st;
         if (nb && a->out[0] != a->in[0]) memmove(a->out[0], a->in[0], nb);
-        return ltc_comm_broadcast(a->out[0], n, dt, (int)a->attrs[0].i);
+        return ltc_comm_broadcast(a->out[0], d.count, dt, d.root);
     case LTC_OP_REDUCE:
         if ((st = check_root(a->attrs[0].i, size))) return st;
         if (nb && a->out[0] != a->in[0]) memmove(a->out[0], a->in[0], nb);
-        if ((st = ltc_comm_reduce(a->out[0], n, dt, LTC_REDUCE_SUM, (int)a->attrs[0].i)))
-            return st;
-        if (nb && ltc_comm_rank() != a->attrs[0].i) memset(a->out[0], 0, nb);
+        if ((st = ltc_comm_reduce(a->out[0], d.count, dt, d.op, d.root))) return st;
+        if (nb && ltc_comm_rank() != d.root) memset(a->out[0], 0, nb);
         return LTC_OK;
     case LTC_OP_ALL_GATHER:
         if ((st = check_world(a->attrs[0].i, size))) return st;
-        return ltc_comm_all_gather(a->in[0], a->out[0], n, dt);
+        return ltc_comm_all_gather(a->in[0], a->out[0], d.count, dt);
     case LTC_OP_REDUCE_SCATTER:
         if ((st = check_world(a->attrs[1].i, size))) return st;
-        return ltc_comm_reduce_scatter(a->in[0], a->out[0], ltc_shape_numel(so), dt,
-                                       (int)a->attrs[0].i);
+        return ltc_comm_reduce_scatter(a->in[0], a->out[0], d.count, dt, d.op);
     default:
         return ltc_errorf(LTC_ERR_BACKEND, "op %d is not a collective", a->op);
     }

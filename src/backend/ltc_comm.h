@@ -55,21 +55,25 @@ const char *ltc_coll_kind_name(int kind);
 /* What one collective call is, on one rank: exchanged before the data moves (when the
  * implementation checks), so that ranks that disagree get an error naming the mismatch
  * instead of a hang or garbage. `index`/`n_in_step` place the call in its computation
- * (1-based; 0 when called outside a compiled plan). */
+ * (1-based; 0 when called outside a compiled plan). The first collective of a computation
+ * that holds several also carries `step_hash`, a hash of the descriptors of all of them
+ * (ltc_comm_step_hash): ranks that agree on it and on that first descriptor agree on the
+ * whole step, so one exchange can check every collective of the step. */
 typedef struct ltc_coll_desc {
-    int32_t kind;      /* ltc_coll_kind */
-    int32_t op;        /* ltc_reduce_op, or -1 */
-    int32_t dtype;     /* ltc_dtype */
-    int32_t root;      /* broadcast/reduce: the root rank, else -1 */
-    int64_t count;     /* elements each rank sends */
-    int64_t seq;       /* this rank's count of collectives so far */
-    int32_t index;     /* position in the running computation, 1-based (0: outside one) */
-    int32_t n_in_step; /* collectives in the running computation (0: outside one) */
+    int32_t kind;       /* ltc_coll_kind */
+    int32_t op;         /* ltc_reduce_op, or -1 */
+    int32_t dtype;      /* ltc_dtype */
+    int32_t root;       /* broadcast/reduce: the root rank, else -1 */
+    int64_t count;      /* elements each rank sends */
+    int64_t seq;        /* this rank's count of collectives so far */
+    int32_t index;      /* position in the running computation, 1-based (0: outside one) */
+    int32_t n_in_step;  /* collectives in the running computation (0: outside one) */
+    uint64_t step_hash; /* index 1 of n_in_step >= 2: the step's hash; else 0 */
 } ltc_coll_desc;
 
 /* ---- the vtable ----------------------------------------------------------------------------- */
 
-#define LTC_COMM_IFACE_VERSION 1
+#define LTC_COMM_IFACE_VERSION 2
 
 /* Each collective returns LTC_OK, or an error status with the thread's message set (a
  * mismatch between ranks names both sides; a transport failure says what failed). `desc`
@@ -120,9 +124,11 @@ int ltc_comm_size(void);
 
 /* ---- collectives over the current communicator (what the op kernels call) ------------------ */
 
-/* Called by a plan before it runs: the number of collective steps in it, so that each
- * collective's descriptor carries its place in the computation (per thread). */
-void ltc_comm_plan_begin(int n_collectives);
+/* Called by a plan before it runs: the number of collective steps in it and the hash of
+ * their descriptors (ltc_comm_step_hash; 0 when unknown), so that each collective's
+ * descriptor carries its place in the computation and the first one the step's hash (per
+ * thread). */
+void ltc_comm_plan_begin(int n_collectives, uint64_t step_hash);
 
 /* Fills the descriptor's seq/index/n_in_step from this thread's counters and calls the
  * current communicator's slot. The identity communicator only copies what must be
@@ -137,10 +143,16 @@ ltc_status ltc_comm_barrier(void);
 
 /* ---- the op kernels ------------------------------------------------------------------------- */
 
+struct ltc_kernel_args;
+
 /* True for the collective ops of ops.yaml (all_reduce, broadcast, reduce, all_gather,
  * reduce_scatter). */
 bool ltc_op_is_collective(int op);
-struct ltc_kernel_args;
+/* Folds the descriptor of the collective step `a` (a collective op's kernel arguments; the
+ * buffers are not read), the `index`-th (1-based) of the computation, into *hash (start at
+ * 0): the fields two ranks must agree on (kind, op, dtype, root, count and place), as the
+ * kernel below passes them to the communicator. */
+void ltc_comm_step_hash(const struct ltc_kernel_args *a, int index, uint64_t *hash);
 /* The kernel of every collective op, shared by the CPU and reference backends: copies the
  * input to the output buffer and runs the collective there (ltc_kernel.h's convention).
  * Checks a root and a traced world_size against the communicator (LTC_ERR_ARG naming

@@ -278,6 +278,11 @@ uint64_t ltc_rng_advance(uint64_t delta);
  * an in-place write would (views of a written base see the change). ltc_tensor_share: a new
  * tensor holding t's data (t must hold data), so a later install into t leaves it alone. */
 ltc_data *ltc_tensor_data(ltc_tensor *t);
+/* Whether t holds its value as data that nothing else uses, so that an in-place write may go
+ * straight into that buffer: t is no view, has no pending or failed value, and is the only
+ * holder of its data (its DEVICE_DATA node, if one was made, is held by t alone: no graph,
+ * saved value or other tensor refers to it). Makes no node. */
+bool ltc_tensor_owns_data(ltc_tensor *t);
 void ltc_tensor_install(ltc_tensor *const *ts, ltc_data *const *ds, int n);
 ltc_status ltc_tensor_share(ltc_tensor *t, ltc_tensor **out);
 

@@ -415,6 +415,14 @@ ltc_status ltc_capture_check_read(void) {
 
 ltc_data *ltc_tensor_data(ltc_tensor *t) { return ltc_tensor_is_pending(t) ? NULL : t->data; }
 
+bool ltc_tensor_owns_data(ltc_tensor *t) {
+    ltc_data *d = t->data;
+    const ltc_node *n = t->ir.node;
+    if (!d || t->base || t->failed || ltc_tensor_is_pending(t)) return false;
+    if (!n) return d->refcount == 1;
+    return n->op == LTC_OP_DEVICE_DATA && n->data == d && n->refcount == 1 && d->refcount == 2;
+}
+
 void ltc_tensor_install(ltc_tensor *const *ts, ltc_data *const *ds, int n) {
     for (int i = 0; i < n; i++) {
         ltc_tensor_set_data(ts[i], ds[i]);

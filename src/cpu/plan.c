@@ -300,10 +300,19 @@ ltc_status ltc_cpu_plan_run_with(cpu_plan *p, ltc_data *const *args, ltc_data **
     static int64_t *profile;
     if (!profile) profile = ltc_config_slot("LTC_PROFILE");
     bool prof = *profile != 0;
-    /* collectives learn their place in this computation (the ranks' descriptors compare it) */
+    /* collectives learn their place in this computation, and the first one the hash of all
+     * (the ranks' descriptors compare them: one exchange can check the whole step) */
     int n_coll = 0;
-    for (int s = 0; s < p->n_steps; s++) n_coll += ltc_op_is_collective(p->steps[s].op);
-    ltc_comm_plan_begin(n_coll);
+    uint64_t coll_hash = 0;
+    for (int s = 0; s < p->n_steps; s++) {
+        const plan_step *sp = &p->steps[s];
+        if (!ltc_op_is_collective(sp->op)) continue;
+        ltc_kernel_args a = {.op = sp->op, .attrs = sp->attrs, .n_attrs = sp->n_attrs,
+                             .n_in = sp->n_in, .in_shapes = sp->in_shapes,
+                             .n_out = sp->n_out, .out_shapes = sp->out_shapes};
+        ltc_comm_step_hash(&a, ++n_coll, &coll_hash);
+    }
+    ltc_comm_plan_begin(n_coll, coll_hash);
     for (int s = 0; s < p->n_steps; s++) {
         plan_step *sp = &p->steps[s];
         const void *in[64];

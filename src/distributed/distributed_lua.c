@@ -2,7 +2,8 @@
  * (lua/ltc/distributed.lua loads it and builds the user-facing API on it). Functions:
  *   init(check, timeout) -> rank, size      finalize()            is_initialized()
  *   rank(), size()                          barrier()             abort(code)
- *   set_options(check, timeout)             stats() -> {calls, bytes, seconds, wait_seconds}
+ *   set_options(check, timeout)             stats() -> {calls, bytes, seconds, wait_seconds,
+ *                                                       checks}
  *   reset_stats()                           all_reduce_(t, op), broadcast_(t, root) -> t
  *   _raw_all_reduce(t [, op])
  * Arguments are checked with the core binding's checks (ltc_args.h), so messages read alike.
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "ltc_args.h"
+#include "ltc_autograd.h"
 #include "ltc_backend.h"
 #include "ltc_graph.h"
 #include "ltc_ir.h"
@@ -78,7 +80,7 @@ static int l_abort(lua_State *L) {
 
 static int l_stats(lua_State *L) {
     ltc_dist_stats s = ltc_dist_get_stats();
-    lua_createtable(L, 0, 3);
+    lua_createtable(L, 0, 5);
     lua_pushinteger(L, s.calls);
     lua_setfield(L, -2, "calls");
     lua_pushinteger(L, s.bytes);
@@ -87,6 +89,8 @@ static int l_stats(lua_State *L) {
     lua_setfield(L, -2, "seconds");
     lua_pushnumber(L, s.wait_seconds);
     lua_setfield(L, -2, "wait_seconds");
+    lua_pushinteger(L, s.checks);
+    lua_setfield(L, -2, "checks");
     return 1;
 }
 
@@ -98,32 +102,44 @@ static int l_reset_stats(lua_State *L) {
 
 /* ---- in-place collectives on tensors ------------------------------------------------------- */
 
-/* Whether t's collective may run on its own buffer: t holds its value (nothing pending), is
- * not a view, lives in host memory (a CPU-family backend), and nothing else uses that buffer:
- * its holders are t and t's own DEVICE_DATA node (made here if t has none: the node through
- * which ops use t's value), and that node's only holder is t. A pending graph that reads t,
- * another tensor sharing its value, a value autograd saved: each would hold one or the other. */
-static bool runs_in_place(ltc_tensor *t, ltc_data *d) {
-    ltc_value v;
-    if (!d || !d->ptr || ltc_tensor_view_steps(t) != 0 || !d->backend ||
-        (strcmp(d->backend->name, "cpu") && strcmp(d->backend->name, "ref")) ||
-        ltc_tensor_value(t, &v))
-        return false;
-    return v.node && v.node->op == LTC_OP_DEVICE_DATA && v.node->data == d &&
-           v.node->refcount == 1 && d->refcount == 2;
+/* Whether t's collective may run on its own buffer: t holds its value in host memory (a
+ * CPU-family backend) and nothing else uses that buffer (ltc_tensor_owns_data: no view, no
+ * pending graph that reads t, no other tensor sharing its value, no value autograd saved). */
+static bool runs_in_place(ltc_tensor *t) {
+    ltc_data *d = ltc_tensor_data(t);
+    return d && d->ptr && d->backend &&
+           (!strcmp(d->backend->name, "cpu") || !strcmp(d->backend->name, "ref")) &&
+           ltc_tensor_owns_data(t);
+}
+
+/* The checks of the op's shape rule that a collective on t's own buffer makes itself (it
+ * traces no op): an op number and a floating dtype for avg; a root within the ranks. */
+static ltc_status check_in_place(int kind, const ltc_shape *sh, int64_t arg) {
+    int size = ltc_comm_size();
+    if (kind == LTC_COLL_ALL_REDUCE && (arg < 0 || arg >= LTC_REDUCE_COUNT))
+        return ltc_errorf(LTC_ERR_ARG, "all_reduce: op must be 0 (sum), 1 (avg), 2 (max), 3 (min) "
+                          "or 4 (prod), got %lld", (long long)arg);
+    if (kind == LTC_COLL_ALL_REDUCE && arg == LTC_REDUCE_AVG && !ltc_dtype_is_float(sh->dtype))
+        return ltc_errorf(LTC_ERR_ARG, "all_reduce: op avg needs a floating-point tensor, got %s",
+                          ltc_dtype_name(sh->dtype));
+    if (kind == LTC_COLL_BROADCAST && (arg < 0 || arg >= size))
+        return ltc_errorf(LTC_ERR_ARG, "root %lld is out of range for %d rank%s (ranks are 0..%d)",
+                          (long long)arg, size, size == 1 ? "" : "s", size - 1);
+    return LTC_OK;
 }
 
 /* all_reduce_(t, op) and broadcast_(t, root): t takes the collective's result, in place;
- * returns t. The op's own checks run first (its shape rule: op names, dtypes, roots).
+ * returns t.
  *
  * With more than one rank the collective runs now, as torch.distributed's does: pending work
  * is synced first (as reading a value syncs), then the collective runs on t's own buffer when
- * runs_in_place says so (no copy), else it is recorded (the op, then t's value becomes it, as
- * copy_ would) and synced at once. Either way every rank runs it at the same point of its
- * program, whatever is pending, shared or a view on each rank (a rank that filled t before
- * `broadcast(t, 0)` and one that did not agree), and its descriptor reads "collective 1 of 1
- * in its step" both ways. While this thread captures a graph (ltc.jit) it is recorded only,
- * so that replays repeat it; on one rank (the identity) nothing is synced. */
+ * runs_in_place says so (no copy, no graph: the op's checks are made here), else it is
+ * recorded (the op, then t's value becomes it, as copy_ would) and synced at once. Either way
+ * every rank runs it at the same point of its program, whatever is pending, shared or a view
+ * on each rank (a rank that filled t before `broadcast(t, 0)` and one that did not agree), and
+ * its descriptor reads "collective 1 of 1 in its step" both ways. While this thread captures
+ * a graph (ltc.jit) it is recorded only, so that replays repeat it; on one rank (the
+ * identity) nothing is synced. */
 static int inplace_collective(lua_State *L, int kind) {
     const char *fname = kind == LTC_COLL_ALL_REDUCE ? "ltc.distributed.all_reduce"
                                                     : "ltc.distributed.broadcast";
@@ -131,34 +147,32 @@ static int inplace_collective(lua_State *L, int kind) {
     int64_t arg = ltcL_checkint(L, 2, fname);
     ltc_status st = LTC_OK;
     ltcL_checknoextra(L, 3, fname);
+    bool grad = ltc_set_grad_enabled(false); /* an in-place write under no_grad */
     bool record = ltc_capture_active(), now_too = !record && ltc_comm_size() > 1;
     if (now_too && (st = ltc_sync())) goto fail;
-    ltc_data *d = ltc_tensor_data(t);
-    bool here = !record && runs_in_place(t, d); /* before tracing, which reads the node */
-    ltc_tensor *r = NULL;
-    st = kind == LTC_COLL_ALL_REDUCE ? ltc_all_reduce(t, arg, &r) : ltc_broadcast(t, arg, &r);
-    if (!st && !here) st = ltc_tensor_assign_(t, r);
-    ltc_tensor_release(r);
-    if (st) goto fail;
-    if (!here) {
-        if (now_too && (st = ltc_sync())) goto fail;
-    } else {
+    if (!record && runs_in_place(t)) {
+        ltc_data *d = ltc_tensor_data(t);
         const ltc_shape *sh = &d->shape;
         int64_t n = ltc_shape_numel(sh);
-        int size = ltc_comm_size();
-        if (kind == LTC_COLL_BROADCAST && arg >= size)
-            return luaL_error(L, "%s: root %d is out of range for %d rank%s (ranks are 0..%d)",
-                              fname, (int)arg, size, size == 1 ? "" : "s", size - 1);
-        ltc_comm_plan_begin(1); /* a step of one collective, as the recorded op's sync would be */
+        if ((st = check_in_place(kind, sh, arg))) goto fail;
+        ltc_comm_plan_begin(1, 0); /* a step of one collective, as the recorded op's sync would be */
         st = kind == LTC_COLL_ALL_REDUCE ? ltc_comm_all_reduce(d->ptr, n, sh->dtype, (int)arg)
                                          : ltc_comm_broadcast(d->ptr, n, sh->dtype, (int)arg);
-        ltc_comm_plan_begin(0);
+        ltc_comm_plan_begin(0, 0);
         if (st) goto fail;
         ltc_tensor_install(&t, &d, 1); /* an in-place write: its views recompute */
+    } else {
+        ltc_tensor *r = NULL;
+        st = kind == LTC_COLL_ALL_REDUCE ? ltc_all_reduce(t, arg, &r) : ltc_broadcast(t, arg, &r);
+        if (!st) st = ltc_tensor_assign_(t, r);
+        ltc_tensor_release(r);
+        if (st || (now_too && (st = ltc_sync()))) goto fail;
     }
+    ltc_set_grad_enabled(grad);
     lua_settop(L, 1);
     return 1;
 fail:
+    ltc_set_grad_enabled(grad);
     return luaL_error(L, "%s: %s", fname, ltc_last_error());
 }
 

@@ -15,11 +15,13 @@ typedef struct ltc_dist_stats {
     int64_t bytes;
     double seconds;
     double wait_seconds; /* of seconds: in descriptor exchanges (waiting for the slowest rank) */
+    int64_t checks;      /* descriptor exchanges (of calls): one a collective, or one a step */
 } ltc_dist_stats;
 
 /* Initialises MPI (MPI_Init_thread, from the environment mpirun sets; a lone process is
  * rank 0 of 1), starts the watchdog and registers the communicator. `check`: exchange a
- * descriptor before each collective; `timeout`: seconds one call may wait before the
+ * descriptor before each collective (one for all the collectives of a computation, by their
+ * hash); `timeout`: seconds one call may wait before the
  * watchdog calls MPI_Abort. Called again, it only updates the options. */
 ltc_status ltc_dist_init(bool check, double timeout);
 bool ltc_dist_initialized(void);

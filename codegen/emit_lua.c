@@ -55,13 +55,21 @@ static void emit_check_arg(strbuf *b, const gen_op *op, int i, const char *fname
         break;
     }
     case ARG_INT:
-        if (has_def)
-            sb_printf(b, "    int64_t %s = ltcL_optint(L, arg++, %s, \"%s\");\n", nm, def, fname);
-        else sb_printf(b, "    int64_t %s = ltcL_checkint(L, arg++, \"%s\");\n", nm, fname);
-        break;
     case ARG_INT_OPT:
-        sb_printf(b, "    int64_t %s = ltcL_optint(L, arg++, %s, \"%s\");\n", nm,
-                  has_def ? def : "LTC_NONE", fname);
+        if (a->type == ARG_INT && !has_def) {
+            sb_printf(b, "    int64_t %s = ltcL_checkint(L, arg++, \"%s\");\n", nm, fname);
+            break;
+        }
+        /* an optional int just before a dtype is left out by a dtype name in its place
+         * (eye(3, "float64"), as zeros(2, 3, "float64") ends its sizes with one) */
+        if (i + 1 < op->n_args &&
+            (op->args[i + 1].type == ARG_DTYPE || op->args[i + 1].type == ARG_DTYPE_OPT))
+            sb_printf(b, "    int64_t %s = lua_type(L, arg) == LUA_TSTRING ? %s\n"
+                         "        : ltcL_optint(L, arg++, %s, \"%s\");\n",
+                      nm, has_def ? def : "LTC_NONE", has_def ? def : "LTC_NONE", fname);
+        else
+            sb_printf(b, "    int64_t %s = ltcL_optint(L, arg++, %s, \"%s\");\n", nm,
+                      has_def ? def : "LTC_NONE", fname);
         break;
     case ARG_INDEX:
     case ARG_DIM:

@@ -5,8 +5,10 @@
 -- Each call either raises a Lua error naming the op, or returns tensors whose sizes are all
 -- non-negative, whose numel is their product and whose byte count fits in int64 (the one
 -- checked shape constructor, ltc_shape_check). Huge results are never computed: they are
--- dropped and collected before the next sync. The calls are generated from the schemas, so
--- a new op is covered by the next build.
+-- closed at once (what a Lua front end made on the way is young garbage, which a young
+-- collection after each call frees), and after each test no tensor is left pending that was
+-- not pending before it (a full collection only when one is), before anything syncs. The
+-- calls are generated from the schemas, so a new op is covered by the next build.
 local ltc = require "ltc"
 local calls = dofile("spec/support/op_calls.lua")
 local OPS, valid_args = calls.OPS, calls.valid_args
@@ -32,8 +34,8 @@ local function check_shape(where, t)
   assert(prod * ESIZE[t:dtype()] < 2 ^ 63, where .. ": the byte count overflows int64")
 end
 
--- Runs f: a Lua error must name `name`; results must have sane shapes. Everything made is
--- dropped and collected before returning, so that no later sync computes it.
+-- Runs f: a Lua error must name `name`; results must have sane shapes. Results are closed
+-- and the rest collected before returning, so that no later sync computes them.
 local function try(where, name, f)
   counts.calls = counts.calls + 1
   local res = table.pack(pcall(f))
@@ -49,16 +51,19 @@ local function try(where, name, f)
       if ltc.is_tensor(res[i]) then
         counts.results = counts.results + 1
         check_shape(where, res[i])
+        res[i]:close()
       end
     end
   end
   res = nil
-  -- a young collection finalizes what the call made (a full one per call is too slow in
-  -- the whole suite's heap); after_each runs full ones before anything syncs
+  -- a young collection finalizes what the call made on the way (a full one, per call or
+  -- per test, is slow in the whole suite's heap: 0.12 s each there)
   collectgarbage("step")
 end
 
 local call = calls.caller
+
+local function pending() return ltc.debug.pending().pending_tensors end
 
 -- the runtime still computes, and no huge tensor made above was left pending
 local function still_works()
@@ -67,7 +72,7 @@ local function still_works()
 end
 
 describe("sizes near 2^31, 2^62 and math.maxinteger", function()
-  local trim
+  local trim, before
   teardown(function()
     ltc.config.LTC_TRIM_GRAPH_SIZE = trim
     io.stderr:write(string.format("size_overflow_spec: %d generated calls, %d raised, %d results checked\n",
@@ -77,10 +82,20 @@ describe("sizes near 2^31, 2^62 and math.maxinteger", function()
   setup(function()
     trim = ltc.config.LTC_TRIM_GRAPH_SIZE
     ltc.config.LTC_TRIM_GRAPH_SIZE = 0
+    collectgarbage()
+    before = pending()
   end)
+  -- nothing a test made is left pending when still_works syncs: the young collections
+  -- after each call freed it, else a full collection here does (then it must have)
   after_each(function()
-    collectgarbage()
-    collectgarbage()
+    for _ = 1, 2 do -- what the last calls made survives their own young collection
+      if pending() > before then collectgarbage("step") end
+    end
+    if pending() > before then
+      collectgarbage()
+      collectgarbage()
+    end
+    assert.is_true(pending() <= before, "tensors left pending: " .. tostring(ltc.debug.pending()))
     still_works()
   end)
 
@@ -153,12 +168,12 @@ describe("sizes near 2^31, 2^62 and math.maxinteger", function()
                 args[k] = ltc.ones(layout, dt)
               end
               try(where, op.name, call(op, args))
+              for _, k in ipairs(tensors) do args[k]:close() end
             end)
             if not ok then
               assert(tostring(msg):find("ones: ", 1, true) and msg:find("too many bytes", 1, true),
                 where .. ": " .. tostring(msg))
             end
-            collectgarbage("step")
             n = n + 1
           end
         end
@@ -202,7 +217,6 @@ describe("size overflow", function()
     -- 2^62 bools are 2^62 bytes: a valid (lazy) size, as in PyTorch
     local z = ltc.ones(B, 1, "bool"):logical_and(ltc.ones(1, B, "bool"))
     assert.are.same({ B, B }, z:size())
-    z = nil
-    collectgarbage()
+    z:close()
   end)
 end)

@@ -3,23 +3,16 @@
 functionals' keyword arguments and F.avg_pool2d, F.pad, F.normalize, F.batch_norm,
 F.cosine_similarity) and spec/fixtures/torch_pickle.pt (a torch.save file ltc.load refuses).
 Run with Debian's python3: /usr/bin/python3 tools/gen_day_one_fixtures.py"""
+import os
+import sys
+
 import torch
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gen_nn_fixtures import lua  # noqa: E402  (Lua literals of tensors, numbers, tables)
+
 torch.set_default_dtype(torch.float64)
-
-
-def lua(v):
-    if isinstance(v, torch.Tensor):
-        return lua(v.tolist())
-    if isinstance(v, (list, tuple)):
-        return "{" + ", ".join(lua(x) for x in v) + "}"
-    if isinstance(v, dict):
-        return "{" + ", ".join('["%s"] = %s' % (k, lua(x)) for k, x in v.items()) + "}"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return repr(v)
-
 
 x = torch.arange(1.0, 2 * 2 * 4 * 4 + 1).reshape(2, 2, 4, 4) / 7 - 2
 w = torch.arange(1.0, 2 * 2 * 2 * 2 + 1).reshape(2, 2, 2, 2) / 10 - 0.7

@@ -183,6 +183,10 @@ function M.doc(x)
   if type(f) == "function" then
     while M.wraps[f] do f = M.wraps[f] end
     local info = debug.getinfo(f, "S")
+    -- a wrapper of an op's binding (F.avg_pool2d of ltc.avg_pool2d): the op's doc
+    local op = info.what == "C" and f ~= x and name_of(f, ltc)
+    d = op and op_doc(op)
+    if d then return d end
     if info.what == "Lua" and info.source:sub(1, 1) == "@" then
       -- a class made by a factory shares its __init: its own doc names it
       local c = not class_init and comment_above(info.source:sub(2), info.linedefined)

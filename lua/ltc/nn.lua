@@ -207,10 +207,15 @@ function F.dropout(x, p, training)
 end
 
 --- F.flatten(x, start_dim, end_dim): dims start_dim..end_dim (1-based, default 2..-1) merged.
---- F.unfold(x, kernel_size [, dilation [, padding [, stride]]]) and F.fold(cols, output_size,
--- kernel_size [, ...]): PyTorch's im2col and col2im (ltc.im2col, ltc.col2im in lua/ltc/indexing.lua).
-function F.unfold(...) return ltc.im2col(...) end
-function F.fold(...) return ltc.col2im(...) end
+-- F.unfold and F.fold: PyTorch's names of im2col and col2im (composites in
+-- lua/ltc/indexing.lua, ops.yaml entries), and F.avg_pool2d and F.batch_norm the ops (the
+-- batch_norm front end of lua/ltc/ops.lua): their defaults are PyTorch's already. Below,
+-- `function F.<name>(` defines a functional of its own: a generated op's name or a
+-- `composite:` entry of ops.yaml (spec/composite_ops_spec.lua).
+F.unfold = ltc.im2col
+F.fold = ltc.col2im
+F.avg_pool2d = ltc.avg_pool2d
+F.batch_norm = ltc.batch_norm
 
 function F.flatten(x, start_dim, end_dim)
   local s = x:size()
@@ -292,15 +297,9 @@ function F.max_pool2d(x, kernel_size, stride, padding, dilation, ceil_mode)
     ceil_mode or false)
 end
 
---- F.avg_pool2d(x, kernel_size [, stride=kernel_size [, padding=0 [, ceil_mode=false [,
--- count_include_pad=true]]]]): the avg_pool2d op with PyTorch's defaults.
-function F.avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad)
-  return ltc.avg_pool2d(x, kernel_size, stride or kernel_size, padding or 0, ceil_mode or false,
-    count_include_pad ~= false)
-end
-
 --- F.pad(x, pad [, mode="constant" [, value=0]]): pad = {left, right [, top, bottom [, ...]]}
--- in PyTorch's order, the last dim first; negative amounts crop. Only mode "constant".
+-- in PyTorch's order, the last dim first; negative amounts crop. Only mode "constant". A
+-- composite (ops.yaml), as F.normalize and F.cosine_similarity below.
 function F.pad(x, pad, mode, value)
   if type(pad) ~= "table" or #pad % 2 ~= 0 or #pad // 2 > x:dim() then
     raise(string.format("pad: pad must be a table of an even number of sizes, at most 2 per dim "
@@ -342,14 +341,6 @@ end
 function F.normalize(x, p, dim, eps)
   local n = x:norm(p or 2, dim or 2, true)
   return x / n:clamp(eps or 1e-12)
-end
-
---- F.batch_norm(x, running_mean, running_var [, weight [, bias [, training=false [,
--- momentum=0.1 [, eps=1e-5]]]]]): ltc.batch_norm (running statistics updated in place when
--- training).
-function F.batch_norm(x, running_mean, running_var, weight, bias, training, momentum, eps)
-  return ltc.batch_norm(x, running_mean, running_var, weight, bias, training or false,
-    momentum or 0.1, eps or 1e-5)
 end
 
 --- F.cosine_similarity(x1, x2 [, dim=2 [, eps=1e-8]]): sum(x1 x2) / max(||x1|| ||x2||, eps)

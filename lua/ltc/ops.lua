@@ -300,19 +300,6 @@ function M.install(core)
   end, true)
 
   ---------------------------------------------------------------------------------------
-  -- creation: PyTorch's eye(n, dtype=) as ltc.eye(n, "float64")
-
-  local eye = core.eye
-  --- ltc.eye(rows [, cols] [, dtype]): the eye op; a string second argument is the dtype
-  -- (ltc.eye(3, "float64"), PyTorch's torch.eye(3, dtype=torch.float64)).
-  def("eye", function(rows, cols, ...)
-    local r
-    if type(cols) == "string" then r = call1(eye, rows, nil, cols, ...)
-    else r = call1(eye, rows, cols, ...) end
-    return r
-  end)
-
-  ---------------------------------------------------------------------------------------
   -- normalisation: PyTorch's argument order and defaults over the ops
 
   local layer_norm, batch_norm = core.layer_norm, core.batch_norm

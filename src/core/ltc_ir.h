@@ -120,6 +120,9 @@ const char *ltc_op_expr(int op, bool integer, bool *out_bool);
 ltc_status ltc_tensor_value(ltc_tensor *t, ltc_value *out);
 /* A new tensor holding `v` (retains v.node; a DEVICE_DATA value also gives it its data). */
 ltc_status ltc_tensor_from_value(ltc_value v, ltc_tensor **out);
+/* The data a tensor holding node n keeps: a DEVICE_DATA node's (a computed value; retained,
+ * the caller releases it), NULL for a pending value. */
+ltc_data *ltc_node_held_data(const ltc_node *n);
 
 /* ---- the tracing helpers used by generated op entries --------------------------------------- */
 

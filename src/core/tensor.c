@@ -232,10 +232,14 @@ ltc_status ltc_tensor_from_value(ltc_value v, ltc_tensor **out) {
     if (!t) return LTC_ERR_NOMEM;
     t->ir = v;
     ltc_node_retain(v.node);
-    /* a computed value: the tensor holds its data as any computed tensor does */
-    if (v.node->op == LTC_OP_DEVICE_DATA) t->data = ltc_data_retain(v.node->data);
+    t->data = ltc_node_held_data(v.node);
     *out = t;
     return LTC_OK;
+}
+
+ltc_data *ltc_node_held_data(const ltc_node *n) {
+    /* a computed value: the tensor holds its data as any computed tensor does */
+    return n->op == LTC_OP_DEVICE_DATA ? ltc_data_retain(n->data) : NULL;
 }
 
 void ltc_tensor_history_push(ltc_tensor *t) {

@@ -282,7 +282,7 @@ done:
  * DEVICE_DATA node. */
 static void set_value(ltc_tensor *t, ltc_node *n) {
     ltc_tensor_history_push(t);
-    ltc_data *d = n->op == LTC_OP_DEVICE_DATA ? ltc_data_retain(n->data) : NULL;
+    ltc_data *d = ltc_node_held_data(n);
     ltc_node_release(t->ir.node);
     if (d) { /* a computed value: nothing older to go back to */
         ltc_data_release(t->data);

@@ -147,47 +147,64 @@ void ocl_k_softmax(ocl_sb *b, const char *name, ltc_dtype dt, bool log) {
         ocl_sb_printf(b, "    for (long j = 0; j < n; j++) q[j * inner] = exp(p[j * inner] - m) / s;\n}\n\n");
 }
 
+/* ---- data-dependent errors ------------------------------------------------------------------ */
+
+void ocl_k_check_index(ocl_sb *b, const char *indent, const char *v, const char *n,
+                       const char *then) {
+    ocl_sb_printf(b, "%sif (%s < 1 || %s > %s) { err[0] = step + 1; err[1] = %s; %s }\n", indent, v,
+                  v, n, v, then);
+}
+
+void ocl_k_label_row(ocl_sb *b, const char *extra, const char *on_error) {
+    ocl_sb_printf(b,
+        "                 long rows, long c%s, __global long *err, long step) {\n"
+        "    long i = get_global_id(0);\n"
+        "    if (i >= rows) return;\n"
+        "    long y = (long)target[i];\n", extra);
+    char then[96];
+    snprintf(then, sizeof then, "%sreturn;", on_error);
+    ocl_k_check_index(b, "    ", "y", "c", then);
+}
+
 /* cross_entropy rows: loss[i] = logsumexp(x[i, :]) - x[i, target[i] - 1], one work item
  * per row of c logits; a label outside 1..c sets the error flag. */
 void ocl_k_ce_rows(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it) {
     const char *t = ocl_ctype(dt);
     ocl_sb_printf(b,
-        "__kernel void %s(__global %s *loss, __global const %s *x, __global const %s *target,\n"
-        "                 long rows, long c, __global long *err, long step) {\n"
-        "    long i = get_global_id(0);\n"
-        "    if (i >= rows) return;\n"
+        "__kernel void %s(__global %s *loss, __global const %s *x, __global const %s *target,\n",
+        name, t, t, ocl_ctype(it));
+    ocl_k_label_row(b, "", "loss[i] = 0; ");
+    ocl_sb_printf(b,
         "    __global const %s *p = x + i * c;\n"
-        "    long y = (long)target[i];\n"
-        "    if (y < 1 || y > c) { err[0] = step + 1; err[1] = y; loss[i] = 0; return; }\n"
         "    %s m = p[0];\n"
         "    for (long j = 1; j < c; j++) if (p[j] > m || p[j] != p[j]) m = p[j];\n"
         "    %s s = 0;\n"
         "    for (long j = 0; j < c; j++) s += exp(p[j] - m);\n"
         "    loss[i] = m + log(s) - p[y - 1];\n}\n\n",
-        name, t, t, ocl_ctype(it), t, t, t);
+        t, t, t);
 }
 
 /* cross_entropy_backward: grad[i, j] = (softmax(x[i])[j] - (j == target[i] - 1)) * g * scale,
  * g = grad_output[0] (mean, sum) or grad_output[i] (none); one work item per row. */
 void ocl_k_ce_backward(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it, bool per_row) {
     const char *t = ocl_ctype(dt);
+    char scale[64];
+    snprintf(scale, sizeof scale, ", %s scale", t);
     ocl_sb_printf(b,
         "__kernel void %s(__global %s *out, __global const %s *go, __global const %s *x,\n"
-        "                 __global const %s *target, long rows, long c, %s scale,\n"
-        "                 __global long *err, long step) {\n"
-        "    long i = get_global_id(0);\n"
-        "    if (i >= rows) return;\n"
+        "                 __global const %s *target,\n",
+        name, t, t, t, ocl_ctype(it));
+    ocl_k_label_row(b, scale, "");
+    ocl_sb_printf(b,
         "    __global const %s *p = x + i * c;\n"
         "    __global %s *q = out + i * c;\n"
-        "    long y = (long)target[i];\n"
-        "    if (y < 1 || y > c) { err[0] = step + 1; err[1] = y; return; }\n"
         "    %s g = go[%s] * scale;\n"
         "    %s m = p[0];\n"
         "    for (long j = 1; j < c; j++) if (p[j] > m || p[j] != p[j]) m = p[j];\n"
         "    %s s = 0;\n"
         "    for (long j = 0; j < c; j++) s += exp(p[j] - m);\n"
         "    for (long j = 0; j < c; j++) q[j] = (exp(p[j] - m) / s - (j == y - 1 ? 1 : 0)) * g;\n}\n\n",
-        name, t, t, t, ocl_ctype(it), t, t, t, t, per_row ? "i" : "0", t, t);
+        t, t, t, per_row ? "i" : "0", t, t);
 }
 
 /* index_select along a dim: out[o, j, k] = in[o, index[j] - 1, k]; one work item per
@@ -200,10 +217,10 @@ void ocl_k_index_select(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it)
         "    long g = get_global_id(0);\n"
         "    if (g >= outer * m * inner) return;\n"
         "    long k = g %% inner, r = g / inner, j = r %% m, o = r / m;\n"
-        "    long v = (long)index[j];\n"
-        "    if (v < 1 || v > n) { err[0] = step + 1; err[1] = v; out[g] = 0; return; }\n"
-        "    out[g] = in[(o * n + v - 1) * inner + k];\n}\n\n",
+        "    long v = (long)index[j];\n",
         name, t, t, ocl_ctype(it));
+    ocl_k_check_index(b, "    ", "v", "n", "out[g] = 0; return;");
+    ocl_sb_printf(b, "    out[g] = in[(o * n + v - 1) * inner + k];\n}\n\n");
 }
 
 /* A strided copy: out (rank r, contiguous) from in read at sum(coord[d] * stride[d]); the

@@ -89,14 +89,10 @@ void ocl_k_bn_apply(ocl_sb *b, const char *name, ltc_dtype dt, bool fp64) {
 void ocl_k_nll_rows(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it) {
     const char *t = ocl_ctype(dt);
     ocl_sb_printf(b,
-        "__kernel void %s(__global %s *loss, __global const %s *x, __global const %s *target,\n"
-        "                 long rows, long c, __global long *err, long step) {\n"
-        "    long i = get_global_id(0);\n"
-        "    if (i >= rows) return;\n"
-        "    long y = (long)target[i];\n"
-        "    if (y < 1 || y > c) { err[0] = step + 1; err[1] = y; loss[i] = 0; return; }\n"
-        "    loss[i] = -x[i * c + y - 1];\n}\n\n",
+        "__kernel void %s(__global %s *loss, __global const %s *x, __global const %s *target,\n",
         name, t, t, ocl_ctype(it));
+    ocl_k_label_row(b, "", "loss[i] = 0; ");
+    ocl_sb_printf(b, "    loss[i] = -x[i * c + y - 1];\n}\n\n");
 }
 
 /* nll_loss_backward: row i is 0 but at its target, -(grad_output[i or 0] / div) there
@@ -105,17 +101,15 @@ void ocl_k_nll_backward(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it,
                         bool fp64) {
     const char *t = ocl_ctype(dt), *a = acc_t(fp64 || dt == LTC_F64);
     ocl_sb_printf(b,
-        "__kernel void %s(__global %s *out, __global const %s *go, __global const %s *target,\n"
-        "                 long rows, long c, long div, __global long *err, long step) {\n"
-        "    long i = get_global_id(0);\n"
-        "    if (i >= rows) return;\n"
+        "__kernel void %s(__global %s *out, __global const %s *go, __global const %s *target,\n",
+        name, t, t, ocl_ctype(it));
+    ocl_k_label_row(b, ", long div", "");
+    ocl_sb_printf(b,
         "    __global %s *q = out + i * c;\n"
         "    for (long j = 0; j < c; j++) q[j] = 0;\n"
-        "    long y = (long)target[i];\n"
-        "    if (y < 1 || y > c) { err[0] = step + 1; err[1] = y; return; }\n"
         "    %s g = (%s)go[%s] / (%s)div;\n"
         "    q[y - 1] = (%s)-g;\n}\n\n",
-        name, t, t, ocl_ctype(it), t, a, a, per_row ? "i" : "0", a, t);
+        t, a, a, per_row ? "i" : "0", a, t);
 }
 
 /* ---- gather and scatter ------------------------------------------------------------------- */
@@ -135,9 +129,9 @@ void ocl_k_gather(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it, int r
         ", __global long *err, long step) {\n"
         "    long g = get_global_id(0);\n"
         "    if (g >= total) return;\n"
-        "    long v = (long)index[g];\n"
-        "    if (v < 1 || v > n) { err[0] = step + 1; err[1] = v; out[g] = 0; return; }\n"
-        "    long rest = g, off = 0, c;\n");
+        "    long v = (long)index[g];\n");
+    ocl_k_check_index(b, "    ", "v", "n", "out[g] = 0; return;");
+    ocl_sb_printf(b, "    long rest = g, off = 0, c;\n");
     for (int d = r - 1; d >= 0; d--)
         ocl_sb_printf(b, "    c = rest %% d%d; rest /= d%d; off += (dim == %d ? v - 1 : c) * s%d;\n",
                       d, d, d, d);
@@ -179,8 +173,9 @@ void ocl_k_scatter(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it, ltc_
     ocl_sb_printf(b,
         "    if (inside)\n"
         "        for (long j = 0; j < m; j++) {\n"
-        "            long x = (long)index[ib + j * istep];\n"
-        "            if (x < 1 || x > n) { err[0] = step + 1; err[1] = x; continue; }\n"
+        "            long x = (long)index[ib + j * istep];\n");
+    ocl_k_check_index(b, "            ", "x", "n", "continue;");
+    ocl_sb_printf(b,
         "            if (x == v + 1) s %s (%s)%s;\n"
         "        }\n"
         "    out[g] = s;\n}\n\n",
@@ -396,10 +391,10 @@ void ocl_k_one_hot(ocl_sb *b, const char *name, ltc_dtype it) {
         "                 __global long *err, long step) {\n"
         "    long g = get_global_id(0);\n"
         "    if (g >= total) return;\n"
-        "    long v = (long)x[g / c];\n"
-        "    if (v < 1 || v > c) { err[0] = step + 1; err[1] = v; out[g] = 0; return; }\n"
-        "    out[g] = v - 1 == g %% c;\n}\n\n",
+        "    long v = (long)x[g / c];\n",
         name, ocl_ctype(it));
+    ocl_k_check_index(b, "    ", "v", "c", "out[g] = 0; return;");
+    ocl_sb_printf(b, "    out[g] = v - 1 == g %% c;\n}\n\n");
 }
 
 /* eye: out [rows, cols], 1 on the diagonal. */

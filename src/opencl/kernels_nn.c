@@ -335,12 +335,13 @@ void ocl_k_index_add(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it) {
         "    long k = g %% inner, r = g / inner, v = r %% n, o = r / n;\n"
         "    %s s = self[g];\n"
         "    for (long j = 0; j < m; j++) {\n"
-        "        long x = (long)index[j];\n"
-        "        if (x < 1 || x > n) { err[0] = step + 1; err[1] = x; continue; }\n"
+        "        long x = (long)index[j];\n",
+        name, t, t, ocl_ctype(it), t, t);
+    ocl_k_check_index(b, "        ", "x", "n", "continue;");
+    ocl_sb_printf(b,
         "        if (x == v + 1) s += src[(o * m + j) * inner + k];\n"
         "    }\n"
-        "    out[g] = s;\n}\n\n",
-        name, t, t, ocl_ctype(it), t, t);
+        "    out[g] = s;\n}\n\n");
 }
 
 /* ---- arange ------------------------------------------------------------------------------------ */

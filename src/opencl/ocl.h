@@ -201,6 +201,17 @@ void ocl_sb_printf(ocl_sb *b, const char *fmt, ...) __attribute__((format(printf
 const char *ocl_ctype(ltc_dtype dt);
 /* Appends the preamble every program starts with. */
 void ocl_src_preamble(ocl_sb *b, bool fp64);
+/* A data-dependent error (kernels.c's header): writes `<indent>if (v < 1 || v > n) { err[0] =
+ * step + 1; err[1] = v; <then> }`, an index or class label v outside 1..n flagging the step
+ * (the kernel has `__global long *err, long step` parameters). */
+void ocl_k_check_index(ocl_sb *b, const char *indent, const char *v, const char *n,
+                       const char *then);
+/* The shared head of a per-row kernel of class labels (cross_entropy, nll_loss and their
+ * backwards), after its other parameters (the last one `target`): the parameters `long rows,
+ * long c<extra>, __global long *err, long step`, the work item's row i (none past rows) and
+ * its label y = target[i], checked: outside 1..c, `on_error` runs ("loss[i] = 0; " or "")
+ * and the row returns. */
+void ocl_k_label_row(ocl_sb *b, const char *extra, const char *on_error);
 void ocl_k_reduce(ocl_sb *b, const char *name, char kind, ltc_dtype in, ltc_dtype out, bool fp64);
 void ocl_k_softmax(ocl_sb *b, const char *name, ltc_dtype dt, bool log);
 void ocl_k_ce_rows(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it);

@@ -118,3 +118,34 @@ describe("broadcasting a [R, 1] operand over short rows", function()
     end
   end)
 end)
+
+describe("gelu's float32 kernel (the erf of PyTorch's vectorized CPU gelu)", function()
+  -- x from -10 to 10 by 1/64, and float64 (libm's erf) as the standard
+  local xs = {}
+  for i = -640, 640 do xs[#xs + 1] = i / 64 end
+  local g = {}
+  for i = 1, #xs do g[i] = (i % 7 - 3) / 2 end
+
+  it("is within 3e-7 of the float64 gelu, absolutely, and gelu(0) = 0", function()
+    local want = ltc.tensor(xs, "float64"):gelu():totable()
+    local got = ltc.tensor(xs, "float32"):gelu():totable()
+    for i = 1, #xs do
+      assert(math.abs(got[i] - want[i]) <= 3e-7 * (1 + math.abs(want[i])),
+        string.format("gelu(%g): %.9g, float64 %.9g", xs[i], got[i], want[i]))
+    end
+    assert.equal(0, ltc.tensor({ 0 }):gelu():item())
+    close({ -0.15865525393145707, 0.8413447460685429, 2.995950212 }, ltc.tensor({ -1, 1, 3 }):gelu():totable(), 1e-6)
+  end)
+
+  it("has a backward within 3e-7 of float64's, also with a broadcast gradient", function()
+    local want = ltc.gelu_backward(ltc.tensor(g, "float64"), ltc.tensor(xs, "float64")):totable()
+    local got = ltc.gelu_backward(ltc.tensor(g), ltc.tensor(xs)):totable()
+    for i = 1, #xs do
+      assert(math.abs(got[i] - want[i]) <= 3e-7 * (1 + math.abs(want[i])),
+        string.format("gelu_backward(%g, %g): %.9g, float64 %.9g", g[i], xs[i], got[i], want[i]))
+    end
+    -- d/dx x Phi(x) at 1: Phi(1) + phi(1) = 0.8413447 + 0.2419707
+    close({ { 1.0833154705876864, 2 * 1.0833154705876864 } },
+      ltc.gelu_backward(ltc.tensor({ { 1, 2 } }), ltc.tensor({ 1 })):totable(), 1e-6)
+  end)
+end)

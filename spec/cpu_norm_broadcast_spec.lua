@@ -149,3 +149,22 @@ describe("gelu's float32 kernel (the erf of PyTorch's vectorized CPU gelu)", fun
       ltc.gelu_backward(ltc.tensor({ { 1, 2 } }), ltc.tensor({ 1 })):totable(), 1e-6)
   end)
 end)
+
+describe("broadcast_to and expand in a fused step", function()
+  it("read their input as a broadcast operand and give the expanded values", function()
+    local s = ltc.tensor({ { 1 }, { -2 }, { 3 } })
+    local a = ltc.ones({ 3, 300 }) * 0.5
+    local y = s:broadcast_to({ 3, 300 }) * a + 1
+    assert.truthy(ltc.debug.backend_text(y):find("fused%(broadcast_to, mul, mul, add%)"))
+    local t = y:totable()
+    for i, v in ipairs({ 1.5, 0, 2.5 }) do
+      assert.equal(v, t[i][1])
+      assert.equal(v, t[i][300])
+    end
+    local e = (ltc.tensor({ 1, 2, 3 }):expand({ 2, 3 }) - ltc.tensor({ { 1, 1, 1 }, { 0, 0, 0 } })):totable()
+    assert.same({ { 0, 1, 2 }, { 1, 2, 3 } }, e)
+    local b = ltc.tensor({ { true }, { false } }, "bool"):broadcast_to({ 2, 3 }):logical_and(
+      ltc.tensor({ { true, false, true }, { true, true, true } }, "bool")):totable()
+    assert.same({ { true, false, true }, { false, false, false } }, b)
+  end)
+end)

@@ -163,7 +163,7 @@ end
 -- after its common options) and its PyTorch twin bench/<name>.py on the same initial
 -- weights and windows of Debian's fortunes, `steps` steps each, and prints and records
 -- time per step and the validation losses side by side (issue 15: >= 2x faster per
--- step than eager, validation loss within 0.05). Skips with one line without fortunes.
+-- step than eager at its best thread count, validation loss within 0.05). Skips with one line without fortunes.
 function lib.text_model(o)
   if not io.open("/usr/share/games/fortunes/fortunes", "r") then
     print(o.name .. ": no /usr/share/games/fortunes (apt-get install fortunes); skipped")
@@ -175,8 +175,9 @@ function lib.text_model(o)
     .. "--chars 200000 --sample 0 --keyvals 1 --init-dir '%s' %s", lib.dir,
     os.getenv("BUILD") or "build", o.name, o.steps, dir, (o.args or ""):gsub("DIR", dir))
   local l = keyvals(cmd)
-  local t = keyvals(string.format("%s '%s/%s.py' '%s' %d %d", lib.python, lib.dir, o.name, dir,
-    o.steps, lib.threads))
+  -- PyTorch at its best thread count (1 to lib.threads: OMP_NUM_THREADS sets its threads)
+  local t = lib.best_threads(string.format("%s '%s/%s.py' '%s' %d", lib.python, lib.dir, o.name,
+    dir, o.steps))
   os.execute("rm -rf '" .. dir .. "'")
 
   print(string.format("ltc:          %s ms/step, training loss %s, validation loss %s, %s compile(s) after warm-up",
@@ -188,7 +189,7 @@ function lib.text_model(o)
   local ok = type(l.ltc_step_ms) == "number" and type(t.torch_step_ms) == "number"
   lib.row { bench = o.name, workload = o.workload,
     ltc = ok and lib.fmt(l.ltc_step_ms, "ms", 1) or "n/a",
-    peers = ok and "eager " .. lib.fmt(t.torch_step_ms, "ms", 1) or "n/a",
+    peers = ok and "eager " .. lib.peer(t, "torch_step_ms", "ms", 1) or "n/a",
     ratio = ok and string.format("%.2f x faster", t.torch_step_ms / l.ltc_step_ms) or "n/a",
     target = ">= 2x faster", met = ok and t.torch_step_ms / l.ltc_step_ms >= 2 or nil }
   local both = type(l.ltc_val_loss) == "number" and type(t.torch_val_loss) == "number"

@@ -184,6 +184,29 @@ describe("MultiheadAttention", function()
       close(with:totable(), without:totable(), 1e-5)
     end
   end)
+
+  it("with batch_first gives the transposed output and weights of the [L, N, E] layout", function()
+    ltc.manual_seed(4)
+    local seq = ltc.nn.MultiheadAttention(8, 2)
+    local bf = ltc.nn.MultiheadAttention(8, 2, { batch_first = true })
+    bf:load_state_dict(seq:state_dict())
+    local q, kv = ltc.randn(5, 3, 8), ltc.randn(4, 3, 8) -- [len, N, E]
+    local kp = ltc.tensor({ { false, false, false, true }, { false, false, false, false },
+      { true, false, false, false } }, "bool")
+    for _, o in ipairs { {}, { key_padding_mask = kp }, { need_weights = false } } do
+      local o2 = {}
+      for k, v in pairs(o) do o2[k] = v end
+      local want, ww = seq(q, kv, kv, o)
+      local got, gw = bf(q:transpose(1, 2), kv:transpose(1, 2), kv:transpose(1, 2), o2)
+      assert.same({ 3, 5, 8 }, got:size())
+      close(want:transpose(1, 2):totable(), got:totable(), 1e-5)
+      if ww then close(ww:totable(), gw:totable(), 1e-5) end
+    end
+    local x = ltc.randn(3, 6, 8) -- self-attention, causal
+    local want = seq(x:transpose(1, 2), nil, nil, { is_causal = true, need_weights = false })
+    local got = bf(x, nil, nil, { is_causal = true, need_weights = false })
+    close(want:transpose(1, 2):totable(), got:totable(), 1e-5)
+  end)
 end)
 
 teardown(function() fx = nil end)

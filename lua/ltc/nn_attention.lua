@@ -141,18 +141,21 @@ return function(nn, F)
       raise(string.format("MultiheadAttention: query of size [%s] must be 3-d with embed_dim %d last",
         table.concat(query:size(), ", "), E))
     end
-    if self.batch_first then
-      query, key, value = query:transpose(1, 2), key:transpose(1, 2), value:transpose(1, 2)
-    end
-    local L, N, S = query:size(1), query:size(2), key:size(1)
+    -- batch_first: [N, len, E] is projected as it is (no transposed copies of the inputs
+    -- and output); otherwise [len, N, E]
+    local bf = self.batch_first
+    local L, N, S = query:size(bf and 2 or 1), query:size(bf and 1 or 2), key:size(bf and 2 or 1)
     local w, b = self.in_proj_weight, self.in_proj_bias
     local function proj(x, i)
       local wi = w:narrow(1, (i - 1) * E + 1, E)
       local bi = b and b:narrow(1, (i - 1) * E + 1, E)
-      return F.linear(x, wi, bi) -- [len, N, E]
+      return F.linear(x, wi, bi) -- [len, N, E] (batch_first: [N, len, E])
     end
-    -- [len, N, E] -> [N, H, len, D]
-    local function heads(x, len) return x:reshape({ len, N, Hh, D }):permute({ 2, 3, 1, 4 }) end
+    -- [len, N, E] (or [N, len, E]) -> [N, H, len, D]
+    local function heads(x, len)
+      if bf then return x:reshape({ N, len, Hh, D }):permute({ 1, 3, 2, 4 }) end
+      return x:reshape({ len, N, Hh, D }):permute({ 2, 3, 1, 4 })
+    end
     local q, k, v = heads(proj(query, 1), L), heads(proj(key, 2), S), heads(proj(value, 3), S)
     local p = self.training and self.dropout or 0
     local need = opts.need_weights ~= false
@@ -180,9 +183,9 @@ return function(nn, F)
         out = F.scaled_dot_product_attention(q, k, v, { attn_mask = mask })
       end
     end
-    out = out:permute({ 3, 1, 2, 4 }):reshape({ L, N, E }) -- [L, N, E]
+    if bf then out = out:permute({ 1, 3, 2, 4 }):reshape({ N, L, E }) -- [N, L, E]
+    else out = out:permute({ 3, 1, 2, 4 }):reshape({ L, N, E }) end -- [L, N, E]
     out = self.out_proj(out)
-    if self.batch_first then out = out:transpose(1, 2) end
     if not need then return out, nil end
     if opts.average_attn_weights ~= false then weights = weights:mean(2) end
     return out, weights

@@ -18,6 +18,25 @@ static void contiguous_strides(const ltc_shape *s, int64_t *st) {
  * the stack). */
 #define EXPAND 256
 
+/* dst[0..n) = *v, elements of esz bytes (typed stores: a memcpy call per element made a
+ * [16,64,128] * [16,64,1] cost 25x a plain mul). */
+static void fill_value(void *dst, const void *v, size_t esz, int64_t n) {
+    switch (esz) {
+#define FILL(T)                                                                              \
+    {                                                                                        \
+        T x, *d = dst;                                                                       \
+        memcpy(&x, v, sizeof x);                                                             \
+        for (int64_t j = 0; j < n; j++) d[j] = x;                                            \
+        return;                                                                              \
+    }
+    case 1: FILL(uint8_t)
+    case 2: FILL(uint16_t)
+    case 4: FILL(uint32_t)
+    default: FILL(uint64_t)
+#undef FILL
+    }
+}
+
 /* loop(n, out, in, stride) with every stride 0 or 1. A generated loop vectorizes only when
  * all its strides are 1 (a 0-stride operand takes the gathering path, ~10x slower: a
  * [256,128] > 0 took 39 us against 3.4 us), so each stride-0 operand is copied once into a
@@ -33,11 +52,12 @@ static void run_unit(ltc_ew_loop loop, int64_t n, char *out, size_t oesz, const 
     _Alignas(64) char buf[LTC_EW_MAX_IN][EXPAND * 8];
     const void *p[LTC_EW_MAX_IN];
     int64_t ones[LTC_EW_MAX_IN];
+    int64_t fill = n < EXPAND ? n : EXPAND; /* a short row (a [R, C] * [R, 1] row) fills C */
     for (int k = 0; k < nin; k++) {
         ones[k] = 1;
         p[k] = in[k];
         if (stride[k]) continue;
-        for (int j = 0; j < EXPAND; j++) memcpy(buf[k] + (size_t)j * esz[k], in[k], esz[k]);
+        fill_value(buf[k], in[k], esz[k], fill);
         p[k] = buf[k];
     }
     for (int64_t lo = 0; lo < n; lo += EXPAND) {

@@ -164,8 +164,9 @@ typedef struct {
     atomic_bool failed;
 } run_ctx;
 
-/* The sum of n values (float or double) in double, as eight interleaved partial sums. */
-static double sum_run(const void *x, ltc_dtype dt, int64_t n) {
+/* The sum of n values (float or double) in double, as eight interleaved partial sums (one
+ * AVX-512 register of them where the CPU has it: the clones add in the same order). */
+LTC_EW_CLONES static double sum_run(const void *x, ltc_dtype dt, int64_t n) {
     double s[8] = {0};
     int64_t j = 0;
     if (dt == LTC_F32) {
@@ -275,13 +276,20 @@ ltc_status ltc_cpu_fused_kernel(const ltc_kernel_args *a) {
 
 /* ---- building ------------------------------------------------------------------------------ */
 
-/* The loop a step would run if it is a generated elementwise op on the CPU kernels, or a
- * dtype conversion (`to`: elementwise too, though hand-written, since its output dtype is
+/* The loop a step would run if it is a generated elementwise op on the CPU kernels, a
+ * broadcast (a copy), or a dtype conversion (`to`: elementwise too, though hand-written, since its output dtype is
  * an attribute that the generated loops, dispatched on an input's dtype, cannot follow).
  * Fusing `to` keeps casts such as relu's backward mask (gt, to, mul) inside one step. */
 static ltc_ew_loop step_loop(const plan_step *st) {
     if (st->fused || st->n_out != 1 || st->fn != ltc_cpu_kernels[st->op]) return NULL;
     if (st->op == LTC_OP_TO) {
+        if (st->n_in != 1 || ltc_shape_numel(&st->out_shapes[0]) == 0) return NULL;
+        return ltc_cpu_convert_loop(st->out_shapes[0].dtype, st->in_shapes[0].dtype);
+    }
+    /* broadcast_to / expand: a copy whose input is a broadcast operand of the group, so the
+     * expanded tensor (a mean's gradient over its rows, say) is never written out when only
+     * the group reads it */
+    if (st->op == LTC_OP_BROADCAST_TO || st->op == LTC_OP_EXPAND) {
         if (st->n_in != 1 || ltc_shape_numel(&st->out_shapes[0]) == 0) return NULL;
         return ltc_cpu_convert_loop(st->out_shapes[0].dtype, st->in_shapes[0].dtype);
     }

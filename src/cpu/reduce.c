@@ -21,9 +21,10 @@
 #define RED_GRAIN 65536    /* elements per chunk of work handed to a thread */
 
 /* *acc = the sum of x[0..n), in eight partial sums (which breaks the add latency chain and
- * rounds more evenly). */
+ * rounds more evenly; compiled per x86-64 level, the eight in one vector where it fits: the
+ * same adds in the same order). */
 #define DEF_ACC(NAME, T, A)                                                                    \
-    static void NAME(const T *x, int64_t n, A *acc) {                                          \
+    LTC_EW_CLONES static void NAME(const T *x, int64_t n, A *acc) {                            \
         A s[8] = {0};                                                                          \
         int64_t j = 0;                                                                         \
         for (; j + 8 <= n; j += 8)                                                             \

@@ -77,7 +77,10 @@ $(GEN)/.stamp: $(BUILD)/ltcgen codegen/ops.yaml codegen/cpu_backend.yaml codegen
 	  --backend-name cpu --ref-impl-path src/ref --device-yaml codegen/opencl_backend.yaml
 	@touch $@
 
-$(GEN_FILES): $(GEN)/.stamp
+# The empty recipe makes make look at the files' times again once the stamp's recipe ran:
+# with no recipe, GNU make keeps the times it read before, so after an ops.yaml edit the
+# objects compiled from regenerated files were not rebuilt (a stale core.so).
+$(GEN_FILES): $(GEN)/.stamp ;
 
 gen: $(GEN)/.stamp
 

@@ -556,6 +556,22 @@ ocl_step *lw_family_step(lw *w, ocl_sb *b, int op, int out, size_t global) {
     return s;
 }
 
+ocl_step *lw_line_step(lw *w, ocl_sb *b, const ltc_node *n, int out, int n_out, size_t global,
+                       int64_t outer, int64_t len, int64_t inner) {
+    ocl_step *s = lw_family_step(w, b, n->op, out, global);
+    if (!s) return NULL;
+    lw_arg_buf(s, 'o', out);
+    if (n_out == 2) {
+        lw_arg_buf(s, 'o', out + 1);
+        s->n_out = 2;
+    }
+    lw_arg_buf(s, 'b', lw_opslot(w, n, 0));
+    lw_arg_long(s, outer);
+    lw_arg_long(s, len);
+    lw_arg_long(s, inner);
+    return s;
+}
+
 int lw_opslot(lw *w, const ltc_node *n, int k) {
     return w->slot_of[n->operands[k].node->index] + n->operands[k].index;
 }
@@ -570,17 +586,9 @@ static ltc_status lower_reduce(lw *w, const ltc_node *n, int out, char kind, int
     }
     ocl_sb b = {0};
     ocl_k_reduce(&b, KNAME, kind, is->dtype, n->shapes[0].dtype, ocl.info.fp64);
-    ocl_step *s = lw_family_step(w, &b, n->op, out, (size_t)(outer * inner));
-    if (!s) return lw_nomem();
-    lw_arg_buf(s, 'o', out);
-    if (kind == 'D' || kind == 'E') {
-        lw_arg_buf(s, 'o', out + 1);
-        s->n_out = 2;
-    }
-    lw_arg_buf(s, 'b', lw_opslot(w, n, 0));
-    lw_arg_long(s, outer);
-    lw_arg_long(s, len);
-    lw_arg_long(s, inner);
+    int n_out = kind == 'D' || kind == 'E' ? 2 : 1;
+    if (!lw_line_step(w, &b, n, out, n_out, (size_t)(outer * inner), outer, len, inner))
+        return lw_nomem();
     return LTC_OK;
 }
 
@@ -606,12 +614,9 @@ static ltc_status lower_family(lw *w, const ltc_node *n, int out, bool *done) {
         if (!ltc_dtype_is_float(s0->dtype) || s0->ndim == 0) break;
         ocl_k_softmax(&b, KNAME, s0->dtype, n->op == LTC_OP_LOG_SOFTMAX);
         int64_t outer = lw_prod(s0, 0, (int)dim), inner = lw_prod(s0, (int)dim + 1, s0->ndim);
-        if (!(s = lw_family_step(w, &b, n->op, out, (size_t)(outer * inner)))) return lw_nomem();
-        lw_arg_buf(s, 'o', out);
-        lw_arg_buf(s, 'b', lw_opslot(w, n, 0));
-        lw_arg_long(s, outer);
-        lw_arg_long(s, s0->dims[dim]);
-        lw_arg_long(s, inner);
+        if (!(s = lw_line_step(w, &b, n, out, 1, (size_t)(outer * inner), outer, s0->dims[dim],
+                               inner)))
+            return lw_nomem();
         return LTC_OK;
     }
     case LTC_OP_CROSS_ENTROPY: {

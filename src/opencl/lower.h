@@ -37,6 +37,12 @@ ocl_step *lw_new_step(lw *w, ocl_step_kind kind, int op, int out);
 int lw_add_kernel(lw *w, ocl_sb *body);
 /* A kernel step running `body` (taken) over `global` work items, writing slot out. */
 ocl_step *lw_family_step(lw *w, ocl_sb *b, int op, int out, size_t global);
+/* A kernel over the lines of operand 0 of n split as [outer, len, inner] around one dim
+ * (reductions, scans, sorts): lw_family_step over outer * inner work items, writing out (and
+ * out + 1 when n_out is 2), with the arguments out..., operand 0, outer, len, inner; the
+ * caller appends any more. NULL when out of memory. */
+ocl_step *lw_line_step(lw *w, ocl_sb *b, const ltc_node *n, int out, int n_out, size_t global,
+                       int64_t outer, int64_t len, int64_t inner);
 void lw_arg_buf(ocl_step *s, char kind, int slot);
 void lw_arg_long(ocl_step *s, int64_t v);
 /* The slot of operand k of node n. */

@@ -236,13 +236,8 @@ static ltc_status lower_cumulative(lw *w, const ltc_node *n, int out) {
     ocl_sb b = {0};
     ocl_k_cumulative(&b, KNAME, xs->dtype, n->shapes[0].dtype, n->op == LTC_OP_CUMPROD,
                      ocl.info.fp64);
-    ocl_step *s = lw_family_step(w, &b, n->op, out, (size_t)(outer * inner));
-    if (!s) return lw_nomem();
-    lw_arg_buf(s, 'o', out);
-    lw_arg_buf(s, 'b', lw_opslot(w, n, 0));
-    lw_arg_long(s, outer);
-    lw_arg_long(s, len);
-    lw_arg_long(s, inner);
+    if (!lw_line_step(w, &b, n, out, 1, (size_t)(outer * inner), outer, len, inner))
+        return lw_nomem();
     return LTC_OK;
 }
 
@@ -262,17 +257,9 @@ static ltc_status lower_sort(lw *w, const ltc_node *n, int out) {
     int64_t count = op == LTC_OP_TOPK ? n->attrs[0].i : op == LTC_OP_SORT || op == LTC_OP_ARGSORT ? len : 1;
     ocl_sb b = {0};
     ocl_k_sort(&b, KNAME, xs->dtype, desc, values, indices, median);
-    ocl_step *s = lw_family_step(w, &b, n->op, out, (size_t)ltc_shape_numel(xs));
+    ocl_step *s = lw_line_step(w, &b, n, out, values && indices ? 2 : 1,
+                               (size_t)ltc_shape_numel(xs), outer, len, inner);
     if (!s) return lw_nomem();
-    lw_arg_buf(s, 'o', out);
-    if (values && indices) {
-        lw_arg_buf(s, 'o', out + 1);
-        s->n_out = 2;
-    }
-    lw_arg_buf(s, 'b', lw_opslot(w, n, 0));
-    lw_arg_long(s, outer);
-    lw_arg_long(s, len);
-    lw_arg_long(s, inner);
     lw_arg_long(s, first);
     lw_arg_long(s, count);
     return LTC_OK;
@@ -284,15 +271,8 @@ static ltc_status lower_cumext(lw *w, const ltc_node *n, int out) {
     split(xs, n->attrs[0].i, &outer, &len, &inner);
     ocl_sb b = {0};
     ocl_k_cumext(&b, KNAME, xs->dtype, n->op == LTC_OP_CUMMIN);
-    ocl_step *s = lw_family_step(w, &b, n->op, out, (size_t)(outer * inner));
-    if (!s) return lw_nomem();
-    lw_arg_buf(s, 'o', out);
-    lw_arg_buf(s, 'o', out + 1);
-    s->n_out = 2;
-    lw_arg_buf(s, 'b', lw_opslot(w, n, 0));
-    lw_arg_long(s, outer);
-    lw_arg_long(s, len);
-    lw_arg_long(s, inner);
+    if (!lw_line_step(w, &b, n, out, 2, (size_t)(outer * inner), outer, len, inner))
+        return lw_nomem();
     return LTC_OK;
 }
 
@@ -392,13 +372,8 @@ static ltc_status lower_reduce_more(lw *w, const ltc_node *n, int out) {
     }
     ocl_sb b = {0};
     ocl_k_reduce_more(&b, KNAME, kind, xs->dtype, n->shapes[0].dtype, ocl.info.fp64);
-    ocl_step *s = lw_family_step(w, &b, n->op, out, (size_t)(outer * inner));
+    ocl_step *s = lw_line_step(w, &b, n, out, 1, (size_t)(outer * inner), outer, len, inner);
     if (!s) return lw_nomem();
-    lw_arg_buf(s, 'o', out);
-    lw_arg_buf(s, 'b', lw_opslot(w, n, 0));
-    lw_arg_long(s, outer);
-    lw_arg_long(s, len);
-    lw_arg_long(s, inner);
     lw_arg_long(s, (kind == 'v' || kind == 's') && n->attrs[1].i ? 1 : 0);
     return LTC_OK;
 }

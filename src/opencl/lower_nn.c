@@ -398,13 +398,8 @@ static ltc_status lower_norm(lw *w, const ltc_node *n, int out) {
     }
     ocl_sb b = {0};
     ocl_k_norm(&b, KNAME, is->dtype, n->shapes[0].dtype, ocl.info.fp64);
-    ocl_step *s = lw_family_step(w, &b, n->op, out, (size_t)(outer * inner));
+    ocl_step *s = lw_line_step(w, &b, n, out, 1, (size_t)(outer * inner), outer, len, inner);
     if (!s) return lw_nomem();
-    lw_arg_buf(s, 'o', out);
-    lw_arg_buf(s, 'b', lw_opslot(w, n, 0));
-    lw_arg_long(s, outer);
-    lw_arg_long(s, len);
-    lw_arg_long(s, inner);
     s->args[s->n_args++] = (ocl_arg){.kind = ocl.info.fp64 ? 'd' : 'f', .f = n->attrs[0].f};
     return LTC_OK;
 }

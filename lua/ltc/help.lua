@@ -129,21 +129,20 @@ local function named_comment(name)
 end
 
 -- Where a function value lives in ltc's tables: "softmax" (an op), "nn.Linear", ...
+local function key_of(t, f, prefix)
+  if type(t) ~= "table" then return nil end
+  for k, v in pairs(t) do if v == f and type(k) == "string" then return prefix .. k end end
+end
 local function name_of(f, ltc)
-  for k, v in pairs(ltc) do if v == f and type(k) == "string" then return k end end
-  for k, v in pairs(core.methods) do if v == f and type(k) == "string" then return k end end
+  local name = key_of(ltc, f, "") or key_of(core.methods, f, "")
   for _, sub in ipairs({ "nn", "optim", "debug", "metrics", "jit", "io" }) do
     local t = rawget(ltc, sub)
-    if type(t) == "table" then
-      for k, v in pairs(t) do if v == f and type(k) == "string" then return sub .. "." .. k end end
-      if sub == "nn" and type(t.functional) == "table" then
-        for k, v in pairs(t.functional) do
-          if v == f and type(k) == "string" then return "nn.functional." .. k end
-        end
-      end
+    name = name or key_of(t, f, sub .. ".")
+    if sub == "nn" and type(t) == "table" then
+      name = name or key_of(t.functional, f, "nn.functional.")
     end
   end
-  return nil
+  return name
 end
 
 --- M.wraps[wrapper] = fn: wrapper only checks arguments and calls fn, whose doc comment is

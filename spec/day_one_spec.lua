@@ -9,11 +9,7 @@ local close = dofile("spec/support/close.lua")
 local fx = dofile("spec/fixtures/day_one.lua")
 
 local function T(v, dtype) return ltc.tensor(v, dtype or "float64") end
-local function err(fn)
-  local ok, e = pcall(fn)
-  assert.is_false(ok)
-  return tostring(e)
-end
+local err = dofile("spec/support/err.lua")
 
 describe("F.* keyword arguments as an options table", function()
   local x, w, v = T(fx.x), T(fx.w), T(fx.v)

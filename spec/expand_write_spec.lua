@@ -20,11 +20,7 @@ local ltc = require "ltc"
 
 local function flat(t) return t:reshape(t:numel()):totable() end
 
-local function err(fn)
-  local ok, msg = pcall(fn)
-  assert.is_false(ok)
-  return tostring(msg)
-end
+local err = dofile("spec/support/err.lua")
 
 describe("fill_ and zero_ through an expand view", function()
   it("give every element of the base the value", function()

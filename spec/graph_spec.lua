@@ -15,11 +15,7 @@ local function close(a, b, tol)
   walk(ta, tb)
 end
 
-local function err(fn)
-  local ok, msg = pcall(fn)
-  assert.is_false(ok)
-  return tostring(msg)
-end
+local err = dofile("spec/support/err.lua")
 
 describe("the graph registry", function()
   it("has the CPU implementation and no other", function()

@@ -4,11 +4,7 @@
 -- messages are PyTorch 2's (torch.tensor / torch.full / torch.randint / // / % / **).
 local ltc = require "ltc"
 
-local function err(fn)
-  local ok, msg = pcall(fn)
-  assert.is_false(ok)
-  return tostring(msg)
-end
+local err = dofile("spec/support/err.lua")
 
 describe("integer division by zero", function()
   it("raises for // and % of integer tensors, as PyTorch's ZeroDivisionError", function()

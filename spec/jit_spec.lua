@@ -1,11 +1,7 @@
 -- ltc.jit: warm-up, capture, replay (lua/ltc/jit.lua).
 local ltc = require "ltc"
 
-local function err(fn)
-  local ok, msg = pcall(fn)
-  assert.is_false(ok)
-  return tostring(msg)
-end
+local err = dofile("spec/support/err.lua")
 
 describe("ltc.jit", function()
   it("warms up, captures, then replays", function()

@@ -7,11 +7,7 @@
 -- torch.tensor([-0.0]).abs().rsqrt() == [inf].
 local ltc = require "ltc"
 
-local function err(fn)
-  local ok, msg = pcall(fn)
-  assert.is_false(ok)
-  return tostring(msg)
-end
+local err = dofile("spec/support/err.lua")
 
 describe("PyTorch's semantics", function()
   it("refuses subtraction with a bool tensor", function()

@@ -3,11 +3,7 @@
 -- Torch7 gives them (torch.range includes its end; x[{ {1, 2}, 2 }] is rows 1..2 of col 2).
 local ltc = require "ltc"
 
-local function err(fn)
-  local ok, msg = pcall(fn)
-  assert.is_false(ok)
-  return tostring(msg)
-end
+local err = dofile("spec/support/err.lua")
 
 describe("the table index t[{...}]", function()
   local function x34() return ltc.arange(1, 13):view(3, 4) end

@@ -5,11 +5,7 @@
 local ltc = require "ltc"
 local F = require("ltc.nn").functional
 
-local function err(fn)
-  local ok, msg = pcall(fn)
-  assert.is_false(ok)
-  return tostring(msg)
-end
+local err = dofile("spec/support/err.lua")
 
 local function close(a, b, tol)
   assert.is_true((a - b):abs():max():item() < (tol or 1e-6))

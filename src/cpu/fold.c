@@ -145,11 +145,6 @@ bool ltc_cpu_plan_fold(cpu_plan *p) {
     bool failed = false;
     bool paired = pair_cross_entropy(p, &failed);
     ns = p->n_steps;
-    if (paired && !changed) {
-        for (int b = 0; b < nb; b++) p->bufs[b].last_use = -1;
-        for (int s = 0; s < ns; s++)
-            for (int k = 0; k < p->steps[s].n_in; k++) p->bufs[p->steps[s].in[k]].last_use = s;
-    }
     if (changed) { /* drop the view and transpose steps nobody reads any more */
         for (int s = 0; s < ns; s++)
             for (int k = 0; k < p->steps[s].n_in; k++) readers[p->steps[s].in[k]]++;
@@ -166,10 +161,8 @@ bool ltc_cpu_plan_fold(cpu_plan *p) {
             p->steps[n++] = *st;
         }
         p->n_steps = n;
-        for (int b = 0; b < nb; b++) p->bufs[b].last_use = -1;
-        for (int s = 0; s < n; s++)
-            for (int k = 0; k < p->steps[s].n_in; k++) p->bufs[p->steps[s].in[k]].last_use = s;
     }
+    if (changed || paired) ltc_cpu_plan_count_uses(p);
     free(producer);
     free(readers);
     return !failed;

@@ -665,9 +665,7 @@ bool ltc_cpu_plan_fuse(cpu_plan *p) {
     p->steps = steps;
     p->n_steps = n;
     steps = NULL;
-    for (int b = 0; b < nb; b++) p->bufs[b].last_use = -1;
-    for (int s = 0; s < n; s++)
-        for (int k = 0; k < p->steps[s].n_in; k++) p->bufs[p->steps[s].in[k]].last_use = s;
+    ltc_cpu_plan_count_uses(p);
     ok = true;
 done:
     if (!ok && bd.emit)

@@ -27,6 +27,12 @@ void ltc_cpu_plan_step_clear(plan_step *s) {
     ltc_cpu_fused_free(s->fused);
 }
 
+void ltc_cpu_plan_count_uses(cpu_plan *p) {
+    for (int b = 0; b < p->n_bufs; b++) p->bufs[b].last_use = -1;
+    for (int s = 0; s < p->n_steps; s++)
+        for (int k = 0; k < p->steps[s].n_in; k++) p->bufs[p->steps[s].in[k]].last_use = s;
+}
+
 void ltc_cpu_plan_free(cpu_plan *p) {
     if (!p) return;
     for (int i = 0; i < p->n_steps; i++) ltc_cpu_plan_step_clear(&p->steps[i]);

@@ -72,6 +72,9 @@ cpu_plan *ltc_cpu_plan_build(const ltc_lowering_ctx *ctx, const ltc_kernel_fn *k
 void ltc_cpu_plan_free(cpu_plan *p);
 /* Frees what a step owns (its arrays, fused group), not the step itself. */
 void ltc_cpu_plan_step_clear(plan_step *s);
+/* Sets every buffer's last_use to the last step that reads it (-1: none), after a rewrite of
+ * p's steps (fold.c, fuse.c). */
+void ltc_cpu_plan_count_uses(cpu_plan *p);
 /* The compile and computation_free slots shared by the plan-based backends (CPU and
  * reference): lowers each context with ltc_cpu_plan_build(ctx, kernels) into
  * out[i]->impl; on failure frees what it built and returns LTC_ERR_BACKEND. */

@@ -374,7 +374,7 @@ static const struct helper {
     {"cat_backward", "TSI", 'S'},
     {"stack_backward", "TSI", 'S'},
     {"repeat_backward", "TTL", 'T'},
-    {"layer_norm_backward", "TTLTFW", 'T'},
+    {"layer_norm_backward", "TTLTFI", 'M'},
     {"batch_norm_backward", "TTTTTBFW", 'T'},
     {"attention_backward", "TTTTTTBFTI", 'M'},
     {"attention_mask_backward", "TTTTTTBFT", 'T'},

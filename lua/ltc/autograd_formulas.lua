@@ -316,10 +316,17 @@ function F.dropout_backward(grad, self, result, p, train)
   return core.where(result:ne(0), grad / (1 - p), 0)
 end
 
---- Gradients of layer_norm (which = "self" or "weight"; the bias's is grad, summed by the
--- engine): x^ = (x - mean) / sqrt(var + eps) over the normalized dims, and
--- dx = (dx^ - mean(dx^) - x^ mean(dx^ x^)) / sqrt(var + eps) with dx^ = grad * weight.
+--- Gradients of layer_norm: which = 0, 1, 2 for self, weight, bias. Outside grad mode, from
+-- one layer_norm_backward (the C twin computes them once per backward; this one, run per
+-- input, three times); under it (create_graph), over the elementwise ops: x^ = (x - mean) /
+-- sqrt(var + eps) over the normalized dims, dx = (dx^ - mean(dx^) - x^ mean(dx^ x^)) /
+-- sqrt(var + eps) with dx^ = grad * weight; grad * x^ and grad (summed by the engine) for
+-- weight and bias.
 function F.layer_norm_backward(grad, self, normalized_shape, weight, eps, which)
+  if not core._ag.is_grad_enabled() and weight then
+    return (select(which + 1, core.layer_norm_backward(grad, self, normalized_shape, weight, eps)))
+  end
+  if which == 2 then return grad end
   local s = self:size()
   local k, n, lead = #normalized_shape, 1, {}
   for i = 1, k do n = n * normalized_shape[i] end
@@ -329,8 +336,8 @@ function F.layer_norm_backward(grad, self, normalized_shape, weight, eps, which)
   local d = xf - xf:mean(-1, true)
   local rstd = ((d * d):mean(-1, true) + eps) ^ -0.5
   local xhat = d * rstd
-  if which == "weight" then return grad * xhat:reshape(s) end
-  local dxhat = (grad * weight):reshape(lead)
+  if which == 1 then return grad * xhat:reshape(s) end
+  local dxhat = (weight and grad * weight or grad):reshape(lead)
   return (rstd * (dxhat - dxhat:mean(-1, true) - xhat * (dxhat * xhat):mean(-1, true))):reshape(s)
 end
 

@@ -259,30 +259,21 @@ function F.embedding(indices, weight, opts)
 end
 
 --- F.layer_norm(x, normalized_shape, weight, bias, eps): normalises over the last
--- #normalized_shape dims (biased variance, as PyTorch), then weight * y + bias.
+-- #normalized_shape dims (biased variance, as PyTorch), then weight * y + bias: the op
+-- ltc.layer_norm (one kernel forward, one layer_norm_backward node backward), weight and
+-- bias of size normalized_shape and x's dtype, or nil.
 function F.layer_norm(x, normalized_shape, weight, bias, eps)
   if type(normalized_shape) == "number" then normalized_shape = { normalized_shape } end
   eps = eps or 1e-5
   local s = x:size()
-  local k, n = #normalized_shape, 1
-  for i = 1, k do n = n * normalized_shape[i] end
+  local k = #normalized_shape
   local fits = k >= 1 and k <= #s
   for i = 1, k do fits = fits and normalized_shape[i] == s[#s - k + i] end
   if not fits then
     raise(string.format("layer_norm: normalized_shape [%s] must be the last dims of the input "
       .. "[%s]", table.concat(normalized_shape, ", "), table.concat(s, ", ")))
   end
-  local lead = {}
-  for i = 1, #s - k do lead[i] = s[i] end
-  lead[#lead + 1] = n
-  local xf = x:reshape(lead)
-  local mu = xf:mean(-1, true)
-  local d = xf - mu
-  local var = (d * d):mean(-1, true)
-  local y = (d * (var + eps) ^ -0.5):reshape(s)
-  if weight then y = y * weight end
-  if bias then y = y + bias end
-  return y
+  return ltc.layer_norm(x, normalized_shape, weight, bias, eps)
 end
 
 --- F.conv2d / F.max_pool2d: the ops of the same names, when the op library has them.

@@ -165,12 +165,14 @@ ltc_status ltc_grad_stack_backward(ltc_tensor *grad, ltc_tensor *const *tensors,
  * repeat dims, one at a time (at most 3 dims at once whatever n is). */
 ltc_status ltc_grad_repeat_backward(ltc_tensor *grad, ltc_tensor *self, const int64_t *repeats,
                                     int n, ltc_tensor **out);
-/* layer_norm with respect to self or weight (the bias's is grad): x^ = (x - mean) / sqrt(var +
- * eps) over the normalized dims, dx = (dx^ - mean(dx^) - x^ mean(dx^ x^)) / sqrt(var + eps)
- * with dx^ = grad * weight (grad when weight is NULL). */
+/* layer_norm: outs[0..3) = the gradients of self, weight and bias. Outside grad mode, from
+ * one layer_norm_backward node; under it (create_graph), over the elementwise ops, so that
+ * they are differentiable again: x^ = (x - mean) / sqrt(var + eps) over the normalized dims,
+ * dx = (dx^ - mean(dx^) - x^ mean(dx^ x^)) / sqrt(var + eps) with dx^ = grad * weight, grad *
+ * x^ for weight and grad for bias (the engine sums both to their size). */
 ltc_status ltc_grad_layer_norm_backward(ltc_tensor *grad, ltc_tensor *self,
                                         const int64_t *normalized_shape, int k, ltc_tensor *weight,
-                                        double eps, ltc_grad_which which, ltc_tensor **out);
+                                        double eps, ltc_tensor **outs);
 /* batch_norm for self [N, C, ...] with respect to self, weight or bias: with the batch's
  * statistics when training, else with the running ones (a per-channel affine map). A NULL
  * weight counts as ones; the running statistics are read only when not training. */

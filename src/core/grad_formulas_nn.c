@@ -188,11 +188,13 @@ done:
 
 ltc_status ltc_grad_layer_norm_backward(ltc_tensor *grad, ltc_tensor *self,
                                         const int64_t *normalized_shape, int k, ltc_tensor *weight,
-                                        double eps, ltc_grad_which which, ltc_tensor **out) {
+                                        double eps, ltc_tensor **outs) {
     const ltc_shape *ss = shape_of(self);
     if (k > ss->ndim || k < 0)
         return ltc_errorf(LTC_ERR_ARG, "layer_norm backward: %d normalized dims of a %d-d tensor",
                           k, ss->ndim);
+    if (!ltc_grad_enabled() && weight)
+        return ltc_layer_norm_backward(grad, self, normalized_shape, k, weight, eps, outs);
     int64_t n = 1, lead[LTC_MAX_DIMS + 1];
     for (int i = 0; i < k; i++)
         n *= normalized_shape[i];
@@ -210,11 +212,9 @@ ltc_status ltc_grad_layer_norm_backward(ltc_tensor *grad, ltc_tensor *self,
     TRY(ltc_grad_binop_s(ltc_add, x[4], eps, false, false, &x[5]));
     TRY(ltc_grad_binop_s(ltc_pow, x[5], -0.5, false, false, &x[6])); /* rstd */
     TRY(ltc_mul(x[2], x[6], &x[7]));                                 /* xhat */
-    if (which == LTC_GRAD_WEIGHT) {
-        TRY(ltc_reshape(x[7], ss->dims, ss->ndim, &x[8]));
-        st = ltc_mul(grad, x[8], out);
-        goto done;
-    }
+    TRY(ltc_reshape(x[7], ss->dims, ss->ndim, &x[17]));
+    TRY(ltc_mul(grad, x[17], &outs[1])); /* weight's, summed by the engine */
+    outs[2] = ltc_tensor_retain(grad);   /* bias's, summed by the engine */
     if (weight)
         TRY(ltc_mul(grad, weight, &x[8]));
     else
@@ -227,8 +227,13 @@ ltc_status ltc_grad_layer_norm_backward(ltc_tensor *grad, ltc_tensor *self,
     TRY(ltc_mul(x[7], x[13], &x[14]));
     TRY(ltc_sub(x[11], x[14], &x[15]));
     TRY(ltc_mul(x[6], x[15], &x[16]));
-    st = ltc_reshape(x[16], ss->dims, ss->ndim, out);
+    st = ltc_reshape(x[16], ss->dims, ss->ndim, &outs[0]);
 done:
+    if (st)
+        for (int i = 0; i < 3; i++) {
+            ltc_tensor_release(outs[i]);
+            outs[i] = NULL;
+        }
     release_all(x, 20);
     return st;
 }

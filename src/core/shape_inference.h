@@ -180,6 +180,11 @@ ltc_status ltc_shape_dropout(const ltc_shape *self, double p, bool train, ltc_sh
 ltc_status ltc_shape_layer_norm(const ltc_shape *self, const int64_t *normalized_shape,
                                 int n_normalized_shape, const ltc_shape *weight,
                                 const ltc_shape *bias, double eps, ltc_shape *out);
+/* out[0] = self's shape (grad_input), out[1] and out[2] = weight's (grad_weight, grad_bias);
+ * grad_output must equal self, weight fit as layer_norm's. */
+ltc_status ltc_shape_layer_norm_backward(const ltc_shape *grad_output, const ltc_shape *self,
+                                         const int64_t *normalized_shape, int n_normalized_shape,
+                                         const ltc_shape *weight, double eps, ltc_shape *out);
 ltc_status ltc_shape_batch_norm(const ltc_shape *self, const ltc_shape *running_mean,
                                 const ltc_shape *running_var, const ltc_shape *weight,
                                 const ltc_shape *bias, bool training, double eps,

@@ -65,6 +65,21 @@ ltc_status ltc_shape_layer_norm(const ltc_shape *self, const int64_t *normalized
     return LTC_OK;
 }
 
+ltc_status ltc_shape_layer_norm_backward(const ltc_shape *grad_output, const ltc_shape *self,
+                                         const int64_t *normalized_shape, int n_normalized_shape,
+                                         const ltc_shape *weight, double eps, ltc_shape *out) {
+    ltc_status st = ltc_shape_layer_norm(self, normalized_shape, n_normalized_shape, weight,
+                                         weight, eps, out);
+    if (st) return st;
+    char a[128], b[128];
+    if (!ltc_shape_equal(grad_output, self))
+        return ltc_errorf(LTC_ERR_ARG, "grad_output %s %s must be self's size and dtype, %s %s",
+                          ltc_dtype_name(grad_output->dtype), SHAPE_STR(grad_output, a),
+                          ltc_dtype_name(self->dtype), SHAPE_STR(self, b));
+    out[1] = out[2] = *weight;
+    return LTC_OK;
+}
+
 ltc_status ltc_shape_batch_norm(const ltc_shape *self, const ltc_shape *running_mean,
                                 const ltc_shape *running_var, const ltc_shape *weight,
                                 const ltc_shape *bias, bool training, double eps,

@@ -1,6 +1,7 @@
-/* norm.c - CPU kernels of the normalisation and regularisation functions: layer_norm,
- * batch_norm and dropout. Floating dtypes; statistics accumulate in double. */
+/* norm.c - CPU kernels of the normalisation and regularisation functions: layer_norm and
+ * its backward, batch_norm and dropout. Floating dtypes; statistics accumulate in double. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "elementwise.h"
@@ -52,6 +53,100 @@ ltc_status ltc_cpu_kernel_layer_norm(const ltc_kernel_args *a) {
     int64_t rows = n ? ltc_shape_numel(&a->in_shapes[0]) / n : 0;
     ln_ctx c = {a, n, a->attrs[1].f};
     if (rows) ltc_cpu_parallel_for(rows, 65536 / n + 1, ln_range, &c);
+    return LTC_OK;
+}
+
+/* layer_norm_backward over rows [r0, r1) of n elements: dx per row, and this block's sums of
+ * g * x^ and g into gw, gb (zeroed first). Statistics in double, as the forward's. */
+#define DEF_LN_BWD_ROWS(NAME, T)                                                               \
+    LTC_EW_CLONES static void NAME(const T *g, const T *x, const T *w, T *dx, T *gw, T *gb,    \
+                                   int64_t r0, int64_t r1, int64_t n, double eps) {            \
+        for (int64_t j = 0; j < n; j++) gw[j] = 0, gb[j] = 0;                                  \
+        for (int64_t r = r0; r < r1; r++) {                                                    \
+            const T *xr = x + r * n, *gr = g + r * n;                                          \
+            T *dr = dx + r * n;                                                                \
+            double mean = 0, var = 0, sa = 0, sb = 0;                                          \
+            _Pragma("omp simd reduction(+:mean)")                                              \
+            for (int64_t j = 0; j < n; j++) mean += xr[j];                                     \
+            mean /= (double)n;                                                                 \
+            _Pragma("omp simd reduction(+:var)")                                               \
+            for (int64_t j = 0; j < n; j++) var += (xr[j] - mean) * (xr[j] - mean);            \
+            T m = (T)mean, rs = (T)(1 / sqrt(var / (double)n + eps));                          \
+            _Pragma("omp simd reduction(+:sa, sb)")                                            \
+            for (int64_t j = 0; j < n; j++) {                                                  \
+                T xh = (xr[j] - m) * rs, dxh = gr[j] * w[j];                                   \
+                sa += dxh;                                                                     \
+                sb += dxh * xh;                                                                \
+                gw[j] += gr[j] * xh;                                                           \
+                gb[j] += gr[j];                                                                \
+            }                                                                                  \
+            T a = (T)(sa / (double)n), b = (T)(sb / (double)n);                                \
+            LTC_SIMD                                                                           \
+            for (int64_t j = 0; j < n; j++)                                                    \
+                dr[j] = rs * (gr[j] * w[j] - a - (xr[j] - m) * rs * b);                        \
+        }                                                                                      \
+    }
+DEF_LN_BWD_ROWS(ln_bwd_f32, float)
+DEF_LN_BWD_ROWS(ln_bwd_f64, double)
+
+/* Rows per block of layer_norm_backward's weight and bias sums: a function of n alone, so
+ * the sums (block by block, then the blocks in order) do not depend on the thread count. */
+static int64_t ln_block_rows(int64_t n) { return n >= 4096 ? 1 : 4096 / n; }
+
+typedef struct {
+    const ltc_kernel_args *a;
+    int64_t n, rows, per;
+    double eps;
+    void *part; /* [blocks, 2, n]: each block's sums of g * x^ and of g */
+} ln_bwd_ctx;
+
+static void ln_bwd_range(void *p, int64_t lo, int64_t hi, int tid) {
+    (void)tid;
+    const ln_bwd_ctx *c = p;
+    const ltc_kernel_args *a = c->a;
+    for (int64_t k = lo; k < hi; k++) {
+        int64_t r0 = k * c->per, r1 = r0 + c->per < c->rows ? r0 + c->per : c->rows;
+        if (a->in_shapes[0].dtype == LTC_F32) {
+            float *pw = (float *)c->part + 2 * k * c->n;
+            ln_bwd_f32(a->in[0], a->in[1], a->in[2], a->out[0], pw, pw + c->n, r0, r1, c->n,
+                       c->eps);
+        } else {
+            double *pw = (double *)c->part + 2 * k * c->n;
+            ln_bwd_f64(a->in[0], a->in[1], a->in[2], a->out[0], pw, pw + c->n, r0, r1, c->n,
+                       c->eps);
+        }
+    }
+}
+
+/* The blocks' sums added in block order into gw and gb. */
+#define LN_BWD_SUM(T)                                                                          \
+    do {                                                                                       \
+        const T *pp = c.part;                                                                  \
+        T *gw = a->out[1], *gb = a->out[2];                                                    \
+        for (int64_t j = 0; j < n; j++) gw[j] = 0, gb[j] = 0;                                  \
+        for (int64_t k = 0; k < blocks; k++) {                                                 \
+            const T *pw = pp + 2 * k * n, *pb = pw + n;                                        \
+            LTC_SIMD for (int64_t j = 0; j < n; j++) gw[j] += pw[j], gb[j] += pb[j];           \
+        }                                                                                      \
+    } while (0)
+
+/* layer_norm_backward(grad_output, self, normalized_shape, weight, eps) -> (grad_input,
+ * grad_weight, grad_bias): blocks of rows shared among the worker threads, each with its own
+ * partial weight and bias sums. */
+ltc_status ltc_cpu_kernel_layer_norm_backward(const ltc_kernel_args *a) {
+    int64_t n = ltc_shape_numel(&a->in_shapes[2]);
+    int64_t rows = n ? ltc_shape_numel(&a->in_shapes[1]) / n : 0;
+    size_t es = ltc_dtype_size(a->in_shapes[1].dtype);
+    if (n == 0) return LTC_OK;
+    int64_t per = ln_block_rows(n), blocks = (rows + per - 1) / per;
+    ln_bwd_ctx c = {a, n, rows, per, a->attrs[1].f, NULL};
+    if (blocks && !(c.part = malloc((size_t)(blocks * 2 * n) * es)))
+        return ltc_errorf(LTC_ERR_NOMEM, "out of memory for %lld partial sums",
+                          (long long)(blocks * 2 * n));
+    if (blocks) ltc_cpu_parallel_for(blocks, 65536 / (per * n) + 1, ln_bwd_range, &c);
+    if (a->in_shapes[1].dtype == LTC_F32) LN_BWD_SUM(float);
+    else LN_BWD_SUM(double);
+    free(c.part);
     return LTC_OK;
 }
 

@@ -1,6 +1,6 @@
 /*
  * kernels_more.c - OpenCL C of the kernel families that used to run through the eager
- * fallback: layer_norm, batch_norm (statistics, then a scale-and-shift), nll_loss and its
+ * fallback: layer_norm and its backward, batch_norm (statistics, then a scale-and-shift), nll_loss and its
  * backward, gather, scatter and scatter_add (one general kernel), tril/triu, avg_pool2d and
  * its backward, cumsum/cumprod, and sort/argsort/topk (a per-line rank kernel).
  *
@@ -37,6 +37,58 @@ void ocl_k_layer_norm(ocl_sb *b, const char *name, ltc_dtype dt, bool fp64) {
         "    %s m = (%s)mean, rs = (%s)(1 / sqrt(var / (%s)n + eps));\n"
         "    for (long j = 0; j < n; j++) q[j] = (p[j] - m) * rs * w[j] + bias[j];\n}\n\n",
         name, t, t, t, t, a, t, t, a, a, a, a, a, t, t, t, a);
+}
+
+/* layer_norm_backward, rows: per row of n elements, mean and rstd (kept in st[2r], st[2r+1]
+ * for the column kernel) and grad_input = rstd (dx^ - mean(dx^) - x^ mean(dx^ x^)) with x^ =
+ * (x - mean) rstd and dx^ = g * w, in A (as the CPU's ln_bwd). One work item per row. */
+void ocl_k_ln_bwd_rows(ocl_sb *b, const char *name, ltc_dtype dt, bool fp64) {
+    const char *t = ocl_ctype(dt), *a = acc_t(fp64 || dt == LTC_F64);
+    ocl_sb_printf(b,
+        "__kernel void %s(__global %s *dx, __global %s *st, __global const %s *g,\n"
+        "                 __global const %s *x, __global const %s *w, long rows, long n,\n"
+        "                 %s eps) {\n"
+        "    long r = get_global_id(0);\n"
+        "    if (r >= rows) return;\n"
+        "    __global const %s *p = x + r * n, *q = g + r * n;\n"
+        "    %s mean = 0, var = 0, sa = 0, sb = 0;\n"
+        "    for (long j = 0; j < n; j++) mean += (%s)p[j];\n"
+        "    mean /= (%s)n;\n"
+        "    for (long j = 0; j < n; j++) { %s d = (%s)p[j] - mean; var += d * d; }\n"
+        "    %s rs = 1 / sqrt(var / (%s)n + eps);\n"
+        "    st[2 * r] = mean;\n"
+        "    st[2 * r + 1] = rs;\n"
+        "    for (long j = 0; j < n; j++) {\n"
+        "        %s xh = ((%s)p[j] - mean) * rs, dxh = (%s)q[j] * w[j];\n"
+        "        sa += dxh;\n"
+        "        sb += dxh * xh;\n"
+        "    }\n"
+        "    sa /= (%s)n;\n"
+        "    sb /= (%s)n;\n"
+        "    for (long j = 0; j < n; j++)\n"
+        "        dx[r * n + j] = (%s)(rs * ((%s)q[j] * w[j] - sa - ((%s)p[j] - mean) * rs * sb));\n"
+        "}\n\n",
+        name, t, a, t, t, t, a, t, a, a, a, a, a, a, a, a, a, a, a, a, t, a, a);
+}
+
+/* layer_norm_backward, columns: grad_weight[j] = sum over rows of g * x^ and grad_bias[j] =
+ * sum of g, with the rows' mean and rstd from st. One work item per column. */
+void ocl_k_ln_bwd_cols(ocl_sb *b, const char *name, ltc_dtype dt, bool fp64) {
+    const char *t = ocl_ctype(dt), *a = acc_t(fp64 || dt == LTC_F64);
+    ocl_sb_printf(b,
+        "__kernel void %s(__global %s *gw, __global %s *gb, __global const %s *st,\n"
+        "                 __global const %s *g, __global const %s *x, long rows, long n) {\n"
+        "    long j = get_global_id(0);\n"
+        "    if (j >= n) return;\n"
+        "    %s sw = 0, sb = 0;\n"
+        "    for (long r = 0; r < rows; r++) {\n"
+        "        %s gr = g[r * n + j];\n"
+        "        sw += gr * ((%s)x[r * n + j] - st[2 * r]) * st[2 * r + 1];\n"
+        "        sb += gr;\n"
+        "    }\n"
+        "    gw[j] = (%s)sw;\n"
+        "    gb[j] = (%s)sb;\n}\n\n",
+        name, t, t, a, t, t, a, a, a, t, t);
 }
 
 /* batch_norm's per-channel statistics: ss[ch] = w / sqrt(var + eps) (the scale) and

@@ -1,5 +1,5 @@
 /*
- * lower_more.c - lowering layer_norm, batch_norm, nll_loss and its backward, gather, scatter,
+ * lower_more.c - lowering layer_norm and its backward, batch_norm, nll_loss and its backward, gather, scatter,
  * scatter_add, tril, triu, avg_pool2d and its backward, cumsum, cumprod, sort, argsort and
  * topk, kthvalue, median, cummax/cummin, var, std, prod, logsumexp, all, any, flip, repeat,
  * one_hot, eye, linspace, randperm (and dot and outer as CLBlast GEMMs) to the kernels of kernels_more.c (before, each ran on the CPU through the core's
@@ -69,6 +69,39 @@ static ltc_status lower_layer_norm(lw *w, const ltc_node *n, int out) {
     lw_arg_long(s, rows);
     lw_arg_long(s, len);
     arg_acc(s, n->attrs[1].f);
+    return LTC_OK;
+}
+
+/* Two steps: the rows' gradient (and their mean and rstd in a temporary), then the columns'
+ * sums into the second and third outputs (slots out + 1, out + 2). */
+static ltc_status lower_layer_norm_backward(lw *w, const ltc_node *n, int out) {
+    const ltc_shape *xs = opshape(n, 1);
+    int64_t len = ltc_shape_numel(opshape(n, 2)), rows = len ? ltc_shape_numel(xs) / len : 0;
+    int64_t two_rows = 2 * rows;
+    ltc_shape ss;
+    ltc_shape_make(&ss, ocl.info.fp64 ? LTC_F64 : LTC_F32, 1, &two_rows);
+    int tmp = lw_new_slot(w, &ss);
+    if (tmp < 0) return lw_nomem();
+    ocl_sb b = {0};
+    ocl_k_ln_bwd_rows(&b, KNAME, xs->dtype, ocl.info.fp64);
+    ocl_step *s = lw_family_step(w, &b, n->op, out, (size_t)rows);
+    if (!s) return lw_nomem();
+    lw_arg_buf(s, 'o', out);
+    lw_arg_buf(s, 'o', tmp);
+    for (int k = 0; k < 3; k++) lw_arg_buf(s, 'b', lw_opslot(w, n, k));
+    lw_arg_long(s, rows);
+    lw_arg_long(s, len);
+    arg_acc(s, n->attrs[1].f);
+    ocl_sb c = {0};
+    ocl_k_ln_bwd_cols(&c, KNAME, xs->dtype, ocl.info.fp64);
+    if (!(s = lw_family_step(w, &c, n->op, out + 1, (size_t)len))) return lw_nomem();
+    s->n_out = 2;
+    lw_arg_buf(s, 'o', out + 1);
+    lw_arg_buf(s, 'o', out + 2);
+    lw_arg_buf(s, 'b', tmp);
+    for (int k = 0; k < 2; k++) lw_arg_buf(s, 'b', lw_opslot(w, n, k));
+    lw_arg_long(s, rows);
+    lw_arg_long(s, len);
     return LTC_OK;
 }
 
@@ -429,6 +462,12 @@ bool ocl_more_lowers(const ltc_node *n) {
         return n->n_attrs >= 2 && n->n_operands == 3 && is_float(s0->dtype) &&
                opshape(n, 1)->dtype == s0->dtype && opshape(n, 2)->dtype == s0->dtype &&
                ltc_shape_numel(opshape(n, 2)) == ltc_shape_numel(opshape(n, 1));
+    case LTC_OP_LAYER_NORM_BACKWARD: {
+        const ltc_shape *xs = opshape(n, 1), *ws = opshape(n, 2);
+        return n->n_attrs >= 2 && n->n_operands == 3 && n->n_outputs == 3 &&
+               is_float(xs->dtype) && s0->dtype == xs->dtype && ws->dtype == xs->dtype &&
+               ltc_shape_numel(s0) == ltc_shape_numel(xs);
+    }
     case LTC_OP_BATCH_NORM:
         if (n->n_attrs < 2 || n->n_operands != 5 || !is_float(s0->dtype) || s0->ndim < 2)
             return false;
@@ -512,6 +551,7 @@ ltc_status ocl_lower_more(lw *w, const ltc_node *n, int out, bool *done) {
     if (!*done) return LTC_OK;
     switch (n->op) {
     case LTC_OP_LAYER_NORM: return lower_layer_norm(w, n, out);
+    case LTC_OP_LAYER_NORM_BACKWARD: return lower_layer_norm_backward(w, n, out);
     case LTC_OP_BATCH_NORM: return lower_batch_norm(w, n, out);
     case LTC_OP_NLL_LOSS:
     case LTC_OP_NLL_LOSS_BACKWARD: return lower_nll(w, n, out);

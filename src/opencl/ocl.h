@@ -240,6 +240,8 @@ void ocl_k_random(ocl_sb *b, const char *name, char kind, ltc_dtype dt, bool fp6
 /* kernels_more.c: normalisation, nll_loss, gather/scatter, triangles, avg pooling, scans
  * and sorting (see there). */
 void ocl_k_layer_norm(ocl_sb *b, const char *name, ltc_dtype dt, bool fp64);
+void ocl_k_ln_bwd_rows(ocl_sb *b, const char *name, ltc_dtype dt, bool fp64);
+void ocl_k_ln_bwd_cols(ocl_sb *b, const char *name, ltc_dtype dt, bool fp64);
 void ocl_k_bn_stats(ocl_sb *b, const char *name, ltc_dtype dt, bool fp64);
 void ocl_k_bn_apply(ocl_sb *b, const char *name, ltc_dtype dt, bool fp64);
 void ocl_k_nll_rows(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it);

@@ -1,5 +1,6 @@
 /* nn.c - reference kernels of the neural-network functions. */
 #include <math.h>
+#include <stdlib.h>
 
 #include "ltc_rng.h"
 #include "ref.h"
@@ -84,6 +85,50 @@ ltc_status ltc_ref_kernel_layer_norm(const ltc_kernel_args *a) {
             ltc_ref_set(a->out[0], dt, r * n + j, y);
         }
     }
+    return LTC_OK;
+}
+
+/* layer_norm_backward(grad_output, self, normalized_shape, weight, eps) -> (grad_input,
+ * grad_weight, grad_bias): per row of n = numel(weight) elements, x^ = (x - mean) / sqrt(var
+ * + eps) and dx^ = g * weight, grad_input = (dx^ - mean(dx^) - x^ mean(dx^ x^)) / sqrt(var +
+ * eps); grad_weight and grad_bias the sums over rows of g * x^ and g. All in double. */
+ltc_status ltc_ref_kernel_layer_norm_backward(const ltc_kernel_args *a) {
+    const ltc_shape *s = &a->in_shapes[1];
+    ltc_dtype dt = s->dtype;
+    int64_t n = ltc_shape_numel(&a->in_shapes[2]), rows = n ? ltc_shape_numel(s) / n : 0;
+    double eps = a->attrs[1].f;
+    double *gw = calloc((size_t)(2 * n) + 1, sizeof *gw), *gb = gw + n;
+    if (!gw) return ltc_errorf(LTC_ERR_NOMEM, "out of memory for %lld sums", (long long)(2 * n));
+    for (int64_t r = 0; r < rows; r++) {
+        double mean = 0, var = 0, sa = 0, sb = 0;
+        for (int64_t j = 0; j < n; j++) mean += ltc_ref_get(a->in[1], dt, r * n + j);
+        mean /= (double)n;
+        for (int64_t j = 0; j < n; j++) {
+            double d = ltc_ref_get(a->in[1], dt, r * n + j) - mean;
+            var += d * d;
+        }
+        double rstd = 1 / sqrt(var / (double)n + eps);
+        for (int64_t j = 0; j < n; j++) {
+            double xh = (ltc_ref_get(a->in[1], dt, r * n + j) - mean) * rstd;
+            double g = ltc_ref_get(a->in[0], dt, r * n + j);
+            double dxh = g * ltc_ref_get(a->in[2], dt, j);
+            sa += dxh;
+            sb += dxh * xh;
+            gw[j] += g * xh;
+            gb[j] += g;
+        }
+        sa /= (double)n, sb /= (double)n;
+        for (int64_t j = 0; j < n; j++) {
+            double xh = (ltc_ref_get(a->in[1], dt, r * n + j) - mean) * rstd;
+            double dxh = ltc_ref_get(a->in[0], dt, r * n + j) * ltc_ref_get(a->in[2], dt, j);
+            ltc_ref_set(a->out[0], dt, r * n + j, rstd * (dxh - sa - xh * sb));
+        }
+    }
+    for (int64_t j = 0; j < n; j++) {
+        ltc_ref_set(a->out[1], dt, j, gw[j]);
+        ltc_ref_set(a->out[2], dt, j, gb[j]);
+    }
+    free(gw);
     return LTC_OK;
 }
 

@@ -156,10 +156,19 @@ return function(nn, F)
       if bf then return x:reshape({ N, len, Hh, D }):permute({ 1, 3, 2, 4 }) end
       return x:reshape({ len, N, Hh, D }):permute({ 2, 3, 1, 4 })
     end
-    local q, k, v = heads(proj(query, 1), L), heads(proj(key, 2), S), heads(proj(value, 3), S)
     local p = self.training and self.dropout or 0
     local need = opts.need_weights ~= false
     local am, kp = opts.attn_mask, opts.key_padding_mask
+    if bf and rawequal(query, key) and rawequal(key, value) and not kp and not need and p == 0
+      and (opts.is_causal or am == nil) then
+      -- self-attention: one in-projection GEMM [N, L, 3E] and the packed kernel, which reads
+      -- the heads where the projection put them and writes the output where out_proj reads it
+      -- (no permuted copies of q, k, v and the output, forward or backward)
+      local qkv = F.linear(query, w, b)
+      local out = ltc.scaled_dot_product_attention_packed(qkv, Hh, opts.is_causal == true, 1 / math.sqrt(D))
+      return self.out_proj(out), nil
+    end
+    local q, k, v = heads(proj(query, 1), L), heads(proj(key, 2), S), heads(proj(value, 3), S)
     local out, weights
     if opts.is_causal and not kp and not need and p == 0 then
       -- is_causal is PyTorch's hint that attn_mask (if given) is the causal mask

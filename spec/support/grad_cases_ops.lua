@@ -93,6 +93,19 @@ return function(gradcheck, ltc)
       gradcheck(function(a, b, c) return (ltc.scaled_dot_product_attention(a, b, c, false, 0.6)) end, { q, k, v })
       gradcheck(function(a, b, c) return (ltc.scaled_dot_product_attention(a, b, c, true, 0.8)) end, { q, k, v })
     end,
+    scaled_dot_product_attention_packed = function()
+      -- qkv [2, 3, 12]: N 2, L 3, E 4 (two heads of 2), query, key and value side by side
+      local qkv = {}
+      for n = 1, 2 do
+        qkv[n] = {}
+        for l = 1, 3 do
+          qkv[n][l] = {}
+          for e = 1, 12 do qkv[n][l][e] = math.sin(n * 7 + l * 3 + e * 1.3) end
+        end
+      end
+      gradcheck(function(a) return (ltc.scaled_dot_product_attention_packed(a, 2, false, 0.6)) end, { qkv })
+      gradcheck(function(a) return (ltc.scaled_dot_product_attention_packed(a, 2, true, 0.8)) end, { qkv })
+    end,
     ["scaled_dot_product_attention.mask"] = function()
       local q = { { 0.5, -1.2 }, { 2.0, 1.5 }, { 0.3, -0.7 } }
       local k = { { 0.2, 0.7 }, { -1.1, 0.4 }, { 1.3, -0.2 }, { 0.6, 0.9 } }

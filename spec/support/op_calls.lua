@@ -36,6 +36,12 @@ local function valid_tensor(op, a, first)
     if n == "logsumexp" then return ltc.zeros(2) end
     return ltc.ones(2, 3)
   end
+  if op.name:find("^scaled_dot_product_attention_packed") then
+    -- qkv [1, 2, 6] (N 1, L 2, E 2, one head)
+    if n == "qkv" then return ltc.ones(1, 2, 6) end
+    if n == "logsumexp" then return ltc.zeros(1, 1, 2) end
+    return ltc.ones(1, 2, 2)
+  end
   if op.name == "gather" or op.name == "scatter_add" or op.name == "scatter" then
     if n == "index" then return ltc.tensor({ { 1, 2, 1 }, { 2, 1, 2 } }, "int64") end
   end

@@ -1,5 +1,5 @@
-/* shape_attention.c - shape and dtype rules of scaled_dot_product_attention and its backward
- * (declared in shape_inference.h). query [..., L, E], key [..., S, E], value [..., S, Ev]:
+/* shape_attention.c - shape and dtype rules of scaled_dot_product_attention, its packed form
+ * (qkv [N, L, 3E]) and their backward (declared in shape_inference.h). query [..., L, E], key [..., S, E], value [..., S, Ev]:
  * one floating dtype, at least 2 dims, the same leading dims (no broadcasting among them);
  * attn_mask (bool, or query's dtype) broadcasts to [..., L, S]. Messages name the sizes. */
 #include <math.h>
@@ -102,4 +102,42 @@ ltc_status ltc_shape_attention_backward_mask(const ltc_shape *grad_output, const
     ltc_status st = ltc_shape_attention_backward(grad_output, query, key, value, output,
                                                  logsumexp, is_causal, scale, out);
     return st ? st : mask_fits(query, key, attn_mask);
+}
+
+ltc_status ltc_shape_attention_packed(const ltc_shape *qkv, int64_t heads, bool is_causal,
+                                      double scale, ltc_shape *out) {
+    (void)is_causal;
+    char a[128];
+    if (qkv->dtype != LTC_F32 && qkv->dtype != LTC_F64)
+        return ltc_errorf(LTC_ERR_ARG, "qkv must be float32 or float64, got %s",
+                          ltc_dtype_name(qkv->dtype));
+    if (heads < 1) return ltc_errorf(LTC_ERR_ARG, "heads must be >= 1, got %lld", (long long)heads);
+    if (qkv->ndim != 3 || qkv->dims[2] % (3 * heads) != 0)
+        return ltc_errorf(LTC_ERR_ARG, "qkv %s must be [N, L, 3E] with E a multiple of heads %lld",
+                          SHAPE_STR(qkv, a), (long long)heads);
+    if (!isfinite(scale)) return ltc_errorf(LTC_ERR_ARG, "scale must be finite, got %g", scale);
+    int64_t o[3] = {qkv->dims[0], qkv->dims[1], qkv->dims[2] / 3};
+    int64_t l[3] = {qkv->dims[0], heads, qkv->dims[1]};
+    ltc_shape_make(&out[0], qkv->dtype, 3, o);
+    ltc_shape_make(&out[1], qkv->dtype, 3, l);
+    return LTC_OK;
+}
+
+ltc_status ltc_shape_attention_packed_backward(const ltc_shape *grad_output, const ltc_shape *qkv,
+                                               const ltc_shape *output, const ltc_shape *logsumexp,
+                                               int64_t heads, bool is_causal, double scale,
+                                               ltc_shape *out) {
+    ltc_shape fwd[2];
+    ltc_status st = ltc_shape_attention_packed(qkv, heads, is_causal, scale, fwd);
+    if (st) return st;
+    char a[128], b[128];
+    if (!ltc_shape_equal(grad_output, &fwd[0]) || !ltc_shape_equal(output, &fwd[0]))
+        return ltc_errorf(LTC_ERR_ARG, "grad_output %s and output %s must be %s",
+                          SHAPE_STR(grad_output, a), SHAPE_STR(output, b),
+                          SHAPE_STR(&fwd[0], (char[128]){0}));
+    if (!ltc_shape_equal(logsumexp, &fwd[1]))
+        return ltc_errorf(LTC_ERR_ARG, "logsumexp %s must be %s", SHAPE_STR(logsumexp, a),
+                          SHAPE_STR(&fwd[1], b));
+    *out = *qkv;
+    return LTC_OK;
 }

@@ -248,6 +248,15 @@ ltc_status ltc_shape_attention_backward(const ltc_shape *grad_output, const ltc_
                                         const ltc_shape *key, const ltc_shape *value,
                                         const ltc_shape *output, const ltc_shape *logsumexp,
                                         bool is_causal, double scale, ltc_shape *out);
+/* qkv [N, L, 3E] (E a multiple of heads >= 1): out[0] = [N, L, E], out[1] = [N, heads, L]. */
+ltc_status ltc_shape_attention_packed(const ltc_shape *qkv, int64_t heads, bool is_causal,
+                                      double scale, ltc_shape *out);
+/* grad_output and output [N, L, E], logsumexp [N, heads, L] as the forward gives them: out =
+ * qkv's shape. */
+ltc_status ltc_shape_attention_packed_backward(const ltc_shape *grad_output, const ltc_shape *qkv,
+                                               const ltc_shape *output, const ltc_shape *logsumexp,
+                                               int64_t heads, bool is_causal, double scale,
+                                               ltc_shape *out);
 ltc_status ltc_shape_attention_backward_mask(const ltc_shape *grad_output, const ltc_shape *query,
                                              const ltc_shape *key, const ltc_shape *value,
                                              const ltc_shape *output, const ltc_shape *logsumexp,

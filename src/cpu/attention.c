@@ -29,9 +29,18 @@
 #define BR 64
 #define BC 128
 
+/* Where item b's rows are: row r of item b starts at (b / H) * bs + (b % H) * hs + r * ld
+ * elements from its base (contiguous [..., L, E]: H 1, bs L * E, hs 0, ld E). */
+typedef struct {
+    int64_t bs, hs, ld;
+} at_lay;
+
 typedef struct {
     ltc_dtype dt;
-    int64_t B, L, S, E, Ev; /* B: the leading dims flattened */
+    int64_t B, L, S, E, Ev; /* B: the leading dims flattened (batches x heads) */
+    int64_t H;              /* heads per batch entry (1 but for the packed op) */
+    bool gather;            /* strided rows: each item's gathered into scratch first */
+    at_lay lq, lk, lv, lo;  /* query (and its gradient), key, value, output (and its grad) */
     const void *q, *k, *v;
     const void *mask;       /* NULL, or bool / dt entries broadcast to [..., L, S] */
     ltc_dtype mdt;
@@ -47,6 +56,10 @@ typedef struct {
     void *dq, *dk, *dv;                /* backward outputs */
     void **scratch;                    /* one buffer per thread */
 } at_ctx;
+
+static inline int64_t at_off(const at_ctx *c, const at_lay *l, int64_t b) {
+    return b / c->H * l->bs + b % c->H * l->hs;
+}
 
 /* Offset in the mask of batch b's [L, S] slice. */
 static int64_t mask_base(const at_ctx *c, int64_t b) {
@@ -116,6 +129,9 @@ static void setup(at_ctx *c, const ltc_kernel_args *a, int qi, int mi) {
     c->B = 1;
     c->nb = n - 2;
     for (int d = 0; d < n - 2; d++) c->B *= qs->dims[d], c->bdims[d] = qs->dims[d];
+    c->H = 1;
+    c->lq = (at_lay){c->L * c->E, 0, c->E}, c->lk = (at_lay){c->S * c->E, 0, c->E};
+    c->lv = (at_lay){c->S * c->Ev, 0, c->Ev}, c->lo = (at_lay){c->L * c->Ev, 0, c->Ev};
     c->q = a->in[qi], c->k = a->in[qi + 1], c->v = a->in[qi + 2];
     c->causal = a->attrs[0].i != 0;
     c->scale = a->attrs[1].f;
@@ -159,12 +175,10 @@ static void run(int64_t n, ltc_cpu_range_fn fn, at_ctx *c) {
     if (split) ltc_cpu_blas_single(false);
 }
 
-static ltc_status forward(const ltc_kernel_args *a, int mi) {
-    at_ctx c = {0};
-    setup(&c, a, 0, mi);
-    c.out = a->out[0], c.lse = a->out[1];
+static ltc_status run_forward(at_ctx c) {
     if (c.B * c.L == 0) return LTC_OK;
-    if (!scratch_new(&c, BR * BC + 2 * BR + BR * c.Ev)) {
+    int64_t g = c.gather ? c.L * c.E + c.S * (c.E + c.Ev) : 0;
+    if (!scratch_new(&c, BR * BC + 2 * BR + BR * c.Ev + g)) {
         scratch_free(&c);
         return ltc_errorf(LTC_ERR_NOMEM, "scaled_dot_product_attention: out of memory for "
                           "the blocks of scores");
@@ -174,13 +188,10 @@ static ltc_status forward(const ltc_kernel_args *a, int mi) {
     return LTC_OK;
 }
 
-static ltc_status backward(const ltc_kernel_args *a, int mi) {
-    at_ctx c = {0};
-    setup(&c, a, 1, mi);
-    c.go = a->in[0], c.o = a->in[4], c.lse = (void *)a->in[5];
-    c.dq = a->out[0], c.dk = a->out[1], c.dv = a->out[2];
+static ltc_status run_backward(at_ctx c) {
     if (c.B == 0) return LTC_OK;
-    if (!scratch_new(&c, 2 * BR * BC + c.L)) {
+    int64_t g = c.gather ? 2 * (c.L * c.E + c.S * (c.E + c.Ev)) + c.L * c.Ev : 0;
+    if (!scratch_new(&c, 2 * BR * BC + c.L + g)) {
         scratch_free(&c);
         return ltc_errorf(LTC_ERR_NOMEM, "scaled_dot_product_attention_backward: out of memory "
                           "for the blocks of scores");
@@ -188,6 +199,44 @@ static ltc_status backward(const ltc_kernel_args *a, int mi) {
     run(c.B, c.dt == LTC_F32 ? bwd_f32 : bwd_f64, &c);
     scratch_free(&c);
     return LTC_OK;
+}
+
+static ltc_status forward(const ltc_kernel_args *a, int mi) {
+    at_ctx c = {0};
+    setup(&c, a, 0, mi);
+    c.out = a->out[0], c.lse = a->out[1];
+    return run_forward(c);
+}
+
+static ltc_status backward(const ltc_kernel_args *a, int mi) {
+    at_ctx c = {0};
+    setup(&c, a, 1, mi);
+    c.go = a->in[0], c.o = a->in[4], c.lse = (void *)a->in[5];
+    c.dq = a->out[0], c.dk = a->out[1], c.dv = a->out[2];
+    return run_backward(c);
+}
+
+/* The packed layout: qkv [N, L, 3E] (query, key and value side by side, head h at columns h
+ * * D of each, D = E / heads), output [N, L, E] (the heads side by side), logsumexp [N,
+ * heads, L]. Items are (batch entry, head) pairs; *dqkv (the backward's output) gets the
+ * gradients of the three at the same places. */
+static void setup_packed(at_ctx *c, const ltc_shape *qs, const void *qkv, void *dqkv,
+                         int64_t heads, bool causal, double scale) {
+    int64_t N = qs->dims[0], L = qs->dims[1], E = qs->dims[2] / 3, D = E / heads;
+    size_t es = ltc_dtype_size(qs->dtype);
+    c->dt = qs->dtype;
+    c->B = N * heads, c->H = heads;
+    c->L = c->S = L, c->E = c->Ev = D;
+    c->lq = c->lk = c->lv = (at_lay){L * 3 * E, D, 3 * E};
+    c->lo = (at_lay){L * E, D, E};
+    c->q = qkv, c->k = (const char *)qkv + (size_t)E * es, c->v = (const char *)qkv + (size_t)(2 * E) * es;
+    if (dqkv) {
+        c->dq = dqkv, c->dk = (char *)dqkv + (size_t)E * es;
+        c->dv = (char *)dqkv + (size_t)(2 * E) * es;
+    }
+    c->causal = c->const_masked = causal;
+    c->scale = scale;
+    c->gather = heads > 1;
 }
 
 /* scaled_dot_product_attention(query, key, value, is_causal, scale) -> (output, logsumexp) */
@@ -209,4 +258,23 @@ ltc_status ltc_cpu_kernel_scaled_dot_product_attention_backward(const ltc_kernel
 /* scaled_dot_product_attention_backward.mask(..., attn_mask) */
 ltc_status ltc_cpu_kernel_scaled_dot_product_attention_backward_mask(const ltc_kernel_args *a) {
     return backward(a, 6);
+}
+
+/* scaled_dot_product_attention_packed(qkv, heads, is_causal, scale) -> (output, logsumexp) */
+ltc_status ltc_cpu_kernel_scaled_dot_product_attention_packed(const ltc_kernel_args *a) {
+    at_ctx c = {0};
+    setup_packed(&c, &a->in_shapes[0], a->in[0], NULL, a->attrs[0].i, a->attrs[1].i != 0,
+                 a->attrs[2].f);
+    c.out = a->out[0], c.lse = a->out[1];
+    return run_forward(c);
+}
+
+/* scaled_dot_product_attention_packed_backward(grad_output, qkv, output, logsumexp, heads,
+ * is_causal, scale) -> grad_qkv */
+ltc_status ltc_cpu_kernel_scaled_dot_product_attention_packed_backward(const ltc_kernel_args *a) {
+    at_ctx c = {0};
+    setup_packed(&c, &a->in_shapes[1], a->in[1], a->out[0], a->attrs[0].i, a->attrs[1].i != 0,
+                 a->attrs[2].f);
+    c.go = a->in[0], c.o = a->in[2], c.lse = (void *)a->in[3];
+    return run_backward(c);
 }

@@ -4,13 +4,18 @@
  * its own: attention.c holds the context struct, the mask look-up and the kernels.
  */
 
-/* Scores block s[br, bc] = scale * Q[i0.., :] . K[j0.., :]^T, masked: -inf where causal
- * hides key j from query i or a bool mask is false, plus a float mask's value. */
+/* Rows [r0, r1) of n elements from src (row stride ld) to dst (row stride n). */
+static void FN(gather)(T *dst, const T *src, int64_t r0, int64_t r1, int64_t n, int64_t ld) {
+    for (int64_t r = r0; r < r1; r++) memcpy(dst + r * n, src + r * ld, (size_t)n * sizeof(T));
+}
+
+/* Scores block s[br, bc] = scale * Q[i0.., :] . K[j0.., :]^T (Q and K item b's rows, with row
+ * strides ldq and ldk), masked: -inf where causal hides key j from query i or a bool mask is
+ * false, plus a float mask's value. */
 static void FN(scores)(const at_ctx *c, int64_t b, int64_t i0, int64_t br, int64_t j0,
-                         int64_t bc, T *s) {
-    const T *Q = (const T *)c->q + (b * c->L + i0) * c->E;
-    const T *K = (const T *)c->k + (b * c->S + j0) * c->E;
-    mm(c->dt, false, true, br, bc, c->E, c->scale, Q, c->E, K, c->E, 0.0, s, bc);
+                       int64_t bc, T *s, const T *Q, int64_t ldq, const T *K, int64_t ldk) {
+    mm(c->dt, false, true, br, bc, c->E, c->scale, Q + i0 * ldq, ldq, K + j0 * ldk, ldk, 0.0, s,
+       bc);
     if (c->mask) {
         int64_t base = mask_base(c, b);
         for (int64_t r = 0; r < br; r++) {
@@ -39,19 +44,31 @@ static void FN(scores)(const at_ctx *c, int64_t b, int64_t i0, int64_t br, int64
 }
 
 /* Forward over items [lo, hi) = (batch, block of BR queries): the online softmax. Scratch
- * (from c->scratch, per thread): scores BR x BC, then m, l [BR] and the accumulator BR x Ev. */
+ * (from c->scratch, per thread): scores BR x BC, then m, l [BR] and the accumulator BR x Ev;
+ * with c->gather, the item's Q [L, E], K [S, E] and V [S, Ev] rows gathered from their
+ * strided places (so that the gemms read contiguous blocks). */
 LTC_EW_CLONES static void FN(fwd)(void *p, int64_t lo, int64_t hi, int tid) {
     const at_ctx *c = p;
-    int64_t Ev = c->Ev, qb = (c->L + BR - 1) / BR;
+    int64_t Ev = c->Ev, E = c->E, qb = (c->L + BR - 1) / BR;
     T *s = (T *)c->scratch[tid], *m = s + BR * BC, *l = m + BR, *acc = l + BR;
+    T *gq = acc + BR * Ev, *gk = gq + c->L * E, *gv = gk + c->S * E;
     for (int64_t it = lo; it < hi; it++) {
         int64_t b = it / qb, i0 = it % qb * BR, br = c->L - i0 < BR ? c->L - i0 : BR;
         for (int64_t r = 0; r < br; r++) m[r] = -INFINITY, l[r] = 0;
         memset(acc, 0, (size_t)(br * Ev) * sizeof(T));
         int64_t end = key_end(c, i0, br);
+        const T *Q = (const T *)c->q + at_off(c, &c->lq, b), *K = (const T *)c->k + at_off(c, &c->lk, b);
+        const T *V = (const T *)c->v + at_off(c, &c->lv, b);
+        int64_t ldq = c->lq.ld, ldk = c->lk.ld, ldv = c->lv.ld;
+        if (c->gather) {
+            FN(gather)(gq, Q, i0, i0 + br, E, ldq);
+            FN(gather)(gk, K, 0, end, E, ldk);
+            FN(gather)(gv, V, 0, end, Ev, ldv);
+            Q = gq, K = gk, V = gv, ldq = ldk = E, ldv = Ev;
+        }
         for (int64_t j0 = 0; j0 < end; j0 += BC) {
             int64_t bc = end - j0 < BC ? end - j0 : BC;
-            FN(scores)(c, b, i0, br, j0, bc, s);
+            FN(scores)(c, b, i0, br, j0, bc, s, Q, ldq, K, ldk);
             for (int64_t r = 0; r < br; r++) {
                 T *row = s + r * bc, mx = -INFINITY;
 #pragma omp simd reduction(max : mx)
@@ -79,15 +96,15 @@ LTC_EW_CLONES static void FN(fwd)(void *p, int64_t lo, int64_t hi, int tid) {
                 l[r] = l[r] * alpha + sum;
                 m[r] = mn;
             }
-            const T *V = (const T *)c->v + (b * c->S + j0) * Ev;
-            mm(c->dt, false, false, br, Ev, bc, 1.0, s, bc, V, Ev, 1.0, acc, Ev);
+            mm(c->dt, false, false, br, Ev, bc, 1.0, s, bc, V + j0 * ldv, ldv, 1.0, acc, Ev);
         }
-        T *out = (T *)c->out + (b * c->L + i0) * Ev, *lse = (T *)c->lse + b * c->L + i0;
+        int64_t ldo = c->lo.ld;
+        T *out = (T *)c->out + at_off(c, &c->lo, b) + i0 * ldo, *lse = (T *)c->lse + b * c->L + i0;
         for (int64_t r = 0; r < br; r++) {
             /* no key took part: 0 / 0 (NaN), as PyTorch's softmax of a row of -inf; no key
              * at all (S == 0): zeros, as its matmul over an empty dim */
             T inv = c->S == 0 ? 0 : l[r] > 0 ? 1 / l[r] : NAN;
-            LTC_SIMD for (int64_t e = 0; e < Ev; e++) out[r * Ev + e] = acc[r * Ev + e] * inv;
+            LTC_SIMD for (int64_t e = 0; e < Ev; e++) out[r * ldo + e] = acc[r * Ev + e] * inv;
             lse[r] = l[r] > 0 ? m[r] + (T)log(l[r]) : -INFINITY;
         }
     }
@@ -95,33 +112,48 @@ LTC_EW_CLONES static void FN(fwd)(void *p, int64_t lo, int64_t hi, int tid) {
 
 /* Backward over items [lo, hi) = batches: for each block of keys, each block of queries
  * that sees it: P recomputed from logsumexp, then dV, dP, dS, dQ and dK by gemm. Scratch:
- * P and dP (BR x BC each), then D = rowsum(dO * O) [L]. */
+ * P and dP (BR x BC each), then D = rowsum(dO * O) [L]; with c->gather, the item's Q, K, V
+ * and dO gathered from their strided places and dQ, dK, dV accumulated contiguous, then
+ * written to theirs. */
 LTC_EW_CLONES static void FN(bwd)(void *p, int64_t lo, int64_t hi, int tid) {
     const at_ctx *c = p;
     int64_t L = c->L, S = c->S, E = c->E, Ev = c->Ev;
     T *P = (T *)c->scratch[tid], *dP = P + BR * BC, *D = dP + BR * BC;
+    T *gq = D + L, *gk = gq + L * E, *gv = gk + S * E, *go = gv + S * Ev;
+    T *gdq = go + L * Ev, *gdk = gdq + L * E, *gdv = gdk + S * E;
     for (int64_t b = lo; b < hi; b++) {
-        const T *Q = (const T *)c->q + b * L * E, *K = (const T *)c->k + b * S * E;
-        const T *V = (const T *)c->v + b * S * Ev, *dO = (const T *)c->go + b * L * Ev;
-        const T *O = (const T *)c->o + b * L * Ev, *lse = (const T *)c->lse + b * L;
-        T *dQ = (T *)c->dq + b * L * E, *dK = (T *)c->dk + b * S * E, *dV = (T *)c->dv + b * S * Ev;
-        memset(dQ, 0, (size_t)(L * E) * sizeof(T));
-        memset(dK, 0, (size_t)(S * E) * sizeof(T));
-        memset(dV, 0, (size_t)(S * Ev) * sizeof(T));
+        int64_t oq = at_off(c, &c->lq, b), ok = at_off(c, &c->lk, b), ov = at_off(c, &c->lv, b);
+        int64_t oo = at_off(c, &c->lo, b);
+        int64_t ldq = c->lq.ld, ldk = c->lk.ld, ldv = c->lv.ld, ldo = c->lo.ld;
+        const T *Q = (const T *)c->q + oq, *K = (const T *)c->k + ok, *V = (const T *)c->v + ov;
+        const T *dO = (const T *)c->go + oo, *O = (const T *)c->o + oo;
+        const T *lse = (const T *)c->lse + b * L;
+        T *dQ = (T *)c->dq + oq, *dK = (T *)c->dk + ok, *dV = (T *)c->dv + ov;
         for (int64_t i = 0; i < L; i++) {
             T d = 0;
 #pragma omp simd reduction(+ : d)
             for (int64_t e = 0; e < Ev; e++)
-                d += dO[i * Ev + e] * O[i * Ev + e];
+                d += dO[i * ldo + e] * O[i * ldo + e];
             D[i] = d;
         }
+        if (c->gather) {
+            FN(gather)(gq, Q, 0, L, E, ldq);
+            FN(gather)(gk, K, 0, S, E, ldk);
+            FN(gather)(gv, V, 0, S, Ev, ldv);
+            FN(gather)(go, dO, 0, L, Ev, ldo);
+            Q = gq, K = gk, V = gv, dO = go, dQ = gdq, dK = gdk, dV = gdv;
+            ldq = ldk = E, ldv = ldo = Ev;
+        }
+        for (int64_t i = 0; i < L; i++) memset(dQ + i * ldq, 0, (size_t)E * sizeof(T));
+        for (int64_t j = 0; j < S; j++) memset(dK + j * ldk, 0, (size_t)E * sizeof(T));
+        for (int64_t j = 0; j < S; j++) memset(dV + j * ldv, 0, (size_t)Ev * sizeof(T));
         for (int64_t j0 = 0; j0 < S; j0 += BC) {
             int64_t bc = S - j0 < BC ? S - j0 : BC;
             /* causal: query i sees key j when j <= i, so blocks with i0 + br <= j0 see none */
             int64_t first = c->causal ? j0 / BR * BR : 0;
             for (int64_t i0 = first; i0 < L; i0 += BR) {
                 int64_t br = L - i0 < BR ? L - i0 : BR;
-                FN(scores)(c, b, i0, br, j0, bc, P);
+                FN(scores)(c, b, i0, br, j0, bc, P, Q, ldq, K, ldk);
                 for (int64_t r = 0; r < br; r++) {
                     T *row = P + r * bc, z = lse[i0 + r];
                     LTC_SIMD for (int64_t j = 0; j < bc; j++) {
@@ -130,10 +162,10 @@ LTC_EW_CLONES static void FN(bwd)(void *p, int64_t lo, int64_t hi, int tid) {
                     }
                     LTC_SIMD for (int64_t j = 0; j < bc; j++) row[j] = EXP(row[j]);
                 }
-                mm(c->dt, true, false, bc, Ev, br, 1.0, P, bc, dO + i0 * Ev, Ev, 1.0,
-                             dV + j0 * Ev, Ev);
-                mm(c->dt, false, true, br, bc, Ev, 1.0, dO + i0 * Ev, Ev, V + j0 * Ev,
-                             Ev, 0.0, dP, bc);
+                mm(c->dt, true, false, bc, Ev, br, 1.0, P, bc, dO + i0 * ldo, ldo, 1.0,
+                   dV + j0 * ldv, ldv);
+                mm(c->dt, false, true, br, bc, Ev, 1.0, dO + i0 * ldo, ldo, V + j0 * ldv, ldv,
+                   0.0, dP, bc);
                 for (int64_t r = 0; r < br; r++) {
                     T *pr = P + r * bc, *dr = dP + r * bc, d = D[i0 + r];
                     if (lse[i0 + r] == -INFINITY && c->const_masked) {
@@ -144,10 +176,18 @@ LTC_EW_CLONES static void FN(bwd)(void *p, int64_t lo, int64_t hi, int tid) {
                     }
                     LTC_SIMD for (int64_t j = 0; j < bc; j++) pr[j] = pr[j] * (dr[j] - d);
                 }
-                mm(c->dt, false, false, br, E, bc, c->scale, P, bc, K + j0 * E, E, 1.0,
-                             dQ + i0 * E, E);
-                mm(c->dt, true, false, bc, E, br, c->scale, P, bc, Q + i0 * E, E, 1.0,
-                             dK + j0 * E, E);
+                mm(c->dt, false, false, br, E, bc, c->scale, P, bc, K + j0 * ldk, ldk, 1.0,
+                   dQ + i0 * ldq, ldq);
+                mm(c->dt, true, false, bc, E, br, c->scale, P, bc, Q + i0 * ldq, ldq, 1.0,
+                   dK + j0 * ldk, ldk);
+            }
+        }
+        if (c->gather) {
+            for (int64_t i = 0; i < L; i++)
+                memcpy((T *)c->dq + oq + i * c->lq.ld, gdq + i * E, (size_t)E * sizeof(T));
+            for (int64_t j = 0; j < S; j++) {
+                memcpy((T *)c->dk + ok + j * c->lk.ld, gdk + j * E, (size_t)E * sizeof(T));
+                memcpy((T *)c->dv + ov + j * c->lv.ld, gdv + j * Ev, (size_t)Ev * sizeof(T));
             }
         }
     }

@@ -8,15 +8,26 @@
 
 #include "ref.h"
 
+/* Element e of row r of item b at base + (b / H) * bs + (b % H) * hs + r * ld + e. */
+typedef struct {
+    int64_t base, bs, hs, ld;
+} lay;
+
 typedef struct {
     ltc_dtype dt;
-    int64_t B, L, S, E, Ev;
+    int64_t B, L, S, E, Ev, H;
+    lay lq, lk, lv, lo; /* query, key, value (and their gradients), output (and its grad) */
     const void *q, *k, *v, *mask;
+    void *dq, *dk, *dv;
     const ltc_shape *ms;
     ltc_shape scores; /* [..., L, S] */
     bool causal;
     double scale;
 } ref_at;
+
+static int64_t ix(const ref_at *c, const lay *l, int64_t b, int64_t r) {
+    return l->base + b / c->H * l->bs + b % c->H * l->hs + r * l->ld;
+}
 
 static void setup(ref_at *c, const ltc_kernel_args *a, int qi, int mi) {
     const ltc_shape *qs = &a->in_shapes[qi];
@@ -26,6 +37,9 @@ static void setup(ref_at *c, const ltc_kernel_args *a, int qi, int mi) {
     c->S = a->in_shapes[qi + 1].dims[n - 2], c->Ev = a->in_shapes[qi + 2].dims[n - 1];
     c->B = 1;
     for (int d = 0; d < n - 2; d++) c->B *= qs->dims[d];
+    c->H = 1;
+    c->lq = (lay){0, c->L * c->E, 0, c->E}, c->lk = (lay){0, c->S * c->E, 0, c->E};
+    c->lv = (lay){0, c->S * c->Ev, 0, c->Ev}, c->lo = (lay){0, c->L * c->Ev, 0, c->Ev};
     c->q = a->in[qi], c->k = a->in[qi + 1], c->v = a->in[qi + 2];
     c->mask = mi >= 0 ? a->in[mi] : NULL;
     c->ms = mi >= 0 ? &a->in_shapes[mi] : NULL;
@@ -42,8 +56,8 @@ static void probs(const ref_at *c, int64_t b, double *P, double *lse) {
         for (int64_t j = 0; j < c->S; j++) {
             double s = 0;
             for (int64_t e = 0; e < c->E; e++)
-                s += ltc_ref_get(c->q, c->dt, (b * c->L + i) * c->E + e) *
-                     ltc_ref_get(c->k, c->dt, (b * c->S + j) * c->E + e);
+                s += ltc_ref_get(c->q, c->dt, ix(c, &c->lq, b, i) + e) *
+                     ltc_ref_get(c->k, c->dt, ix(c, &c->lk, b, j) + e);
             s *= c->scale;
             if (c->causal && j > i) s = -INFINITY;
             if (c->mask) {
@@ -64,9 +78,7 @@ static void probs(const ref_at *c, int64_t b, double *P, double *lse) {
     }
 }
 
-static ltc_status forward(const ltc_kernel_args *a, int mi) {
-    ref_at c;
-    setup(&c, a, 0, mi);
+static ltc_status run_forward(ref_at c, void *out, void *out_lse) {
     double *P = malloc((size_t)(c.L * c.S + c.L + 1) * sizeof(double)), *lse = P + c.L * c.S;
     if (!P) return ltc_errorf(LTC_ERR_NOMEM, "scaled_dot_product_attention: out of memory");
     for (int64_t b = 0; b < c.B; b++) {
@@ -75,10 +87,10 @@ static ltc_status forward(const ltc_kernel_args *a, int mi) {
             for (int64_t e = 0; e < c.Ev; e++) {
                 double s = 0;
                 for (int64_t j = 0; j < c.S; j++)
-                    s += P[i * c.S + j] * ltc_ref_get(c.v, c.dt, (b * c.S + j) * c.Ev + e);
-                ltc_ref_set(a->out[0], c.dt, (b * c.L + i) * c.Ev + e, s);
+                    s += P[i * c.S + j] * ltc_ref_get(c.v, c.dt, ix(&c, &c.lv, b, j) + e);
+                ltc_ref_set(out, c.dt, ix(&c, &c.lo, b, i) + e, s);
             }
-            ltc_ref_set(a->out[1], c.dt, b * c.L + i, lse[i]);
+            ltc_ref_set(out_lse, c.dt, b * c.L + i, lse[i]);
         }
     }
     free(P);
@@ -87,10 +99,7 @@ static ltc_status forward(const ltc_kernel_args *a, int mi) {
 
 /* dV = P^T dO, dP = dO V^T, dS = P * (dP - rowsum(P * dP)), dQ = scale dS K,
  * dK = scale dS^T Q: P recomputed from the inputs (output and logsumexp are not read). */
-static ltc_status backward(const ltc_kernel_args *a, int mi) {
-    ref_at c;
-    setup(&c, a, 1, mi);
-    const void *go = a->in[0];
+static ltc_status run_backward(ref_at c, const void *go) {
     size_t n = (size_t)(2 * c.L * c.S + c.L + 1);
     double *P = malloc(n * sizeof(double)), *dS = P + c.L * c.S, *lse = dS + c.L * c.S;
     if (!P) return ltc_errorf(LTC_ERR_NOMEM, "scaled_dot_product_attention_backward: out of memory");
@@ -101,8 +110,8 @@ static ltc_status backward(const ltc_kernel_args *a, int mi) {
             for (int64_t j = 0; j < c.S; j++) {
                 double dp = 0;
                 for (int64_t e = 0; e < c.Ev; e++)
-                    dp += ltc_ref_get(go, c.dt, (b * c.L + i) * c.Ev + e) *
-                          ltc_ref_get(c.v, c.dt, (b * c.S + j) * c.Ev + e);
+                    dp += ltc_ref_get(go, c.dt, ix(&c, &c.lo, b, i) + e) *
+                          ltc_ref_get(c.v, c.dt, ix(&c, &c.lv, b, j) + e);
                 dS[i * c.S + j] = dp;
                 rs += P[i * c.S + j] * dp;
             }
@@ -116,26 +125,69 @@ static ltc_status backward(const ltc_kernel_args *a, int mi) {
             for (int64_t e = 0; e < c.E; e++) {
                 double s = 0;
                 for (int64_t j = 0; j < c.S; j++)
-                    s += dS[i * c.S + j] * ltc_ref_get(c.k, c.dt, (b * c.S + j) * c.E + e);
-                ltc_ref_set(a->out[0], c.dt, (b * c.L + i) * c.E + e, c.scale * s);
+                    s += dS[i * c.S + j] * ltc_ref_get(c.k, c.dt, ix(&c, &c.lk, b, j) + e);
+                ltc_ref_set(c.dq, c.dt, ix(&c, &c.lq, b, i) + e, c.scale * s);
             }
         for (int64_t j = 0; j < c.S; j++) {
             for (int64_t e = 0; e < c.E; e++) {
                 double s = 0;
                 for (int64_t i = 0; i < c.L; i++)
-                    s += dS[i * c.S + j] * ltc_ref_get(c.q, c.dt, (b * c.L + i) * c.E + e);
-                ltc_ref_set(a->out[1], c.dt, (b * c.S + j) * c.E + e, c.scale * s);
+                    s += dS[i * c.S + j] * ltc_ref_get(c.q, c.dt, ix(&c, &c.lq, b, i) + e);
+                ltc_ref_set(c.dk, c.dt, ix(&c, &c.lk, b, j) + e, c.scale * s);
             }
             for (int64_t e = 0; e < c.Ev; e++) {
                 double s = 0;
                 for (int64_t i = 0; i < c.L; i++)
-                    s += P[i * c.S + j] * ltc_ref_get(go, c.dt, (b * c.L + i) * c.Ev + e);
-                ltc_ref_set(a->out[2], c.dt, (b * c.S + j) * c.Ev + e, s);
+                    s += P[i * c.S + j] * ltc_ref_get(go, c.dt, ix(&c, &c.lo, b, i) + e);
+                ltc_ref_set(c.dv, c.dt, ix(&c, &c.lv, b, j) + e, s);
             }
         }
     }
     free(P);
     return LTC_OK;
+}
+
+static ltc_status forward(const ltc_kernel_args *a, int mi) {
+    ref_at c;
+    setup(&c, a, 0, mi);
+    return run_forward(c, a->out[0], a->out[1]);
+}
+
+static ltc_status backward(const ltc_kernel_args *a, int mi) {
+    ref_at c;
+    setup(&c, a, 1, mi);
+    c.dq = a->out[0], c.dk = a->out[1], c.dv = a->out[2];
+    return run_backward(c, a->in[0]);
+}
+
+/* The packed layout (src/cpu/attention.c's setup_packed): qkv [N, L, 3E], items (batch entry,
+ * head), head h of the query at columns h * D of the first E, of the key of the second, of
+ * the value of the third; output [N, L, E]. */
+static void setup_packed(ref_at *c, const ltc_shape *qs, const void *qkv, int64_t heads,
+                         bool causal, double scale) {
+    int64_t N = qs->dims[0], L = qs->dims[1], E = qs->dims[2] / 3, D = E / heads;
+    *c = (ref_at){.dt = qs->dtype, .B = N * heads, .L = L, .S = L, .E = D, .Ev = D, .H = heads,
+                  .q = qkv, .k = qkv, .v = qkv, .causal = causal, .scale = scale};
+    c->lq = (lay){0, L * 3 * E, D, 3 * E};
+    c->lk = (lay){E, L * 3 * E, D, 3 * E};
+    c->lv = (lay){2 * E, L * 3 * E, D, 3 * E};
+    c->lo = (lay){0, L * E, D, E};
+}
+
+/* scaled_dot_product_attention_packed(qkv, heads, is_causal, scale) */
+ltc_status ltc_ref_kernel_scaled_dot_product_attention_packed(const ltc_kernel_args *a) {
+    ref_at c;
+    setup_packed(&c, &a->in_shapes[0], a->in[0], a->attrs[0].i, a->attrs[1].i != 0, a->attrs[2].f);
+    return run_forward(c, a->out[0], a->out[1]);
+}
+
+/* scaled_dot_product_attention_packed_backward(grad_output, qkv, output, logsumexp, heads,
+ * is_causal, scale) */
+ltc_status ltc_ref_kernel_scaled_dot_product_attention_packed_backward(const ltc_kernel_args *a) {
+    ref_at c;
+    setup_packed(&c, &a->in_shapes[1], a->in[1], a->attrs[0].i, a->attrs[1].i != 0, a->attrs[2].f);
+    c.dq = c.dk = c.dv = a->out[0];
+    return run_backward(c, a->in[0]);
 }
 
 /* scaled_dot_product_attention(query, key, value, is_causal, scale) */

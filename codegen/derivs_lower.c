@@ -370,6 +370,7 @@ static const struct helper {
     {"log_softmax_backward", "TTI", 'T'},
     {"matmul_backward", "TTTI", 'T'},
     {"linear_weight_backward", "TT", 'T'},
+    {"linear_backward", "TTTI", 'M'},
     {"conv2d_bias_backward", "T", 'T'},
     {"cat_backward", "TSI", 'S'},
     {"stack_backward", "TSI", 'S'},

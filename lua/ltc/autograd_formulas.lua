@@ -123,6 +123,19 @@ function F.linear_weight_backward(grad, self)
   return grad:reshape({ rows, out }):t():matmul(self:reshape({ rows, inp }))
 end
 
+--- Gradients of linear: which = 0, 1, 2 for self, weight, bias. Outside grad mode, from one
+-- linear_backward (the C twin computes them once per backward; this one, run per input,
+-- three times); under it (create_graph), over matmul (and grad for the bias, summed by the
+-- engine).
+function F.linear_backward(grad, self, weight, which)
+  if not core._ag.is_grad_enabled() then
+    return (select(which + 1, core.linear_backward(grad, self, weight)))
+  end
+  if which == 0 then return grad:matmul(weight) end
+  if which == 1 then return F.linear_weight_backward(grad, self) end
+  return grad
+end
+
 --- F.trunc(t): t rounded toward zero (for fmod's gradient).
 function F.trunc(t) return core.where(t:ge(0), t:floor(), t:ceil()) end
 

@@ -150,6 +150,11 @@ ltc_status ltc_grad_matmul_backward(ltc_tensor *grad, ltc_tensor *self, ltc_tens
                                     int64_t which, ltc_tensor **out);
 /* linear's weight: grad^T . self with the leading dims flattened ([out, in]). */
 ltc_status ltc_grad_linear_weight_backward(ltc_tensor *grad, ltc_tensor *self, ltc_tensor **out);
+/* linear (and linear.nobias): outs[0..3) = the gradients of self, weight and bias. Outside
+ * grad mode, from one linear_backward node; under it (create_graph), grad . weight,
+ * linear_weight_backward and grad (summed by the engine), differentiable again. */
+ltc_status ltc_grad_linear_backward(ltc_tensor *grad, ltc_tensor *self, ltc_tensor *weight,
+                                    ltc_tensor **outs);
 /* conv2d's bias: grad summed over every dim but the channel dim (the third from the end). */
 ltc_status ltc_grad_conv2d_bias_backward(ltc_tensor *grad, ltc_tensor **out);
 /* cat(tensors[0..n), dim): outs[j] = the slice of grad along dim that came from tensors[j];

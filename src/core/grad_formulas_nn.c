@@ -95,6 +95,20 @@ done:
     return st;
 }
 
+ltc_status ltc_grad_linear_backward(ltc_tensor *grad, ltc_tensor *self, ltc_tensor *weight,
+                                    ltc_tensor **outs) {
+    if (!ltc_grad_enabled()) return ltc_linear_backward(grad, self, weight, outs);
+    ltc_status st = ltc_matmul(grad, weight, &outs[0]);
+    if (!st) st = ltc_grad_linear_weight_backward(grad, self, &outs[1]);
+    if (!st) outs[2] = ltc_tensor_retain(grad);
+    if (st)
+        for (int i = 0; i < 3; i++) {
+            ltc_tensor_release(outs[i]);
+            outs[i] = NULL;
+        }
+    return st;
+}
+
 ltc_status ltc_grad_conv2d_bias_backward(ltc_tensor *grad, ltc_tensor **out) {
     int nd = shape_of(grad)->ndim;
     ltc_tensor *g = ltc_tensor_retain(grad), *next = NULL;

@@ -115,6 +115,10 @@ ltc_status ltc_shape_triangle(const ltc_shape *self, int64_t diagonal, ltc_shape
 ltc_status ltc_shape_linear(const ltc_shape *self, const ltc_shape *weight, const ltc_shape *bias,
                             ltc_shape *out);
 ltc_status ltc_shape_linear_nobias(const ltc_shape *self, const ltc_shape *weight, ltc_shape *out);
+/* grad_output [..., out] (self's leading dims, weight's out): out[0] = self's shape, out[1]
+ * = weight's, out[2] = [out]. */
+ltc_status ltc_shape_linear_backward(const ltc_shape *grad_output, const ltc_shape *self,
+                                     const ltc_shape *weight, ltc_shape *out);
 ltc_status ltc_shape_addmm(const ltc_shape *self, const ltc_shape *mat1, const ltc_shape *mat2,
                            double beta, double alpha, ltc_shape *out);
 

@@ -74,6 +74,22 @@ ltc_status ltc_shape_linear(const ltc_shape *self, const ltc_shape *weight, cons
     return LTC_OK;
 }
 
+ltc_status ltc_shape_linear_backward(const ltc_shape *grad_output, const ltc_shape *self,
+                                     const ltc_shape *weight, ltc_shape *out) {
+    ltc_shape y;
+    ltc_status st = ltc_shape_linear_nobias(self, weight, &y);
+    if (st) return st;
+    if (!ltc_shape_equal(grad_output, &y)) {
+        char a[128], b[128];
+        return ltc_errorf(LTC_ERR_ARG, "grad_output %s %s must be the output's size and dtype, %s "
+                          "%s", ltc_dtype_name(grad_output->dtype), SHAPE_STR(grad_output, a),
+                          ltc_dtype_name(y.dtype), SHAPE_STR(&y, b));
+    }
+    out[0] = *self, out[1] = *weight;
+    ltc_shape_make(&out[2], weight->dtype, 1, weight->dims);
+    return LTC_OK;
+}
+
 ltc_status ltc_shape_addmm(const ltc_shape *self, const ltc_shape *mat1, const ltc_shape *mat2,
                            double beta, double alpha, ltc_shape *out) {
     (void)beta, (void)alpha;

@@ -802,7 +802,8 @@ bool ocl_op_lowered(int op) {
     case LTC_OP_RANDINT: case LTC_OP_BERNOULLI: case LTC_OP_BERNOULLI_P: case LTC_OP_DROPOUT:
     case LTC_OP_NORM:
     /* lower_more.c's */
-    case LTC_OP_LAYER_NORM: case LTC_OP_LAYER_NORM_BACKWARD: case LTC_OP_BATCH_NORM:
+    case LTC_OP_LAYER_NORM: case LTC_OP_LAYER_NORM_BACKWARD: case LTC_OP_LINEAR_BACKWARD:
+    case LTC_OP_BATCH_NORM:
     case LTC_OP_NLL_LOSS:
     case LTC_OP_NLL_LOSS_BACKWARD: case LTC_OP_GATHER: case LTC_OP_SCATTER: case LTC_OP_TRIL:
     case LTC_OP_TRIU: case LTC_OP_AVG_POOL2D: case LTC_OP_AVG_POOL2D_BACKWARD:

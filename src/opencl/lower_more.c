@@ -105,6 +105,25 @@ static ltc_status lower_layer_norm_backward(lw *w, const ltc_node *n, int out) {
     return LTC_OK;
 }
 
+/* linear_backward: two CLBlast GEMMs (grad_output . weight; grad_output^T . self over the
+ * rows of the leading dims) and the bias's column sums (the reduction kernel over [1, rows,
+ * out]). */
+static ltc_status lower_linear_backward(lw *w, const ltc_node *n, int out) {
+    const ltc_shape *ws = opshape(n, 2);
+    int64_t o = ws->dims[0], in = ws->dims[1], rows = o ? ltc_shape_numel(opshape(n, 0)) / o : 0;
+    ltc_status st;
+    int g = lw_opslot(w, n, 0);
+    if ((st = lw_gemm_step(w, n->op, out, g, lw_opslot(w, n, 2), false, false, rows, in, o,
+                           ws->dtype)) ||
+        (st = lw_gemm_step(w, n->op, out + 1, g, lw_opslot(w, n, 1), true, false, o, in, rows,
+                           ws->dtype)))
+        return st;
+    ocl_sb b = {0};
+    ocl_k_reduce(&b, KNAME, 's', ws->dtype, ws->dtype, ocl.info.fp64);
+    if (!lw_line_step(w, &b, n, out + 2, 1, (size_t)o, 1, rows, o)) return lw_nomem();
+    return LTC_OK;
+}
+
 static ltc_status lower_batch_norm(lw *w, const ltc_node *n, int out) {
     const ltc_shape *xs = opshape(n, 0);
     int64_t outer, c, inner;
@@ -462,6 +481,12 @@ bool ocl_more_lowers(const ltc_node *n) {
         return n->n_attrs >= 2 && n->n_operands == 3 && is_float(s0->dtype) &&
                opshape(n, 1)->dtype == s0->dtype && opshape(n, 2)->dtype == s0->dtype &&
                ltc_shape_numel(opshape(n, 2)) == ltc_shape_numel(opshape(n, 1));
+    case LTC_OP_LINEAR_BACKWARD: {
+        const ltc_shape *xs = opshape(n, 1), *ws = opshape(n, 2);
+        return n->n_operands == 3 && n->n_outputs == 3 && is_float(ws->dtype) &&
+               s0->dtype == ws->dtype && xs->dtype == ws->dtype && ws->ndim == 2 &&
+               ltc_shape_numel(s0) > 0 && ltc_shape_numel(xs) > 0 && ws->dims[1] > 0;
+    }
     case LTC_OP_LAYER_NORM_BACKWARD: {
         const ltc_shape *xs = opshape(n, 1), *ws = opshape(n, 2);
         return n->n_attrs >= 2 && n->n_operands == 3 && n->n_outputs == 3 &&
@@ -552,6 +577,7 @@ ltc_status ocl_lower_more(lw *w, const ltc_node *n, int out, bool *done) {
     switch (n->op) {
     case LTC_OP_LAYER_NORM: return lower_layer_norm(w, n, out);
     case LTC_OP_LAYER_NORM_BACKWARD: return lower_layer_norm_backward(w, n, out);
+    case LTC_OP_LINEAR_BACKWARD: return lower_linear_backward(w, n, out);
     case LTC_OP_BATCH_NORM: return lower_batch_norm(w, n, out);
     case LTC_OP_NLL_LOSS:
     case LTC_OP_NLL_LOSS_BACKWARD: return lower_nll(w, n, out);

@@ -1,6 +1,6 @@
 /* loss.c - reference kernels of the losses and linear layers: nll_loss, cross_entropy and
  * their backward ops (written from the definitions: log_softmax through log(sum(exp)) with
- * the max subtracted), linear and addmm (triple loops). Labels are 1-based. */
+ * the max subtracted), linear, its backward and addmm (triple loops). Labels are 1-based. */
 #include <math.h>
 
 #include "ref.h"
@@ -92,6 +92,34 @@ static ltc_status linear(const ltc_kernel_args *a, bool bias) {
 
 ltc_status ltc_ref_kernel_linear(const ltc_kernel_args *a) { return linear(a, true); }
 ltc_status ltc_ref_kernel_linear_nobias(const ltc_kernel_args *a) { return linear(a, false); }
+
+/* linear_backward(grad_output [..., out], self [..., in], weight [out, in]): over the rows r
+ * of the leading dims, dX[r, p] = sum_o g[r, o] w[o, p], dW[o, p] = sum_r g[r, o] x[r, p],
+ * db[o] = sum_r g[r, o]; in double. */
+ltc_status ltc_ref_kernel_linear_backward(const ltc_kernel_args *a) {
+    const ltc_shape *w = &a->in_shapes[2];
+    ltc_dtype dt = w->dtype;
+    int64_t n = w->dims[0], k = w->dims[1], m = n ? ltc_shape_numel(&a->in_shapes[0]) / n : 0;
+    for (int64_t r = 0; r < m; r++)
+        for (int64_t p = 0; p < k; p++) {
+            double s = 0;
+            for (int64_t o = 0; o < n; o++)
+                s += ltc_ref_get(a->in[0], dt, r * n + o) * ltc_ref_get(a->in[2], dt, o * k + p);
+            ltc_ref_set(a->out[0], dt, r * k + p, s);
+        }
+    for (int64_t o = 0; o < n; o++) {
+        for (int64_t p = 0; p < k; p++) {
+            double s = 0;
+            for (int64_t r = 0; r < m; r++)
+                s += ltc_ref_get(a->in[0], dt, r * n + o) * ltc_ref_get(a->in[1], dt, r * k + p);
+            ltc_ref_set(a->out[1], dt, o * k + p, s);
+        }
+        double s = 0;
+        for (int64_t r = 0; r < m; r++) s += ltc_ref_get(a->in[0], dt, r * n + o);
+        ltc_ref_set(a->out[2], dt, o, s);
+    }
+    return LTC_OK;
+}
 
 /* out[i, j] = beta * self[i, j] (broadcast; not read when beta == 0) + alpha * sum_p
  * mat1[i, p] * mat2[p, j]. */

@@ -94,13 +94,16 @@ static void lb_task(void *p, int64_t lo, int64_t hi, int tid) {
  * grad_weight, grad_bias). With worker threads and a product of at least LTC_GEMM_SMALL
  * multiply-adds, the two gemms go as four independent halves to the threads, each on one
  * OpenBLAS thread: two cores run two single-threaded gemms at nearly twice one's speed, where
- * one gemm threaded over both got 1.2-1.6x on this machine. Otherwise one gemm after the
- * other (each as ltc_cpu_gemm threads it). */
+ * one gemm threaded over both got 1.2-1.6x on this machine. Otherwise (and with
+ * LTC_DETERMINISTIC, whose bits must not depend on the thread count) one gemm after the other
+ * (each as ltc_cpu_gemm threads it). */
 ltc_status ltc_cpu_kernel_linear_backward(const ltc_kernel_args *a) {
     const ltc_shape *w = &a->in_shapes[2];
     int64_t out = w->dims[0], in = w->dims[1];
     int64_t rows = out ? ltc_shape_numel(&a->in_shapes[0]) / out : 0;
-    bool split = ltc_cpu_threads() > 1 && rows * in * out >= LTC_GEMM_SMALL;
+    static int64_t *deterministic;
+    if (!deterministic) deterministic = ltc_config_slot("LTC_DETERMINISTIC");
+    bool split = ltc_cpu_threads() > 1 && rows * in * out >= LTC_GEMM_SMALL && !*deterministic;
     lb_ctx c = {a, rows, in, out, split ? 2 : 1};
     if (rows == 0 || in == 0 || out == 0) { /* empty products: zeros (the bias's sums) */
         memset(a->out[0], 0, ltc_shape_nbytes(&a->out_shapes[0]));

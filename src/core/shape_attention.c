@@ -108,9 +108,8 @@ ltc_status ltc_shape_attention_packed(const ltc_shape *qkv, int64_t heads, bool 
                                       double scale, ltc_shape *out) {
     (void)is_causal;
     char a[128];
-    if (qkv->dtype != LTC_F32 && qkv->dtype != LTC_F64)
-        return ltc_errorf(LTC_ERR_ARG, "qkv must be float32 or float64, got %s",
-                          ltc_dtype_name(qkv->dtype));
+    ltc_status st = ltc_shape_need_float(qkv, "qkv");
+    if (st) return st;
     if (heads < 1) return ltc_errorf(LTC_ERR_ARG, "heads must be >= 1, got %lld", (long long)heads);
     if (qkv->ndim != 3 || qkv->dims[2] % (3 * heads) != 0)
         return ltc_errorf(LTC_ERR_ARG, "qkv %s must be [N, L, 3E] with E a multiple of heads %lld",

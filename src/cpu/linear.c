@@ -101,9 +101,8 @@ ltc_status ltc_cpu_kernel_linear_backward(const ltc_kernel_args *a) {
     const ltc_shape *w = &a->in_shapes[2];
     int64_t out = w->dims[0], in = w->dims[1];
     int64_t rows = out ? ltc_shape_numel(&a->in_shapes[0]) / out : 0;
-    static int64_t *deterministic;
-    if (!deterministic) deterministic = ltc_config_slot("LTC_DETERMINISTIC");
-    bool split = ltc_cpu_threads() > 1 && rows * in * out >= LTC_GEMM_SMALL && !*deterministic;
+    bool split = ltc_cpu_threads() > 1 && rows * in * out >= LTC_GEMM_SMALL &&
+                 !ltc_config_get_int("LTC_DETERMINISTIC");
     lb_ctx c = {a, rows, in, out, split ? 2 : 1};
     if (rows == 0 || in == 0 || out == 0) { /* empty products: zeros (the bias's sums) */
         memset(a->out[0], 0, ltc_shape_nbytes(&a->out_shapes[0]));

@@ -93,7 +93,7 @@ return function(nn, F)
         .. "1, got %s", type(p) == "number" and string.format("%g", p) or ltc.typename(p)))
     end
     local mask = opts.attn_mask
-    if p > 0 and mask and mask:requires_grad() and mask:dtype() ~= "bool" then
+    if p > 0 and mask and mask.requires_grad and mask:dtype() ~= "bool" then
       local E, L, S = q:size(-1), q:size(-2), k:size(-2)
       if k:size(-1) ~= E or v:size(-2) ~= S then
         raise(string.format("scaled_dot_product_attention: q [..., %d, %d], k [..., %d, %d] and v "

@@ -14,12 +14,14 @@ local err = dofile("spec/support/err.lua")
 local function randn(...) return ltc.randn({ ... }, "float64") end
 local function state(seed, offset) return ltc.tensor({ seed, offset }, "int64") end
 
--- softmax(q k^T scale [masked]) * keep / (1 - p) . v over the ops: keep a bool [..., L, S]
+-- softmax(q k^T scale [masked]) * keep / (1 - p) . v over the ops: keep a bool [..., L, S],
+-- mask a bool one (true takes part) or a float one added to the scores
 local function over_ops(q, k, v, causal, scale, p, keep, mask)
   local s = q:matmul(k:transpose(-2, -1)) * scale
   local L, S = q:size(-2), k:size(-2)
   if causal then s = s:masked_fill(ltc.ones({ L, S }, "bool"):tril():logical_not(), -math.huge) end
-  if mask then s = s:masked_fill(mask:logical_not(), -math.huge) end
+  if mask and mask:dtype() == "bool" then s = s:masked_fill(mask:logical_not(), -math.huge)
+  elseif mask then s = s + mask end
   return (s:softmax(-1) * keep:to(q:dtype()) / (1 - p)):matmul(v)
 end
 
@@ -43,10 +45,12 @@ describe("scaled_dot_product_attention with dropout", function()
     ltc.manual_seed(5)
     local q, k, v, g = randn(B, H, L, E), randn(B, H, S, E), randn(B, H, S, E), randn(B, H, L, E)
     local mask = ltc.rand({ L, S }):gt(0.2)
-    for _, case in ipairs { { false }, { true }, { false, mask } } do
+    local fmask = randn(B, 1, L, S) -- a float mask, broadcast over the heads
+    for _, case in ipairs { { false }, { true }, { false, mask }, { false, fmask } } do
       local causal, m = case[1], case[2]
       for _, dt in ipairs { "float64", "float32" } do
         local qq, kk, vv, gg = q:to(dt), k:to(dt), v:to(dt), g:to(dt)
+        if m and m:dtype() ~= "bool" then m = m:to(dt) end
         ltc.manual_seed(77)
         local got = { fwd_bwd(function(a, b, c)
           return F.scaled_dot_product_attention(a, b, c, { is_causal = causal, attn_mask = m,

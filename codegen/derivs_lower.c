@@ -378,6 +378,8 @@ static const struct helper {
     {"batch_norm_backward", "TTTTTBFW", 'T'},
     {"attention_backward", "TTTTTTBFTI", 'M'},
     {"attention_mask_backward", "TTTTTTBFT", 'T'},
+    {"attention_dropout_backward", "TTTTTTBFFTTI", 'M'},
+    {"attention_dropout_mask_backward", "TTTTTTBFFT", 'T'},
 };
 
 #define MEMO_MAX 8 /* the most tensors an M helper returns */

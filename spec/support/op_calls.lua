@@ -34,6 +34,7 @@ local function valid_tensor(op, a, first)
     -- query, key, value [2, 3] (L = S = 2, E = Ev = 3)
     if n == "attn_mask" then return ltc.tensor({ { true, false }, { true, true } }) end
     if n == "logsumexp" then return ltc.zeros(2) end
+    if n == "rng_state" then return ltc.tensor({ 1, 0 }, "int64") end -- {seed, offset}
     return ltc.ones(2, 3)
   end
   if op.name == "gather" or op.name == "scatter_add" or op.name == "scatter" then

@@ -193,5 +193,22 @@ ltc_status ltc_grad_attention_backward(ltc_tensor *grad, ltc_tensor *query, ltc_
                                        ltc_tensor *value, ltc_tensor *output,
                                        ltc_tensor *logsumexp, bool is_causal, double scale,
                                        ltc_tensor *attn_mask, ltc_tensor **outs);
+/* scaled_dot_product_attention.dropout[_mask]: as ltc_grad_attention_backward, from one
+ * scaled_dot_product_attention_backward.dropout[_mask] node that regenerates the forward's
+ * keep decisions from rng_state. */
+ltc_status ltc_grad_attention_dropout_backward(ltc_tensor *grad, ltc_tensor *query,
+                                               ltc_tensor *key, ltc_tensor *value,
+                                               ltc_tensor *output, ltc_tensor *logsumexp,
+                                               bool is_causal, double scale, double dropout_p,
+                                               ltc_tensor *rng_state, ltc_tensor *attn_mask,
+                                               ltc_tensor **outs);
+/* The float attn_mask of scaled_dot_product_attention.dropout_mask: as
+ * ltc_grad_attention_mask_backward when dropout_p is 0; LTC_ERR_ARG (not supported) else. */
+ltc_status ltc_grad_attention_dropout_mask_backward(ltc_tensor *grad, ltc_tensor *query,
+                                                    ltc_tensor *key, ltc_tensor *value,
+                                                    ltc_tensor *output, ltc_tensor *logsumexp,
+                                                    bool is_causal, double scale,
+                                                    double dropout_p, ltc_tensor *attn_mask,
+                                                    ltc_tensor **out);
 
 #endif

@@ -273,6 +273,11 @@ void ltc_shutdown(void);
 
 /* Seeds the default generator (Philox 4x32-10, counter = offset). PyTorch: manual_seed. */
 void ltc_manual_seed(uint64_t seed);
+/* A new 1-d int64 [2] tensor {seed, offset} holding the default generator's state, then
+ * advances the offset past `numel` draws (counters). Random ops take it as their last
+ * operand; an op that takes it as a schema argument (scaled_dot_product_attention.dropout)
+ * gets it from here. The caller owns *out. Under capture, replays make it afresh. */
+ltc_status ltc_rng_state_tensor(int64_t numel, ltc_tensor **out);
 
 /* ---- metrics ------------------------------------------------------------------------ */
 

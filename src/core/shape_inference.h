@@ -248,6 +248,26 @@ ltc_status ltc_shape_attention_backward_mask(const ltc_shape *grad_output, const
                                              const ltc_shape *output, const ltc_shape *logsumexp,
                                              bool is_causal, double scale,
                                              const ltc_shape *attn_mask, ltc_shape *out);
+/* The dropout overloads: dropout_p in [0, 1], rng_state int64 [2] ({seed, offset}). */
+ltc_status ltc_shape_attention_dropout(const ltc_shape *query, const ltc_shape *key,
+                                       const ltc_shape *value, bool is_causal, double scale,
+                                       double dropout_p, const ltc_shape *rng_state,
+                                       ltc_shape *out);
+ltc_status ltc_shape_attention_dropout_mask(const ltc_shape *query, const ltc_shape *key,
+                                            const ltc_shape *value, bool is_causal, double scale,
+                                            double dropout_p, const ltc_shape *rng_state,
+                                            const ltc_shape *attn_mask, ltc_shape *out);
+ltc_status ltc_shape_attention_backward_dropout(const ltc_shape *grad_output,
+                                                const ltc_shape *query, const ltc_shape *key,
+                                                const ltc_shape *value, const ltc_shape *output,
+                                                const ltc_shape *logsumexp, bool is_causal,
+                                                double scale, double dropout_p,
+                                                const ltc_shape *rng_state, ltc_shape *out);
+ltc_status ltc_shape_attention_backward_dropout_mask(
+    const ltc_shape *grad_output, const ltc_shape *query, const ltc_shape *key,
+    const ltc_shape *value, const ltc_shape *output, const ltc_shape *logsumexp, bool is_causal,
+    double scale, double dropout_p, const ltc_shape *rng_state, const ltc_shape *attn_mask,
+    ltc_shape *out);
 
 /* ---- collectives (shape_collective.c): shapes only; ranks, roots and sizes are checked when
  * the graph runs, against the communicator (the core knows none) */

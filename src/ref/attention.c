@@ -2,10 +2,13 @@
  * whole [L, S] score matrix of each batch entry, materialised in double, softmax by its
  * definition. The oracle for the CPU backend's blocked kernels (src/cpu/attention.c). A row
  * that no key may see gives NaN (0 / 0, as PyTorch's softmax of a row of -inf), logsumexp
- * -inf; the gradients through it as src/cpu/attention.c says. */
+ * -inf; the gradients through it as src/cpu/attention.c says. With dropout, probability
+ * (b, i, j) is multiplied by dropout's factor drawn at counter offset + (b L + i) S + j, the
+ * draw src/cpu/attention.c makes (so the two drop the same elements). */
 #include <math.h>
 #include <stdlib.h>
 
+#include "ltc_rng.h"
 #include "ref.h"
 
 typedef struct {
@@ -16,9 +19,11 @@ typedef struct {
     ltc_shape scores; /* [..., L, S] */
     bool causal;
     double scale;
+    double keep;           /* 1 - dropout_p; 1 without dropout */
+    uint64_t seed, offset; /* the generator state of the keep decisions */
 } ref_at;
 
-static void setup(ref_at *c, const ltc_kernel_args *a, int qi, int mi) {
+static void setup(ref_at *c, const ltc_kernel_args *a, int qi, int mi, int ri) {
     const ltc_shape *qs = &a->in_shapes[qi];
     int n = qs->ndim;
     c->dt = qs->dtype;
@@ -33,6 +38,23 @@ static void setup(ref_at *c, const ltc_kernel_args *a, int qi, int mi) {
     c->scores.dims[n - 1] = c->S;
     c->causal = a->attrs[0].i != 0;
     c->scale = a->attrs[1].f;
+    c->keep = 1, c->seed = c->offset = 0;
+    if (ri >= 0) {
+        const int64_t *st = a->in[ri];
+        c->keep = 1 - a->attrs[2].f;
+        c->seed = (uint64_t)st[0], c->offset = (uint64_t)st[1];
+    }
+}
+
+/* The dropout factor of probability (b, i, j): 1 / (1 - p) when the uniform draw (of the
+ * dtype, as ltc.rand draws it) at its flat index in [..., L, S] is below 1 - p, else 0. */
+static double factor(const ref_at *c, int64_t b, int64_t i, int64_t j) {
+    if (c->keep == 1) return 1;
+    int64_t idx = (b * c->L + i) * c->S + j;
+    bool kept = c->dt == LTC_F32
+                    ? ltc_rng_uniform_f32(c->seed, c->offset, idx) < (float)c->keep
+                    : ltc_rng_uniform_f64(c->seed, c->offset, idx) < c->keep;
+    return kept ? 1 / c->keep : 0;
 }
 
 /* The probabilities P [L, S] of batch entry b (and each row's logsumexp in lse[L]). */
@@ -64,9 +86,9 @@ static void probs(const ref_at *c, int64_t b, double *P, double *lse) {
     }
 }
 
-static ltc_status forward(const ltc_kernel_args *a, int mi) {
+static ltc_status forward(const ltc_kernel_args *a, int mi, int ri) {
     ref_at c;
-    setup(&c, a, 0, mi);
+    setup(&c, a, 0, mi, ri);
     double *P = malloc((size_t)(c.L * c.S + c.L + 1) * sizeof(double)), *lse = P + c.L * c.S;
     if (!P) return ltc_errorf(LTC_ERR_NOMEM, "scaled_dot_product_attention: out of memory");
     for (int64_t b = 0; b < c.B; b++) {
@@ -75,7 +97,8 @@ static ltc_status forward(const ltc_kernel_args *a, int mi) {
             for (int64_t e = 0; e < c.Ev; e++) {
                 double s = 0;
                 for (int64_t j = 0; j < c.S; j++)
-                    s += P[i * c.S + j] * ltc_ref_get(c.v, c.dt, (b * c.S + j) * c.Ev + e);
+                    s += P[i * c.S + j] * factor(&c, b, i, j) *
+                         ltc_ref_get(c.v, c.dt, (b * c.S + j) * c.Ev + e);
                 ltc_ref_set(a->out[0], c.dt, (b * c.L + i) * c.Ev + e, s);
             }
             ltc_ref_set(a->out[1], c.dt, b * c.L + i, lse[i]);
@@ -85,11 +108,12 @@ static ltc_status forward(const ltc_kernel_args *a, int mi) {
     return LTC_OK;
 }
 
-/* dV = P^T dO, dP = dO V^T, dS = P * (dP - rowsum(P * dP)), dQ = scale dS K,
- * dK = scale dS^T Q: P recomputed from the inputs (output and logsumexp are not read). */
-static ltc_status backward(const ltc_kernel_args *a, int mi) {
+/* dV = W^T dO with W = P * factors (the dropped probabilities; P without dropout), dP = dO
+ * V^T * factors, dS = P * (dP - rowsum(P * dP)), dQ = scale dS K, dK = scale dS^T Q: P
+ * recomputed from the inputs (output and logsumexp are not read). */
+static ltc_status backward(const ltc_kernel_args *a, int mi, int ri) {
     ref_at c;
-    setup(&c, a, 1, mi);
+    setup(&c, a, 1, mi, ri);
     const void *go = a->in[0];
     size_t n = (size_t)(2 * c.L * c.S + c.L + 1);
     double *P = malloc(n * sizeof(double)), *dS = P + c.L * c.S, *lse = dS + c.L * c.S;
@@ -103,6 +127,7 @@ static ltc_status backward(const ltc_kernel_args *a, int mi) {
                 for (int64_t e = 0; e < c.Ev; e++)
                     dp += ltc_ref_get(go, c.dt, (b * c.L + i) * c.Ev + e) *
                           ltc_ref_get(c.v, c.dt, (b * c.S + j) * c.Ev + e);
+                dp *= factor(&c, b, i, j);
                 dS[i * c.S + j] = dp;
                 rs += P[i * c.S + j] * dp;
             }
@@ -129,7 +154,8 @@ static ltc_status backward(const ltc_kernel_args *a, int mi) {
             for (int64_t e = 0; e < c.Ev; e++) {
                 double s = 0;
                 for (int64_t i = 0; i < c.L; i++)
-                    s += P[i * c.S + j] * ltc_ref_get(go, c.dt, (b * c.L + i) * c.Ev + e);
+                    s += P[i * c.S + j] * factor(&c, b, i, j) *
+                         ltc_ref_get(go, c.dt, (b * c.L + i) * c.Ev + e);
                 ltc_ref_set(a->out[2], c.dt, (b * c.S + j) * c.Ev + e, s);
             }
         }
@@ -140,21 +166,43 @@ static ltc_status backward(const ltc_kernel_args *a, int mi) {
 
 /* scaled_dot_product_attention(query, key, value, is_causal, scale) */
 ltc_status ltc_ref_kernel_scaled_dot_product_attention(const ltc_kernel_args *a) {
-    return forward(a, -1);
+    return forward(a, -1, -1);
 }
 
 /* scaled_dot_product_attention.mask(query, key, value, is_causal, scale, attn_mask) */
 ltc_status ltc_ref_kernel_scaled_dot_product_attention_mask(const ltc_kernel_args *a) {
-    return forward(a, 3);
+    return forward(a, 3, -1);
+}
+
+/* scaled_dot_product_attention.dropout(query, key, value, is_causal, scale, dropout_p,
+ * rng_state) */
+ltc_status ltc_ref_kernel_scaled_dot_product_attention_dropout(const ltc_kernel_args *a) {
+    return forward(a, -1, 3);
+}
+
+/* scaled_dot_product_attention.dropout_mask(..., dropout_p, rng_state, attn_mask) */
+ltc_status ltc_ref_kernel_scaled_dot_product_attention_dropout_mask(const ltc_kernel_args *a) {
+    return forward(a, 4, 3);
 }
 
 /* scaled_dot_product_attention_backward(grad_output, query, key, value, output, logsumexp,
  * is_causal, scale) */
 ltc_status ltc_ref_kernel_scaled_dot_product_attention_backward(const ltc_kernel_args *a) {
-    return backward(a, -1);
+    return backward(a, -1, -1);
 }
 
 /* scaled_dot_product_attention_backward.mask(..., attn_mask) */
 ltc_status ltc_ref_kernel_scaled_dot_product_attention_backward_mask(const ltc_kernel_args *a) {
-    return backward(a, 6);
+    return backward(a, 6, -1);
+}
+
+/* scaled_dot_product_attention_backward.dropout(..., is_causal, scale, dropout_p, rng_state) */
+ltc_status ltc_ref_kernel_scaled_dot_product_attention_backward_dropout(const ltc_kernel_args *a) {
+    return backward(a, -1, 6);
+}
+
+/* scaled_dot_product_attention_backward.dropout_mask(..., dropout_p, rng_state, attn_mask) */
+ltc_status ltc_ref_kernel_scaled_dot_product_attention_backward_dropout_mask(
+    const ltc_kernel_args *a) {
+    return backward(a, 7, 6);
 }

@@ -385,6 +385,7 @@ static const struct helper {
     {"batch_norm_backward", "TTTTTBFW", 'T'},
     {"attention_backward", "TTTTTTBFTI", 'M'},
     {"attention_mask_backward", "TTTTTTBFT", 'T'},
+    {"lstm_layer_backward", "TTTTTTTTBI", 'M'},
 };
 
 #define MEMO_MAX 8 /* the most tensors an M helper returns */

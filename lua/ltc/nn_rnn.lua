@@ -4,8 +4,10 @@
 -- Parameters, their names, shapes, gate order and initialisation are PyTorch's (uniform in
 -- +-1/sqrt(hidden_size)), so a state dict moves between the two (spec/rnn_spec.lua compares
 -- outputs and gradients with PyTorch's for the same weights). Gate order: LSTM i, f, g, o;
--- GRU r, z, n. In a layer, each time step is two small matrix products and the gate math, which the CPU backend fuses
--- into one loop (spec/rnn_spec.lua checks the plan).
+-- GRU r, z, n. An LSTM layer is one lstm_layer op per direction (the fused recurrence of
+-- codegen/ops.yaml) after one linear for the input projection of every step. In an RNN or
+-- GRU layer, and in the cells, each time step is two small matrix products and the gate
+-- math, which the CPU backend fuses into one loop (spec/rnn_spec.lua checks the plan).
 local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local ltc = require "ltc"
 
@@ -213,6 +215,9 @@ return function(nn, F)
         zeros = zeros or ltc.zeros({ B, H }, x:dtype())
         return zeros
       end
+      if mode == "LSTM" then
+        return self:_lstm_layers(x, h0, c0, init, unbatched)
+      end
       -- the layer's input as a list of T steps [B, in]: each step's input projection is its
       -- own small product, because the gradient of a select of one [T, B, 4H] projection
       -- would write T full-size zero tensors in the backward pass
@@ -256,6 +261,43 @@ return function(nn, F)
       end
       if mode == "LSTM" then return out, { h_n, c_n } end
       return out, h_n
+    end
+
+    -- LSTM's layers, each direction one lstm_layer op (the fused recurrence: per step one
+    -- small gemm and the gate loop, in C; its backward one op too) over the input projection
+    -- of all T steps at once (one linear, b_hh folded into its bias). x [T, B, in].
+    function cls:_lstm_layers(x, h0, c0, init, unbatched)
+      local T, L, D = x:size(1), self.num_layers, self.bidirectional and 2 or 1
+      local hn, cn = {}, {}
+      local input = x
+      for l = 0, L - 1 do
+        local outs = {}
+        for d = 1, D do
+          local sfx = "_l" .. l .. (d == 2 and "_reverse" or "")
+          local idx = l * D + d
+          local w_ih, b_ih = self["weight_ih" .. sfx], self["bias_ih" .. sfx]
+          local proj = b_ih and F.linear(input, w_ih, b_ih + self["bias_hh" .. sfx])
+            or F.linear(input, w_ih)
+          local h, c = init(h0, idx), init(c0, idx)
+          local out, c_seq = ltc.lstm_layer(proj, h, c, self["weight_hh" .. sfx], d == 2)
+          -- the final state is the step processed last: T forward, 1 in reverse
+          local last = d == 1 and T or 1
+          hn[idx] = T > 0 and out:select(1, last) or h
+          cn[idx] = T > 0 and c_seq:select(1, last) or c
+          outs[d] = out
+        end
+        input = D == 2 and ltc.cat(outs, 3) or outs[1]
+        if self.dropout > 0 and self.training and l < L - 1 then
+          input = F.dropout(input, self.dropout, true)
+        end
+      end
+      local out, h_n, c_n = input, ltc.stack(hn, 1), ltc.stack(cn, 1)
+      if unbatched then
+        out, h_n, c_n = out:squeeze(2), h_n:squeeze(2), c_n:squeeze(2)
+      elseif self.batch_first then
+        out = out:transpose(1, 2)
+      end
+      return out, { h_n, c_n }
     end
 
     function cls:extra_repr()

@@ -360,3 +360,11 @@ done:
     release_all(x, 13);
     return st;
 }
+
+ltc_status ltc_grad_lstm_layer_backward(ltc_tensor *grad, ltc_tensor *grad_c_seq, ltc_tensor *h0,
+                                        ltc_tensor *c0, ltc_tensor *weight_hh,
+                                        ltc_tensor *output, ltc_tensor *c_seq, ltc_tensor *gates,
+                                        bool reverse, ltc_tensor **outs) {
+    return ltc_lstm_layer_backward(grad, grad_c_seq, h0, c0, weight_hh, output, c_seq, gates,
+                                   reverse, outs);
+}

@@ -1,0 +1,91 @@
+/*
+ * rnn_impl.h - the loops of rnn.c for one element type, included once per type with T
+ * (float, double), SFX (f32, f64), EXP (expf, exp) and TANH (tanhf, tanh) defined. Not a
+ * header of its own: rnn.c holds the context struct and the kernels.
+ */
+
+/* The gates of one step, in place in G [B, 4H] (the pre-activations on entry): sigmoid on
+ * blocks i, f and o, tanh on g; then c = f cp + i g and h = o tanh(c) into c [B, H], h [B, H]. */
+LTC_EW_CLONES static void FN(lstm_cell)(int64_t B, int64_t H, T *G, const T *cp, T *c, T *h) {
+    for (int64_t b = 0; b < B; b++) {
+        T *g = G + b * 4 * H;
+        LTC_SIMD for (int64_t j = 0; j < 2 * H; j++) g[j] = 1 / (1 + EXP(-g[j]));
+        LTC_SIMD for (int64_t j = 2 * H; j < 3 * H; j++) g[j] = TANH(g[j]);
+        LTC_SIMD for (int64_t j = 3 * H; j < 4 * H; j++) g[j] = 1 / (1 + EXP(-g[j]));
+        const T *gi = g, *gf = g + H, *gg = g + 2 * H, *go = g + 3 * H;
+        const T *cr = cp + b * H;
+        T *cw = c + b * H, *hw = h + b * H;
+        LTC_SIMD for (int64_t j = 0; j < H; j++) {
+            T cc = gf[j] * cr[j] + gi[j] * gg[j];
+            cw[j] = cc;
+            hw[j] = go[j] * TANH(cc);
+        }
+    }
+}
+
+/* The gate gradients of one step into dG [B, 4H], from the gradients reaching h and c at this
+ * step (go_t, gc_t, plus the carries dh, dc [B, H]); dc becomes the carry to the previous step
+ * (dc f). dh is read here and overwritten by the caller's gemm afterwards. */
+LTC_EW_CLONES static void FN(lstm_cell_backward)(int64_t B, int64_t H, const T *G, const T *c, const T *cp,
+                                   const T *go_t, const T *gc_t, const T *dh, T *dc, T *dG) {
+    for (int64_t b = 0; b < B; b++) {
+        const T *gi = G + b * 4 * H, *gf = gi + H, *gg = gi + 2 * H, *go = gi + 3 * H;
+        T *di = dG + b * 4 * H, *df = di + H, *dg = di + 2 * H, *dO = di + 3 * H;
+        const T *cr = c + b * H, *cpr = cp + b * H, *ho = go_t + b * H, *co = gc_t + b * H;
+        const T *dhr = dh + b * H;
+        T *dcr = dc + b * H;
+        LTC_SIMD for (int64_t j = 0; j < H; j++) {
+            T tc = TANH(cr[j]);
+            T dhj = ho[j] + dhr[j];
+            T dcj = co[j] + dcr[j] + dhj * go[j] * (1 - tc * tc);
+            di[j] = dcj * gg[j] * gi[j] * (1 - gi[j]);
+            df[j] = dcj * cpr[j] * gf[j] * (1 - gf[j]);
+            dg[j] = dcj * gi[j] * (1 - gg[j] * gg[j]);
+            dO[j] = dhj * tc * go[j] * (1 - go[j]);
+            dcr[j] = dcj * gf[j];
+        }
+    }
+}
+
+static void FN(lstm_forward)(const lstm_ctx *x) {
+    int64_t T_ = x->nt, B = x->B, H = x->H, G4 = 4 * H;
+    const T *P = x->proj, *W = x->w;
+    T *out = x->out, *cs = x->cseq, *gates = x->gates;
+    for (int64_t s = 0; s < T_; s++) {
+        int64_t t = x->reverse ? T_ - 1 - s : s, tp = x->reverse ? t + 1 : t - 1;
+        const T *hp = s == 0 ? (const T *)x->h0 : out + tp * B * H;
+        const T *cp = s == 0 ? (const T *)x->c0 : cs + tp * B * H;
+        T *G = gates + t * B * G4;
+        memcpy(G, P + t * B * G4, (size_t)(B * G4) * sizeof(T));
+        mm(x->dt, false, true, B, G4, H, 1.0, hp, H, W, H, 1.0, G, G4);
+        FN(lstm_cell)(B, H, G, cp, cs + t * B * H, out + t * B * H);
+    }
+}
+
+static void FN(lstm_backward)(const lstm_ctx *x) {
+    int64_t T_ = x->nt, B = x->B, H = x->H, G4 = 4 * H;
+    const T *W = x->w, *out = x->out, *cs = x->cseq, *gates = x->gates;
+    const T *gout = x->gout, *gc = x->gc;
+    T *dP = x->dproj, *dh = x->dh0, *dc = x->dc0;
+    memset(dh, 0, (size_t)(B * H) * sizeof(T));
+    memset(dc, 0, (size_t)(B * H) * sizeof(T));
+    for (int64_t s = T_ - 1; s >= 0; s--) {
+        int64_t t = x->reverse ? T_ - 1 - s : s, tp = x->reverse ? t + 1 : t - 1;
+        const T *cp = s == 0 ? (const T *)x->c0 : cs + tp * B * H;
+        T *dG = dP + t * B * G4;
+        FN(lstm_cell_backward)(B, H, gates + t * B * G4, cs + t * B * H, cp, gout + t * B * H,
+                               gc + t * B * H, dh, dc, dG);
+        mm(x->dt, false, false, B, H, G4, 1.0, dG, G4, W, H, 0.0, dh, H); /* dh = dG W_hh */
+    }
+    if (T_ == 0) {
+        memset(x->dw, 0, (size_t)(G4 * H) * sizeof(T));
+        return;
+    }
+    /* dW_hh = sum_t dG_t^T h_prev(t): the steps with a previous step in one gemm (their dG
+     * and that step's h are both contiguous runs of T - 1 steps), then the first step's h0 */
+    const T *dG_rest = x->reverse ? dP : dP + B * G4;
+    const T *h_rest = x->reverse ? out + B * H : out;
+    const T *dG_first = x->reverse ? dP + (T_ - 1) * B * G4 : dP;
+    mm(x->dt, true, false, G4, H, (T_ - 1) * B, 1.0, dG_rest, G4, h_rest, H, 0.0, x->dw, H);
+    mm(x->dt, true, false, G4, H, B, 1.0, dG_first, G4, x->h0, H, 1.0, x->dw, H);
+}

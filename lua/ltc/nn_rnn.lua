@@ -41,6 +41,21 @@ return function(nn, F)
     end
   end
 
+  -- Whether x's device runs lstm_layer itself (the CPU does; a backend without the op, such
+  -- as OpenCL, takes the step-by-step ops instead of the core's eager fallback): probed with a
+  -- node of x's dtype and sizes, made without autograd and closed at once.
+  local function fused_lstm(x, B, H)
+    local dt, on = x:dtype(), { device = x:device() }
+    return ltc.no_grad(function()
+      local p, z, w = ltc.zeros({ x:size(1), B, 4 * H }, dt, on), ltc.zeros({ B, H }, dt, on),
+        ltc.zeros({ 4 * H, H }, dt, on)
+      local o, cs, g = ltc.lstm_layer(p, z, z, w, false)
+      local ok = ltc.debug.lowered(o)
+      for _, t in ipairs { o, cs, g, p, z, w } do t:close() end
+      return ok
+    end)
+  end
+
   local function input_proj(x, w_ih, b_ih)
     if b_ih then return F.linear(x, w_ih, b_ih) end
     return F.linear(x, w_ih)
@@ -215,7 +230,7 @@ return function(nn, F)
         zeros = zeros or ltc.zeros({ B, H }, x:dtype())
         return zeros
       end
-      if mode == "LSTM" then
+      if mode == "LSTM" and fused_lstm(x, B, H) then
         return self:_lstm_layers(x, h0, c0, init, unbatched)
       end
       -- the layer's input as a list of T steps [B, in]: each step's input projection is its
@@ -244,8 +259,14 @@ return function(nn, F)
         end
         for t = 1, T do
           steps[t] = D == 2 and ltc.cat({ outs[1][t], outs[2][t] }, 2) or outs[1][t]
-          if self.dropout > 0 and self.training and l < L - 1 then
-            steps[t] = F.dropout(steps[t], self.dropout, true)
+        end
+        if self.dropout > 0 and self.training and l < L - 1 then
+          if mode == "LSTM" then
+            -- one mask over all steps, drawn as the fused path (_lstm_layers) draws it
+            local all = F.dropout(ltc.stack(steps, 1), self.dropout, true)
+            for t = 1, T do steps[t] = all:select(1, t) end
+          else
+            for t = 1, T do steps[t] = F.dropout(steps[t], self.dropout, true) end
           end
         end
       end

@@ -108,5 +108,26 @@ return function(gradcheck, ltc)
       gradcheck(function(a, m) return (ltc.scaled_dot_product_attention(a, a, a, true, 0.9, m)) end,
         { q2, { { 0.1, -0.5, 0.3 } } })
     end,
+    lstm_layer = function()
+      -- T 3, B 2, H 2: input_proj [3, 2, 8], h0 and c0 [2, 2], weight_hh [8, 2]; both outputs
+      -- that carry gradients (output and c_seq) side by side, forward and reverse
+      local p = {}
+      for t = 1, 3 do
+        p[t] = {}
+        for b = 1, 2 do
+          p[t][b] = {}
+          for j = 1, 8 do p[t][b][j] = math.sin(t * 1.3 + b * 0.7 + j * 0.9) end
+        end
+      end
+      local h0, c0 = { { 0.3, -0.5 }, { 0.8, 0.1 } }, { { -0.6, 0.4 }, { 0.2, -0.9 } }
+      local w = {}
+      for k = 1, 8 do w[k] = { math.cos(k * 0.8) * 0.7, math.sin(k * 1.7) * 0.6 } end
+      for _, rev in ipairs { false, true } do
+        gradcheck(function(a, h, c, ww)
+          local out, c_seq = ltc.lstm_layer(a, h, c, ww, rev)
+          return ltc.cat({ out, c_seq }, 3)
+        end, { p, h0, c0, w })
+      end
+    end,
   }
 end

@@ -49,15 +49,14 @@ LTC_EW_CLONES static void FN(lstm_cell_backward)(int64_t B, int64_t H, const T *
 
 static void FN(lstm_forward)(const lstm_ctx *x) {
     int64_t T_ = x->nt, B = x->B, H = x->H, G4 = 4 * H;
-    const T *P = x->proj, *W = x->w;
+    const T *P = x->proj, *Wt = x->wt;
     T *out = x->out, *cs = x->cseq, *gates = x->gates;
     for (int64_t s = 0; s < T_; s++) {
         int64_t t = x->reverse ? T_ - 1 - s : s, tp = x->reverse ? t + 1 : t - 1;
         const T *hp = s == 0 ? (const T *)x->h0 : out + tp * B * H;
         const T *cp = s == 0 ? (const T *)x->c0 : cs + tp * B * H;
-        T *G = gates + t * B * G4;
-        memcpy(G, P + t * B * G4, (size_t)(B * G4) * sizeof(T));
-        mm(x->dt, false, true, B, G4, H, 1.0, hp, H, W, H, 1.0, G, G4);
+        T *G = gates + t * B * G4; /* input_proj[t] + h_prev W_hh^T */
+        FN(step_mm)(B, G4, H, hp, H, Wt, G4, P + t * B * G4, G4, G, G4);
         FN(lstm_cell)(B, H, G, cp, cs + t * B * H, out + t * B * H);
     }
 }
@@ -75,7 +74,7 @@ static void FN(lstm_backward)(const lstm_ctx *x) {
         T *dG = dP + t * B * G4;
         FN(lstm_cell_backward)(B, H, gates + t * B * G4, cs + t * B * H, cp, gout + t * B * H,
                                gc + t * B * H, dh, dc, dG);
-        mm(x->dt, false, false, B, H, G4, 1.0, dG, G4, W, H, 0.0, dh, H); /* dh = dG W_hh */
+        FN(step_mm)(B, H, G4, dG, G4, W, H, NULL, 0, dh, H); /* dh = dG W_hh */
     }
     if (T_ == 0) {
         memset(x->dw, 0, (size_t)(G4 * H) * sizeof(T));

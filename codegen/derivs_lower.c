@@ -386,6 +386,7 @@ static const struct helper {
     {"attention_backward", "TTTTTTBFTI", 'M'},
     {"attention_mask_backward", "TTTTTTBFT", 'T'},
     {"lstm_layer_backward", "TTTTTTTTBI", 'M'},
+    {"gru_layer_backward", "TTTTTBI", 'M'},
 };
 
 #define MEMO_MAX 8 /* the most tensors an M helper returns */

@@ -364,6 +364,13 @@ function F.lstm_layer_backward(grad, grad_c_seq, h0, c0, weight_hh, output, c_se
   return r[which + 1]
 end
 
+--- Gradients of gru_layer: which = 0, 1, 2, 3 for input_proj, h0, weight_hh, bias_hh, all
+-- four from one gru_layer_backward (as F.lstm_layer_backward).
+function F.gru_layer_backward(grad, h0, weight_hh, output, gates, reverse, which)
+  local r = table.pack(core.gru_layer_backward(grad, h0, weight_hh, output, gates, reverse))
+  return r[which + 1]
+end
+
 --- Gradients of batch_norm (which = "self", "weight" or "bias") for self [N, C, ...]: with
 -- the batch's statistics when training (as layer_norm's, over every dim but C), else with the
 -- running ones (a per-channel affine map).

@@ -129,5 +129,26 @@ return function(gradcheck, ltc)
         end, { p, h0, c0, w })
       end
     end,
+    gru_layer = function()
+      -- T 3, B 2, H 2: input_proj [3, 2, 6], h0 [2, 2], weight_hh [6, 2], bias_hh [6]
+      local p = {}
+      for t = 1, 3 do
+        p[t] = {}
+        for b = 1, 2 do
+          p[t][b] = {}
+          for j = 1, 6 do p[t][b][j] = math.sin(t * 1.1 + b * 0.6 + j * 0.8) end
+        end
+      end
+      local h0 = { { 0.3, -0.5 }, { 0.8, 0.1 } }
+      local w, bias = {}, {}
+      for k = 1, 6 do
+        w[k] = { math.cos(k * 0.9) * 0.7, math.sin(k * 1.3) * 0.6 }
+        bias[k] = math.cos(k * 2.1) * 0.5
+      end
+      for _, rev in ipairs { false, true } do
+        gradcheck(function(a, h, ww, bb) return (ltc.gru_layer(a, h, ww, bb, rev)) end,
+          { p, h0, w, bias })
+      end
+    end,
   }
 end

@@ -1,6 +1,7 @@
-/* shape_rnn.c - shape and dtype rules of the fused recurrences (lstm_layer and its backward;
- * declared in shape_inference.h). input_proj [T, B, 4H], h0 and c0 [B, H], weight_hh
- * [4H, H]: one floating dtype, no broadcasting. Messages name the op and the sizes. */
+/* shape_rnn.c - shape and dtype rules of the fused recurrences (lstm_layer, gru_layer and their
+ * backwards; declared in shape_inference.h). LSTM: input_proj [T, B, 4H], h0 and c0 [B, H],
+ * weight_hh [4H, H]; GRU: input_proj [T, B, 3H], h0 [B, H], weight_hh [3H, H], bias_hh [3H].
+ * One floating dtype, no broadcasting. Messages name the op and the sizes. */
 #include <string.h>
 
 #include "shape_inference.h"
@@ -73,5 +74,67 @@ ltc_status ltc_shape_lstm_layer_backward(const ltc_shape *grad_output,
                               SHAPE_STR(s[k], a), SHAPE_STR(&seq, b),
                               SHAPE_STR(gates, (char[128]){0}));
     out[0] = *gates, out[1] = *h0, out[2] = *c0, out[3] = *weight_hh;
+    return LTC_OK;
+}
+
+/* gru_layer's operands (or its backward's, with `seq` the gates [T, B, 4H] in input_proj's
+ * place): the sizes fit and one dtype. */
+static ltc_status gru_args(const char *op, const char *seq_name, const ltc_shape *seq, int blocks,
+                           const ltc_shape *h0, const ltc_shape *w, const ltc_shape *bias) {
+    char a[128], b[128], c[128], d[128];
+    ltc_dtype dt = seq->dtype;
+    if (dt != LTC_F32 && dt != LTC_F64)
+        return ltc_errorf(LTC_ERR_ARG, "%s: %s must be float32 or float64, got %s", op, seq_name,
+                          ltc_dtype_name(dt));
+    if (h0->dtype != dt || w->dtype != dt || (bias && bias->dtype != dt))
+        return ltc_errorf(LTC_ERR_ARG, "%s: %s, h0, weight_hh%s must have one dtype, got %s, %s, "
+                          "%s%s%s", op, seq_name, bias ? " and bias_hh" : "", ltc_dtype_name(dt),
+                          ltc_dtype_name(h0->dtype), ltc_dtype_name(w->dtype), bias ? " and " : "",
+                          bias ? ltc_dtype_name(bias->dtype) : "");
+    bool fit = seq->ndim == 3 && h0->ndim == 2;
+    int64_t B = fit ? seq->dims[1] : 0, H = fit ? h0->dims[1] : 0;
+    fit = fit && seq->dims[2] == blocks * H && dims_are(h0, 2, B, H, 0) &&
+          dims_are(w, 2, 3 * H, H, 0) && (!bias || dims_are(bias, 1, 3 * H, 0, 0));
+    if (!fit)
+        return ltc_errorf(LTC_ERR_ARG, "%s: %s %s, h0 %s, weight_hh %s%s%s do not fit (%s [T, B, "
+                          "%dH], h0 [B, H], weight_hh [3H, H]%s)", op, seq_name, SHAPE_STR(seq, a),
+                          SHAPE_STR(h0, b), SHAPE_STR(w, c), bias ? " and bias_hh " : "",
+                          bias ? SHAPE_STR(bias, d) : "", seq_name, blocks,
+                          bias ? ", bias_hh [3H]" : "");
+    return LTC_OK;
+}
+
+ltc_status ltc_shape_gru_layer(const ltc_shape *input_proj, const ltc_shape *h0,
+                               const ltc_shape *weight_hh, const ltc_shape *bias_hh, bool reverse,
+                               ltc_shape *out) {
+    (void)reverse;
+    ltc_status st = gru_args("gru_layer", "input_proj", input_proj, 3, h0, weight_hh, bias_hh);
+    if (st) return st;
+    out[0] = *input_proj;
+    out[0].dims[2] = h0->dims[1];
+    out[1] = *input_proj;
+    out[1].dims[2] = 4 * h0->dims[1];
+    return LTC_OK;
+}
+
+ltc_status ltc_shape_gru_layer_backward(const ltc_shape *grad_output, const ltc_shape *h0,
+                                        const ltc_shape *weight_hh, const ltc_shape *output,
+                                        const ltc_shape *gates, bool reverse, ltc_shape *out) {
+    (void)reverse;
+    const char *op = "gru_layer_backward";
+    ltc_status st = gru_args(op, "gates", gates, 4, h0, weight_hh, NULL);
+    if (st) return st;
+    ltc_shape seq = *gates;
+    seq.dims[2] = h0->dims[1];
+    char a[128], b[128];
+    if (!ltc_shape_equal(grad_output, &seq) || !ltc_shape_equal(output, &seq))
+        return ltc_errorf(LTC_ERR_ARG, "%s: grad_output %s and output %s must be %s", op,
+                          SHAPE_STR(grad_output, a), SHAPE_STR(output, b),
+                          SHAPE_STR(&seq, (char[128]){0}));
+    out[0] = *gates;
+    out[0].dims[2] = 3 * h0->dims[1];
+    out[1] = *h0, out[2] = *weight_hh;
+    out[3] = *weight_hh;
+    out[3].ndim = 1;
     return LTC_OK;
 }

@@ -23,11 +23,14 @@ typedef struct {
     int64_t nt, B, H; /* steps, batch, hidden size */
     bool reverse;
     const void *proj, *h0, *c0, *w;  /* forward operands */
-    void *wt;                        /* forward: W_hh^T [H, 4H], made once per call */
+    void *wt;                        /* forward: W_hh^T [H, GH], made once per call */
+    const void *bh;                  /* GRU: bias_hh [3H] */
+    void *scratch;                   /* GRU: forward gh [B, 3H]; backward dgh [T, B, 3H] */
+    void *dbh;                       /* GRU backward: grad_bias_hh */
     void *out, *cseq, *gates;        /* forward outputs (backward inputs) */
     const void *gout, *gc;           /* backward: the gradients of output and c_seq */
     void *dproj, *dh0, *dc0, *dw;    /* backward outputs */
-} lstm_ctx;
+} rnn_ctx;
 
 /* gemm that tolerates empty dims (k == 0 leaves beta * C, so zeros for beta 0). */
 static void mm(ltc_dtype dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
@@ -58,7 +61,7 @@ static void mm(ltc_dtype dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, 
  * tiles of 8 rows x 32 columns of C in 16 vector accumulators (64-byte GCC vectors: one zmm
  * on x86-64-v4, two ymm on v3), k in order: each element of C is the same sum wherever its
  * tile starts. Rows past a multiple of 8 take 1-row tiles, columns past a multiple of 32 a
- * plain loop. */
+ * plain loop. D may be C itself (each element is read before it is written). */
 typedef float vf32 __attribute__((vector_size(64)));
 typedef float vf32u __attribute__((vector_size(64), aligned(4)));
 
@@ -118,7 +121,7 @@ LTC_EW_CLONES static void step_mm_f32(int64_t m, int64_t n, int64_t k, const flo
 static void step_mm_f64(int64_t m, int64_t n, int64_t k, const double *A, int64_t lda,
                         const double *Bm, int64_t ldb, const double *D, int64_t ldd, double *C,
                         int64_t ldc) {
-    if (D)
+    if (D && D != C)
         for (int64_t i = 0; i < m; i++) memcpy(C + i * ldc, D + i * ldd, (size_t)n * sizeof(double));
     mm(LTC_F64, false, false, m, n, k, 1.0, A, lda, Bm, ldb, D ? 1.0 : 0.0, C, ldc);
 }
@@ -147,20 +150,25 @@ static void step_mm_f64(int64_t m, int64_t n, int64_t k, const double *A, int64_
 #undef EXP
 #undef TANH
 
+/* W_hh^T [H, G H] from W_hh [G H, H], or NULL when out of memory (the caller frees it). */
+static void *transposed(const void *w, int64_t rows, int64_t H, size_t es) {
+    char *wt = malloc((size_t)(rows * H) * es + 1);
+    if (!wt) return NULL;
+    for (int64_t r = 0; r < rows; r++) /* wt[j, r] = w[r, j] */
+        for (int64_t j = 0; j < H; j++)
+            memcpy(wt + (size_t)(j * rows + r) * es, (const char *)w + (size_t)(r * H + j) * es, es);
+    return wt;
+}
+
 /* lstm_layer(input_proj, h0, c0, weight_hh, reverse) -> (output, c_seq, gates) */
 ltc_status ltc_cpu_kernel_lstm_layer(const ltc_kernel_args *a) {
     const ltc_shape *ps = &a->in_shapes[0];
-    lstm_ctx x = {.dt = ps->dtype, .nt = ps->dims[0], .B = ps->dims[1], .H = ps->dims[2] / 4,
+    rnn_ctx x = {.dt = ps->dtype, .nt = ps->dims[0], .B = ps->dims[1], .H = ps->dims[2] / 4,
                   .reverse = a->attrs[0].i != 0, .proj = a->in[0], .h0 = a->in[1],
                   .c0 = a->in[2], .w = a->in[3], .out = a->out[0], .cseq = a->out[1],
                   .gates = a->out[2]};
-    size_t es = ltc_dtype_size(x.dt);
-    int64_t G4 = 4 * x.H;
-    if (!(x.wt = malloc((size_t)(G4 * x.H) * es + 1)))
+    if (!(x.wt = transposed(x.w, 4 * x.H, x.H, ltc_dtype_size(x.dt))))
         return ltc_errorf(LTC_ERR_NOMEM, "lstm_layer: out of memory for weight_hh^T");
-    for (int64_t r = 0; r < G4; r++) /* wt[j, r] = w[r, j] */
-        for (int64_t j = 0; j < x.H; j++)
-            memcpy((char *)x.wt + (size_t)(j * G4 + r) * es, (const char *)x.w + (size_t)(r * x.H + j) * es, es);
     if (x.dt == LTC_F32) lstm_forward_f32(&x);
     else lstm_forward_f64(&x);
     free(x.wt);
@@ -171,12 +179,51 @@ ltc_status ltc_cpu_kernel_lstm_layer(const ltc_kernel_args *a) {
  * reverse) -> (grad_input_proj, grad_h0, grad_c0, grad_weight_hh) */
 ltc_status ltc_cpu_kernel_lstm_layer_backward(const ltc_kernel_args *a) {
     const ltc_shape *gs = &a->in_shapes[7];
-    lstm_ctx x = {.dt = gs->dtype, .nt = gs->dims[0], .B = gs->dims[1], .H = gs->dims[2] / 4,
+    rnn_ctx x = {.dt = gs->dtype, .nt = gs->dims[0], .B = gs->dims[1], .H = gs->dims[2] / 4,
                   .reverse = a->attrs[0].i != 0, .gout = a->in[0], .gc = a->in[1],
                   .h0 = a->in[2], .c0 = a->in[3], .w = a->in[4], .out = (void *)a->in[5],
                   .cseq = (void *)a->in[6], .gates = (void *)a->in[7], .dproj = a->out[0],
                   .dh0 = a->out[1], .dc0 = a->out[2], .dw = a->out[3]};
     if (x.dt == LTC_F32) lstm_backward_f32(&x);
     else lstm_backward_f64(&x);
+    return LTC_OK;
+}
+
+/* gru_layer(input_proj, h0, weight_hh, bias_hh, reverse) -> (output, gates) */
+ltc_status ltc_cpu_kernel_gru_layer(const ltc_kernel_args *a) {
+    const ltc_shape *ps = &a->in_shapes[0];
+    rnn_ctx x = {.dt = ps->dtype, .nt = ps->dims[0], .B = ps->dims[1], .H = ps->dims[2] / 3,
+                 .reverse = a->attrs[0].i != 0, .proj = a->in[0], .h0 = a->in[1],
+                 .w = a->in[2], .bh = a->in[3], .out = a->out[0], .gates = a->out[1]};
+    size_t es = ltc_dtype_size(x.dt);
+    x.wt = transposed(x.w, 3 * x.H, x.H, es);
+    x.scratch = malloc((size_t)(x.B * 3 * x.H) * es + 1);
+    if (!x.wt || !x.scratch) {
+        free(x.wt);
+        free(x.scratch);
+        return ltc_errorf(LTC_ERR_NOMEM, "gru_layer: out of memory for the step buffers");
+    }
+    if (x.dt == LTC_F32) gru_forward_f32(&x);
+    else gru_forward_f64(&x);
+    free(x.wt);
+    free(x.scratch);
+    return LTC_OK;
+}
+
+/* gru_layer_backward(grad_output, h0, weight_hh, output, gates, reverse) -> (grad_input_proj,
+ * grad_h0, grad_weight_hh, grad_bias_hh) */
+ltc_status ltc_cpu_kernel_gru_layer_backward(const ltc_kernel_args *a) {
+    const ltc_shape *gs = &a->in_shapes[4];
+    rnn_ctx x = {.dt = gs->dtype, .nt = gs->dims[0], .B = gs->dims[1], .H = gs->dims[2] / 4,
+                 .reverse = a->attrs[0].i != 0, .gout = a->in[0], .h0 = a->in[1],
+                 .w = a->in[2], .out = (void *)a->in[3], .gates = (void *)a->in[4],
+                 .dproj = a->out[0], .dh0 = a->out[1], .dw = a->out[2], .dbh = a->out[3]};
+    size_t es = ltc_dtype_size(x.dt);
+    if (!(x.scratch = malloc((size_t)(x.nt * x.B * 3 * x.H) * es + 1)))
+        return ltc_errorf(LTC_ERR_NOMEM, "gru_layer_backward: out of memory for the gate "
+                          "gradients");
+    if (x.dt == LTC_F32) gru_backward_f32(&x);
+    else gru_backward_f64(&x);
+    free(x.scratch);
     return LTC_OK;
 }

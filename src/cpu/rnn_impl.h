@@ -47,7 +47,7 @@ LTC_EW_CLONES static void FN(lstm_cell_backward)(int64_t B, int64_t H, const T *
     }
 }
 
-static void FN(lstm_forward)(const lstm_ctx *x) {
+static void FN(lstm_forward)(const rnn_ctx *x) {
     int64_t T_ = x->nt, B = x->B, H = x->H, G4 = 4 * H;
     const T *P = x->proj, *Wt = x->wt;
     T *out = x->out, *cs = x->cseq, *gates = x->gates;
@@ -61,7 +61,7 @@ static void FN(lstm_forward)(const lstm_ctx *x) {
     }
 }
 
-static void FN(lstm_backward)(const lstm_ctx *x) {
+static void FN(lstm_backward)(const rnn_ctx *x) {
     int64_t T_ = x->nt, B = x->B, H = x->H, G4 = 4 * H;
     const T *W = x->w, *out = x->out, *cs = x->cseq, *gates = x->gates;
     const T *gout = x->gout, *gc = x->gc;
@@ -87,4 +87,84 @@ static void FN(lstm_backward)(const lstm_ctx *x) {
     const T *dG_first = x->reverse ? dP + (T_ - 1) * B * G4 : dP;
     mm(x->dt, true, false, G4, H, (T_ - 1) * B, 1.0, dG_rest, G4, h_rest, H, 0.0, x->dw, H);
     mm(x->dt, true, false, G4, H, B, 1.0, dG_first, G4, x->h0, H, 1.0, x->dw, H);
+}
+
+/* ---- GRU ------------------------------------------------------------------------------- */
+
+/* One GRU step's gates from gh [B, 3H] = h_prev W_hh^T (bias_hh added here) and input_proj[t]
+ * P [B, 3H]: gates [B, 4H] = r, z, n, gh_n and h [B, H]. */
+LTC_EW_CLONES static void FN(gru_cell)(int64_t B, int64_t H, const T *gh, const T *bh,
+                                      const T *P, const T *hp, T *G, T *h) {
+    for (int64_t b = 0; b < B; b++) {
+        const T *g = gh + b * 3 * H, *p = P + b * 3 * H, *hpr = hp + b * H;
+        T *gr = G + b * 4 * H, *gz = gr + H, *gn = gr + 2 * H, *ghn = gr + 3 * H, *hw = h + b * H;
+        LTC_SIMD for (int64_t j = 0; j < H; j++) {
+            T r = 1 / (1 + EXP(-(p[j] + g[j] + bh[j])));
+            T z = 1 / (1 + EXP(-(p[H + j] + g[H + j] + bh[H + j])));
+            T hn = g[2 * H + j] + bh[2 * H + j];
+            T n = TANH(p[2 * H + j] + r * hn);
+            gr[j] = r, gz[j] = z, gn[j] = n, ghn[j] = hn;
+            hw[j] = n + z * (hpr[j] - n);
+        }
+    }
+}
+
+/* One GRU step's gradients: dh = go_t + the carry dhc [B, H]; the gate gradients into dP
+ * [B, 3H] (input_proj's) and dgh [B, 3H] (gh's); dhc becomes dh z (the caller adds dgh W_hh). */
+LTC_EW_CLONES static void FN(gru_cell_backward)(int64_t B, int64_t H, const T *G, const T *hp,
+                                               const T *go_t, T *dhc, T *dP, T *dgh) {
+    for (int64_t b = 0; b < B; b++) {
+        const T *gr = G + b * 4 * H, *gz = gr + H, *gn = gr + 2 * H, *ghn = gr + 3 * H;
+        const T *hpr = hp + b * H, *ho = go_t + b * H;
+        T *dc = dhc + b * H, *dp = dP + b * 3 * H, *dg = dgh + b * 3 * H;
+        LTC_SIMD for (int64_t j = 0; j < H; j++) {
+            T dh = ho[j] + dc[j], r = gr[j], z = gz[j], n = gn[j];
+            T dn = dh * (1 - z) * (1 - n * n);
+            T dr = dn * ghn[j] * r * (1 - r);
+            T dz = dh * (hpr[j] - n) * z * (1 - z);
+            dp[j] = dr, dp[H + j] = dz, dp[2 * H + j] = dn;
+            dg[j] = dr, dg[H + j] = dz, dg[2 * H + j] = dn * r;
+            dc[j] = dh * z;
+        }
+    }
+}
+
+static void FN(gru_forward)(const rnn_ctx *x) {
+    int64_t T_ = x->nt, B = x->B, H = x->H, G3 = 3 * H;
+    const T *P = x->proj;
+    T *out = x->out, *gates = x->gates, *gh = x->scratch;
+    for (int64_t s = 0; s < T_; s++) {
+        int64_t t = x->reverse ? T_ - 1 - s : s, tp = x->reverse ? t + 1 : t - 1;
+        const T *hp = s == 0 ? (const T *)x->h0 : out + tp * B * H;
+        FN(step_mm)(B, G3, H, hp, H, (const T *)x->wt, G3, NULL, 0, gh, G3);
+        FN(gru_cell)(B, H, gh, x->bh, P + t * B * G3, hp, gates + t * B * 4 * H, out + t * B * H);
+    }
+}
+
+static void FN(gru_backward)(const rnn_ctx *x) {
+    int64_t T_ = x->nt, B = x->B, H = x->H, G3 = 3 * H;
+    const T *out = x->out, *gates = x->gates, *W = x->w;
+    T *dP = x->dproj, *dh = x->dh0, *dgh = x->scratch, *dw = x->dw, *db = x->dbh;
+    memset(dh, 0, (size_t)(B * H) * sizeof(T));
+    for (int64_t s = T_ - 1; s >= 0; s--) {
+        int64_t t = x->reverse ? T_ - 1 - s : s, tp = x->reverse ? t + 1 : t - 1;
+        const T *hp = s == 0 ? (const T *)x->h0 : out + tp * B * H;
+        FN(gru_cell_backward)(B, H, gates + t * B * 4 * H, hp, (const T *)x->gout + t * B * H, dh,
+                              dP + t * B * G3, dgh + t * B * G3);
+        FN(step_mm)(B, H, G3, dgh + t * B * G3, G3, W, H, dh, H, dh, H); /* dh z + dgh W_hh */
+    }
+    /* dW_hh and db_hh over all steps, as lstm_bwd_finish */
+    memset(db, 0, (size_t)G3 * sizeof(T));
+    for (int64_t r = 0; r < T_ * B; r++) {
+        const T *g = dgh + r * G3;
+        LTC_SIMD for (int64_t k = 0; k < G3; k++) db[k] += g[k];
+    }
+    if (T_ == 0) {
+        memset(dw, 0, (size_t)(G3 * H) * sizeof(T));
+        return;
+    }
+    const T *dg_rest = x->reverse ? dgh : dgh + B * G3, *h_rest = x->reverse ? out + B * H : out;
+    const T *dg_first = x->reverse ? dgh + (T_ - 1) * B * G3 : dgh;
+    mm(x->dt, true, false, G3, H, (T_ - 1) * B, 1.0, dg_rest, G3, h_rest, H, 0.0, dw, H);
+    mm(x->dt, true, false, G3, H, B, 1.0, dg_first, G3, x->h0, H, 1.0, dw, H);
 }

@@ -1,11 +1,11 @@
--- lstm_layer and lstm_layer_backward, the fused LSTM recurrence, against PyTorch's LSTM cell
--- run step by step (spec/fixtures/lstm_layer.lua, from tools/gen_lstm_layer_fixtures.py):
--- outputs, saved gates and the four gradients, forward and reverse, on the CPU and the
--- reference backend; bad input; the compile cache and ltc.jit.
+-- lstm_layer and gru_layer (and their backwards), the fused LSTM and GRU recurrences, against
+-- PyTorch's cells run step by step (spec/fixtures/rnn_layer.lua, from
+-- tools/gen_rnn_layer_fixtures.py): outputs, saved gates and the four gradients, forward and
+-- reverse, on the CPU and the reference backend; bad input; the compile cache and ltc.jit.
 local ltc = require "ltc"
 local close = dofile("spec/support/close.lua")
 local err = dofile("spec/support/err.lua")
-local fx = dofile("spec/fixtures/lstm_layer.lua")
+local fx = dofile("spec/fixtures/rnn_layer.lua")
 
 local function T(v, dt) return ltc.tensor(v, dt or "float64") end
 
@@ -142,6 +142,110 @@ describe("lstm_layer", function()
     local replays = ltc.metrics.counter("GraphReplay")
     for _ = 1, 4 do close(g1, f(x):totable(), 1e-6) end
     assert.is_true(ltc.metrics.counter("GraphReplay") >= replays + 2)
+  end)
+end)
+
+-- gru_layer's fixture loss: sum(output * gw) + sum(h_n * ghn).
+local function run_gru(c, dt)
+  local p, h0 = T(c.input_proj, dt):requires_grad_(), T(c.h0, dt):requires_grad_()
+  local w, b = T(c.weight_hh, dt):requires_grad_(), T(c.bias_hh, dt):requires_grad_()
+  local out, gates = ltc.gru_layer(p, h0, w, b, c.reverse)
+  local last = c.reverse and 1 or out:size(1)
+  ;((out * T(c.gw, dt)):sum() + (out:select(1, last) * T(c.ghn, dt)):sum()):backward()
+  return { output = out, gates = gates, grad_input_proj = p.grad, grad_h0 = h0.grad,
+    grad_weight_hh = w.grad, grad_bias_hh = b.grad }
+end
+
+describe("gru_layer", function()
+  after_each(function() ltc.set_backend("cpu") end)
+  local keys = { "output", "gates", "grad_input_proj", "grad_h0", "grad_weight_hh", "grad_bias_hh" }
+
+  for _, name in ipairs { "gru_forward", "gru_reverse" } do
+    for _, backend in ipairs { "cpu", "ref" } do
+      it(string.format("matches PyTorch's GRU cell step by step (%s, %s): output, gates and the "
+        .. "gradients of input_proj, h0, weight_hh and bias_hh, h_n in the loss", name, backend), function()
+        ltc.set_backend(backend)
+        local r = run_gru(fx[name])
+        for _, k in ipairs(keys) do close(fx[name][k], r[k]:totable(), 1e-10, k) end
+      end)
+    end
+    it("matches in float32 too (" .. name .. ")", function()
+      local r = run_gru(fx[name], "float32")
+      for _, k in ipairs(keys) do close(fx[name][k], r[k]:totable(), 2e-5, k) end
+    end)
+  end
+
+  it("is what nn.GRU runs on the CPU, its backward one gru_layer_backward node", function()
+    local m = ltc.nn.GRU(5, 3, { num_layers = 2, bidirectional = true })
+    local x = ltc.randn(4, 2, 5):requires_grad_()
+    local out = m(x)
+    local n = 0
+    for _ in ltc.debug.ir(out):gmatch("gru_layer%(") do n = n + 1 end
+    assert.are.equal(4, n)
+    out:sum():backward()
+    local ir = ltc.debug.ir(m.weight_hh_l0.grad, m.bias_hh_l0.grad)
+    n = 0
+    for _ in ir:gmatch("gru_layer_backward") do n = n + 1 end
+    assert.is_true(n >= 1, ir)
+  end)
+
+  it("matches the reference backend on larger float32 layers (whole and partial tiles)", function()
+    ltc.manual_seed(6)
+    local p, h0 = ltc.randn(4, 10, 3 * 40), ltc.randn(10, 40)
+    local w, b, go = ltc.randn(3 * 40, 40) * 0.2, ltc.randn(3 * 40), ltc.randn(4, 10, 40)
+    ltc.sync()
+    local function both(backend)
+      ltc.set_backend(backend)
+      local res = {}
+      for _, rev in ipairs { false, true } do
+        local o, g = ltc.gru_layer(p, h0, w, b, rev)
+        local a, bb, c, d = ltc.gru_layer_backward(go, h0, w, o, g, rev)
+        for _, t in ipairs { o, g, a, bb, c, d } do res[#res + 1] = t:totable() end
+      end
+      ltc.set_backend("cpu")
+      return res
+    end
+    close(both("ref"), both("cpu"), 1e-5)
+  end)
+
+  it("raises clear errors naming the op and the sizes for bad input", function()
+    local p, h, w, b = ltc.zeros(5, 3, 12), ltc.zeros(3, 4), ltc.zeros(12, 4), ltc.zeros(12)
+    local e = err(function() ltc.gru_layer(p, h, w, ltc.zeros(9), false) end)
+    assert.truthy(e:find("gru_layer: input_proj [5,3,12], h0 [3,4], weight_hh [12,4] and bias_hh "
+      .. "[9] do not fit (input_proj [T, B, 3H], h0 [B, H], weight_hh [3H, H], bias_hh [3H])", 1, true), e)
+    e = err(function() ltc.gru_layer(ltc.zeros(5, 3, 16), h, w, b, false) end)
+    assert.truthy(e:find("input_proj [5,3,16]", 1, true), e)
+    e = err(function() ltc.gru_layer(p, h, w:double(), b, false) end)
+    assert.truthy(e:find("gru_layer: input_proj, h0, weight_hh and bias_hh must have one dtype, "
+      .. "got float32, float32, float64 and float32", 1, true), e)
+    e = err(function() ltc.gru_layer(p:long(), h:long(), w:long(), b:long(), false) end)
+    assert.truthy(e:find("gru_layer: input_proj must be float32 or float64, got int64", 1, true), e)
+    local o, g = ltc.gru_layer(p, h, w, b, false)
+    e = err(function() ltc.gru_layer_backward(ltc.zeros(5, 3, 5), h, w, o, g, false) end)
+    assert.truthy(e:find("gru_layer_backward: grad_output [5,3,5] and output [5,3,4] must be [5,3,4]", 1, true), e)
+    e = err(function() ltc.gru_layer_backward(o, h, w, o, ltc.zeros(5, 3, 12), false) end)
+    assert.truthy(e:find("gru_layer_backward: gates [5,3,12]", 1, true), e)
+    assert.are.equal(0, o:sum():item())
+  end)
+
+  it("does not recompile from step to step, and replays under ltc.jit", function()
+    ltc.manual_seed(2)
+    local m = ltc.nn.GRU(6, 8, { num_layers = 2 })
+    local x = ltc.randn(5, 3, 6)
+    local function loss(xx)
+      m:zero_grad()
+      local out, hn = m(xx)
+      ;(out:sum() + hn:sum()):backward()
+    end
+    local g1
+    for _ = 1, 3 do loss(x); ltc.sync(); g1 = m.bias_hh_l0.grad:totable() end
+    local n = ltc.metrics.counter("UncachedCompile")
+    loss(x)
+    ltc.sync()
+    close(g1, m.bias_hh_l0.grad:totable(), 0)
+    assert.are.equal(n, ltc.metrics.counter("UncachedCompile"))
+    local f = ltc.jit(function(xx) loss(xx); return m.bias_hh_l0.grad * 1 end)
+    for _ = 1, 4 do close(g1, f(x):totable(), 1e-6) end
   end)
 end)
 

@@ -91,6 +91,29 @@ describe("lstm_layer", function()
     close(both("ref"), both("cpu"), 1e-5)
   end)
 
+  it("shares batch rows out on the pool's threads to the same values (B 33: 5 chunks)", function()
+    ltc.manual_seed(7)
+    local p, h0, c0 = ltc.randn(3, 33, 4 * 16), ltc.randn(33, 16), ltc.randn(33, 16)
+    local w, go, gc = ltc.randn(4 * 16, 16) * 0.3, ltc.randn(3, 33, 16), ltc.randn(3, 33, 16)
+    local gp, gw, gb = ltc.randn(3, 33, 3 * 16), ltc.randn(3 * 16, 16) * 0.3, ltc.randn(3 * 16)
+    ltc.sync()
+    local function both(backend)
+      ltc.set_backend(backend)
+      local res = {}
+      local o, cs, g = ltc.lstm_layer(p, h0, c0, w, true)
+      for _, t in ipairs { o, cs, g, ltc.lstm_layer_backward(go, gc, h0, c0, w, o, cs, g, true) } do
+        res[#res + 1] = t:totable()
+      end
+      local go2, gg = ltc.gru_layer(gp, h0, gw, gb, false)
+      for _, t in ipairs { go2, gg, ltc.gru_layer_backward(go, h0, gw, go2, gg, false) } do
+        res[#res + 1] = t:totable()
+      end
+      ltc.set_backend("cpu")
+      return res
+    end
+    close(both("ref"), both("cpu"), 1e-5)
+  end)
+
   it("raises clear errors naming the op and the sizes for bad input", function()
     local p, h, c, w = ltc.zeros(5, 3, 16), ltc.zeros(3, 4), ltc.zeros(3, 4), ltc.zeros(16, 4)
     local e = err(function() ltc.lstm_layer(p, h, c, ltc.zeros(16, 5), false) end)

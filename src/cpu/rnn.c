@@ -126,6 +126,11 @@ static void step_mm_f64(int64_t m, int64_t n, int64_t k, const double *A, int64_
     mm(LTC_F64, false, false, m, n, k, 1.0, A, lda, Bm, ldb, D ? 1.0 : 0.0, C, ldc);
 }
 
+/* Batch rows per task: the rows are independent through the whole sequence, so chunks of
+ * them run on the pool's threads with no step-by-step synchronisation (a late thread's chunks
+ * go to the others); 8 rows fill the product's tiles. */
+#define ROWS 8
+
 #define CAT2(a, b) a##_##b
 #define CAT(a, b) CAT2(a, b)
 #define FN(name) CAT(name, SFX)
@@ -150,6 +155,16 @@ static void step_mm_f64(int64_t m, int64_t n, int64_t k, const double *A, int64_
 #undef EXP
 #undef TANH
 
+/* Runs fn over the batch's row chunks: on the pool when there are enough of them
+ * (LTC_PAR_MIN_CHUNKS: B >= 32), OpenBLAS on one thread inside the tasks. */
+static void run_rows(const rnn_ctx *x, ltc_cpu_range_fn fn) {
+    int64_t n = (x->B + ROWS - 1) / ROWS;
+    bool split = ltc_cpu_threads() > 1 && n >= LTC_PAR_MIN_CHUNKS;
+    if (split) ltc_cpu_blas_single(true);
+    ltc_cpu_parallel_for(n, 1, fn, (void *)x);
+    if (split) ltc_cpu_blas_single(false);
+}
+
 /* W_hh^T [H, G H] from W_hh [G H, H], or NULL when out of memory (the caller frees it). */
 static void *transposed(const void *w, int64_t rows, int64_t H, size_t es) {
     char *wt = malloc((size_t)(rows * H) * es + 1);
@@ -169,8 +184,7 @@ ltc_status ltc_cpu_kernel_lstm_layer(const ltc_kernel_args *a) {
                   .gates = a->out[2]};
     if (!(x.wt = transposed(x.w, 4 * x.H, x.H, ltc_dtype_size(x.dt))))
         return ltc_errorf(LTC_ERR_NOMEM, "lstm_layer: out of memory for weight_hh^T");
-    if (x.dt == LTC_F32) lstm_forward_f32(&x);
-    else lstm_forward_f64(&x);
+    run_rows(&x, x.dt == LTC_F32 ? lstm_forward_range_f32 : lstm_forward_range_f64);
     free(x.wt);
     return LTC_OK;
 }
@@ -184,8 +198,9 @@ ltc_status ltc_cpu_kernel_lstm_layer_backward(const ltc_kernel_args *a) {
                   .h0 = a->in[2], .c0 = a->in[3], .w = a->in[4], .out = (void *)a->in[5],
                   .cseq = (void *)a->in[6], .gates = (void *)a->in[7], .dproj = a->out[0],
                   .dh0 = a->out[1], .dc0 = a->out[2], .dw = a->out[3]};
-    if (x.dt == LTC_F32) lstm_backward_f32(&x);
-    else lstm_backward_f64(&x);
+    run_rows(&x, x.dt == LTC_F32 ? lstm_backward_range_f32 : lstm_backward_range_f64);
+    if (x.dt == LTC_F32) weight_grad_f32(&x, 4 * x.H, x.dproj);
+    else weight_grad_f64(&x, 4 * x.H, x.dproj);
     return LTC_OK;
 }
 
@@ -203,8 +218,7 @@ ltc_status ltc_cpu_kernel_gru_layer(const ltc_kernel_args *a) {
         free(x.scratch);
         return ltc_errorf(LTC_ERR_NOMEM, "gru_layer: out of memory for the step buffers");
     }
-    if (x.dt == LTC_F32) gru_forward_f32(&x);
-    else gru_forward_f64(&x);
+    run_rows(&x, x.dt == LTC_F32 ? gru_forward_range_f32 : gru_forward_range_f64);
     free(x.wt);
     free(x.scratch);
     return LTC_OK;
@@ -222,8 +236,9 @@ ltc_status ltc_cpu_kernel_gru_layer_backward(const ltc_kernel_args *a) {
     if (!(x.scratch = malloc((size_t)(x.nt * x.B * 3 * x.H) * es + 1)))
         return ltc_errorf(LTC_ERR_NOMEM, "gru_layer_backward: out of memory for the gate "
                           "gradients");
-    if (x.dt == LTC_F32) gru_backward_f32(&x);
-    else gru_backward_f64(&x);
+    run_rows(&x, x.dt == LTC_F32 ? gru_backward_range_f32 : gru_backward_range_f64);
+    if (x.dt == LTC_F32) gru_finish_f32(&x);
+    else gru_finish_f64(&x);
     free(x.scratch);
     return LTC_OK;
 }

@@ -47,46 +47,56 @@ LTC_EW_CLONES static void FN(lstm_cell_backward)(int64_t B, int64_t H, const T *
     }
 }
 
-static void FN(lstm_forward)(const rnn_ctx *x) {
+/* The steps of batch rows [b0, b0 + nb) (the rows are independent: chunks of them run on the
+ * pool's threads). Every [.., B, ..] tensor is offset to row b0; its row strides stay. */
+static void FN(lstm_forward)(const rnn_ctx *x, int64_t b0, int64_t nb) {
     int64_t T_ = x->nt, B = x->B, H = x->H, G4 = 4 * H;
-    const T *P = x->proj, *Wt = x->wt;
-    T *out = x->out, *cs = x->cseq, *gates = x->gates;
+    const T *P = (const T *)x->proj + b0 * G4, *Wt = x->wt;
+    const T *h0 = (const T *)x->h0 + b0 * H, *c0 = (const T *)x->c0 + b0 * H;
+    T *out = (T *)x->out + b0 * H, *cs = (T *)x->cseq + b0 * H, *gates = (T *)x->gates + b0 * G4;
     for (int64_t s = 0; s < T_; s++) {
         int64_t t = x->reverse ? T_ - 1 - s : s, tp = x->reverse ? t + 1 : t - 1;
-        const T *hp = s == 0 ? (const T *)x->h0 : out + tp * B * H;
-        const T *cp = s == 0 ? (const T *)x->c0 : cs + tp * B * H;
+        const T *hp = s == 0 ? h0 : out + tp * B * H;
+        const T *cp = s == 0 ? c0 : cs + tp * B * H;
         T *G = gates + t * B * G4; /* input_proj[t] + h_prev W_hh^T */
-        FN(step_mm)(B, G4, H, hp, H, Wt, G4, P + t * B * G4, G4, G, G4);
-        FN(lstm_cell)(B, H, G, cp, cs + t * B * H, out + t * B * H);
+        FN(step_mm)(nb, G4, H, hp, H, Wt, G4, P + t * B * G4, G4, G, G4);
+        FN(lstm_cell)(nb, H, G, cp, cs + t * B * H, out + t * B * H);
     }
 }
 
-static void FN(lstm_backward)(const rnn_ctx *x) {
+static void FN(lstm_backward)(const rnn_ctx *x, int64_t b0, int64_t nb) {
     int64_t T_ = x->nt, B = x->B, H = x->H, G4 = 4 * H;
-    const T *W = x->w, *out = x->out, *cs = x->cseq, *gates = x->gates;
-    const T *gout = x->gout, *gc = x->gc;
-    T *dP = x->dproj, *dh = x->dh0, *dc = x->dc0;
-    memset(dh, 0, (size_t)(B * H) * sizeof(T));
-    memset(dc, 0, (size_t)(B * H) * sizeof(T));
+    const T *W = x->w, *cs = (const T *)x->cseq + b0 * H, *gates = (const T *)x->gates + b0 * G4;
+    const T *gout = (const T *)x->gout + b0 * H, *gc = (const T *)x->gc + b0 * H;
+    const T *c0 = (const T *)x->c0 + b0 * H;
+    T *dP = (T *)x->dproj + b0 * G4, *dh = (T *)x->dh0 + b0 * H, *dc = (T *)x->dc0 + b0 * H;
+    memset(dh, 0, (size_t)(nb * H) * sizeof(T));
+    memset(dc, 0, (size_t)(nb * H) * sizeof(T));
     for (int64_t s = T_ - 1; s >= 0; s--) {
         int64_t t = x->reverse ? T_ - 1 - s : s, tp = x->reverse ? t + 1 : t - 1;
-        const T *cp = s == 0 ? (const T *)x->c0 : cs + tp * B * H;
+        const T *cp = s == 0 ? c0 : cs + tp * B * H;
         T *dG = dP + t * B * G4;
-        FN(lstm_cell_backward)(B, H, gates + t * B * G4, cs + t * B * H, cp, gout + t * B * H,
+        FN(lstm_cell_backward)(nb, H, gates + t * B * G4, cs + t * B * H, cp, gout + t * B * H,
                                gc + t * B * H, dh, dc, dG);
-        FN(step_mm)(B, H, G4, dG, G4, W, H, NULL, 0, dh, H); /* dh = dG W_hh */
+        FN(step_mm)(nb, H, G4, dG, G4, W, H, NULL, 0, dh, H); /* dh = dG W_hh */
     }
+}
+
+/* dW [G H, H] = sum_t dG_t^T h_prev(t) for dG [T, B, G H] (LSTM's gate gradients, GRU's gh
+ * gradients): the steps with a previous step in one gemm (their dG and that step's h are both
+ * contiguous runs of T - 1 steps), then the first step's h0. */
+static void FN(weight_grad)(const rnn_ctx *x, int64_t GH, const T *dG) {
+    int64_t T_ = x->nt, B = x->B, H = x->H;
+    const T *out = x->out;
     if (T_ == 0) {
-        memset(x->dw, 0, (size_t)(G4 * H) * sizeof(T));
+        memset(x->dw, 0, (size_t)(GH * H) * sizeof(T));
         return;
     }
-    /* dW_hh = sum_t dG_t^T h_prev(t): the steps with a previous step in one gemm (their dG
-     * and that step's h are both contiguous runs of T - 1 steps), then the first step's h0 */
-    const T *dG_rest = x->reverse ? dP : dP + B * G4;
+    const T *dG_rest = x->reverse ? dG : dG + B * GH;
     const T *h_rest = x->reverse ? out + B * H : out;
-    const T *dG_first = x->reverse ? dP + (T_ - 1) * B * G4 : dP;
-    mm(x->dt, true, false, G4, H, (T_ - 1) * B, 1.0, dG_rest, G4, h_rest, H, 0.0, x->dw, H);
-    mm(x->dt, true, false, G4, H, B, 1.0, dG_first, G4, x->h0, H, 1.0, x->dw, H);
+    const T *dG_first = x->reverse ? dG + (T_ - 1) * B * GH : dG;
+    mm(x->dt, true, false, GH, H, (T_ - 1) * B, 1.0, dG_rest, GH, h_rest, H, 0.0, x->dw, H);
+    mm(x->dt, true, false, GH, H, B, 1.0, dG_first, GH, x->h0, H, 1.0, x->dw, H);
 }
 
 /* ---- GRU ------------------------------------------------------------------------------- */
@@ -129,42 +139,57 @@ LTC_EW_CLONES static void FN(gru_cell_backward)(int64_t B, int64_t H, const T *G
     }
 }
 
-static void FN(gru_forward)(const rnn_ctx *x) {
+static void FN(gru_forward)(const rnn_ctx *x, int64_t b0, int64_t nb) {
     int64_t T_ = x->nt, B = x->B, H = x->H, G3 = 3 * H;
-    const T *P = x->proj;
-    T *out = x->out, *gates = x->gates, *gh = x->scratch;
+    const T *P = (const T *)x->proj + b0 * G3, *h0 = (const T *)x->h0 + b0 * H;
+    T *out = (T *)x->out + b0 * H, *gates = (T *)x->gates + b0 * 4 * H;
+    T *gh = (T *)x->scratch + b0 * G3;
     for (int64_t s = 0; s < T_; s++) {
         int64_t t = x->reverse ? T_ - 1 - s : s, tp = x->reverse ? t + 1 : t - 1;
-        const T *hp = s == 0 ? (const T *)x->h0 : out + tp * B * H;
-        FN(step_mm)(B, G3, H, hp, H, (const T *)x->wt, G3, NULL, 0, gh, G3);
-        FN(gru_cell)(B, H, gh, x->bh, P + t * B * G3, hp, gates + t * B * 4 * H, out + t * B * H);
+        const T *hp = s == 0 ? h0 : out + tp * B * H;
+        FN(step_mm)(nb, G3, H, hp, H, (const T *)x->wt, G3, NULL, 0, gh, G3);
+        FN(gru_cell)(nb, H, gh, x->bh, P + t * B * G3, hp, gates + t * B * 4 * H, out + t * B * H);
     }
 }
 
-static void FN(gru_backward)(const rnn_ctx *x) {
+static void FN(gru_backward)(const rnn_ctx *x, int64_t b0, int64_t nb) {
     int64_t T_ = x->nt, B = x->B, H = x->H, G3 = 3 * H;
-    const T *out = x->out, *gates = x->gates, *W = x->w;
-    T *dP = x->dproj, *dh = x->dh0, *dgh = x->scratch, *dw = x->dw, *db = x->dbh;
-    memset(dh, 0, (size_t)(B * H) * sizeof(T));
+    const T *out = (const T *)x->out + b0 * H, *gates = (const T *)x->gates + b0 * 4 * H;
+    const T *W = x->w, *h0 = (const T *)x->h0 + b0 * H, *gout = (const T *)x->gout + b0 * H;
+    T *dP = (T *)x->dproj + b0 * G3, *dh = (T *)x->dh0 + b0 * H, *dgh = (T *)x->scratch + b0 * G3;
+    memset(dh, 0, (size_t)(nb * H) * sizeof(T));
     for (int64_t s = T_ - 1; s >= 0; s--) {
         int64_t t = x->reverse ? T_ - 1 - s : s, tp = x->reverse ? t + 1 : t - 1;
-        const T *hp = s == 0 ? (const T *)x->h0 : out + tp * B * H;
-        FN(gru_cell_backward)(B, H, gates + t * B * 4 * H, hp, (const T *)x->gout + t * B * H, dh,
+        const T *hp = s == 0 ? h0 : out + tp * B * H;
+        FN(gru_cell_backward)(nb, H, gates + t * B * 4 * H, hp, gout + t * B * H, dh,
                               dP + t * B * G3, dgh + t * B * G3);
-        FN(step_mm)(B, H, G3, dgh + t * B * G3, G3, W, H, dh, H, dh, H); /* dh z + dgh W_hh */
+        FN(step_mm)(nb, H, G3, dgh + t * B * G3, G3, W, H, dh, H, dh, H); /* dh z + dgh W_hh */
     }
-    /* dW_hh and db_hh over all steps, as lstm_bwd_finish */
+}
+
+/* GRU's grad_bias_hh (the sum of dgh over steps and rows) and grad_weight_hh. */
+static void FN(gru_finish)(const rnn_ctx *x) {
+    int64_t G3 = 3 * x->H;
+    const T *dgh = x->scratch;
+    T *db = x->dbh;
     memset(db, 0, (size_t)G3 * sizeof(T));
-    for (int64_t r = 0; r < T_ * B; r++) {
+    for (int64_t r = 0; r < x->nt * x->B; r++) {
         const T *g = dgh + r * G3;
         LTC_SIMD for (int64_t k = 0; k < G3; k++) db[k] += g[k];
     }
-    if (T_ == 0) {
-        memset(dw, 0, (size_t)(G3 * H) * sizeof(T));
-        return;
-    }
-    const T *dg_rest = x->reverse ? dgh : dgh + B * G3, *h_rest = x->reverse ? out + B * H : out;
-    const T *dg_first = x->reverse ? dgh + (T_ - 1) * B * G3 : dgh;
-    mm(x->dt, true, false, G3, H, (T_ - 1) * B, 1.0, dg_rest, G3, h_rest, H, 0.0, dw, H);
-    mm(x->dt, true, false, G3, H, B, 1.0, dg_first, G3, x->h0, H, 1.0, dw, H);
+    FN(weight_grad)(x, G3, dgh);
 }
+
+/* The row chunks [lo, hi) of ROWS rows each: one range function per loop. */
+#define RANGE_FN(name)                                                                         \
+    static void FN(name##_range)(void *ctx, int64_t lo, int64_t hi, int tid) {                 \
+        (void)tid;                                                                             \
+        const rnn_ctx *x = ctx;                                                                \
+        int64_t b0 = lo * ROWS, b1 = hi * ROWS < x->B ? hi * ROWS : x->B;                     \
+        FN(name)(x, b0, b1 - b0);                                                              \
+    }
+RANGE_FN(lstm_forward)
+RANGE_FN(lstm_backward)
+RANGE_FN(gru_forward)
+RANGE_FN(gru_backward)
+#undef RANGE_FN

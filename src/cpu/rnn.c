@@ -27,6 +27,8 @@ typedef struct {
     const void *bh;                  /* GRU: bias_hh [3H] */
     void *scratch;                   /* GRU: forward gh [B, 3H]; backward dgh [T, B, 3H] */
     void *dbh;                       /* GRU backward: grad_bias_hh */
+    int64_t gh;                      /* backward: the rows of dW_hh (4H, 3H) */
+    const void *dg;                  /* backward: the gradients dW_hh is made of */
     void *out, *cseq, *gates;        /* forward outputs (backward inputs) */
     const void *gout, *gc;           /* backward: the gradients of output and c_seq */
     void *dproj, *dh0, *dc0, *dw;    /* backward outputs */
@@ -130,6 +132,8 @@ static void step_mm_f64(int64_t m, int64_t n, int64_t k, const double *A, int64_
  * them run on the pool's threads with no step-by-step synchronisation (a late thread's chunks
  * go to the others); 8 rows fill the product's tiles. */
 #define ROWS 8
+/* Rows of dW_hh per task of its product (dG^T h_prev over all steps, after the loop). */
+#define WROWS 64
 
 #define CAT2(a, b) a##_##b
 #define CAT(a, b) CAT2(a, b)
@@ -162,6 +166,18 @@ static void run_rows(const rnn_ctx *x, ltc_cpu_range_fn fn) {
     bool split = ltc_cpu_threads() > 1 && n >= LTC_PAR_MIN_CHUNKS;
     if (split) ltc_cpu_blas_single(true);
     ltc_cpu_parallel_for(n, 1, fn, (void *)x);
+    if (split) ltc_cpu_blas_single(false);
+}
+
+/* dW_hh from x->dg, its rows in tasks on the pool (the product's columns are too few to
+ * split OpenBLAS's way well, and tasks handed out dynamically let a late thread's share go
+ * to the others). */
+static void run_weight_grad(rnn_ctx *x, int64_t gh, const void *dg) {
+    x->gh = gh, x->dg = dg;
+    int64_t n = (gh + WROWS - 1) / WROWS;
+    bool split = ltc_cpu_threads() > 1 && n >= LTC_PAR_MIN_CHUNKS;
+    if (split) ltc_cpu_blas_single(true);
+    ltc_cpu_parallel_for(n, 1, x->dt == LTC_F32 ? weight_grad_range_f32 : weight_grad_range_f64, x);
     if (split) ltc_cpu_blas_single(false);
 }
 
@@ -199,8 +215,7 @@ ltc_status ltc_cpu_kernel_lstm_layer_backward(const ltc_kernel_args *a) {
                   .cseq = (void *)a->in[6], .gates = (void *)a->in[7], .dproj = a->out[0],
                   .dh0 = a->out[1], .dc0 = a->out[2], .dw = a->out[3]};
     run_rows(&x, x.dt == LTC_F32 ? lstm_backward_range_f32 : lstm_backward_range_f64);
-    if (x.dt == LTC_F32) weight_grad_f32(&x, 4 * x.H, x.dproj);
-    else weight_grad_f64(&x, 4 * x.H, x.dproj);
+    run_weight_grad(&x, 4 * x.H, x.dproj);
     return LTC_OK;
 }
 
@@ -239,6 +254,7 @@ ltc_status ltc_cpu_kernel_gru_layer_backward(const ltc_kernel_args *a) {
     run_rows(&x, x.dt == LTC_F32 ? gru_backward_range_f32 : gru_backward_range_f64);
     if (x.dt == LTC_F32) gru_finish_f32(&x);
     else gru_finish_f64(&x);
+    run_weight_grad(&x, 3 * x.H, x.scratch);
     free(x.scratch);
     return LTC_OK;
 }

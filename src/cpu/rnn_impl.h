@@ -82,21 +82,29 @@ static void FN(lstm_backward)(const rnn_ctx *x, int64_t b0, int64_t nb) {
     }
 }
 
-/* dW [G H, H] = sum_t dG_t^T h_prev(t) for dG [T, B, G H] (LSTM's gate gradients, GRU's gh
- * gradients): the steps with a previous step in one gemm (their dG and that step's h are both
- * contiguous runs of T - 1 steps), then the first step's h0. */
-static void FN(weight_grad)(const rnn_ctx *x, int64_t GH, const T *dG) {
-    int64_t T_ = x->nt, B = x->B, H = x->H;
+/* Rows [r0, r1) of dW [G H, H] = sum_t dG_t^T h_prev(t) for dG [T, B, G H] (LSTM's gate
+ * gradients, GRU's gh gradients): the steps with a previous step in one gemm (their dG and
+ * that step's h are both contiguous runs of T - 1 steps), then the first step's h0. */
+static void FN(weight_grad)(const rnn_ctx *x, const T *dG, int64_t r0, int64_t r1) {
+    int64_t T_ = x->nt, B = x->B, H = x->H, GH = x->gh;
     const T *out = x->out;
+    T *dw = (T *)x->dw + r0 * H;
     if (T_ == 0) {
-        memset(x->dw, 0, (size_t)(GH * H) * sizeof(T));
+        memset(dw, 0, (size_t)((r1 - r0) * H) * sizeof(T));
         return;
     }
-    const T *dG_rest = x->reverse ? dG : dG + B * GH;
+    const T *dG_rest = (x->reverse ? dG : dG + B * GH) + r0;
     const T *h_rest = x->reverse ? out + B * H : out;
-    const T *dG_first = x->reverse ? dG + (T_ - 1) * B * GH : dG;
-    mm(x->dt, true, false, GH, H, (T_ - 1) * B, 1.0, dG_rest, GH, h_rest, H, 0.0, x->dw, H);
-    mm(x->dt, true, false, GH, H, B, 1.0, dG_first, GH, x->h0, H, 1.0, x->dw, H);
+    const T *dG_first = (x->reverse ? dG + (T_ - 1) * B * GH : dG) + r0;
+    mm(x->dt, true, false, r1 - r0, H, (T_ - 1) * B, 1.0, dG_rest, GH, h_rest, H, 0.0, dw, H);
+    mm(x->dt, true, false, r1 - r0, H, B, 1.0, dG_first, GH, x->h0, H, 1.0, dw, H);
+}
+
+static void FN(weight_grad_range)(void *ctx, int64_t lo, int64_t hi, int tid) {
+    (void)tid;
+    const rnn_ctx *x = ctx;
+    int64_t r1 = hi * WROWS < x->gh ? hi * WROWS : x->gh;
+    FN(weight_grad)(x, x->dg, lo * WROWS, r1);
 }
 
 /* ---- GRU ------------------------------------------------------------------------------- */
@@ -167,7 +175,7 @@ static void FN(gru_backward)(const rnn_ctx *x, int64_t b0, int64_t nb) {
     }
 }
 
-/* GRU's grad_bias_hh (the sum of dgh over steps and rows) and grad_weight_hh. */
+/* GRU's grad_bias_hh: the sum of dgh over steps and rows. */
 static void FN(gru_finish)(const rnn_ctx *x) {
     int64_t G3 = 3 * x->H;
     const T *dgh = x->scratch;
@@ -177,7 +185,6 @@ static void FN(gru_finish)(const rnn_ctx *x) {
         const T *g = dgh + r * G3;
         LTC_SIMD for (int64_t k = 0; k < G3; k++) db[k] += g[k];
     }
-    FN(weight_grad)(x, G3, dgh);
 }
 
 /* The row chunks [lo, hi) of ROWS rows each: one range function per loop. */

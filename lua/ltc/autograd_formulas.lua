@@ -378,6 +378,23 @@ function F.attention_dropout_mask_backward(grad, query, key, value, output, logs
     attn_mask)
 end
 
+--- Gradients of lstm_layer: which = 0, 1, 2, 3 for input_proj, h0, c0, weight_hh, all four
+-- from one lstm_layer_backward (the C twin makes it once per backward; this one, run per
+-- input, once each). grad_c_seq is the gradient of the c_seq output.
+function F.lstm_layer_backward(grad, grad_c_seq, h0, c0, weight_hh, output, c_seq, gates,
+                               reverse, which)
+  local r = table.pack(core.lstm_layer_backward(grad, grad_c_seq, h0, c0, weight_hh, output,
+    c_seq, gates, reverse))
+  return r[which + 1]
+end
+
+--- Gradients of gru_layer: which = 0, 1, 2, 3 for input_proj, h0, weight_hh, bias_hh, all
+-- four from one gru_layer_backward (as F.lstm_layer_backward).
+function F.gru_layer_backward(grad, h0, weight_hh, output, gates, reverse, which)
+  local r = table.pack(core.gru_layer_backward(grad, h0, weight_hh, output, gates, reverse))
+  return r[which + 1]
+end
+
 --- Gradients of batch_norm (which = "self", "weight" or "bias") for self [N, C, ...]: with
 -- the batch's statistics when training (as layer_norm's, over every dim but C), else with the
 -- running ones (a per-channel affine map).

@@ -389,3 +389,17 @@ ltc_status ltc_grad_attention_dropout_mask_backward(ltc_tensor *grad, ltc_tensor
     return ltc_grad_attention_mask_backward(grad, query, key, value, output, logsumexp,
                                             is_causal, scale, attn_mask, out);
 }
+
+ltc_status ltc_grad_lstm_layer_backward(ltc_tensor *grad, ltc_tensor *grad_c_seq, ltc_tensor *h0,
+                                        ltc_tensor *c0, ltc_tensor *weight_hh,
+                                        ltc_tensor *output, ltc_tensor *c_seq, ltc_tensor *gates,
+                                        bool reverse, ltc_tensor **outs) {
+    return ltc_lstm_layer_backward(grad, grad_c_seq, h0, c0, weight_hh, output, c_seq, gates,
+                                   reverse, outs);
+}
+
+ltc_status ltc_grad_gru_layer_backward(ltc_tensor *grad, ltc_tensor *h0, ltc_tensor *weight_hh,
+                                       ltc_tensor *output, ltc_tensor *gates, bool reverse,
+                                       ltc_tensor **outs) {
+    return ltc_gru_layer_backward(grad, h0, weight_hh, output, gates, reverse, outs);
+}

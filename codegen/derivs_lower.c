@@ -131,6 +131,13 @@ static val lower_name(ctx *x, const char *name) {
     const gen_op *op = x->op;
     char c[200];
     if (!strcmp(name, "grad")) return vmake(V_TENSOR, "grads[0]");
+    /* grad_<output>: the gradient of a later output, grads[r] (never NULL: the engine passes
+     * zeros for an output that got none); an argument of that name wins */
+    for (int r = 1; r < op->n_rets && arg_index(op, name) < 0; r++)
+        if (op->ret_names[r] && !strncmp(name, "grad_", 5) && !strcmp(op->ret_names[r], name + 5)) {
+            fmtc(c, sizeof c, "grads[%d]", r);
+            return vmake(V_TENSOR, c);
+        }
     if (op->n_rets == 1 && !strcmp(name, "result")) return vmake(V_TENSOR, "results[0]");
     for (int r = 0; r < op->n_rets; r++)
         if (op->ret_names[r] && !strcmp(op->ret_names[r], name)) {
@@ -379,6 +386,10 @@ static const struct helper {
     {"batch_norm_backward", "TTTTTBFW", 'T'},
     {"attention_backward", "TTTTTTBFTI", 'M'},
     {"attention_mask_backward", "TTTTTTBFT", 'T'},
+    {"attention_dropout_backward", "TTTTTTBFFTTI", 'M'},
+    {"attention_dropout_mask_backward", "TTTTTTBFFT", 'T'},
+    {"lstm_layer_backward", "TTTTTTTTBI", 'M'},
+    {"gru_layer_backward", "TTTTTBI", 'M'},
 };
 
 #define MEMO_MAX 8 /* the most tensors an M helper returns */

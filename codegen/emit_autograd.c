@@ -12,6 +12,7 @@
  * the input's dtype.
  */
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +37,10 @@ static bool is_known(const gen_op *op, const char *name) {
     if (op->n_rets == 1 && !strcmp(name, "result")) return true;
     for (int i = 0; i < op->n_rets; i++)
         if (op->ret_names[i] && !strcmp(op->ret_names[i], name)) return true;
+    /* grad_<output>: the gradient of a later output (grad is the first one's) */
+    for (int i = 1; i < op->n_rets; i++)
+        if (op->ret_names[i] && !strncmp(name, "grad_", 5) && !strcmp(op->ret_names[i], name + 5))
+            return true;
     return is_arg(op, name, false);
 }
 
@@ -70,6 +75,8 @@ static bool check_names(const gen_op *op, const char *input, const char *e) {
                     if (op->n_rets == 1) sb_puts(&known, ", result");
                     for (int i = 0; i < op->n_rets; i++)
                         if (op->ret_names[i]) sb_printf(&known, ", %s", op->ret_names[i]);
+                    for (int i = 1; i < op->n_rets; i++)
+                        if (op->ret_names[i]) sb_printf(&known, ", grad_%s", op->ret_names[i]);
                     for (int i = 0; i < op->n_args; i++) sb_printf(&known, ", %s", op->args[i].name);
                     sb_puts(&known, ", F, ltc, math");
                     cg_error_at(op->file, op->deriv_line, op->deriv_col,
@@ -261,6 +268,14 @@ static void emit_entry(strbuf *b, const gen_op *op) {
     for (int r = 0; r < op->n_rets; r++)
         if (op->ret_names[r] && uses_name(op, op->ret_names[r]))
             sb_printf(b, "    local %s = a.result[%d]\n", op->ret_names[r], r + 1);
+    /* grad_<output>: the gradient of another named output (grad is the first's) */
+    for (int r = 1; r < op->n_rets; r++) {
+        char gname[128];
+        if (!op->ret_names[r]) continue;
+        snprintf(gname, sizeof gname, "grad_%s", op->ret_names[r]);
+        if (uses_name(op, gname) && !is_arg(op, gname, false))
+            sb_printf(b, "    local %s = grads[%d]\n", gname, r + 1);
+    }
     for (int i = 0; i < op->n_args; i++)
         if (uses_name(op, op->args[i].name)) {
             sb_puts(b, "    local ");

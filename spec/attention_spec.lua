@@ -90,7 +90,7 @@ describe("scaled_dot_product_attention", function()
     assert.is_nil(fwd:find("matmul", 1, true))
   end)
 
-  it("takes the scale, and dropout through the path over the ops", function()
+  it("takes the scale, and dropout_p (1 drops every weight, 0.5 changes the output)", function()
     local c = fx.plain
     local q, k, v = T(c.q), T(c.k), T(c.v)
     local a = F.scaled_dot_product_attention(q, k, v, { scale = 0.3 })

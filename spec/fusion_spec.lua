@@ -357,6 +357,42 @@ describe("plan folds", function()
     assert.falsy(text:find("step 1"), text)
   end)
 
+  it("folds a chain of transposes and a transposed product (a GEMM's gradient) into the GEMM", function()
+    for _, case in ipairs {
+      function(a, b) return a:matmul(b:t():t()) end, -- t(t(b)) is b
+      function(a, b) return a:t():t():t():matmul(b) end,
+      function(a, b) return a:matmul(b):t() end, -- (a b)^T = b^T a^T
+      function(a, b) return a:t():matmul(b):t() end,
+      function(a, b) return a:matmul(b:t()):t() + 1 end,
+    } do
+      local c, r = both(function()
+        local a, b = ltc.randn(5, 5), ltc.randn(5, 5, "float64")
+        return case(a, b:float()) + case(a:double(), b):float()
+      end)
+      assert.is_true(max_rel_diff(c, r) < 1e-5)
+    end
+    local a, b = ltc.randn(5, 3), ltc.randn(3, 4)
+    ltc.sync()
+    for _, y in ipairs { a:matmul(b:t():t()), a:matmul(b):t(), b:t():matmul(a:t()):t():t() } do
+      local text = ltc.debug.backend_text(y)
+      assert.falsy(text:find("step 1"), text) -- one step: the GEMM
+      assert.are.same({ 5, 4 }, a:matmul(b):size())
+    end
+    -- a product that something else also reads stays, and its transpose is made
+    local p = a:matmul(b)
+    local text = ltc.debug.backend_text(p:t(), p + 1)
+    assert.truthy(text:find("t%("), text)
+    local got, want = (p:t() + (p + 1):t()):totable(), nil
+    want = (a:matmul(b) * 2 + 1):t():contiguous():totable()
+    assert.is_true(max_rel_diff(ltc.tensor(got):view(-1):totable(), ltc.tensor(want):view(-1):totable()) < 1e-5)
+    -- the gradient of W in h W^T: dW = g^T h is one GEMM, no transposed copy of W or of dW
+    local h, w = ltc.randn(4, 3), ltc.randn(6, 3):requires_grad_()
+    ltc.sync()
+    h:matmul(w:t()):sum():backward()
+    text = ltc.debug.backend_text(w.grad)
+    assert.falsy(text:find(" t%("), text)
+  end)
+
   it("reads through views instead of copying, and keeps a view that is a result", function()
     local x = ltc.randn(4, 6)
     ltc.sync()

@@ -228,5 +228,20 @@ expect_error "ir_gen and non_native in a backend YAML are refused, pointing to o
     "$T/core_in_backend/backend.yaml:7:3: non_native: a backend YAML only chooses lowerings" \
     "the core's node kinds come from $T/all_types/ops.yaml alone"
 
+# 11. a formula reads a later output's gradient by the output's name (grad_<output>): the C
+# backward takes grads[1], the Lua one grads[2]; the first output's is only `grad`
+d=$T/output_grads
+"$GEN" --source $d/ops.yaml --backend-yaml $d/backend.yaml --shape-header $d/shape.h \
+    --impl-path $d/impl --backend-name cpu --output-dir "$TMP/og" >"$TMP/out" 2>"$TMP/err"
+rc=$?
+name="grad_<output> is the gradient of that output in the C and Lua backwards"
+if [ "$rc" -eq 0 ] && grep -qF 'TRY(ltc_mul(grads[1], t[0], &t[1]));' "$TMP/og/derivatives.c" &&
+    grep -qF 'TRY(ltc_add(grads[0], t[1], &t[2]));' "$TMP/og/derivatives.c" &&
+    grep -qF 'local grad_second = grads[2]' "$TMP/og/derivatives.lua"
+then pass "$name"; else fail "$name" "rc=$rc"; fi
+run_fixture bad_output_grad
+expect_error "grad_<output> of the first output or of no output is an unknown name" \
+    "op 'split2': the derivative for 'self' uses the unknown name 'grad_first' (known names: grad, grads, first, second, grad_second, self, F, ltc, math)"
+
 echo "1..$n"
 [ "$failed" -eq 0 ]

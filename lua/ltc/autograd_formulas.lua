@@ -374,6 +374,47 @@ function F.attention_backward(grad, query, key, value, output, logsumexp, is_cau
   return r[which + 1]
 end
 
+--- Gradients of scaled_dot_product_attention.dropout[_mask] (which = 0, 1, 2 for query, key,
+-- value) from one scaled_dot_product_attention_backward.dropout[_mask], which regenerates the
+-- forward's keep decisions from rng_state. attn_mask nil when there is none.
+function F.attention_dropout_backward(grad, query, key, value, output, logsumexp, is_causal,
+                                      scale, dropout_p, rng_state, attn_mask, which)
+  local r = table.pack(core.scaled_dot_product_attention_backward(grad, query, key, value,
+    output, logsumexp, is_causal, scale, dropout_p, rng_state, attn_mask))
+  return r[which + 1]
+end
+
+--- Gradient of scaled_dot_product_attention.dropout_mask's float attn_mask: that of
+-- F.attention_mask_backward when dropout_p is 0; an error otherwise (not supported).
+function F.attention_dropout_mask_backward(grad, query, key, value, output, logsumexp, is_causal,
+                                           scale, dropout_p, attn_mask)
+  if dropout_p > 0 then
+    error(string.format("scaled_dot_product_attention.dropout_mask: the gradient of a float "
+      .. "attn_mask with dropout_p %g > 0 is not supported (ltc.nn.functional."
+      .. "scaled_dot_product_attention takes the path over the ops when the mask requires grad)",
+      dropout_p), 0)
+  end
+  return F.attention_mask_backward(grad, query, key, value, output, logsumexp, is_causal, scale,
+    attn_mask)
+end
+
+--- Gradients of lstm_layer: which = 0, 1, 2, 3 for input_proj, h0, c0, weight_hh, all four
+-- from one lstm_layer_backward (the C twin makes it once per backward; this one, run per
+-- input, once each). grad_c_seq is the gradient of the c_seq output.
+function F.lstm_layer_backward(grad, grad_c_seq, h0, c0, weight_hh, output, c_seq, gates,
+                               reverse, which)
+  local r = table.pack(core.lstm_layer_backward(grad, grad_c_seq, h0, c0, weight_hh, output,
+    c_seq, gates, reverse))
+  return r[which + 1]
+end
+
+--- Gradients of gru_layer: which = 0, 1, 2, 3 for input_proj, h0, weight_hh, bias_hh, all
+-- four from one gru_layer_backward (as F.lstm_layer_backward).
+function F.gru_layer_backward(grad, h0, weight_hh, output, gates, reverse, which)
+  local r = table.pack(core.gru_layer_backward(grad, h0, weight_hh, output, gates, reverse))
+  return r[which + 1]
+end
+
 --- Gradients of batch_norm (which = "self", "weight" or "bias") for self [N, C, ...]: with
 -- the batch's statistics when training (as layer_norm's, over every dim but C), else with the
 -- running ones (a per-channel affine map).

@@ -118,6 +118,11 @@ M.backend_text = core.debug_backend_text
 -- nodes ("node %0 device_data: shape f32[64,4] now f32[32,4]").
 M.explain_recompile = core.debug_explain_recompile
 
+--- ltc.debug.lowered(t): whether t's device computes t's pending op itself (false: its
+-- backend does not lower the op, and the core's eager fallback would run it on another
+-- backend, with a round trip through the host). True for a computed tensor and on the CPU.
+M.lowered = core.debug_lowered
+
 --- ltc.debug.view_steps(t): how many view ops t's record holds from its base (0: not a view).
 -- Chains of narrows of one dim, reshapes and undone transposes stay short (issue 17, r07).
 M.view_steps = core.debug_view_steps

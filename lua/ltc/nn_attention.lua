@@ -5,10 +5,13 @@
 --
 -- scaled_dot_product_attention is one op (codegen/ops.yaml) whose CPU kernel works block by
 -- block (src/cpu/attention.c: the [L, S] scores are never materialised, forward or
--- backward). With dropout (dropout_p > 0) it is written here over the ops instead, and
--- materialises the scores of each head; so does MultiheadAttention when it returns the
--- attention weights (need_weights, its default).
-local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
+-- backward), dropout included (the .dropout overloads draw each keep decision from the
+-- generator state passed as an operand, and the backward draws the same again). Written here
+-- over the ops instead, materialising the scores of each head: MultiheadAttention when it
+-- returns the attention weights (need_weights, its default), and dropout with a float mask
+-- that requires grad.
+local core = require "ltc.core"
+local raise = core._raise -- an error at the caller's line, outside lua/ltc/
 local ltc = require "ltc"
 
 return function(nn, F)
@@ -16,7 +19,7 @@ return function(nn, F)
   local uniform = nn.init.uniform
 
   -- softmax(q k^T * scale + mask) [with dropout] v over the ops, and the weights: the path
-  -- for dropout and for MultiheadAttention's need_weights.
+  -- for MultiheadAttention's need_weights and for dropout with a float mask requiring grad.
   local function composite(q, k, v, mask, is_causal, scale, p)
     local scores = q:matmul(k:transpose(-2, -1)) * scale
     if is_causal then mask = ltc.ones({ q:size(-2), k:size(-2) }, "bool"):tril() end
@@ -65,8 +68,12 @@ return function(nn, F)
   -- position i see positions <= i (the top-left causal mask). A row that no key may see gives
   -- NaN, as PyTorch; its gradient reaches v (NaN) but not q or k when the mask is bool (the
   -- masked scores are constants), and all three (NaN) when the mask is float. A float mask
-  -- that requires grad gets one (materialising [..., L, S]). dropout_p > 0 drops attention
-  -- weights (always, as PyTorch's function does) and takes the path over the ops; otherwise the fused op ltc.scaled_dot_product_attention.
+  -- that requires grad gets one (materialising [..., L, S]). dropout_p in [0, 1]: when > 0
+  -- each attention weight is dropped with probability dropout_p and the rest scaled by 1 / (1
+  -- - dropout_p) (always, as PyTorch's function does), inside the fused op
+  -- (ltc.scaled_dot_product_attention's .dropout overloads; the default generator's state is
+  -- passed and advanced by the numel of [..., L, S], so each call draws a fresh mask and a
+  -- loop does not recompile); with a float mask that requires grad, over the ops.
   -- Also PyTorch's positional form F.scaled_dot_product_attention(q, k, v, attn_mask (a tensor
   -- or nil), dropout_p, is_causal, scale), told apart from the options table by its 4th
   -- argument (a tensor or nil followed by more) or by a 5th.
@@ -81,16 +88,27 @@ return function(nn, F)
     end
     local scale = opts.scale or 1 / math.sqrt(q:size(-1))
     local p = opts.dropout_p or 0
-    if p > 0 then
+    if type(p) ~= "number" or not (p >= 0 and p <= 1) then
+      raise(string.format("scaled_dot_product_attention: dropout_p must be a number between 0 and "
+        .. "1, got %s", type(p) == "number" and string.format("%g", p) or ltc.typename(p)))
+    end
+    local mask = opts.attn_mask
+    if p > 0 and mask and mask.requires_grad and mask:dtype() ~= "bool" then
       local E, L, S = q:size(-1), q:size(-2), k:size(-2)
       if k:size(-1) ~= E or v:size(-2) ~= S then
         raise(string.format("scaled_dot_product_attention: q [..., %d, %d], k [..., %d, %d] and v "
           .. "[..., %d, %d] do not fit", L, E, S, k:size(-1), v:size(-2), v:size(-1)))
       end
-      return (composite(q, k, v, opts.attn_mask, opts.is_causal, scale, p))
+      return (composite(q, k, v, mask, opts.is_causal, scale, p))
     end
     local out
-    if opts.attn_mask then
+    if p > 0 then
+      -- the counters of the [..., L, S] probabilities (the op checks the sizes)
+      local n = k:dim() >= 2 and k:size(-2) or 0
+      for d = 1, q:dim() - 1 do n = n * q:size(d) end
+      local rng = core._rng_state(n)
+      out = ltc.scaled_dot_product_attention(q, k, v, opts.is_causal == true, scale, p, rng, mask)
+    elseif opts.attn_mask then
       out = ltc.scaled_dot_product_attention(q, k, v, false, scale, opts.attn_mask)
     else
       out = ltc.scaled_dot_product_attention(q, k, v, opts.is_causal == true, scale)
@@ -170,9 +188,9 @@ return function(nn, F)
     end
     local q, k, v = heads(proj(query, 1), L), heads(proj(key, 2), S), heads(proj(value, 3), S)
     local out, weights
-    if opts.is_causal and not kp and not need and p == 0 then
+    if opts.is_causal and not kp and not need then
       -- is_causal is PyTorch's hint that attn_mask (if given) is the causal mask
-      out = F.scaled_dot_product_attention(q, k, v, { is_causal = true })
+      out = F.scaled_dot_product_attention(q, k, v, { is_causal = true, dropout_p = p })
     else
       -- the masks as one float mask added to the scores (-inf where not attended)
       local mask
@@ -186,10 +204,10 @@ return function(nn, F)
         m = m:reshape({ N, 1, 1, S })
         mask = mask and mask + m or m
       end
-      if need or p > 0 then
+      if need then
         out, weights = composite(q, k, v, mask, false, 1 / math.sqrt(D), p)
       else
-        out = F.scaled_dot_product_attention(q, k, v, { attn_mask = mask })
+        out = F.scaled_dot_product_attention(q, k, v, { attn_mask = mask, dropout_p = p })
       end
     end
     if bf then out = out:permute({ 1, 3, 2, 4 }):reshape({ N, L, E }) -- [N, L, E]

@@ -4,8 +4,11 @@
 -- Parameters, their names, shapes, gate order and initialisation are PyTorch's (uniform in
 -- +-1/sqrt(hidden_size)), so a state dict moves between the two (spec/rnn_spec.lua compares
 -- outputs and gradients with PyTorch's for the same weights). Gate order: LSTM i, f, g, o;
--- GRU r, z, n. In a layer, each time step is two small matrix products and the gate math, which the CPU backend fuses
--- into one loop (spec/rnn_spec.lua checks the plan).
+-- GRU r, z, n. An LSTM or GRU layer is one lstm_layer or gru_layer op per direction (the
+-- fused recurrences of codegen/ops.yaml) after one linear for the input projection of every
+-- step. In an RNN layer, in the cells, and on a backend without the fused ops, each time step
+-- is two small matrix products and the gate math, which the CPU backend fuses into one loop
+-- (spec/rnn_spec.lua checks the plan).
 local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local ltc = require "ltc"
 
@@ -37,6 +40,25 @@ return function(nn, F)
       local n = (xw:narrow(-1, 2 * H + 1, H) + r * hw:narrow(-1, 2 * H + 1, H)):tanh()
       return n + z * (h - n)
     end
+  end
+
+  -- Whether x's device runs mode's fused layer op (lstm_layer, gru_layer) itself (the CPU does;
+  -- a backend without it, such as OpenCL, takes the step-by-step ops instead of the core's
+  -- eager fallback): probed with a node of x's dtype and sizes, made without autograd and
+  -- closed at once.
+  local function fused_ok(mode, x, B, H)
+    local dt, on = x:dtype(), { device = x:device() }
+    return ltc.no_grad(function()
+      local G = gates[mode] * H
+      local p, z, w = ltc.zeros({ x:size(1), B, G }, dt, on), ltc.zeros({ B, H }, dt, on),
+        ltc.zeros({ G, H }, dt, on)
+      local outs = mode == "LSTM" and table.pack(ltc.lstm_layer(p, z, z, w, false))
+        or table.pack(ltc.gru_layer(p, z, w, ltc.zeros({ G }, dt, on), false))
+      local ok = ltc.debug.lowered(outs[1])
+      for i = 1, outs.n do outs[i]:close() end
+      for _, t in ipairs { p, z, w } do t:close() end
+      return ok
+    end)
   end
 
   local function input_proj(x, w_ih, b_ih)
@@ -213,6 +235,9 @@ return function(nn, F)
         zeros = zeros or ltc.zeros({ B, H }, x:dtype())
         return zeros
       end
+      if mode ~= "RNN" and fused_ok(mode, x, B, H) then
+        return self:_fused_layers(x, h0, c0, init, unbatched)
+      end
       -- the layer's input as a list of T steps [B, in]: each step's input projection is its
       -- own small product, because the gradient of a select of one [T, B, 4H] projection
       -- would write T full-size zero tensors in the backward pass
@@ -239,8 +264,14 @@ return function(nn, F)
         end
         for t = 1, T do
           steps[t] = D == 2 and ltc.cat({ outs[1][t], outs[2][t] }, 2) or outs[1][t]
-          if self.dropout > 0 and self.training and l < L - 1 then
-            steps[t] = F.dropout(steps[t], self.dropout, true)
+        end
+        if self.dropout > 0 and self.training and l < L - 1 then
+          if mode ~= "RNN" then
+            -- one mask over all steps, drawn as the fused path (_fused_layers) draws it
+            local all = F.dropout(ltc.stack(steps, 1), self.dropout, true)
+            for t = 1, T do steps[t] = all:select(1, t) end
+          else
+            for t = 1, T do steps[t] = F.dropout(steps[t], self.dropout, true) end
           end
         end
       end
@@ -255,6 +286,56 @@ return function(nn, F)
         out = out:transpose(1, 2)
       end
       if mode == "LSTM" then return out, { h_n, c_n } end
+      return out, h_n
+    end
+
+    -- LSTM's and GRU's layers, each direction one lstm_layer or gru_layer op (the fused
+    -- recurrence: per step one small product and the gate loop, in C; its backward one op too)
+    -- over the input projection of all T steps at once (one linear; LSTM's b_hh folded into
+    -- its bias, GRU's b_hh given to the op, as it sits inside r * (W_hn h + b_hn)). x [T, B, in].
+    function cls:_fused_layers(x, h0, c0, init, unbatched)
+      local T, L, D, H = x:size(1), self.num_layers, self.bidirectional and 2 or 1, self.hidden_size
+      local lstm = self.mode == "LSTM"
+      local hn, cn = {}, {}
+      local input = x
+      for l = 0, L - 1 do
+        local outs = {}
+        for d = 1, D do
+          local sfx = "_l" .. l .. (d == 2 and "_reverse" or "")
+          local idx = l * D + d
+          local w_ih, b_ih = self["weight_ih" .. sfx], self["bias_ih" .. sfx]
+          local w_hh, b_hh = self["weight_hh" .. sfx], self["bias_hh" .. sfx]
+          local h = init(h0, idx)
+          -- the final state is the step processed last: T forward, 1 in reverse
+          local last = d == 1 and T or 1
+          local out
+          if lstm then
+            local proj = b_ih and F.linear(input, w_ih, b_ih + b_hh) or F.linear(input, w_ih)
+            local c = init(c0, idx)
+            local c_seq
+            out, c_seq = ltc.lstm_layer(proj, h, c, w_hh, d == 2)
+            cn[idx] = T > 0 and c_seq:select(1, last) or c
+          else
+            local proj = b_ih and F.linear(input, w_ih, b_ih) or F.linear(input, w_ih)
+            out = ltc.gru_layer(proj, h, w_hh, b_hh or ltc.zeros({ 3 * H }, x:dtype()), d == 2)
+          end
+          hn[idx] = T > 0 and out:select(1, last) or h
+          outs[d] = out
+        end
+        input = D == 2 and ltc.cat(outs, 3) or outs[1]
+        if self.dropout > 0 and self.training and l < L - 1 then
+          input = F.dropout(input, self.dropout, true)
+        end
+      end
+      local out, h_n = input, ltc.stack(hn, 1)
+      local c_n = lstm and ltc.stack(cn, 1) or nil
+      if unbatched then
+        out, h_n = out:squeeze(2), h_n:squeeze(2)
+        if c_n then c_n = c_n:squeeze(2) end
+      elseif self.batch_first then
+        out = out:transpose(1, 2)
+      end
+      if lstm then return out, { h_n, c_n } end
       return out, h_n
     end
 

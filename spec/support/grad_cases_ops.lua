@@ -121,5 +121,72 @@ return function(gradcheck, ltc)
       gradcheck(function(a, m) return (ltc.scaled_dot_product_attention(a, a, a, true, 0.9, m)) end,
         { q2, { { 0.1, -0.5, 0.3 } } })
     end,
+    -- dropout at a fixed generator state {seed, offset}: the same keep decisions on every
+    -- evaluation, forward and backward
+    ["scaled_dot_product_attention.dropout"] = function()
+      local q = { { { 0.5, -1.2 }, { 2.0, 1.5 }, { 0.3, -0.7 } }, { { 0.8, -0.4 }, { 1.1, -1.3 }, { 0.9, 0.6 } } }
+      local k = { { { 0.2, 0.7 }, { -1.1, 0.4 }, { 1.3, -0.2 }, { 0.6, 0.9 } },
+                  { { -0.5, 0.3 }, { 0.8, 1.2 }, { -0.9, -0.6 }, { 0.1, -1.4 } } }
+      local v = { { { 1.0, -0.3, 0.4 }, { 0.2, 0.9, -1.1 }, { -0.7, 0.5, 0.8 }, { 1.4, -0.6, 0.3 } },
+                  { { -0.2, 1.1, 0.6 }, { 0.7, -0.8, -0.4 }, { 0.5, 0.3, 1.2 }, { -1.0, 0.2, -0.5 } } }
+      local st = ltc.tensor({ 31, 5 }, "int64")
+      gradcheck(function(a, b, c) return (ltc.scaled_dot_product_attention(a, b, c, false, 0.6, 0.4, st)) end, { q, k, v })
+      gradcheck(function(a, b, c) return (ltc.scaled_dot_product_attention(a, b, c, true, 0.8, 0.3, st)) end, { q, k, v })
+    end,
+    ["scaled_dot_product_attention.dropout_mask"] = function()
+      local q = { { 0.5, -1.2 }, { 2.0, 1.5 }, { 0.3, -0.7 } }
+      local k = { { 0.2, 0.7 }, { -1.1, 0.4 }, { 1.3, -0.2 }, { 0.6, 0.9 } }
+      local v = { { 1.0, -0.3 }, { 0.2, 0.9 }, { -0.7, 0.5 }, { 1.4, -0.6 } }
+      local bm = ltc.tensor({ { true, false, true, true }, { false, true, true, false }, { true, true, false, true } }, "bool")
+      local fm = ltc.tensor({ { 0.1, -0.5, 0.3, 0 }, { 0.7, 0.2, -1.0, 0.4 }, { -0.3, 0.6, 0.2, -0.8 } }, "float64")
+      local st = ltc.tensor({ 8, 40 }, "int64")
+      gradcheck(function(a, b, c) return (ltc.scaled_dot_product_attention(a, b, c, false, 0.7, 0.5, st, bm)) end, { q, k, v })
+      gradcheck(function(a, b, c) return (ltc.scaled_dot_product_attention(a, b, c, true, 0.7, 0.2, st, fm)) end, { q, k, v })
+      -- a float mask's own gradient exists at dropout_p = 0 only (the op raises otherwise)
+      gradcheck(function(a, m) return (ltc.scaled_dot_product_attention(a, a, a, false, 0.7, 0, st, m)) end,
+        { q, { { 0.1, -0.5, 0.3 }, { 0.7, 0.2, -1.0 }, { -0.3, 0.6, 0.2 } } })
+    end,
+    lstm_layer = function()
+      -- T 3, B 2, H 2: input_proj [3, 2, 8], h0 and c0 [2, 2], weight_hh [8, 2]; both outputs
+      -- that carry gradients (output and c_seq) side by side, forward and reverse
+      local p = {}
+      for t = 1, 3 do
+        p[t] = {}
+        for b = 1, 2 do
+          p[t][b] = {}
+          for j = 1, 8 do p[t][b][j] = math.sin(t * 1.3 + b * 0.7 + j * 0.9) end
+        end
+      end
+      local h0, c0 = { { 0.3, -0.5 }, { 0.8, 0.1 } }, { { -0.6, 0.4 }, { 0.2, -0.9 } }
+      local w = {}
+      for k = 1, 8 do w[k] = { math.cos(k * 0.8) * 0.7, math.sin(k * 1.7) * 0.6 } end
+      for _, rev in ipairs { false, true } do
+        gradcheck(function(a, h, c, ww)
+          local out, c_seq = ltc.lstm_layer(a, h, c, ww, rev)
+          return ltc.cat({ out, c_seq }, 3)
+        end, { p, h0, c0, w })
+      end
+    end,
+    gru_layer = function()
+      -- T 3, B 2, H 2: input_proj [3, 2, 6], h0 [2, 2], weight_hh [6, 2], bias_hh [6]
+      local p = {}
+      for t = 1, 3 do
+        p[t] = {}
+        for b = 1, 2 do
+          p[t][b] = {}
+          for j = 1, 6 do p[t][b][j] = math.sin(t * 1.1 + b * 0.6 + j * 0.8) end
+        end
+      end
+      local h0 = { { 0.3, -0.5 }, { 0.8, 0.1 } }
+      local w, bias = {}, {}
+      for k = 1, 6 do
+        w[k] = { math.cos(k * 0.9) * 0.7, math.sin(k * 1.3) * 0.6 }
+        bias[k] = math.cos(k * 2.1) * 0.5
+      end
+      for _, rev in ipairs { false, true } do
+        gradcheck(function(a, h, ww, bb) return (ltc.gru_layer(a, h, ww, bb, rev)) end,
+          { p, h0, w, bias })
+      end
+    end,
   }
 end

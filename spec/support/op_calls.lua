@@ -34,6 +34,7 @@ local function valid_tensor(op, a, first)
     -- query, key, value [2, 3] (L = S = 2, E = Ev = 3)
     if n == "attn_mask" then return ltc.tensor({ { true, false }, { true, true } }) end
     if n == "logsumexp" then return ltc.zeros(2) end
+    if n == "rng_state" then return ltc.tensor({ 1, 0 }, "int64") end -- {seed, offset}
     return ltc.ones(2, 3)
   end
   if op.name:find("^scaled_dot_product_attention_packed") then
@@ -41,6 +42,24 @@ local function valid_tensor(op, a, first)
     if n == "qkv" then return ltc.ones(1, 2, 6) end
     if n == "logsumexp" then return ltc.zeros(1, 1, 2) end
     return ltc.ones(1, 2, 2)
+  end
+  if op.name == "lstm_layer" or op.name == "lstm_layer_backward" then
+    -- T = 2, B = 2, H = 3: input_proj and gates [2, 2, 12], h0 and c0 [2, 3], weight_hh
+    -- [12, 3], the sequences [2, 2, 3]
+    if n == "input_proj" or n == "gates" then return ltc.ones(2, 2, 12) end
+    if n == "h0" or n == "c0" then return ltc.ones(2, 3) end
+    if n == "weight_hh" then return ltc.ones(12, 3) end
+    return ltc.ones(2, 2, 3)
+  end
+  if op.name == "gru_layer" or op.name == "gru_layer_backward" then
+    -- T = 2, B = 2, H = 3: input_proj [2, 2, 9], gates [2, 2, 12], h0 [2, 3], weight_hh [9, 3],
+    -- bias_hh [9], the sequences [2, 2, 3]
+    if n == "input_proj" then return ltc.ones(2, 2, 9) end
+    if n == "gates" then return ltc.ones(2, 2, 12) end
+    if n == "h0" then return ltc.ones(2, 3) end
+    if n == "weight_hh" then return ltc.ones(9, 3) end
+    if n == "bias_hh" then return ltc.ones(9) end
+    return ltc.ones(2, 2, 3)
   end
   if op.name == "gather" or op.name == "scatter_add" or op.name == "scatter" then
     if n == "index" then return ltc.tensor({ { 1, 2, 1 }, { 2, 1, 2 } }, "int64") end

@@ -172,6 +172,13 @@ bool ltc_fallback_needed(const ltc_lowering_ctx *ctx, ltc_backend *b) {
     return false;
 }
 
+bool ltc_tensor_lowered(const ltc_tensor *t) {
+    const ltc_node *n = t->ir.node;
+    if (!n || n->op == LTC_OP_DEVICE_DATA || !t->backend || !t->backend->iface->lowers)
+        return true;
+    return t->backend->iface->lowers(t->backend, n);
+}
+
 /* How deep fallbacks chain on this thread (a piece on the fallback backend may itself need
  * that backend's fallback: toy -> cpu -> ref); past LTC_MAX_BACKENDS the chain is a cycle. */
 static _Thread_local int depth;

@@ -200,5 +200,36 @@ ltc_status ltc_grad_attention_backward(ltc_tensor *grad, ltc_tensor *query, ltc_
                                        ltc_tensor *value, ltc_tensor *output,
                                        ltc_tensor *logsumexp, bool is_causal, double scale,
                                        ltc_tensor *attn_mask, ltc_tensor **outs);
+/* scaled_dot_product_attention.dropout[_mask]: as ltc_grad_attention_backward, from one
+ * scaled_dot_product_attention_backward.dropout[_mask] node that regenerates the forward's
+ * keep decisions from rng_state. */
+ltc_status ltc_grad_attention_dropout_backward(ltc_tensor *grad, ltc_tensor *query,
+                                               ltc_tensor *key, ltc_tensor *value,
+                                               ltc_tensor *output, ltc_tensor *logsumexp,
+                                               bool is_causal, double scale, double dropout_p,
+                                               ltc_tensor *rng_state, ltc_tensor *attn_mask,
+                                               ltc_tensor **outs);
+/* The float attn_mask of scaled_dot_product_attention.dropout_mask: as
+ * ltc_grad_attention_mask_backward when dropout_p is 0; LTC_ERR_ARG (not supported) else. */
+ltc_status ltc_grad_attention_dropout_mask_backward(ltc_tensor *grad, ltc_tensor *query,
+                                                    ltc_tensor *key, ltc_tensor *value,
+                                                    ltc_tensor *output, ltc_tensor *logsumexp,
+                                                    bool is_causal, double scale,
+                                                    double dropout_p, ltc_tensor *attn_mask,
+                                                    ltc_tensor **out);
+
+/* lstm_layer: outs[0..4) = the gradients of input_proj, h0, c0 and weight_hh from one
+ * lstm_layer_backward node (the generated backward calls this once for the four), given the
+ * gradients of output (grad) and of c_seq (grad_c_seq). */
+ltc_status ltc_grad_lstm_layer_backward(ltc_tensor *grad, ltc_tensor *grad_c_seq, ltc_tensor *h0,
+                                        ltc_tensor *c0, ltc_tensor *weight_hh,
+                                        ltc_tensor *output, ltc_tensor *c_seq, ltc_tensor *gates,
+                                        bool reverse, ltc_tensor **outs);
+
+/* gru_layer: outs[0..4) = the gradients of input_proj, h0, weight_hh and bias_hh from one
+ * gru_layer_backward node, given the gradient of output (grad). */
+ltc_status ltc_grad_gru_layer_backward(ltc_tensor *grad, ltc_tensor *h0, ltc_tensor *weight_hh,
+                                       ltc_tensor *output, ltc_tensor *gates, bool reverse,
+                                       ltc_tensor **outs);
 
 #endif

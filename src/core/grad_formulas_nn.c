@@ -379,3 +379,46 @@ done:
     release_all(x, 13);
     return st;
 }
+
+ltc_status ltc_grad_attention_dropout_backward(ltc_tensor *grad, ltc_tensor *query,
+                                               ltc_tensor *key, ltc_tensor *value,
+                                               ltc_tensor *output, ltc_tensor *logsumexp,
+                                               bool is_causal, double scale, double dropout_p,
+                                               ltc_tensor *rng_state, ltc_tensor *attn_mask,
+                                               ltc_tensor **outs) {
+    if (attn_mask)
+        return ltc_scaled_dot_product_attention_backward_dropout_mask(
+            grad, query, key, value, output, logsumexp, is_causal, scale, dropout_p, rng_state,
+            attn_mask, outs);
+    return ltc_scaled_dot_product_attention_backward_dropout(
+        grad, query, key, value, output, logsumexp, is_causal, scale, dropout_p, rng_state, outs);
+}
+
+ltc_status ltc_grad_attention_dropout_mask_backward(ltc_tensor *grad, ltc_tensor *query,
+                                                    ltc_tensor *key, ltc_tensor *value,
+                                                    ltc_tensor *output, ltc_tensor *logsumexp,
+                                                    bool is_causal, double scale,
+                                                    double dropout_p, ltc_tensor *attn_mask,
+                                                    ltc_tensor **out) {
+    if (dropout_p > 0)
+        return ltc_errorf(LTC_ERR_ARG, "scaled_dot_product_attention.dropout_mask: the gradient "
+                          "of a float attn_mask with dropout_p %g > 0 is not supported (ltc.nn."
+                          "functional.scaled_dot_product_attention takes the path over the ops "
+                          "when the mask requires grad)", dropout_p);
+    return ltc_grad_attention_mask_backward(grad, query, key, value, output, logsumexp,
+                                            is_causal, scale, attn_mask, out);
+}
+
+ltc_status ltc_grad_lstm_layer_backward(ltc_tensor *grad, ltc_tensor *grad_c_seq, ltc_tensor *h0,
+                                        ltc_tensor *c0, ltc_tensor *weight_hh,
+                                        ltc_tensor *output, ltc_tensor *c_seq, ltc_tensor *gates,
+                                        bool reverse, ltc_tensor **outs) {
+    return ltc_lstm_layer_backward(grad, grad_c_seq, h0, c0, weight_hh, output, c_seq, gates,
+                                   reverse, outs);
+}
+
+ltc_status ltc_grad_gru_layer_backward(ltc_tensor *grad, ltc_tensor *h0, ltc_tensor *weight_hh,
+                                       ltc_tensor *output, ltc_tensor *gates, bool reverse,
+                                       ltc_tensor **outs) {
+    return ltc_gru_layer_backward(grad, h0, weight_hh, output, gates, reverse, outs);
+}

@@ -211,6 +211,11 @@ bool ltc_tensor_has_value(const ltc_tensor *t);
  * Steps that compose are merged (narrows of one dim, reshapes, a transpose undone), so a
  * chain of such views does not grow it. For ltc.debug.view_steps and the specs. */
 int ltc_tensor_view_steps(const ltc_tensor *t);
+/* Whether t's device computes t's pending op itself: false when its backend's `lowers` slot
+ * refuses the node (the core's eager fallback would run it on another backend); true for a
+ * computed tensor and on a backend that lowers everything (the CPU). For modules that pick
+ * between a fused op and a composite of ops (ltc.nn.LSTM) and ltc.debug.lowered. */
+bool ltc_tensor_lowered(const ltc_tensor *t);
 /* In-place writes (PyTorch's Tensor.copy_ and the `_` ops). Both are seen by t's base and
  * every other view of it; values are recorded lazily like any op.
  * ltc_tensor_copy_: t's values become src broadcast to t's shape and cast to t's dtype.
@@ -273,6 +278,11 @@ void ltc_shutdown(void);
 
 /* Seeds the default generator (Philox 4x32-10, counter = offset). PyTorch: manual_seed. */
 void ltc_manual_seed(uint64_t seed);
+/* A new 1-d int64 [2] tensor {seed, offset} holding the default generator's state, then
+ * advances the offset past `numel` draws (counters). Random ops take it as their last
+ * operand; an op that takes it as a schema argument (scaled_dot_product_attention.dropout)
+ * gets it from here. The caller owns *out. Under capture, replays make it afresh. */
+ltc_status ltc_rng_state_tensor(int64_t numel, ltc_tensor **out);
 
 /* ---- metrics ------------------------------------------------------------------------ */
 

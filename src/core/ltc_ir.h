@@ -148,8 +148,6 @@ void ltc_trace_release(ltc_tensor **io, int n);
 ltc_status ltc_trace(int op, ltc_tensor *const *operands, int n_operands, const ltc_attr *attrs,
                      int n_attrs, const ltc_shape *shapes, int n_outputs, ltc_tensor **outs);
 
-/* A new 1-d int64[2] tensor {seed, offset} holding the default generator's state, then
- * advances the offset past `numel` draws. Random ops take it as their last operand. */
-ltc_status ltc_rng_state_tensor(int64_t numel, ltc_tensor **out);
+/* ltc_rng_state_tensor (ltc.h) makes the state operand of random ops. */
 
 #endif

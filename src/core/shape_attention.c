@@ -1,7 +1,8 @@
 /* shape_attention.c - shape and dtype rules of scaled_dot_product_attention, its packed form
  * (qkv [N, L, 3E]) and their backward (declared in shape_inference.h). query [..., L, E], key [..., S, E], value [..., S, Ev]:
  * one floating dtype, at least 2 dims, the same leading dims (no broadcasting among them);
- * attn_mask (bool, or query's dtype) broadcasts to [..., L, S]. Messages name the sizes. */
+ * attn_mask (bool, or query's dtype) broadcasts to [..., L, S]; the dropout overloads take
+ * dropout_p in [0, 1] and the generator state int64 [2]. Messages name the sizes. */
 #include <math.h>
 #include <string.h>
 
@@ -139,4 +140,52 @@ ltc_status ltc_shape_attention_packed_backward(const ltc_shape *grad_output, con
                           SHAPE_STR(&fwd[1], b));
     *out = *qkv;
     return LTC_OK;
+}
+
+/* dropout_p in [0, 1]; rng_state the generator state {seed, offset}, int64 [2]. */
+static ltc_status dropout_fits(double p, const ltc_shape *rng) {
+    char a[128];
+    if (!(p >= 0 && p <= 1))
+        return ltc_errorf(LTC_ERR_ARG, "dropout_p must be between 0 and 1, got %g", p);
+    if (rng->dtype != LTC_I64 || rng->ndim != 1 || rng->dims[0] != 2)
+        return ltc_errorf(LTC_ERR_ARG, "rng_state must be the generator state {seed, offset}, "
+                          "int64 [2], got %s %s", ltc_dtype_name(rng->dtype), SHAPE_STR(rng, a));
+    return LTC_OK;
+}
+
+ltc_status ltc_shape_attention_dropout(const ltc_shape *query, const ltc_shape *key,
+                                       const ltc_shape *value, bool is_causal, double scale,
+                                       double dropout_p, const ltc_shape *rng_state,
+                                       ltc_shape *out) {
+    ltc_status st = ltc_shape_attention(query, key, value, is_causal, scale, out);
+    return st ? st : dropout_fits(dropout_p, rng_state);
+}
+
+ltc_status ltc_shape_attention_dropout_mask(const ltc_shape *query, const ltc_shape *key,
+                                            const ltc_shape *value, bool is_causal, double scale,
+                                            double dropout_p, const ltc_shape *rng_state,
+                                            const ltc_shape *attn_mask, ltc_shape *out) {
+    ltc_status st = ltc_shape_attention_mask(query, key, value, is_causal, scale, attn_mask, out);
+    return st ? st : dropout_fits(dropout_p, rng_state);
+}
+
+ltc_status ltc_shape_attention_backward_dropout(const ltc_shape *grad_output,
+                                                const ltc_shape *query, const ltc_shape *key,
+                                                const ltc_shape *value, const ltc_shape *output,
+                                                const ltc_shape *logsumexp, bool is_causal,
+                                                double scale, double dropout_p,
+                                                const ltc_shape *rng_state, ltc_shape *out) {
+    ltc_status st = ltc_shape_attention_backward(grad_output, query, key, value, output,
+                                                 logsumexp, is_causal, scale, out);
+    return st ? st : dropout_fits(dropout_p, rng_state);
+}
+
+ltc_status ltc_shape_attention_backward_dropout_mask(
+    const ltc_shape *grad_output, const ltc_shape *query, const ltc_shape *key,
+    const ltc_shape *value, const ltc_shape *output, const ltc_shape *logsumexp, bool is_causal,
+    double scale, double dropout_p, const ltc_shape *rng_state, const ltc_shape *attn_mask,
+    ltc_shape *out) {
+    ltc_status st = ltc_shape_attention_backward_mask(grad_output, query, key, value, output,
+                                                      logsumexp, is_causal, scale, attn_mask, out);
+    return st ? st : dropout_fits(dropout_p, rng_state);
 }

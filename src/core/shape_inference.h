@@ -237,6 +237,31 @@ ltc_status ltc_shape_avg_pool2d_backward(const ltc_shape *grad_output, const ltc
                                          const int64_t *padding, int n_padding, bool ceil_mode,
                                          bool count_include_pad, ltc_shape *out);
 
+/* ---- recurrences (shape_rnn.c) ----------------------------------------------------------- */
+
+/* lstm_layer: input_proj [T, B, 4H], h0 and c0 [B, H], weight_hh [4H, H], one floating dtype:
+ * out[0] output and out[1] c_seq [T, B, H], out[2] gates [T, B, 4H]. */
+ltc_status ltc_shape_lstm_layer(const ltc_shape *input_proj, const ltc_shape *h0,
+                                const ltc_shape *c0, const ltc_shape *weight_hh, bool reverse,
+                                ltc_shape *out);
+/* lstm_layer_backward: grad_output, grad_c_seq, output, c_seq [T, B, H] beside the forward's
+ * operands and gates: out = input_proj's, h0's, c0's and weight_hh's shapes. */
+ltc_status ltc_shape_lstm_layer_backward(const ltc_shape *grad_output,
+                                         const ltc_shape *grad_c_seq, const ltc_shape *h0,
+                                         const ltc_shape *c0, const ltc_shape *weight_hh,
+                                         const ltc_shape *output, const ltc_shape *c_seq,
+                                         const ltc_shape *gates, bool reverse, ltc_shape *out);
+/* gru_layer: input_proj [T, B, 3H], h0 [B, H], weight_hh [3H, H], bias_hh [3H]: out[0]
+ * output [T, B, H], out[1] gates [T, B, 4H]. */
+ltc_status ltc_shape_gru_layer(const ltc_shape *input_proj, const ltc_shape *h0,
+                               const ltc_shape *weight_hh, const ltc_shape *bias_hh, bool reverse,
+                               ltc_shape *out);
+/* gru_layer_backward: grad_output and output [T, B, H], gates [T, B, 4H]: out = input_proj's,
+ * h0's, weight_hh's and bias_hh's shapes. */
+ltc_status ltc_shape_gru_layer_backward(const ltc_shape *grad_output, const ltc_shape *h0,
+                                        const ltc_shape *weight_hh, const ltc_shape *output,
+                                        const ltc_shape *gates, bool reverse, ltc_shape *out);
+
 /* ---- attention (shape_attention.c) --------------------------------------------------------
  * query [..., L, E], key [..., S, E], value [..., S, Ev], one floating dtype, the same leading
  * dims; attn_mask bool or query's dtype, broadcast to [..., L, S]; scale finite. The forward
@@ -266,6 +291,26 @@ ltc_status ltc_shape_attention_backward_mask(const ltc_shape *grad_output, const
                                              const ltc_shape *output, const ltc_shape *logsumexp,
                                              bool is_causal, double scale,
                                              const ltc_shape *attn_mask, ltc_shape *out);
+/* The dropout overloads: dropout_p in [0, 1], rng_state int64 [2] ({seed, offset}). */
+ltc_status ltc_shape_attention_dropout(const ltc_shape *query, const ltc_shape *key,
+                                       const ltc_shape *value, bool is_causal, double scale,
+                                       double dropout_p, const ltc_shape *rng_state,
+                                       ltc_shape *out);
+ltc_status ltc_shape_attention_dropout_mask(const ltc_shape *query, const ltc_shape *key,
+                                            const ltc_shape *value, bool is_causal, double scale,
+                                            double dropout_p, const ltc_shape *rng_state,
+                                            const ltc_shape *attn_mask, ltc_shape *out);
+ltc_status ltc_shape_attention_backward_dropout(const ltc_shape *grad_output,
+                                                const ltc_shape *query, const ltc_shape *key,
+                                                const ltc_shape *value, const ltc_shape *output,
+                                                const ltc_shape *logsumexp, bool is_causal,
+                                                double scale, double dropout_p,
+                                                const ltc_shape *rng_state, ltc_shape *out);
+ltc_status ltc_shape_attention_backward_dropout_mask(
+    const ltc_shape *grad_output, const ltc_shape *query, const ltc_shape *key,
+    const ltc_shape *value, const ltc_shape *output, const ltc_shape *logsumexp, bool is_causal,
+    double scale, double dropout_p, const ltc_shape *rng_state, const ltc_shape *attn_mask,
+    ltc_shape *out);
 
 /* ---- collectives (shape_collective.c): shapes only; ranks, roots and sizes are checked when
  * the graph runs, against the communicator (the core knows none) */

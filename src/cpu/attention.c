@@ -10,6 +10,14 @@
  * recomputed from the logsumexp (P = exp(s - lse)), then dV += P^T dO, dP = dO V^T, dS = P
  * (dP - D) with D = rowsum(dO * O), dQ += scale dS K, dK += scale dS^T Q: five gemms per
  * block pair, two BR x BC scratch blocks per thread.
+ * Dropout (the .dropout overloads): probability P[b, i, j] is kept with probability 1 - p and
+ * scaled by 1 / (1 - p), the decision drawn from Philox at counter offset + (b L + i) S + j
+ * (the flat index in [..., L, S]) as ltc.rand draws a uniform of the dtype, so the decisions
+ * of a block are regenerated wherever they are needed and never stored: the forward folds
+ * the undropped exps into the normaliser l (logsumexp stays the undropped one) and multiplies
+ * P by the factors before P . V; the backward forms W = P * factors (a third scratch block),
+ * dV += W^T dO and dS = W * dP - P * D (= P (dP * factors - D); D = rowsum(dO * O) is still
+ * rowsum(P * dP * factors), as O = W V).
  * Threads: forward items are (batch, query block) pairs, backward items batches (their dK and
  * dV are private to them); OpenBLAS runs single-threaded inside (threads.h).
  * A row that no key may see (every mask entry false or -inf) gives NaN output and logsumexp
@@ -51,6 +59,9 @@ typedef struct {
     bool causal;
     bool const_masked;      /* the mask is bool or causal: masked scores are constants */
     double scale;
+    bool dropout;           /* dropout_p > 0 */
+    double keep;            /* 1 - dropout_p */
+    uint64_t seed, offset;  /* the generator state of the keep decisions */
     void *out, *lse;                   /* forward outputs; lse is read by the backward */
     const void *go, *o;                /* backward inputs: grad_output, output */
     void *dq, *dk, *dv;                /* backward outputs */
@@ -92,6 +103,28 @@ static int64_t key_end(const at_ctx *c, int64_t i0, int64_t br) {
     return c->causal && i0 + br < c->S ? i0 + br : c->S;
 }
 
+/* Philox 4x32-10's words 0 and 1 (as w0 << 32 | w1) at counters counter .. counter + n - 1
+ * (n <= BC) under key: ltc_philox4x32 (src/core/rng.c) a block row at a time, rounds outside
+ * and counters inside so that each round is a vector loop (4-8x the scalar generator's rate). */
+LTC_EW_CLONES static void philox_words(uint64_t counter, uint64_t key, int64_t n, uint64_t *w01) {
+    uint32_t c0[BC], c1[BC], c2[BC], c3[BC];
+    LTC_SIMD for (int64_t j = 0; j < n; j++) {
+        uint64_t ctr = counter + (uint64_t)j;
+        c0[j] = (uint32_t)ctr, c1[j] = (uint32_t)(ctr >> 32), c2[j] = 0, c3[j] = 0;
+    }
+    uint32_t k0 = (uint32_t)key, k1 = (uint32_t)(key >> 32);
+    for (int r = 0; r < 10; r++) {
+        LTC_SIMD for (int64_t j = 0; j < n; j++) {
+            uint64_t p0 = (uint64_t)0xD2511F53u * c0[j], p1 = (uint64_t)0xCD9E8D57u * c2[j];
+            uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1[j] ^ k0;
+            uint32_t n2 = (uint32_t)(p0 >> 32) ^ c3[j] ^ k1;
+            c1[j] = (uint32_t)p1, c3[j] = (uint32_t)p0, c0[j] = n0, c2[j] = n2;
+        }
+        k0 += 0x9E3779B9u, k1 += 0xBB67AE85u;
+    }
+    LTC_SIMD for (int64_t j = 0; j < n; j++) w01[j] = (uint64_t)c0[j] << 32 | c1[j];
+}
+
 /* The exps of the softmax are taken of x = s - max <= 0 clamped at EXP_MIN, where exp all
  * but underflows (1.6e-38 in float32, 3e-308 in float64, for exactly 0): the vector exp's
  * slow path for -inf (masked scores) and subnormal results is never taken, and the clamp
@@ -100,6 +133,9 @@ static int64_t key_end(const at_ctx *c, int64_t i0, int64_t br) {
 #define CAT(a, b) CAT2(a, b)
 #define FN(name) CAT(name, SFX)
 
+/* The uniform in [0, 1) of Philox words w0, w1 given as w = w0 << 32 | w1, as
+ * ltc_rng_uniform_f32 (w0's top 24 bits) and _f64 (the top 53 bits of w) make it. */
+#define UNIFORM(w) ((float)((w) >> 40) * (1.0f / 16777216.0f))
 #define T float
 #define SFX f32
 #define EXP expf
@@ -109,7 +145,9 @@ static int64_t key_end(const at_ctx *c, int64_t i0, int64_t br) {
 #undef SFX
 #undef EXP
 #undef EXP_MIN
+#undef UNIFORM
 
+#define UNIFORM(w) ((double)((w) >> 11) * (1.0 / 9007199254740992.0))
 #define T double
 #define SFX f64
 #define EXP exp
@@ -119,9 +157,11 @@ static int64_t key_end(const at_ctx *c, int64_t i0, int64_t br) {
 #undef SFX
 #undef EXP
 #undef EXP_MIN
+#undef UNIFORM
 
-/* Fills the sizes and the mask's broadcast strides; q, k, v are in[1..3] for the backward. */
-static void setup(at_ctx *c, const ltc_kernel_args *a, int qi, int mi) {
+/* Fills the sizes, the generator state (in[ri]; none when ri < 0) and the mask's broadcast
+ * strides (in[mi]); q, k, v are in[1..3] for the backward. */
+static void setup(at_ctx *c, const ltc_kernel_args *a, int qi, int mi, int ri) {
     const ltc_shape *qs = &a->in_shapes[qi], *ks = &a->in_shapes[qi + 1], *vs = &a->in_shapes[qi + 2];
     int n = qs->ndim;
     c->dt = qs->dtype;
@@ -137,6 +177,12 @@ static void setup(at_ctx *c, const ltc_kernel_args *a, int qi, int mi) {
     c->scale = a->attrs[1].f;
     c->mask = NULL;
     c->const_masked = c->causal;
+    if (ri >= 0) {
+        const int64_t *st = a->in[ri];
+        c->keep = 1 - a->attrs[2].f;
+        c->dropout = c->keep < 1;
+        c->seed = (uint64_t)st[0], c->offset = (uint64_t)st[1];
+    }
     if (mi < 0) return;
     const ltc_shape *ms = &a->in_shapes[mi];
     c->mask = a->in[mi], c->mdt = ms->dtype;
@@ -191,7 +237,7 @@ static ltc_status run_forward(at_ctx c) {
 static ltc_status run_backward(at_ctx c) {
     if (c.B == 0) return LTC_OK;
     int64_t g = c.gather ? 2 * (c.L * c.E + c.S * (c.E + c.Ev)) + c.L * c.Ev : 0;
-    if (!scratch_new(&c, 2 * BR * BC + c.L + g)) {
+    if (!scratch_new(&c, (c.dropout ? 3 : 2) * BR * BC + c.L + g)) {
         scratch_free(&c);
         return ltc_errorf(LTC_ERR_NOMEM, "scaled_dot_product_attention_backward: out of memory "
                           "for the blocks of scores");
@@ -201,16 +247,16 @@ static ltc_status run_backward(at_ctx c) {
     return LTC_OK;
 }
 
-static ltc_status forward(const ltc_kernel_args *a, int mi) {
+static ltc_status forward(const ltc_kernel_args *a, int mi, int ri) {
     at_ctx c = {0};
-    setup(&c, a, 0, mi);
+    setup(&c, a, 0, mi, ri);
     c.out = a->out[0], c.lse = a->out[1];
     return run_forward(c);
 }
 
-static ltc_status backward(const ltc_kernel_args *a, int mi) {
+static ltc_status backward(const ltc_kernel_args *a, int mi, int ri) {
     at_ctx c = {0};
-    setup(&c, a, 1, mi);
+    setup(&c, a, 1, mi, ri);
     c.go = a->in[0], c.o = a->in[4], c.lse = (void *)a->in[5];
     c.dq = a->out[0], c.dk = a->out[1], c.dv = a->out[2];
     return run_backward(c);
@@ -241,23 +287,45 @@ static void setup_packed(at_ctx *c, const ltc_shape *qs, const void *qkv, void *
 
 /* scaled_dot_product_attention(query, key, value, is_causal, scale) -> (output, logsumexp) */
 ltc_status ltc_cpu_kernel_scaled_dot_product_attention(const ltc_kernel_args *a) {
-    return forward(a, -1);
+    return forward(a, -1, -1);
 }
 
 /* scaled_dot_product_attention.mask(query, key, value, is_causal, scale, attn_mask) */
 ltc_status ltc_cpu_kernel_scaled_dot_product_attention_mask(const ltc_kernel_args *a) {
-    return forward(a, 3);
+    return forward(a, 3, -1);
+}
+
+/* scaled_dot_product_attention.dropout(query, key, value, is_causal, scale, dropout_p,
+ * rng_state) */
+ltc_status ltc_cpu_kernel_scaled_dot_product_attention_dropout(const ltc_kernel_args *a) {
+    return forward(a, -1, 3);
+}
+
+/* scaled_dot_product_attention.dropout_mask(..., dropout_p, rng_state, attn_mask) */
+ltc_status ltc_cpu_kernel_scaled_dot_product_attention_dropout_mask(const ltc_kernel_args *a) {
+    return forward(a, 4, 3);
 }
 
 /* scaled_dot_product_attention_backward(grad_output, query, key, value, output, logsumexp,
  * is_causal, scale) -> (grad_query, grad_key, grad_value) */
 ltc_status ltc_cpu_kernel_scaled_dot_product_attention_backward(const ltc_kernel_args *a) {
-    return backward(a, -1);
+    return backward(a, -1, -1);
 }
 
 /* scaled_dot_product_attention_backward.mask(..., attn_mask) */
 ltc_status ltc_cpu_kernel_scaled_dot_product_attention_backward_mask(const ltc_kernel_args *a) {
-    return backward(a, 6);
+    return backward(a, 6, -1);
+}
+
+/* scaled_dot_product_attention_backward.dropout(..., is_causal, scale, dropout_p, rng_state) */
+ltc_status ltc_cpu_kernel_scaled_dot_product_attention_backward_dropout(const ltc_kernel_args *a) {
+    return backward(a, -1, 6);
+}
+
+/* scaled_dot_product_attention_backward.dropout_mask(..., dropout_p, rng_state, attn_mask) */
+ltc_status ltc_cpu_kernel_scaled_dot_product_attention_backward_dropout_mask(
+    const ltc_kernel_args *a) {
+    return backward(a, 7, 6);
 }
 
 /* scaled_dot_product_attention_packed(qkv, heads, is_causal, scale) -> (output, logsumexp) */

@@ -43,6 +43,22 @@ static void FN(scores)(const at_ctx *c, int64_t b, int64_t i0, int64_t br, int64
                 s[r * bc + j] = -INFINITY;
 }
 
+/* dst[0..n) = src[0..n) times the dropout factors of scores (b, i, j0..j0+n): 1 / (1 - p) where
+ * the uniform draw at counter offset + (b L + i) S + j is below 1 - p (kept), 0 where not
+ * (src[j] * 0: NaN stays NaN, as the dropout op's x * 0). Keys that causal attention hides
+ * from query i (j > i, probability 0) are not drawn: their factor is 0. n <= BC; src may be
+ * dst. */
+LTC_EW_CLONES static void FN(drop)(const at_ctx *c, int64_t b, int64_t i, int64_t j0, int64_t n,
+                                   const T *src, T *dst) {
+    int64_t nd = c->causal && i + 1 - j0 < n ? i + 1 - j0 : n; /* the keys drawn */
+    if (nd < 0) nd = 0;
+    uint64_t w01[BC]; /* the words 0 and 1 of each counter */
+    philox_words(c->offset + (uint64_t)((b * c->L + i) * c->S + j0), c->seed, nd, w01);
+    T q = (T)c->keep, f = q > 0 ? 1 / q : 0;
+    LTC_SIMD for (int64_t j = 0; j < nd; j++) dst[j] = src[j] * (UNIFORM(w01[j]) < q ? f : 0);
+    for (int64_t j = nd; j < n; j++) dst[j] = src[j] * 0;
+}
+
 /* Forward over items [lo, hi) = (batch, block of BR queries): the online softmax. Scratch
  * (from c->scratch, per thread): scores BR x BC, then m, l [BR] and the accumulator BR x Ev;
  * with c->gather, the item's Q [L, E], K [S, E] and V [S, Ev] rows gathered from their
@@ -95,6 +111,7 @@ LTC_EW_CLONES static void FN(fwd)(void *p, int64_t lo, int64_t hi, int tid) {
                 }
                 l[r] = l[r] * alpha + sum;
                 m[r] = mn;
+                if (c->dropout) FN(drop)(c, b, i0 + r, j0, bc, row, row);
             }
             mm(c->dt, false, false, br, Ev, bc, 1.0, s, bc, V + j0 * ldv, ldv, 1.0, acc, Ev);
         }
@@ -112,13 +129,14 @@ LTC_EW_CLONES static void FN(fwd)(void *p, int64_t lo, int64_t hi, int tid) {
 
 /* Backward over items [lo, hi) = batches: for each block of keys, each block of queries
  * that sees it: P recomputed from logsumexp, then dV, dP, dS, dQ and dK by gemm. Scratch:
- * P and dP (BR x BC each), then D = rowsum(dO * O) [L]; with c->gather, the item's Q, K, V
- * and dO gathered from their strided places and dQ, dK, dV accumulated contiguous, then
- * written to theirs. */
+ * P and dP (BR x BC each), with dropout W = P * factors (BR x BC), then D = rowsum(dO * O)
+ * [L]; with c->gather, the item's Q, K, V and dO gathered from their strided places and dQ,
+ * dK, dV accumulated contiguous, then written to theirs. */
 LTC_EW_CLONES static void FN(bwd)(void *p, int64_t lo, int64_t hi, int tid) {
     const at_ctx *c = p;
     int64_t L = c->L, S = c->S, E = c->E, Ev = c->Ev;
-    T *P = (T *)c->scratch[tid], *dP = P + BR * BC, *D = dP + BR * BC;
+    T *P = (T *)c->scratch[tid], *dP = P + BR * BC, *W = dP + BR * BC;
+    T *D = W + (c->dropout ? BR * BC : 0);
     T *gq = D + L, *gk = gq + L * E, *gv = gk + S * E, *go = gv + S * Ev;
     T *gdq = go + L * Ev, *gdk = gdq + L * E, *gdv = gdk + S * E;
     for (int64_t b = lo; b < hi; b++) {
@@ -161,9 +179,10 @@ LTC_EW_CLONES static void FN(bwd)(void *p, int64_t lo, int64_t hi, int tid) {
                         row[j] = x < EXP_MIN ? EXP_MIN : x;
                     }
                     LTC_SIMD for (int64_t j = 0; j < bc; j++) row[j] = EXP(row[j]);
+                    if (c->dropout) FN(drop)(c, b, i0 + r, j0, bc, row, W + r * bc);
                 }
-                mm(c->dt, true, false, bc, Ev, br, 1.0, P, bc, dO + i0 * ldo, ldo, 1.0,
-                   dV + j0 * ldv, ldv);
+                mm(c->dt, true, false, bc, Ev, br, 1.0, c->dropout ? W : P, bc, dO + i0 * ldo, ldo,
+                   1.0, dV + j0 * ldv, ldv);
                 mm(c->dt, false, true, br, bc, Ev, 1.0, dO + i0 * ldo, ldo, V + j0 * ldv, ldv,
                    0.0, dP, bc);
                 for (int64_t r = 0; r < br; r++) {
@@ -174,7 +193,12 @@ LTC_EW_CLONES static void FN(bwd)(void *p, int64_t lo, int64_t hi, int tid) {
                         memset(pr, 0, (size_t)bc * sizeof(T));
                         continue;
                     }
-                    LTC_SIMD for (int64_t j = 0; j < bc; j++) pr[j] = pr[j] * (dr[j] - d);
+                    if (c->dropout) {
+                        const T *wr = W + r * bc;
+                        LTC_SIMD for (int64_t j = 0; j < bc; j++) pr[j] = wr[j] * dr[j] - pr[j] * d;
+                    } else {
+                        LTC_SIMD for (int64_t j = 0; j < bc; j++) pr[j] = pr[j] * (dr[j] - d);
+                    }
                 }
                 mm(c->dt, false, false, br, E, bc, c->scale, P, bc, K + j0 * ldk, ldk, 1.0,
                    dQ + i0 * ldq, ldq);

@@ -24,6 +24,66 @@ static bool is_transpose2d(const plan_step *s) {
     return is_cpu(s, LTC_OP_TRANSPOSE) && s->n_attrs >= 2 && s->attrs[0].i != s->attrs[1].i;
 }
 
+/* A matmul of two 2-d float operands, plain or already folded (attrs[0].ints = flags). */
+static bool is_matmul2d(const plan_step *s) {
+    bool plain = is_cpu(s, LTC_OP_MATMUL) && s->n_attrs == 0;
+    bool folded = s->op == LTC_OP_MATMUL && !s->fused && s->fn == ltc_cpu_kernel_matmul_folded;
+    return (plain || folded) && s->n_in == 2 && s->n_out == 1 && s->in_shapes[0].ndim == 2 &&
+           s->in_shapes[1].ndim == 2 &&
+           (s->out_shapes[0].dtype == LTC_F32 || s->out_shapes[0].dtype == LTC_F64);
+}
+
+/* Makes s a folded matmul with transpose flags tr (both 0 keeps the folded kernel: the
+ * same gemm). False when out of memory (s unchanged). */
+static bool set_matmul_flags(plan_step *s, const int64_t tr[2]) {
+    ltc_attr *at = malloc(sizeof *at);
+    if (!at) return false;
+    *at = ltc_attr_ints(tr, 2);
+    free(s->attrs);
+    s->attrs = at;
+    s->n_attrs = 1;
+    s->fn = ltc_cpu_kernel_matmul_folded;
+    return true;
+}
+
+/* A transpose of a matmul's product that nothing else reads: (A B)^T = B^T A^T, so the
+ * matmul writes the transposed product itself (operands swapped, flags toggled) into the
+ * transpose's output, and the transpose step goes. Runs before the operands are folded.
+ * Returns whether it changed p; *failed on allocation failure (p stays runnable). */
+static bool fold_transposed_products(cpu_plan *p, int *producer, const int *readers,
+                                     bool *failed) {
+    bool changed = false;
+    for (int s = 0; s < p->n_steps; s++) {
+        plan_step *st = &p->steps[s];
+        if (!is_transpose2d(st)) continue;
+        int b = st->in[0], ps = producer[b];
+        if (ps < 0 || readers[b] != 1 || p->bufs[b].kind == BUF_OUTPUT) continue;
+        plan_step *mm = &p->steps[ps];
+        if (!is_matmul2d(mm)) continue;
+        bool was = mm->n_attrs == 1;
+        int64_t tr[2] = {!(was && mm->attrs[0].ints[1]), !(was && mm->attrs[0].ints[0])};
+        int in0 = mm->in[0];
+        ltc_shape s0 = mm->in_shapes[0];
+        if (!set_matmul_flags(mm, tr)) {
+            *failed = true;
+            return changed;
+        }
+        mm->in[0] = mm->in[1], mm->in_shapes[0] = mm->in_shapes[1];
+        mm->in[1] = in0, mm->in_shapes[1] = s0;
+        mm->out[0] = st->out[0];
+        mm->out_shapes[0] = st->out_shapes[0];
+        producer[st->out[0]] = ps; /* a transpose of this one folds in turn */
+        ltc_cpu_plan_step_clear(st);
+        st->fn = NULL; /* gone: dropped below, once `producer` is no longer read */
+        changed = true;
+    }
+    int n = 0;
+    for (int s = 0; changed && s < p->n_steps; s++)
+        if (p->steps[s].fn) p->steps[n++] = p->steps[s];
+    if (changed) p->n_steps = n;
+    return changed;
+}
+
 /* matmul of two 2-d float operands, each read transposed when attrs[0].ints[k] is 1 (the
  * in_shapes are the stored, untransposed shapes). */
 ltc_status ltc_cpu_kernel_matmul_folded(const ltc_kernel_args *a) {
@@ -102,7 +162,17 @@ bool ltc_cpu_plan_fold(cpu_plan *p) {
     for (int b = 0; b < nb; b++) producer[b] = -1;
     for (int s = 0; s < ns; s++)
         for (int k = 0; k < p->steps[s].n_out; k++) producer[p->steps[s].out[k]] = s;
-    bool changed = false;
+    for (int s = 0; s < ns; s++)
+        for (int k = 0; k < p->steps[s].n_in; k++) readers[p->steps[s].in[k]]++;
+    bool failed = false;
+    bool changed = fold_transposed_products(p, producer, readers, &failed);
+    if (changed) { /* steps moved: producers anew */
+        ns = p->n_steps;
+        for (int b = 0; b < nb; b++) producer[b] = -1;
+        for (int s = 0; s < ns; s++)
+            for (int k = 0; k < p->steps[s].n_out; k++) producer[p->steps[s].out[k]] = s;
+    }
+    memset(readers, 0, sizeof(int) * (size_t)(nb + 1));
     for (int s = 0; s < ns; s++) {
         plan_step *st = &p->steps[s];
         /* read through views: the consumer gets the viewed bytes under the view's shape */
@@ -114,52 +184,46 @@ bool ltc_cpu_plan_fold(cpu_plan *p) {
                 changed = true;
             }
         }
-        /* transposed matmul operands */
-        if (is_cpu(st, LTC_OP_MATMUL) && st->n_in == 2 && st->in_shapes[0].ndim == 2 &&
-            st->in_shapes[1].ndim == 2 && st->n_attrs == 0 &&
-            (st->out_shapes[0].dtype == LTC_F32 || st->out_shapes[0].dtype == LTC_F64)) {
-            int64_t tr[2] = {0, 0};
+        /* transposed matmul operands: a chain of transposes folds to one flag (t(t(w)) is w) */
+        if (is_matmul2d(st)) {
+            bool was = st->n_attrs == 1;
+            int64_t tr[2] = {was && st->attrs[0].ints[0], was && st->attrs[0].ints[1]};
+            bool moved = false;
             for (int k = 0; k < 2; k++) {
-                int ps = producer[st->in[k]];
-                if (ps < 0 || !is_transpose2d(&p->steps[ps])) continue;
-                tr[k] = 1;
-                st->in[k] = p->steps[ps].in[0];
-                st->in_shapes[k] = p->steps[ps].in_shapes[0];
-            }
-            if (tr[0] || tr[1]) {
-                ltc_attr *at = malloc(sizeof *at);
-                if (!at) {
-                    free(producer);
-                    free(readers);
-                    return false;
+                int ps;
+                while ((ps = producer[st->in[k]]) >= 0 && is_transpose2d(&p->steps[ps])) {
+                    tr[k] ^= 1;
+                    st->in[k] = p->steps[ps].in[0];
+                    st->in_shapes[k] = p->steps[ps].in_shapes[0];
+                    moved = true;
                 }
-                *at = ltc_attr_ints(tr, 2);
-                free(st->attrs);
-                st->attrs = at;
-                st->n_attrs = 1;
-                st->fn = ltc_cpu_kernel_matmul_folded;
-                changed = true;
             }
+            if (moved && !set_matmul_flags(st, tr)) {
+                free(producer);
+                free(readers);
+                return false;
+            }
+            changed |= moved;
         }
     }
-    bool failed = false;
     bool paired = pair_cross_entropy(p, &failed);
     ns = p->n_steps;
-    if (changed) { /* drop the view and transpose steps nobody reads any more */
+    if (changed) { /* drop the view and transpose steps nobody reads any more: from the last
+                    * step back, so a chain (t(t(w))) goes whole */
         for (int s = 0; s < ns; s++)
             for (int k = 0; k < p->steps[s].n_in; k++) readers[p->steps[s].in[k]]++;
-        int n = 0;
-        for (int s = 0; s < ns; s++) {
+        for (int s = ns - 1; s >= 0; s--) {
             plan_step *st = &p->steps[s];
             bool dead = (is_copy_view(st) || is_transpose2d(st)) && !readers[st->out[0]] &&
                         p->bufs[st->out[0]].kind != BUF_OUTPUT;
-            if (dead) {
-                for (int k = 0; k < st->n_in; k++) readers[st->in[k]]--;
-                ltc_cpu_plan_step_clear(st); /* not fused: fold runs before fusion */
-                continue;
-            }
-            p->steps[n++] = *st;
+            if (!dead) continue;
+            for (int k = 0; k < st->n_in; k++) readers[st->in[k]]--;
+            ltc_cpu_plan_step_clear(st); /* not fused: fold runs before fusion */
+            st->fn = NULL;
         }
+        int n = 0;
+        for (int s = 0; s < ns; s++)
+            if (p->steps[s].fn) p->steps[n++] = p->steps[s];
         p->n_steps = n;
     }
     if (changed || paired) ltc_cpu_plan_count_uses(p);

@@ -5,7 +5,12 @@
  *    unless its result is a plan output;
  *  - a matmul of 2-d float operands produced by t() or transpose() reads the transposes'
  *    inputs and tells cblas_*gemm to transpose them (CblasTrans), so no transposed copy is
- *    made; the transpose step is dropped when nothing else reads it;
+ *    made; a chain of transposes is one flag or none (t(t(w)) is w: the gradient of h w^T
+ *    with respect to h reads w itself); the transpose step is dropped when nothing else
+ *    reads it;
+ *  - a transpose of a 2-d float matmul's product that nothing else reads is the product of
+ *    the transposed operands in the other order ((A B)^T = B^T A^T: the gradient of w in
+ *    h w^T), so the matmul writes it directly;
  *  - a cross_entropy and a cross_entropy_backward of the same logits, target and reduction
  *    become one step: the backward writes the loss as its second output (rows of at most
  *    LTC_CPU_CE_ROW_MAX classes, where both compute a row's exps the same way).

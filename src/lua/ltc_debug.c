@@ -435,7 +435,14 @@ static int l_debug_view_steps(lua_State *L) {
     return 1;
 }
 
+/* core.debug_lowered(t): see ltc_tensor_lowered. */
+static int l_debug_lowered(lua_State *L) {
+    lua_pushboolean(L, ltc_tensor_lowered(ltcL_checktensor(L, 1, "lowered")));
+    return 1;
+}
+
 static const luaL_Reg debug_functions[] = {
+    {"debug_lowered", l_debug_lowered},
     {"debug_view_steps", l_debug_view_steps},
     {"debug_ir", l_debug_ir},
     {"debug_dot", l_debug_dot},

@@ -697,6 +697,18 @@ static int l_manual_seed(lua_State *L) {
     return 0;
 }
 
+/* core._rng_state(numel): the default generator's state {seed, offset} as an int64 [2]
+ * tensor, the offset then advanced past numel counters (an op that takes the state as an
+ * argument: scaled_dot_product_attention.dropout). */
+static int l_rng_state(lua_State *L) {
+    lua_Integer n = luaL_checkinteger(L, 1);
+    if (n < 0) return luaL_error(L, "_rng_state: numel must be >= 0, got %d", (int)n);
+    ltc_tensor *t = NULL;
+    if (ltc_rng_state_tensor((int64_t)n, &t)) return ltcL_error(L);
+    ltcL_pushtensor(L, t);
+    return 1;
+}
+
 static int l_counter(lua_State *L) {
     lua_pushinteger(L, ltc_counter_value(luaL_checkstring(L, 1)));
     return 1;
@@ -953,6 +965,7 @@ static const luaL_Reg core_functions[] = {
     {"npy_bytes", l_npy_bytes}, {"npy_load_bytes", l_npy_load_bytes},
     {"_set_", l_set_}, {"_strides", l_strides},
     {"tensor", l_tensor}, {"result_type", l_result_type}, {"sync", l_sync}, {"manual_seed", l_manual_seed},
+    {"_rng_state", l_rng_state},
     {"counter", l_counter}, {"counter_names", l_counter_names}, {"metrics_report", l_report},
     {"metrics_reset", l_reset}, {"config_get", l_config_get}, {"config_set", l_config_set},
     {"live_info", l_live_info}, {"is_tensor", l_is_tensor}, {"typename", l_typename}, {"assign_", l_assign_},

@@ -2,10 +2,13 @@
  * whole [L, S] score matrix of each batch entry, materialised in double, softmax by its
  * definition. The oracle for the CPU backend's blocked kernels (src/cpu/attention.c). A row
  * that no key may see gives NaN (0 / 0, as PyTorch's softmax of a row of -inf), logsumexp
- * -inf; the gradients through it as src/cpu/attention.c says. */
+ * -inf; the gradients through it as src/cpu/attention.c says. With dropout, probability
+ * (b, i, j) is multiplied by dropout's factor drawn at counter offset + (b L + i) S + j, the
+ * draw src/cpu/attention.c makes (so the two drop the same elements). */
 #include <math.h>
 #include <stdlib.h>
 
+#include "ltc_rng.h"
 #include "ref.h"
 
 /* Element e of row r of item b at base + (b / H) * bs + (b % H) * hs + r * ld + e. */
@@ -23,13 +26,15 @@ typedef struct {
     ltc_shape scores; /* [..., L, S] */
     bool causal;
     double scale;
+    double keep;           /* 1 - dropout_p; 1 without dropout */
+    uint64_t seed, offset; /* the generator state of the keep decisions */
 } ref_at;
 
 static int64_t ix(const ref_at *c, const lay *l, int64_t b, int64_t r) {
     return l->base + b / c->H * l->bs + b % c->H * l->hs + r * l->ld;
 }
 
-static void setup(ref_at *c, const ltc_kernel_args *a, int qi, int mi) {
+static void setup(ref_at *c, const ltc_kernel_args *a, int qi, int mi, int ri) {
     const ltc_shape *qs = &a->in_shapes[qi];
     int n = qs->ndim;
     c->dt = qs->dtype;
@@ -47,6 +52,23 @@ static void setup(ref_at *c, const ltc_kernel_args *a, int qi, int mi) {
     c->scores.dims[n - 1] = c->S;
     c->causal = a->attrs[0].i != 0;
     c->scale = a->attrs[1].f;
+    c->keep = 1, c->seed = c->offset = 0;
+    if (ri >= 0) {
+        const int64_t *st = a->in[ri];
+        c->keep = 1 - a->attrs[2].f;
+        c->seed = (uint64_t)st[0], c->offset = (uint64_t)st[1];
+    }
+}
+
+/* The dropout factor of probability (b, i, j): 1 / (1 - p) when the uniform draw (of the
+ * dtype, as ltc.rand draws it) at its flat index in [..., L, S] is below 1 - p, else 0. */
+static double factor(const ref_at *c, int64_t b, int64_t i, int64_t j) {
+    if (c->keep == 1) return 1;
+    int64_t idx = (b * c->L + i) * c->S + j;
+    bool kept = c->dt == LTC_F32
+                    ? ltc_rng_uniform_f32(c->seed, c->offset, idx) < (float)c->keep
+                    : ltc_rng_uniform_f64(c->seed, c->offset, idx) < c->keep;
+    return kept ? 1 / c->keep : 0;
 }
 
 /* The probabilities P [L, S] of batch entry b (and each row's logsumexp in lse[L]). */
@@ -87,7 +109,8 @@ static ltc_status run_forward(ref_at c, void *out, void *out_lse) {
             for (int64_t e = 0; e < c.Ev; e++) {
                 double s = 0;
                 for (int64_t j = 0; j < c.S; j++)
-                    s += P[i * c.S + j] * ltc_ref_get(c.v, c.dt, ix(&c, &c.lv, b, j) + e);
+                    s += P[i * c.S + j] * factor(&c, b, i, j) *
+                         ltc_ref_get(c.v, c.dt, ix(&c, &c.lv, b, j) + e);
                 ltc_ref_set(out, c.dt, ix(&c, &c.lo, b, i) + e, s);
             }
             ltc_ref_set(out_lse, c.dt, b * c.L + i, lse[i]);
@@ -97,8 +120,9 @@ static ltc_status run_forward(ref_at c, void *out, void *out_lse) {
     return LTC_OK;
 }
 
-/* dV = P^T dO, dP = dO V^T, dS = P * (dP - rowsum(P * dP)), dQ = scale dS K,
- * dK = scale dS^T Q: P recomputed from the inputs (output and logsumexp are not read). */
+/* dV = W^T dO with W = P * factors (the dropped probabilities; P without dropout), dP = dO
+ * V^T * factors, dS = P * (dP - rowsum(P * dP)), dQ = scale dS K, dK = scale dS^T Q: P
+ * recomputed from the inputs (output and logsumexp are not read). */
 static ltc_status run_backward(ref_at c, const void *go) {
     size_t n = (size_t)(2 * c.L * c.S + c.L + 1);
     double *P = malloc(n * sizeof(double)), *dS = P + c.L * c.S, *lse = dS + c.L * c.S;
@@ -112,6 +136,7 @@ static ltc_status run_backward(ref_at c, const void *go) {
                 for (int64_t e = 0; e < c.Ev; e++)
                     dp += ltc_ref_get(go, c.dt, ix(&c, &c.lo, b, i) + e) *
                           ltc_ref_get(c.v, c.dt, ix(&c, &c.lv, b, j) + e);
+                dp *= factor(&c, b, i, j);
                 dS[i * c.S + j] = dp;
                 rs += P[i * c.S + j] * dp;
             }
@@ -138,7 +163,8 @@ static ltc_status run_backward(ref_at c, const void *go) {
             for (int64_t e = 0; e < c.Ev; e++) {
                 double s = 0;
                 for (int64_t i = 0; i < c.L; i++)
-                    s += P[i * c.S + j] * ltc_ref_get(go, c.dt, ix(&c, &c.lo, b, i) + e);
+                    s += P[i * c.S + j] * factor(&c, b, i, j) *
+                         ltc_ref_get(go, c.dt, ix(&c, &c.lo, b, i) + e);
                 ltc_ref_set(c.dv, c.dt, ix(&c, &c.lv, b, j) + e, s);
             }
         }
@@ -147,15 +173,15 @@ static ltc_status run_backward(ref_at c, const void *go) {
     return LTC_OK;
 }
 
-static ltc_status forward(const ltc_kernel_args *a, int mi) {
+static ltc_status forward(const ltc_kernel_args *a, int mi, int ri) {
     ref_at c;
-    setup(&c, a, 0, mi);
+    setup(&c, a, 0, mi, ri);
     return run_forward(c, a->out[0], a->out[1]);
 }
 
-static ltc_status backward(const ltc_kernel_args *a, int mi) {
+static ltc_status backward(const ltc_kernel_args *a, int mi, int ri) {
     ref_at c;
-    setup(&c, a, 1, mi);
+    setup(&c, a, 1, mi, ri);
     c.dq = a->out[0], c.dk = a->out[1], c.dv = a->out[2];
     return run_backward(c, a->in[0]);
 }
@@ -167,7 +193,7 @@ static void setup_packed(ref_at *c, const ltc_shape *qs, const void *qkv, int64_
                          bool causal, double scale) {
     int64_t N = qs->dims[0], L = qs->dims[1], E = qs->dims[2] / 3, D = E / heads;
     *c = (ref_at){.dt = qs->dtype, .B = N * heads, .L = L, .S = L, .E = D, .Ev = D, .H = heads,
-                  .q = qkv, .k = qkv, .v = qkv, .causal = causal, .scale = scale};
+                  .q = qkv, .k = qkv, .v = qkv, .causal = causal, .scale = scale, .keep = 1};
     c->lq = (lay){0, L * 3 * E, D, 3 * E};
     c->lk = (lay){E, L * 3 * E, D, 3 * E};
     c->lv = (lay){2 * E, L * 3 * E, D, 3 * E};
@@ -192,21 +218,43 @@ ltc_status ltc_ref_kernel_scaled_dot_product_attention_packed_backward(const ltc
 
 /* scaled_dot_product_attention(query, key, value, is_causal, scale) */
 ltc_status ltc_ref_kernel_scaled_dot_product_attention(const ltc_kernel_args *a) {
-    return forward(a, -1);
+    return forward(a, -1, -1);
 }
 
 /* scaled_dot_product_attention.mask(query, key, value, is_causal, scale, attn_mask) */
 ltc_status ltc_ref_kernel_scaled_dot_product_attention_mask(const ltc_kernel_args *a) {
-    return forward(a, 3);
+    return forward(a, 3, -1);
+}
+
+/* scaled_dot_product_attention.dropout(query, key, value, is_causal, scale, dropout_p,
+ * rng_state) */
+ltc_status ltc_ref_kernel_scaled_dot_product_attention_dropout(const ltc_kernel_args *a) {
+    return forward(a, -1, 3);
+}
+
+/* scaled_dot_product_attention.dropout_mask(..., dropout_p, rng_state, attn_mask) */
+ltc_status ltc_ref_kernel_scaled_dot_product_attention_dropout_mask(const ltc_kernel_args *a) {
+    return forward(a, 4, 3);
 }
 
 /* scaled_dot_product_attention_backward(grad_output, query, key, value, output, logsumexp,
  * is_causal, scale) */
 ltc_status ltc_ref_kernel_scaled_dot_product_attention_backward(const ltc_kernel_args *a) {
-    return backward(a, -1);
+    return backward(a, -1, -1);
 }
 
 /* scaled_dot_product_attention_backward.mask(..., attn_mask) */
 ltc_status ltc_ref_kernel_scaled_dot_product_attention_backward_mask(const ltc_kernel_args *a) {
-    return backward(a, 6);
+    return backward(a, 6, -1);
+}
+
+/* scaled_dot_product_attention_backward.dropout(..., is_causal, scale, dropout_p, rng_state) */
+ltc_status ltc_ref_kernel_scaled_dot_product_attention_backward_dropout(const ltc_kernel_args *a) {
+    return backward(a, -1, 6);
+}
+
+/* scaled_dot_product_attention_backward.dropout_mask(..., dropout_p, rng_state, attn_mask) */
+ltc_status ltc_ref_kernel_scaled_dot_product_attention_backward_dropout_mask(
+    const ltc_kernel_args *a) {
+    return backward(a, 7, 6);
 }

@@ -1,0 +1,1 @@
+/* The output_grads fixture has no hand-written kernels. */

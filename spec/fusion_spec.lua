@@ -393,6 +393,20 @@ describe("plan folds", function()
     assert.falsy(text:find(" t%("), text)
   end)
 
+  it("leaves linear's input gradient unmade when nothing reads it, with the reference's weight and bias gradients", function()
+    local g = {}
+    for _, backend in ipairs { "cpu", "ref" } do
+      ltc.set_backend(backend)
+      ltc.manual_seed(5)
+      local x, w, b = ltc.randn(300, 70), ltc.randn(90, 70):requires_grad_(), ltc.randn(90):requires_grad_()
+      local xg = ltc.randn(300, 70):requires_grad_() -- and one whose gradient is read
+      ;(ltc.linear(x, w, b):tanh():sum() + ltc.linear(xg, w, b):sin():sum()):backward()
+      g[backend] = { w.grad:view(-1):totable(), b.grad:totable(), xg.grad:view(-1):totable() }
+    end
+    ltc.set_backend("cpu")
+    for i = 1, 3 do assert.is_true(max_rel_diff(g.cpu[i], g.ref[i]) < 1e-4) end
+  end)
+
   it("reads through views instead of copying, and keeps a view that is a result", function()
     local x = ltc.randn(4, 6)
     ltc.sync()

@@ -150,6 +150,35 @@ static bool pair_cross_entropy(cpu_plan *p, bool *failed) {
     return changed;
 }
 
+/* A linear_backward step whose grad_input (or grad_bias) nothing reads (the first layer's
+ * input does not require grad) gets attrs[0].ints = {skip grad_input, skip grad_bias}, and
+ * its kernel leaves that output unwritten: the gemm for dX is the step's largest part
+ * after dW. Returns false when out of memory (p unchanged). */
+static bool skip_unread_grads(cpu_plan *p) {
+    int *readers = calloc((size_t)p->n_bufs + 1, sizeof(int));
+    if (!readers) return false;
+    for (int s = 0; s < p->n_steps; s++)
+        for (int k = 0; k < p->steps[s].n_in; k++) readers[p->steps[s].in[k]]++;
+    bool ok = true;
+    for (int s = 0; s < p->n_steps && ok; s++) {
+        plan_step *st = &p->steps[s];
+        if (!is_cpu(st, LTC_OP_LINEAR_BACKWARD) || st->n_out != 3 || st->n_attrs) continue;
+        int64_t skip[2] = {0, 0};
+        for (int k = 0; k < 2; k++) {
+            int b = st->out[k == 0 ? 0 : 2];
+            skip[k] = !readers[b] && p->bufs[b].kind != BUF_OUTPUT;
+        }
+        if (!skip[0] && !skip[1]) continue;
+        ltc_attr *at = malloc(sizeof *at);
+        if (!(ok = at != NULL)) break;
+        *at = ltc_attr_ints(skip, 2);
+        st->attrs = at;
+        st->n_attrs = 1;
+    }
+    free(readers);
+    return ok;
+}
+
 bool ltc_cpu_plan_fold(cpu_plan *p) {
     int ns = p->n_steps, nb = p->n_bufs;
     int *producer = malloc(sizeof(int) * (size_t)(nb + 1));
@@ -207,6 +236,7 @@ bool ltc_cpu_plan_fold(cpu_plan *p) {
         }
     }
     bool paired = pair_cross_entropy(p, &failed);
+    failed |= !skip_unread_grads(p);
     ns = p->n_steps;
     if (changed) { /* drop the view and transpose steps nobody reads any more: from the last
                     * step back, so a chain (t(t(w))) goes whole */

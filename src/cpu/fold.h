@@ -11,6 +11,8 @@
  *  - a transpose of a 2-d float matmul's product that nothing else reads is the product of
  *    the transposed operands in the other order ((A B)^T = B^T A^T: the gradient of w in
  *    h w^T), so the matmul writes it directly;
+ *  - a linear_backward whose grad_input or grad_bias nothing reads (a first layer's input
+ *    does not require grad) leaves it unmade (attrs {skip grad_input, skip grad_bias});
  *  - a cross_entropy and a cross_entropy_backward of the same logits, target and reduction
  *    become one step: the backward writes the loss as its second output (rows of at most
  *    LTC_CPU_CE_ROW_MAX classes, where both compute a row's exps the same way).

@@ -39,11 +39,13 @@ ltc_status ltc_cpu_kernel_linear_nobias(const ltc_kernel_args *a) { return linea
 typedef struct {
     const ltc_kernel_args *a;
     int64_t rows, in, out;
-    int halves; /* 2 when the tasks are shared out, 1 for one task of each */
+    int halves;        /* 2 when the tasks are shared out, 1 for one task of each */
+    bool skip_dx, skip_db; /* outputs nothing reads (the plan's fold says so): not written */
 } lb_ctx;
 
 static void lb_bias(const lb_ctx *c, int64_t o0, int64_t o1) {
     const ltc_kernel_args *a = c->a;
+    if (c->skip_db) return;
     if (a->in_shapes[0].dtype == LTC_F32) {
         const float *g = a->in[0];
         float *db = a->out[2];
@@ -73,6 +75,7 @@ static void lb_task(void *p, int64_t lo, int64_t hi, int tid) {
         int64_t h = t % 2, part = c->halves == 2 ? h : 0;
         if (t >= 2 * c->halves) continue;
         if (t / c->halves == 0) { /* dX rows [r0, r1) */
+            if (c->skip_dx) continue;
             int64_t r0 = c->rows * part / c->halves, r1 = c->rows * (part + 1) / c->halves;
             if (r1 > r0)
                 ltc_cpu_gemm(dt, false, false, r1 - r0, c->in, c->out, 1.0,
@@ -91,7 +94,8 @@ static void lb_task(void *p, int64_t lo, int64_t hi, int tid) {
 }
 
 /* linear_backward(grad_output [..., out], self [..., in], weight [out, in]) -> (grad_input,
- * grad_weight, grad_bias). With worker threads and a product of at least LTC_GEMM_SMALL
+ * grad_weight, grad_bias). attrs (set by the plan's fold only): {skip grad_input, skip
+ * grad_bias}, outputs nothing reads, left unwritten. With worker threads and a product of at least LTC_GEMM_SMALL
  * multiply-adds, the two gemms go as four independent halves to the threads, each on one
  * OpenBLAS thread: two cores run two single-threaded gemms at nearly twice one's speed, where
  * one gemm threaded over both got 1.2-1.6x on this machine. Otherwise (and with
@@ -103,9 +107,13 @@ ltc_status ltc_cpu_kernel_linear_backward(const ltc_kernel_args *a) {
     int64_t rows = out ? ltc_shape_numel(&a->in_shapes[0]) / out : 0;
     bool split = ltc_cpu_threads() > 1 && rows * in * out >= LTC_GEMM_SMALL &&
                  !ltc_config_get_int("LTC_DETERMINISTIC");
-    lb_ctx c = {a, rows, in, out, split ? 2 : 1};
+    bool skip_dx = a->n_attrs == 1 && a->attrs[0].ints[0];
+    bool skip_db = a->n_attrs == 1 && a->attrs[0].ints[1];
+    /* with dX skipped the dW halves alone do not pay for the split */
+    split = split && !skip_dx;
+    lb_ctx c = {a, rows, in, out, split ? 2 : 1, skip_dx, skip_db};
     if (rows == 0 || in == 0 || out == 0) { /* empty products: zeros (the bias's sums) */
-        memset(a->out[0], 0, ltc_shape_nbytes(&a->out_shapes[0]));
+        if (!skip_dx) memset(a->out[0], 0, ltc_shape_nbytes(&a->out_shapes[0]));
         memset(a->out[1], 0, ltc_shape_nbytes(&a->out_shapes[1]));
         if (out) lb_bias(&c, 0, out);
         return LTC_OK;

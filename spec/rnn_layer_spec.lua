@@ -129,7 +129,7 @@ describe("lstm_layer", function()
     assert.truthy(e:find("lstm_layer: input_proj, h0, c0 and weight_hh must have one dtype, "
       .. "got float32, float32, float64 and float32", 1, true), e)
     e = err(function() ltc.lstm_layer(p:long(), h:long(), c:long(), w:long(), false) end)
-    assert.truthy(e:find("lstm_layer: input_proj must be float32 or float64, got int64", 1, true), e)
+    assert.truthy(e:find("lstm_layer: input_proj must be of a floating dtype, got int64", 1, true), e)
     local o, cs, g = ltc.lstm_layer(p, h, c, w, false)
     e = err(function() ltc.lstm_layer_backward(ltc.zeros(5, 3, 5), cs, h, c, w, o, cs, g, false) end)
     assert.truthy(e:find("lstm_layer_backward: grad_output [5,3,5] must be [5,3,4] (gates [5,3,16])", 1, true), e)
@@ -242,7 +242,7 @@ describe("gru_layer", function()
     assert.truthy(e:find("gru_layer: input_proj, h0, weight_hh and bias_hh must have one dtype, "
       .. "got float32, float32, float64 and float32", 1, true), e)
     e = err(function() ltc.gru_layer(p:long(), h:long(), w:long(), b:long(), false) end)
-    assert.truthy(e:find("gru_layer: input_proj must be float32 or float64, got int64", 1, true), e)
+    assert.truthy(e:find("gru_layer: input_proj must be of a floating dtype, got int64", 1, true), e)
     local o, g = ltc.gru_layer(p, h, w, b, false)
     e = err(function() ltc.gru_layer_backward(ltc.zeros(5, 3, 5), h, w, o, g, false) end)
     assert.truthy(e:find("gru_layer_backward: grad_output [5,3,5] and output [5,3,4] must be [5,3,4]", 1, true), e)
@@ -305,3 +305,40 @@ describe("lstm_layer on OpenCL", function()
 end)
 
 teardown(function() fx = nil end)
+
+describe("nn.LSTM and nn.GRU on the fused layers", function()
+  it("run float16 and bfloat16 as float32 (as every op), close to the float32 module", function()
+    ltc.manual_seed(1)
+    for _, mode in ipairs { "LSTM", "GRU" } do
+      for _, case in ipairs { { "float16", 2e-3 }, { "bfloat16", 2e-2 } } do
+        local m = ltc.nn[mode](4, 6, { num_layers = 2 })
+        local x = ltc.randn(5, 3, 4)
+        local want = m(x):view(-1):totable()
+        m:to(case[1])
+        local out = m(x:to(case[1]))
+        assert.are.equal(case[1], out:dtype())
+        close(want, out:float():view(-1):totable(), case[2])
+      end
+    end
+  end)
+  it("raise a clear error for an integer input", function()
+    local m = ltc.nn.GRU(4, 6)
+    assert.matches("GRU: input must be of a floating dtype, got int64",
+      err(function() return m(ltc.ones(5, 3, 4):long()) end))
+  end)
+  it("raise, naming the op, for second derivatives through the fused layer (create_graph), "
+    .. "and first derivatives go on working", function()
+    for _, mode in ipairs { "LSTM", "GRU" } do
+      local m = ltc.nn[mode](4, 6):double()
+      local x = ltc.randn(5, 3, 4, "float64"):requires_grad_()
+      local msg = err(function()
+        local gx = ltc.autograd.grad({ m(x):pow(2):sum() }, { x }, nil, { create_graph = true })[1]
+        gx:pow(2):sum():backward()
+      end)
+      assert.matches(mode:lower() .. "_layer_backward is not differentiable", msg)
+      x.grad = nil
+      m(x):sum():backward()
+      assert.is_true(x.grad:abs():sum():item() > 0)
+    end
+  end)
+end)

@@ -75,6 +75,9 @@ return function(nn, F)
       raise(string.format("%s: input of size [%s] must be %s with a last dim of input_size %d",
         name, table.concat(x:size(), ", "), table.concat(want_dims, "-d or ") .. "-d", I))
     end
+    if not x:is_floating_point() then
+      raise(string.format("%s: input must be of a floating dtype, got %s", name, x:dtype()))
+    end
   end
 
   local function check_state(name, what, t, want)

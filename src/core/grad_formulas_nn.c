@@ -409,10 +409,28 @@ ltc_status ltc_grad_attention_dropout_mask_backward(ltc_tensor *grad, ltc_tensor
                                             is_causal, scale, attn_mask, out);
 }
 
+/* Under create_graph (grad mode on in the backward) with an operand that requires grad, the
+ * gradient would need the derivative of `op`, which has none: an error naming it, rather
+ * than second derivatives that silently leave the recurrence out. */
+static ltc_status no_double_backward(const char *op, const char *module, ltc_tensor *const *ts,
+                                     int n) {
+    if (!ltc_grad_enabled()) return LTC_OK;
+    for (int i = 0; i < n; i++)
+        if (ts[i] && ltc_requires_grad(ts[i]))
+            return ltc_errorf(LTC_ERR_ARG, "%s is not differentiable: a backward with "
+                              "create_graph through %s (ltc.nn.%s's fused layer) cannot make "
+                              "second derivatives", op, op[0] == 'l' ? "lstm_layer" : "gru_layer",
+                              module);
+    return LTC_OK;
+}
+
 ltc_status ltc_grad_lstm_layer_backward(ltc_tensor *grad, ltc_tensor *grad_c_seq, ltc_tensor *h0,
                                         ltc_tensor *c0, ltc_tensor *weight_hh,
                                         ltc_tensor *output, ltc_tensor *c_seq, ltc_tensor *gates,
                                         bool reverse, ltc_tensor **outs) {
+    ltc_tensor *used[] = {grad, grad_c_seq, h0, c0, weight_hh, output, c_seq};
+    ltc_status st = no_double_backward("lstm_layer_backward", "LSTM", used, 7);
+    if (st) return st;
     return ltc_lstm_layer_backward(grad, grad_c_seq, h0, c0, weight_hh, output, c_seq, gates,
                                    reverse, outs);
 }
@@ -420,5 +438,8 @@ ltc_status ltc_grad_lstm_layer_backward(ltc_tensor *grad, ltc_tensor *grad_c_seq
 ltc_status ltc_grad_gru_layer_backward(ltc_tensor *grad, ltc_tensor *h0, ltc_tensor *weight_hh,
                                        ltc_tensor *output, ltc_tensor *gates, bool reverse,
                                        ltc_tensor **outs) {
+    ltc_tensor *used[] = {grad, h0, weight_hh, output};
+    ltc_status st = no_double_backward("gru_layer_backward", "GRU", used, 4);
+    if (st) return st;
     return ltc_gru_layer_backward(grad, h0, weight_hh, output, gates, reverse, outs);
 }

@@ -21,8 +21,8 @@ static ltc_status layer_args(const char *op, const ltc_shape *proj, const ltc_sh
                              const ltc_shape *c0, const ltc_shape *w, int G) {
     char a[128], b[128], c[128], d[128];
     ltc_dtype dt = proj->dtype;
-    if (dt != LTC_F32 && dt != LTC_F64)
-        return ltc_errorf(LTC_ERR_ARG, "%s: input_proj must be float32 or float64, got %s", op,
+    if (!ltc_dtype_is_float(dt)) /* narrow floats run as float32, as every op */
+        return ltc_errorf(LTC_ERR_ARG, "%s: input_proj must be of a floating dtype, got %s", op,
                           ltc_dtype_name(dt));
     if (h0->dtype != dt || c0->dtype != dt || w->dtype != dt)
         return ltc_errorf(LTC_ERR_ARG, "%s: input_proj, h0, c0 and weight_hh must have one dtype, "
@@ -83,8 +83,8 @@ static ltc_status gru_args(const char *op, const char *seq_name, const ltc_shape
                            const ltc_shape *h0, const ltc_shape *w, const ltc_shape *bias) {
     char a[128], b[128], c[128], d[128];
     ltc_dtype dt = seq->dtype;
-    if (dt != LTC_F32 && dt != LTC_F64)
-        return ltc_errorf(LTC_ERR_ARG, "%s: %s must be float32 or float64, got %s", op, seq_name,
+    if (!ltc_dtype_is_float(dt)) /* narrow floats run as float32, as every op */
+        return ltc_errorf(LTC_ERR_ARG, "%s: %s must be of a floating dtype, got %s", op, seq_name,
                           ltc_dtype_name(dt));
     if (h0->dtype != dt || w->dtype != dt || (bias && bias->dtype != dt))
         return ltc_errorf(LTC_ERR_ARG, "%s: %s, h0, weight_hh%s must have one dtype, got %s, %s, "

@@ -93,8 +93,9 @@ if opts.init_dir ~= "" then
   ltc.save(opts.init_dir .. "/meta.npy", ltc.tensor({ T, opts.lr }, "float64"))
 end
 
--- checkpoints: one .npz of model.<name>, opt.<i>.<state name> and meta.step
-local function save_checkpoint(path, step)
+-- checkpoints: one .npz of model.<name>, opt.<i>.<state name>, meta.step and the LSTM state
+-- carried into the next window (meta.h, meta.c), so a resumed run goes on as one would have
+local function save_checkpoint(path, step, carried)
   local t = {}
   for name, p in pairs(model:state_dict()) do t["model." .. name] = p end
   local sd = opt:state_dict()
@@ -102,10 +103,12 @@ local function save_checkpoint(path, step)
     for k, v in pairs(st) do t["opt." .. i .. "." .. k] = v end
   end
   t["meta.step"] = ltc.tensor(step, "int64")
+  t["meta.h"], t["meta.c"] = carried[1], carried[2]
   ltc.save(path, t)
 end
 
 local first_step = 1
+local resumed_state
 if opts.resume ~= "" then
   local t = ltc.load(opts.resume)
   local msd, state = {}, {}
@@ -124,6 +127,7 @@ if opts.resume ~= "" then
   sd.state = state
   opt:load_state_dict(sd)
   first_step = t["meta.step"]:item() + 1
+  if t["meta.h"] and t["meta.c"] then resumed_state = { t["meta.h"], t["meta.c"] } end
   print(string.format("resumed from %s at step %d", opts.resume, first_step))
 end
 
@@ -161,7 +165,7 @@ local function evaluate()
   return total / count
 end
 
-local state = { ltc.zeros(2, B, H), ltc.zeros(2, B, H) }
+local state = resumed_state or { ltc.zeros(2, B, H), ltc.zeros(2, B, H) }
 local losses = {}
 ltc.sync()
 ltc.metrics.reset()
@@ -214,7 +218,7 @@ if opts.keyvals ~= 0 then -- for bench/char_lstm.lua
     steady * 1000, losses[#losses], val, train_compiles - (warm_compiles or train_compiles)))
 end
 
-save_checkpoint(opts.checkpoint, first_step + opts.steps - 1)
+save_checkpoint(opts.checkpoint, first_step + opts.steps - 1, state)
 print("checkpoint written to " .. opts.checkpoint .. " (continue with --resume " .. opts.checkpoint .. ")")
 
 ---------------------------------------------------------------------------------------------

@@ -67,7 +67,8 @@ static void write(refs *r, ltc_tensor *x, ltc_tensor *v) {
 }
 
 static void release_all(refs *r) {
-    for (int i = 0; i < r->n; i++) ltc_tensor_release(r->t[i]);
+    for (int i = 0; i < r->n; i++)
+        ltc_tensor_release(r->t[i]);
     r->n = 0;
 }
 
@@ -103,7 +104,7 @@ static ltc_tensor *field(lua_State *L, int st, const char *k) {
  * of the first parameter it leaves to Lua (update returns false), or 0. */
 typedef bool (*update_fn)(lua_State *L, refs *r, ltc_tensor *p, ltc_tensor *g, int st);
 
-static int foreach(lua_State *L, update_fn update, const char *name) {
+static int foreach (lua_State *L, update_fn update, const char *name) {
     luaL_checktype(L, 1, LUA_TTABLE);
     luaL_checktype(L, 2, LUA_TTABLE);
     lua_Integer n = (lua_Integer)lua_rawlen(L, 1), first = luaL_checkinteger(L, 3);
@@ -150,8 +151,10 @@ static bool sgd_update(lua_State *L, refs *r, ltc_tensor *p, ltc_tensor *g, int 
         /* ema(buf, momentum, (1 - dampening) * g) */
         ltc_tensor *y = bin(r, ltc_mul, num(r, L, 7), g);
         write(r, buf, bin(r, ltc_add, bin(r, ltc_mul, buf, num(r, L, 6)), y));
-        if (lua_toboolean(L, 8)) g = bin(r, ltc_add, g, bin(r, ltc_mul, num(r, L, 6), buf));
-        else g = buf;
+        if (lua_toboolean(L, 8))
+            g = bin(r, ltc_add, g, bin(r, ltc_mul, num(r, L, 6), buf));
+        else
+            g = buf;
     }
     write(r, p, bin(r, ltc_sub, p, bin(r, ltc_mul, num(r, L, 4), g)));
     return true;
@@ -159,7 +162,9 @@ static bool sgd_update(lua_State *L, refs *r, ltc_tensor *p, ltc_tensor *g, int 
 
 /* core._sgd_(params, state, first, lr, weight_decay, momentum, 1 - dampening, nesterov) ->
  * nothing, or the index of a parameter left to the Lua formula (from which to go on). */
-static int l_sgd(lua_State *L) { return foreach(L, sgd_update, "SGD"); }
+static int l_sgd(lua_State *L) {
+    return foreach (L, sgd_update, "SGD");
+}
 
 /* optim._one(g) (lua/ltc/optim.lua): where(isnan(g's first element), 1.0, 1.0) as float64 */
 static ltc_tensor *one(refs *r, lua_State *L, ltc_tensor *g) {
@@ -195,7 +200,8 @@ static bool adam_update(lua_State *L, refs *r, ltc_tensor *p, ltc_tensor *g, int
             lua_pushinteger(L, 1);
             ltc_tensor *one_ = num(r, L, -1);
             lua_pop(L, 1);
-            p = bin(r, ltc_mul, p, bin(r, ltc_sub, one_, bin(r, ltc_mul, num(r, L, 4), num(r, L, 5))));
+            p = bin(r, ltc_mul, p,
+                    bin(r, ltc_sub, one_, bin(r, ltc_mul, num(r, L, 4), num(r, L, 5))));
         }
     }
     /* ema(m, b1, g * (1 - b1)); ema(v, b2, g * g * (1 - b2)) */
@@ -232,10 +238,16 @@ static bool adam_update(lua_State *L, refs *r, ltc_tensor *p, ltc_tensor *g, int
 
 /* core._adam_(params, state, first, lr, weight_decay, b1, b2, 1 - b1, 1 - b2, eps, decoupled,
  * 1 - lr * wd) -> as core._sgd_ (amsgrad stays in Lua). */
-static int l_adam(lua_State *L) { return foreach(L, adam_update, "Adam"); }
+static int l_adam(lua_State *L) {
+    return foreach (L, adam_update, "Adam");
+}
 
 static const luaL_Reg optim_functions[] = {
-    {"_sgd_", l_sgd}, {"_adam_", l_adam}, {NULL, NULL},
+    {"_sgd_", l_sgd},
+    {"_adam_", l_adam},
+    {NULL, NULL},
 };
 
-void ltcL_open_optim(lua_State *L) { luaL_setfuncs(L, optim_functions, 0); }
+void ltcL_open_optim(lua_State *L) {
+    luaL_setfuncs(L, optim_functions, 0);
+}

@@ -170,7 +170,7 @@ static int l_sgd(lua_State *L) {
 static ltc_tensor *one(refs *r, lua_State *L, ltc_tensor *g) {
     int64_t flat = -1;
     ltc_tensor *x = NULL;
-    if (!r->failed && !keep(r, x, ltc_reshape(g, &flat, 1, &x))) return NULL;
+    if (r->failed || !keep(r, x, ltc_reshape(g, &flat, 1, &x))) return NULL;
     ltc_tensor *s = NULL;
     if (!keep(r, s, ltc_select(x, 1, 1, &s))) return NULL;
     ltc_tensor *nan = un(r, ltc_isnan, s);

@@ -162,7 +162,9 @@ end
 -- in one C call that traces what its Lua formula traces, and returns the index of a
 -- parameter it leaves to the formula (state not made yet or made by a failed step), or nil.
 local function step_groups(self)
-  local state, update, foreach = self.state, self.update, optim._foreach and self.foreach
+  local state, update = self.state, self.update
+  -- (an update replaced on the optimizer object is run as it is)
+  local foreach = optim._foreach and rawget(self, "update") == nil and self.foreach
   local groups = self.param_groups
   for i = 1, #groups do
     local g = groups[i]

@@ -10,10 +10,6 @@
 #include "ltc_backend.h"
 #include "ltc_lua.h"
 
-/* A fresh operand for the value at stack index idx (a Lua number: a weak 0-d tensor; a
- * tensor: a new reference). */
-#define NUM(idx) ltcL_operand(L, (idx))
-
 typedef struct {
     ltc_tensor *t[64]; /* every reference the update makes, released at the end (Adam: 45) */
     int n;
@@ -51,6 +47,8 @@ static ltc_tensor *un(refs *r, ltc_status (*op)(ltc_tensor *, ltc_tensor **), lt
     return keep(r, out, op(a, &out)) ? out : NULL;
 }
 
+/* A fresh operand for the value at stack index idx (a Lua number: a weak 0-d tensor, as an
+ * op called from Lua makes; a tensor: a new reference). */
 static ltc_tensor *num(refs *r, lua_State *L, int idx) {
     ltc_tensor *t = r->failed ? NULL : ltcL_operand(L, idx);
     return keep(r, t, t ? LTC_OK : LTC_ERR_NOMEM);

@@ -63,10 +63,10 @@ function A.backward(t, grad, opts)
     raise("backward: bad argument #2 (a gradient tensor, a number or a table of options "
       .. "expected, got " .. core.typename(grad) .. ")")
   end
-  opts = opts or {}
+  local retain, create = nil, nil -- no options table per call (every step's path)
+  if opts then retain, create = opts.retain_graph, opts.create_graph end
   if type(grad) == "number" then grad = core.full(t:size(), grad, t:dtype()) end
-  local ok, err = pcall(AG.backward, t, grad, opts.retain_graph or opts.create_graph,
-    opts.create_graph)
+  local ok, err = pcall(AG.backward, t, grad, retain or create, create)
   if not ok then raise(err) end
   for _, h in ipairs(A.post_backward_hooks) do h(t) end
 end

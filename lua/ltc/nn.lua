@@ -11,7 +11,6 @@
 -- ltc.nn.functional holds the stateless functions the modules use.
 local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local ltc = require "ltc"
-local follow = require("ltc.follow").follow
 
 local nn = {}
 
@@ -419,12 +418,13 @@ local function module_newindex(self, k, v)
   end
 end
 
-local scope_enter = require("ltc.core").debug_scope_enter
+local core_ = require "ltc.core"
+local scope_enter = core_.debug_scope_enter
 
 -- m(...): forward, with the hooks of register_forward_pre_hook / register_forward_hook. With
 -- LTC_IR_DEBUG=1 the core notes the module that runs, so a node's source line names it
 -- ("train.lua:12 in 1.fc (Linear)"; src/lua/ltc_debug.c).
-local function call_module(self, ...)
+local function module_call(self, ...)
   scope_enter(self)
   local pre, post = rawget(self, "_forward_pre_hooks"), rawget(self, "_forward_hooks")
   if not pre and not post then return self:forward(...) end
@@ -439,6 +439,24 @@ local function call_module(self, ...)
     if r ~= nil then out[1] = r end
   end
   return table.unpack(out, 1, out.n)
+end
+
+-- A module runs on its input's device: ltc.follow's rule, inlined here so that a module call
+-- is one Lua frame when the input is where new tensors go already (every step's path).
+local follow_args, device_guard = core_._follow_args, core_._device_guard
+local function finish(prev, ok, ...)
+  device_guard(prev)
+  if not ok then raise((...)) end
+  return ...
+end
+local function call_module(self, ...)
+  local moved, prev = follow_args(self, ...)
+  if moved then return finish(prev, pcall(module_call, self, ...)) end
+  if rawget(self, "_forward_pre_hooks") or rawget(self, "_forward_hooks") then
+    return module_call(self, ...)
+  end
+  scope_enter(self)
+  return self:forward(...)
 end
 
 -- a hook handle: handle:remove() takes the hook out of its list
@@ -479,7 +497,7 @@ function nn.class(name, parent)
   cls.__newindex = module_newindex
   cls.__len = function(self) return #rawget(self, "_modules") end
   cls.__name = "ltc.nn." .. name
-  cls.__call = follow(call_module) -- a module runs on its input's device (ltc.follow)
+  cls.__call = call_module -- on its input's device (ltc.follow's rule)
   cls.__tostring = function(self) return self:describe() end
   return setmetatable(cls, {
     __index = parent or Module,

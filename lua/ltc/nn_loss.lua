@@ -13,9 +13,13 @@ local reductions = { none = 0, mean = 1, sum = 2 }
 return function(nn, F)
   local check_options, set = nn.check_options, nn.option_set
 
-  -- opts checked against `allowed` (plus "reduction"), and the reduction's code.
-  local function options(fname, opts, allowed, extra)
-    opts = check_options(fname, opts, set("reduction", table.unpack(allowed)), 3)
+  -- opts checked against the option names ... (plus "reduction"), and the reduction's code.
+  -- Without options no table is made (every step's path): the empty options are shared.
+  local no_options = setmetatable({}, {
+    __newindex = function() raise("loss options are read-only") end })
+  local function options(fname, opts, extra, ...)
+    if opts == nil then return no_options, 1 end
+    opts = check_options(fname, opts, set("reduction", ...), 3)
     local r = opts.reduction or "mean"
     local code = reductions[r]
     if not code and not (extra == "batchmean" and r == "batchmean") then
@@ -89,7 +93,7 @@ return function(nn, F)
   -- weight [C] each term is scaled by the weight of its label and "mean" divides by the sum of
   -- those weights; labels equal to ignore_index add nothing (PyTorch).
   function F.nll_loss(input, target, opts)
-    local o, code = options("nll_loss", opts, { "weight", "ignore_index" })
+    local o, code = options("nll_loss", opts, nil, "weight", "ignore_index")
     if not o.weight and not o.ignore_index and input:dim() == 2 then
       return ltc.nll_loss(input, target, code)
     end
@@ -106,7 +110,7 @@ return function(nn, F)
   -- rescales classes; label_smoothing in [0, 1] mixes the target with the uniform
   -- distribution. Without options on [N, C] it is one fused op forward and backward.
   function F.cross_entropy(input, target, opts)
-    local o, code = options("cross_entropy", opts, { "weight", "ignore_index", "label_smoothing" })
+    local o, code = options("cross_entropy", opts, nil, "weight", "ignore_index", "label_smoothing")
     local eps = o.label_smoothing or 0
     if type(eps) ~= "number" or eps < 0 or eps > 1 then
       raise("cross_entropy: label_smoothing must be in [0, 1], got " .. tostring(eps))
@@ -152,21 +156,21 @@ return function(nn, F)
 
   --- F.mse_loss(input, target [, {reduction}]): (input - target)^2.
   function F.mse_loss(input, target, opts)
-    local _, code = options("mse_loss", opts, {})
+    local _, code = options("mse_loss", opts, nil)
     local d = input - target
     return reduce(d * d, code)
   end
 
   --- F.l1_loss(input, target [, {reduction}]): |input - target|.
   function F.l1_loss(input, target, opts)
-    local _, code = options("l1_loss", opts, {})
+    local _, code = options("l1_loss", opts, nil)
     return reduce((input - target):abs(), code)
   end
 
   --- F.smooth_l1_loss(input, target [, {beta=1, reduction}]): 0.5 d^2 / beta where |d| <
   -- beta, |d| - 0.5 beta elsewhere (beta = 0 is the L1 loss).
   function F.smooth_l1_loss(input, target, opts)
-    local o, code = options("smooth_l1_loss", opts, { "beta" })
+    local o, code = options("smooth_l1_loss", opts, nil, "beta")
     local beta = o.beta or 1.0
     if type(beta) ~= "number" or beta < 0 then
       raise("smooth_l1_loss: beta must be a number >= 0, got " .. tostring(beta))
@@ -179,7 +183,7 @@ return function(nn, F)
   --- F.huber_loss(input, target [, {delta=1, reduction}]): 0.5 d^2 where |d| <= delta,
   -- delta (|d| - 0.5 delta) elsewhere.
   function F.huber_loss(input, target, opts)
-    local o, code = options("huber_loss", opts, { "delta" })
+    local o, code = options("huber_loss", opts, nil, "delta")
     local delta = o.delta or 1.0
     if type(delta) ~= "number" or delta <= 0 then
       raise("huber_loss: delta must be a number > 0, got " .. tostring(delta))
@@ -192,7 +196,7 @@ return function(nn, F)
   -- and targets of the same size: -w (t log x + (1 - t) log(1 - x)), each log clamped at
   -- -100 as PyTorch does.
   function F.binary_cross_entropy(input, target, opts)
-    local o, code = options("binary_cross_entropy", opts, { "weight" })
+    local o, code = options("binary_cross_entropy", opts, nil, "weight")
     same_size("binary_cross_entropy", input, target)
     local l = -(target * input:log():clamp(-100) + (1 - target) * (1 - input):log():clamp(-100))
     if o.weight then l = l * o.weight end
@@ -204,7 +208,7 @@ return function(nn, F)
   -- t) log s(-x)), pos_weight (broadcast over the last dim, one per class) weighting the
   -- positive term.
   function F.binary_cross_entropy_with_logits(input, target, opts)
-    local o, code = options("binary_cross_entropy_with_logits", opts, { "weight", "pos_weight" })
+    local o, code = options("binary_cross_entropy_with_logits", opts, nil, "weight", "pos_weight")
     same_size("binary_cross_entropy_with_logits", input, target)
     -- log s(x) = -(max(-x, 0) + log1p(exp(-|x|))); log s(-x) = log s(x) - x
     local logsig = -((-input):relu() + (-input:abs()):exp():log1p())
@@ -220,7 +224,7 @@ return function(nn, F)
   -- with log_target. reduction "batchmean" divides the sum by input:size(1) (the KL
   -- divergence PyTorch recommends); "mean" divides by the number of elements.
   function F.kl_div(input, target, opts)
-    local o, code = options("kl_div", opts, { "log_target" }, "batchmean")
+    local o, code = options("kl_div", opts, "batchmean", "log_target")
     local l
     if o.log_target then
       l = target:exp() * (target - input)
@@ -239,7 +243,7 @@ return function(nn, F)
   -- [D]) and labels y [N] of 1 or -1: 1 - cos where y = 1, max(0, cos - margin) where y = -1
   -- (cos with PyTorch's 1e-12 in each squared norm).
   function F.cosine_embedding_loss(x1, x2, y, opts)
-    local o, code = options("cosine_embedding_loss", opts, { "margin" })
+    local o, code = options("cosine_embedding_loss", opts, nil, "margin")
     same_size("cosine_embedding_loss", x1, x2)
     local d = x1:dim()
     local dot = (x1 * x2):sum(d)
@@ -260,6 +264,8 @@ return function(nn, F)
       self.reduction = self.options.reduction or "mean"
     end
     function cls:forward(...)
+      -- no options and the default reduction: the call as is (no table per step)
+      if self.reduction == "mean" and next(self.options) == nil then return fn(...) end
       local o = {}
       for k, v in pairs(self.options) do o[k] = v end
       o.reduction = self.reduction

@@ -43,6 +43,7 @@ end
 --- optim._ema(x, a, y): x = x * a + y in place, as one write. Returns x.
 local function ema(x, a, y) return assign(x, x * a + y, "data") end
 optim._one, optim._ema = one, ema
+optim._foreach = true -- whether SGD, Adam and AdamW use their C updates (off: the Lua formulas)
 
 -- Parameter groups from a list of tensors or a list of {params = {...}, lr = ...} tables.
 local function groups_of(params, defaults, name)
@@ -141,28 +142,43 @@ function Optimizer:zero_grad()
   end
 end
 
+-- One parameter's update by the optimizer's Lua formula (its first step, a step after a
+-- failed one, the optimizers and options without a C update).
+local function step_param(p, grad, state, update, g)
+  local st = state[p]
+  -- state made by a step whose sync failed has no value: that step never happened
+  -- for it, so start over as at the first step (issue 17)
+  if st and next(st) ~= nil then
+    for _, v in pairs(st) do
+      if ltc.is_tensor(v) and not v:has_value() then st = nil; break end
+    end
+  end
+  if not st then st = {}; state[p] = st end
+  assign(p, update(p, grad, st, g), "data")
+end
+
 -- The body of step, run with grad mode off (no closure or table per step: the hot path).
+-- An optimizer's `foreach(params, state, j, group)` (SGD, Adam, AdamW) updates params[j..]
+-- in one C call that traces what its Lua formula traces, and returns the index of a
+-- parameter it leaves to the formula (state not made yet or made by a failed step), or nil.
 local function step_groups(self)
   local state, update = self.state, self.update
+  -- (an update replaced on the optimizer object is run as it is)
+  local foreach = optim._foreach and rawget(self, "update") == nil and self.foreach
   local groups = self.param_groups
   for i = 1, #groups do
     local g = groups[i]
     local params = g.params
-    for j = 1, #params do
+    local j, n = 1, #params
+    while j <= n do
+      if foreach then
+        j = foreach(params, state, j, g)
+        if j == nil then break end
+      end
       local p = params[j]
       local grad = get_grad(p)
-      if grad ~= nil then
-        local st = state[p]
-        -- state made by a step whose sync failed has no value: that step never happened
-        -- for it, so start over as at the first step (issue 17)
-        if st and next(st) ~= nil then
-          for _, v in pairs(st) do
-            if ltc.is_tensor(v) and not v:has_value() then st = nil; break end
-          end
-        end
-        if not st then st = {}; state[p] = st end
-        assign(p, update(p, grad, st, g), "data")
-      end
+      if grad ~= nil then step_param(p, grad, state, update, g) end
+      j = j + 1
     end
   end
 end
@@ -193,6 +209,11 @@ optim.SGD = class("SGD", { lr = 0.001, momentum = 0, dampening = 0, weight_decay
   end
   return p - live(o, "lr") * g
 end)
+local sgd_, adam_ = core._sgd_, core._adam_
+function optim.SGD.foreach(params, state, j, o)
+  return sgd_(params, state, j, live(o, "lr"), o.weight_decay, o.momentum, 1 - o.dampening,
+    o.nesterov)
+end
 
 -- Adam's moment update and step, shared by Adam and AdamW.
 -- The state (moments and the step count, a float64 0-d tensor as PyTorch's capturable
@@ -228,6 +249,12 @@ optim.Adam = class("Adam", { lr = 0.001, betas = { 0.9, 0.999 }, eps = 1e-8, wei
     if o.weight_decay ~= 0 then g = g + o.weight_decay * p end
     return adam_step(p, g, st, o)
   end)
+function optim.Adam.foreach(params, state, j, o)
+  if o.amsgrad then return j end
+  local b1, b2 = o.betas[1], o.betas[2]
+  return adam_(params, state, j, live(o, "lr"), o.weight_decay, b1, b2, 1 - b1, 1 - b2, o.eps,
+    false)
+end
 
 --- optim.AdamW(params, {lr=1e-3, betas, eps=1e-8, weight_decay=1e-2, amsgrad=false}): Adam
 -- with decoupled weight decay p = p * (1 - lr * wd) (PyTorch's AdamW).
@@ -237,6 +264,12 @@ optim.AdamW = class("AdamW", { lr = 0.001, betas = { 0.9, 0.999 }, eps = 1e-8, w
     if o.weight_decay ~= 0 then p = p * (1 - live(o, "lr") * o.weight_decay) end
     return adam_step(p, g, st, o)
   end)
+function optim.AdamW.foreach(params, state, j, o)
+  if o.amsgrad then return j end
+  local b1, b2, lr = o.betas[1], o.betas[2], live(o, "lr")
+  return adam_(params, state, j, lr, o.weight_decay, b1, b2, 1 - b1, 1 - b2, o.eps, true,
+    type(lr) == "number" and 1 - lr * o.weight_decay or 0)
+end
 
 require("ltc.optim_more")(optim, class)
 optim.lr_scheduler = require "ltc.lr_scheduler"

@@ -75,6 +75,19 @@ ltc_status ltc_shape_attention_mask(const ltc_shape *query, const ltc_shape *key
     return st ? st : mask_fits(query, key, attn_mask);
 }
 
+/* A backward's grad_output, output and logsumexp against the forward's shapes fwd. */
+static ltc_status saved_fit(const ltc_shape *grad_output, const ltc_shape *output,
+                            const ltc_shape *logsumexp, const ltc_shape fwd[2]) {
+    char a[128], b[128], c[128];
+    if (!ltc_shape_equal(grad_output, &fwd[0]) || !ltc_shape_equal(output, &fwd[0]))
+        return ltc_errorf(LTC_ERR_ARG, "grad_output %s and output %s must be %s",
+                          SHAPE_STR(grad_output, a), SHAPE_STR(output, b), SHAPE_STR(&fwd[0], c));
+    if (!ltc_shape_equal(logsumexp, &fwd[1]))
+        return ltc_errorf(LTC_ERR_ARG, "logsumexp %s must be %s", SHAPE_STR(logsumexp, a),
+                          SHAPE_STR(&fwd[1], b));
+    return LTC_OK;
+}
+
 ltc_status ltc_shape_attention_backward(const ltc_shape *grad_output, const ltc_shape *query,
                                         const ltc_shape *key, const ltc_shape *value,
                                         const ltc_shape *output, const ltc_shape *logsumexp,
@@ -82,14 +95,7 @@ ltc_status ltc_shape_attention_backward(const ltc_shape *grad_output, const ltc_
     ltc_shape fwd[2];
     ltc_status st = ltc_shape_attention(query, key, value, is_causal, scale, fwd);
     if (st) return st;
-    char a[128], b[128];
-    if (!ltc_shape_equal(grad_output, &fwd[0]) || !ltc_shape_equal(output, &fwd[0]))
-        return ltc_errorf(LTC_ERR_ARG, "grad_output %s and output %s must be %s",
-                          SHAPE_STR(grad_output, a), SHAPE_STR(output, b),
-                          SHAPE_STR(&fwd[0], (char[128]){0}));
-    if (!ltc_shape_equal(logsumexp, &fwd[1]))
-        return ltc_errorf(LTC_ERR_ARG, "logsumexp %s must be %s", SHAPE_STR(logsumexp, a),
-                          SHAPE_STR(&fwd[1], b));
+    if ((st = saved_fit(grad_output, output, logsumexp, fwd))) return st;
     out[0] = *query, out[1] = *key, out[2] = *value;
     return LTC_OK;
 }
@@ -129,14 +135,7 @@ ltc_status ltc_shape_attention_packed_backward(const ltc_shape *grad_output, con
     ltc_shape fwd[2];
     ltc_status st = ltc_shape_attention_packed(qkv, heads, is_causal, scale, fwd);
     if (st) return st;
-    char a[128], b[128];
-    if (!ltc_shape_equal(grad_output, &fwd[0]) || !ltc_shape_equal(output, &fwd[0]))
-        return ltc_errorf(LTC_ERR_ARG, "grad_output %s and output %s must be %s",
-                          SHAPE_STR(grad_output, a), SHAPE_STR(output, b),
-                          SHAPE_STR(&fwd[0], (char[128]){0}));
-    if (!ltc_shape_equal(logsumexp, &fwd[1]))
-        return ltc_errorf(LTC_ERR_ARG, "logsumexp %s must be %s", SHAPE_STR(logsumexp, a),
-                          SHAPE_STR(&fwd[1], b));
+    if ((st = saved_fit(grad_output, output, logsumexp, fwd))) return st;
     *out = *qkv;
     return LTC_OK;
 }

@@ -117,7 +117,8 @@ ltc_status ltc_shape_attention_packed(const ltc_shape *qkv, int64_t heads, bool 
     ltc_status st = ltc_shape_need_float(qkv, "qkv");
     if (st) return st;
     if (heads < 1) return ltc_errorf(LTC_ERR_ARG, "heads must be >= 1, got %lld", (long long)heads);
-    if (qkv->ndim != 3 || qkv->dims[2] % (3 * heads) != 0)
+    /* E a multiple of heads, without 3 * heads (heads may be any int64) */
+    if (qkv->ndim != 3 || qkv->dims[2] % 3 != 0 || (qkv->dims[2] / 3) % heads != 0)
         return ltc_errorf(LTC_ERR_ARG, "qkv %s must be [N, L, 3E] with E a multiple of heads %lld",
                           SHAPE_STR(qkv, a), (long long)heads);
     if (!isfinite(scale)) return ltc_errorf(LTC_ERR_ARG, "scale must be finite, got %g", scale);

@@ -157,6 +157,32 @@ describe("optim's C updates", function()
       end)
   end
 
+  -- the count is read from the new first moment after the update, not from the gradient
+  -- before it, so the moments, the decay and the step of a parameter are one loop over it
+  -- (two before: reading g's first element ended the loop before the step)
+  for _, foreach in ipairs { true, false } do
+    it("run Adam's steady update of a parameter as one fused loop (foreach=" .. tostring(foreach)
+      .. ")", function()
+      local saved = optim._foreach
+      optim._foreach = foreach
+      local p = ltc.randn(64, 96):requires_grad_()
+      local opt = optim.AdamW({ p }, { lr = 0.01, weight_decay = 0.1 })
+      local text
+      for i = 1, 3 do
+        opt:zero_grad(); (p * p):sum():backward(); opt:step()
+        if i == 3 then text = ltc.debug.backend_text() end
+        ltc.sync()
+      end
+      optim._foreach = saved
+      local loops = 0
+      for line in text:gmatch("[^\n]+") do
+        if line:match("^%s*step %d+: fused") and line:find("f32[64,96]", 1, true) then loops = loops + 1 end
+      end
+      assert.equal(1, loops, text)
+      assert.equal(3, opt.state[p].step:item())
+    end)
+  end
+
   it("raise the formulas' errors for a gradient that does not fit", function()
     local cases = { { "SGD", { lr = 0.1, momentum = 0.9 } }, { "Adam", {} }, { "AdamW", {} } }
     for _, c in ipairs(cases) do

@@ -221,22 +221,30 @@ end
 local function adam_step(p, g, st, o)
   local b1, b2 = o.betas[1], o.betas[2]
   local m, v, t = st.exp_avg, st.exp_avg_sq, st.step
+  local tn -- the count after this step
   if m == nil then
     m = g * (1 - b1)
     v = g * g * (1 - b2)
     t = one(g)
+    tn = t
     st.exp_avg, st.exp_avg_sq, st.step = m, v, t
     if o.amsgrad then st.max_exp_avg_sq = v:clone() end
   else
+    -- the bias corrections use t + 1, computed from the old count; the count itself counts
+    -- in a 1 computed from the new first moment after the update (below): it still goes
+    -- back with its parameter (see one), and the update's loop over the parameter stays one
+    -- fused loop (a 1 read from g before the moments would end the loop there)
+    tn = t + 1
     ema(m, b1, g * (1 - b1))
     ema(v, b2, g * g * (1 - b2))
-    t:add_(one(g))
     if o.amsgrad then st.max_exp_avg_sq:copy_(ltc.maximum(st.max_exp_avg_sq, v)) end
   end
-  local bc1, bc2 = 1 - b1 ^ t, 1 - b2 ^ t
+  local bc1, bc2 = 1 - b1 ^ tn, 1 - b2 ^ tn
   if o.amsgrad then v = st.max_exp_avg_sq end
   local denom = v:sqrt() * (1 / bc2:sqrt()) + o.eps
-  return p - m / denom * (live(o, "lr") / bc1)
+  local out = p - m / denom * (live(o, "lr") / bc1)
+  if tn ~= t then t:add_(one(m)) end
+  return out
 end
 
 --- optim.Adam(params, {lr=1e-3, betas={0.9, 0.999}, eps=1e-8, weight_decay=0,

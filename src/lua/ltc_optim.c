@@ -208,20 +208,13 @@ static bool adam_update(lua_State *L, refs *r, ltc_tensor *p, ltc_tensor *g, int
     y = bin(r, ltc_mul, g, g);
     y = bin(r, ltc_mul, y, num(r, L, 9));
     write(r, v, bin(r, ltc_add, bin(r, ltc_mul, v, num(r, L, 7)), y));
-    /* t:add_(one(g)) */
-    ltc_tensor *o = one(r, L, g);
-    if (!r->failed) {
-        ltc_tensor *sum = bin(r, ltc_add, t, o);
-        if (!r->failed && ltc_tensor_write_(t, sum, false, "add_")) {
-            r->failed = true;
-            r->write_op = "add_";
-        }
-    }
-    /* bc1, bc2 = 1 - b1 ^ t, 1 - b2 ^ t */
+    /* bc1, bc2 = 1 - b1 ^ (t + 1), 1 - b2 ^ (t + 1): the count after this step, from the old
+     * count (t itself counts in one(m) after the update, as optim.lua's adam_step says) */
     lua_pushinteger(L, 1);
     int onei = lua_gettop(L);
-    ltc_tensor *bc1 = bin(r, ltc_sub, num(r, L, onei), bin(r, ltc_pow, num(r, L, 6), t));
-    ltc_tensor *bc2 = bin(r, ltc_sub, num(r, L, onei), bin(r, ltc_pow, num(r, L, 7), t));
+    ltc_tensor *tn = bin(r, ltc_add, t, num(r, L, onei));
+    ltc_tensor *bc1 = bin(r, ltc_sub, num(r, L, onei), bin(r, ltc_pow, num(r, L, 6), tn));
+    ltc_tensor *bc2 = bin(r, ltc_sub, num(r, L, onei), bin(r, ltc_pow, num(r, L, 7), tn));
     /* denom = v:sqrt() * (1 / bc2:sqrt()) + eps */
     ltc_tensor *sq = un(r, ltc_sqrt, v);
     ltc_tensor *inv = bin(r, ltc_div, num(r, L, onei), un(r, ltc_sqrt, bc2));
@@ -231,6 +224,15 @@ static bool adam_update(lua_State *L, refs *r, ltc_tensor *p, ltc_tensor *g, int
     ltc_tensor *a = bin(r, ltc_div, m, denom);
     ltc_tensor *b = bin(r, ltc_div, num(r, L, 4), bc1);
     write(r, p0, bin(r, ltc_sub, p, bin(r, ltc_mul, a, b)));
+    /* t:add_(one(m)) */
+    ltc_tensor *o = one(r, L, m);
+    if (!r->failed) {
+        ltc_tensor *sum = bin(r, ltc_add, t, o);
+        if (!r->failed && ltc_tensor_write_(t, sum, false, "add_")) {
+            r->failed = true;
+            r->write_op = "add_";
+        }
+    }
     return true;
 }
 

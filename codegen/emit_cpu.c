@@ -291,5 +291,10 @@ void emit_backend_c(const gen_model *m, const gen_options *o, strbuf *b) {
             sb_printf(b, "    [%s] = ltc_%s_kernel_%s,\n", op->enum_name, be, op->cname);
     }
     sb_puts(b, "};\n");
+    sb_printf(b, "\n/* the backend YAML's skips_unread_outputs */\n"
+                 "const bool ltc_%s_skips_unread[LTC_OP_COUNT] = {\n", be);
+    for (int i = 0; i < m->n_ops; i++)
+        if (m->ops[i].skips_unread) sb_printf(b, "    [%s] = true,\n", m->ops[i].enum_name);
+    sb_puts(b, "};\n");
     emit_ew_info(b, m, be);
 }

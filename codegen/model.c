@@ -26,8 +26,8 @@ static const char *const non_native_keys[] = {"func", "doc", "non_native", NULL}
 static const char *const composite_keys[] = {"func", "doc", "composite", NULL};
 /* ir_gen and non_native are PyTorch's backend YAML keys; here they would add node kinds to
  * the core, so only an empty list is accepted (load_backend says where the entries go). */
-static const char *const backend_keys[] = {"backend", "full_codegen", "supported", "ir_gen",
-                                           "non_native", NULL};
+static const char *const backend_keys[] = {"backend", "full_codegen", "supported",
+                                           "skips_unread_outputs", "ir_gen", "non_native", NULL};
 
 /* Parses a YAML file into f->doc; reports libyaml's problem as "path:line:col: problem". */
 static bool yaml_load(yfile *f) {
@@ -374,6 +374,35 @@ static bool load_list(gen_model *m, yfile *f, yaml_node_t *map, const char *key,
     return ok;
 }
 
+/* Marks the ops of the backend YAML's `skips_unread_outputs`: hand-written kernels (in
+ * `supported`) of ops with several results, which leave a result unwritten when the plan
+ * passes NULL for it (PyTorch's output_mask of the backward ops). */
+static bool load_skips_unread(gen_model *m, yfile *f, yaml_node_t *map) {
+    const char *key = "skips_unread_outputs";
+    yaml_node_t *list = lookup(f, map, key);
+    if (!list || is_null(list)) return true;
+    if (list->type != YAML_SEQUENCE_NODE) {
+        NODE_ERROR(f, list, "%s must be a list of op names", key);
+        return false;
+    }
+    bool ok = true;
+    for (yaml_node_item_t *it = list->data.sequence.items.start;
+         it < list->data.sequence.items.top; it++) {
+        yaml_node_t *n = node_at(f, *it);
+        const char *name = scalar(f, n, "an op name");
+        gen_op *op = name ? model_find(m, name) : NULL;
+        if (!op || op->lower != LOWER_SUPPORTED || op->n_rets < 2) {
+            if (name)
+                NODE_ERROR(f, n, "%s lists '%s', which is not a supported op with several "
+                           "results", key, name);
+            ok = false;
+        } else {
+            op->skips_unread = true;
+        }
+    }
+    return ok;
+}
+
 /* Reports a non-empty `ir_gen` or `non_native` list of the backend YAML: node kinds of
  * the core, which belong in ops.yaml (as entries with `non_native: true`). */
 static bool refuse_core_list(yfile *f, yaml_node_t *root, const char *key, const char *ops_path) {
@@ -402,6 +431,7 @@ static bool load_backend(gen_model *m, yfile *f, const char *ops_path) {
     }
     ok &= load_list(m, f, root, "full_codegen", LOWER_FULL, ops_path);
     ok &= load_list(m, f, root, "supported", LOWER_SUPPORTED, ops_path);
+    ok &= load_skips_unread(m, f, root);
     ok &= refuse_core_list(f, root, "ir_gen", ops_path);
     ok &= refuse_core_list(f, root, "non_native", ops_path);
     return ok;

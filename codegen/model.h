@@ -100,6 +100,9 @@ typedef struct gen_op {
     int n_derivs, deriv_line, deriv_col;
     bool non_native; /* `non_native: true` in ops.yaml: an IR node with no entry */
     lowering lower;
+    /* listed in the backend YAML's `skips_unread_outputs`: its hand-written kernel leaves an
+     * output unwritten when the plan passes NULL for it (an output nothing reads) */
+    bool skips_unread;
     bool device_lowered; /* listed in the device backend YAML's `lowered` (--device-yaml) */
     gen_arg *args;
     int n_args;

@@ -98,6 +98,37 @@ describe("linear_backward", function()
     end
   end)
 
+  -- cpu_backend.yaml's skips_unread_outputs: a gradient nobody asked for is an unread result
+  -- of the plan, the kernel gets NULL and skips its gemm; the others keep their values
+  it("skips the gradients nobody reads (first layer, frozen weight) with the others' values", function()
+    for _, dims in ipairs { { 5, 3, 4 }, { 256, 128, 128 } } do -- the second splits the gemms
+      local n, i, o = dims[1], dims[2], dims[3]
+      ltc.manual_seed(3)
+      local x0, w0, b0, gout = ltc.randn(n, i), ltc.randn(o, i), ltc.randn(o), ltc.randn(n, o)
+      local want = { ltc.linear_backward(gout, x0, w0) }
+      for _, needs in ipairs { { false, true, true }, { true, false, true }, { true, true, false },
+        { false, true, false } } do
+        local ts = { x0:clone(), w0:clone(), b0:clone() }
+        for k = 1, 3 do if needs[k] then ts[k]:requires_grad_() end end
+        local y = ltc.linear(ts[1], ts[2], ts[3])
+        ;(y * gout):sum():backward()
+        local text = ltc.debug.backend_text(ts[1].grad or ts[2].grad, ts[3].grad or ts[2].grad)
+        local _, unread = text:gsub(" unread", "")
+        local skipped = 0
+        for k = 1, 3 do
+          if needs[k] then
+            local got, w = ts[k].grad:reshape({ -1 }):totable(), want[k]:reshape({ -1 }):totable()
+            for j = 1, #w do assert(math.abs(got[j] - w[j]) <= 1e-4 * math.max(1, math.abs(w[j]))) end
+          else
+            assert.is_nil(ts[k].grad)
+            skipped = skipped + 1
+          end
+        end
+        assert.equal(skipped, unread, text)
+      end
+    end
+  end)
+
   it("keeps second derivatives: under create_graph it is matmul and sum", function()
     -- s(x) = sum((dL/dw)^2) with L = sum(tanh(linear(x, w, b))): depends on x through dL/dw
     local x0, w, b = T({ { 0.5, -1 }, { 2, 0.3 } }), T({ { 0.1, 0.2 }, { -0.3, 0.4 }, { 0.5, -0.6 } }), T({ 0.1, 0, -0.1 })

@@ -134,7 +134,8 @@ expect_error "unknown keys, bad schemas and unknown op names are all reported" \
     "$T/bad_entries/ops.yaml:10:9: bad schema 'three(Tensor self, Complex c) -> Tensor'" \
     "$T/bad_entries/ops.yaml:13:9: bad schema 'four(Tensor self, int[2] k, int[2] s=nosuch) -> Tensor'" \
     "$T/bad_entries/ops.yaml:18:14: composite: cannot open 'no/such.lua'" \
-    "$T/bad_entries/backend.yaml:4:5: full_codegen lists 'nosuch'"
+    "$T/bad_entries/backend.yaml:4:5: full_codegen lists 'nosuch'" \
+    "$T/bad_entries/backend.yaml:6:5: skips_unread_outputs lists 'one', which is not a supported op with several results"
 
 # 6. every schema type generates (the dry run writes nothing, not even the output folder)
 run_fixture all_types

@@ -433,9 +433,12 @@ static ltc_status dump_dot(const ltc_capture_record *r, const char *path) {
                 i, i + 1, p->n_steps, p->arena_size);
         for (int b = 0; b < p->n_bufs; b++) {
             const plan_buf *bf = &p->bufs[b];
-            const char *kind = bf->kind == BUF_PARAM ? "param" : bf->kind == BUF_OUTPUT ? "output" : "temp";
+            const char *kind = bf->kind == BUF_PARAM    ? "param"
+                               : bf->kind == BUF_OUTPUT ? "output"
+                               : bf->kind == BUF_UNREAD ? "unread"
+                                                        : "temp";
             fprintf(f, "    s%d_b%d [shape=ellipse, label=\"b%d %s #%d\\n%s%s\"];\n", i, b, b, kind,
-                    bf->kind == BUF_TEMP ? b : bf->index + 1, ltc_dtype_short(bf->shape.dtype),
+                    bf->kind == BUF_TEMP || bf->kind == BUF_UNREAD ? b : bf->index + 1, ltc_dtype_short(bf->shape.dtype),
                     ltc_shape_str(&bf->shape, sb, sizeof sb));
         }
         for (int k = 0; k < p->n_steps; k++) {

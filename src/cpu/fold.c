@@ -150,33 +150,25 @@ static bool pair_cross_entropy(cpu_plan *p, bool *failed) {
     return changed;
 }
 
-/* A linear_backward step whose grad_input (or grad_bias) nothing reads (the first layer's
- * input does not require grad) gets attrs[0].ints = {skip grad_input, skip grad_bias}, and
- * its kernel leaves that output unwritten: the gemm for dX is the step's largest part
- * after dW. Returns false when out of memory (p unchanged). */
-static bool skip_unread_grads(cpu_plan *p) {
+/* The results nothing reads and no one gets, of steps whose kernel skips such a result
+ * (ltc_cpu_skips_unread: the backend YAML's skips_unread_outputs), become BUF_UNREAD: the
+ * kernel gets NULL and leaves them unwritten (linear_backward of a first layer: no gemm for
+ * the input's gradient). Returns false when out of memory (p unchanged). */
+static bool mark_unread(cpu_plan *p) {
     int *readers = calloc((size_t)p->n_bufs + 1, sizeof(int));
     if (!readers) return false;
     for (int s = 0; s < p->n_steps; s++)
         for (int k = 0; k < p->steps[s].n_in; k++) readers[p->steps[s].in[k]]++;
-    bool ok = true;
-    for (int s = 0; s < p->n_steps && ok; s++) {
+    for (int s = 0; s < p->n_steps; s++) {
         plan_step *st = &p->steps[s];
-        if (!is_cpu(st, LTC_OP_LINEAR_BACKWARD) || st->n_out != 3 || st->n_attrs) continue;
-        int64_t skip[2] = {0, 0};
-        for (int k = 0; k < 2; k++) {
-            int b = st->out[k == 0 ? 0 : 2];
-            skip[k] = !readers[b] && p->bufs[b].kind != BUF_OUTPUT;
+        if (!is_cpu(st, st->op) || !ltc_cpu_skips_unread[st->op]) continue;
+        for (int k = 0; k < st->n_out; k++) {
+            plan_buf *b = &p->bufs[st->out[k]];
+            if (!readers[st->out[k]] && b->kind == BUF_TEMP) b->kind = BUF_UNREAD;
         }
-        if (!skip[0] && !skip[1]) continue;
-        ltc_attr *at = malloc(sizeof *at);
-        if (!(ok = at != NULL)) break;
-        *at = ltc_attr_ints(skip, 2);
-        st->attrs = at;
-        st->n_attrs = 1;
     }
     free(readers);
-    return ok;
+    return true;
 }
 
 bool ltc_cpu_plan_fold(cpu_plan *p) {
@@ -236,7 +228,6 @@ bool ltc_cpu_plan_fold(cpu_plan *p) {
         }
     }
     bool paired = pair_cross_entropy(p, &failed);
-    failed |= !skip_unread_grads(p);
     ns = p->n_steps;
     if (changed) { /* drop the view and transpose steps nobody reads any more: from the last
                     * step back, so a chain (t(t(w))) goes whole */
@@ -259,5 +250,5 @@ bool ltc_cpu_plan_fold(cpu_plan *p) {
     if (changed || paired) ltc_cpu_plan_count_uses(p);
     free(producer);
     free(readers);
-    return !failed;
+    return !failed && mark_unread(p);
 }

@@ -40,7 +40,7 @@ typedef struct {
     const ltc_kernel_args *a;
     int64_t rows, in, out;
     int halves;        /* 2 when the tasks are shared out, 1 for one task of each */
-    bool skip_dx, skip_db; /* outputs nothing reads (the plan's fold says so): not written */
+    bool skip_dx, skip_dw, skip_db; /* results nothing reads (NULL: the plan's fold): unwritten */
 } lb_ctx;
 
 static void lb_bias(const lb_ctx *c, int64_t o0, int64_t o1) {
@@ -84,7 +84,7 @@ static void lb_task(void *p, int64_t lo, int64_t hi, int tid) {
                              c->in);
         } else { /* dW rows (and db entries) [o0, o1) */
             int64_t o0 = c->out * part / c->halves, o1 = c->out * (part + 1) / c->halves;
-            if (o1 > o0)
+            if (o1 > o0 && !c->skip_dw)
                 ltc_cpu_gemm(dt, true, false, o1 - o0, c->in, c->rows, 1.0,
                              (const char *)a->in[0] + (size_t)o0 * es, c->out, a->in[1], c->in,
                              0.0, (char *)a->out[1] + (size_t)(o0 * c->in) * es, c->in);
@@ -94,8 +94,9 @@ static void lb_task(void *p, int64_t lo, int64_t hi, int tid) {
 }
 
 /* linear_backward(grad_output [..., out], self [..., in], weight [out, in]) -> (grad_input,
- * grad_weight, grad_bias). attrs (set by the plan's fold only): {skip grad_input, skip
- * grad_bias}, outputs nothing reads, left unwritten. With worker threads and a product of at least LTC_GEMM_SMALL
+ * grad_weight, grad_bias). A result the kernel gets NULL for is one nothing reads (the
+ * plan's fold, cpu_backend.yaml's skips_unread_outputs): it is left unwritten, as PyTorch's
+ * output_mask leaves it. With worker threads and a product of at least LTC_GEMM_SMALL
  * multiply-adds, the two gemms go as four independent halves to the threads, each on one
  * OpenBLAS thread: two cores run two single-threaded gemms at nearly twice one's speed, where
  * one gemm threaded over both got 1.2-1.6x on this machine. Otherwise (and with
@@ -107,14 +108,13 @@ ltc_status ltc_cpu_kernel_linear_backward(const ltc_kernel_args *a) {
     int64_t rows = out ? ltc_shape_numel(&a->in_shapes[0]) / out : 0;
     bool split = ltc_cpu_threads() > 1 && rows * in * out >= LTC_GEMM_SMALL &&
                  !ltc_config_get_int("LTC_DETERMINISTIC");
-    bool skip_dx = a->n_attrs == 1 && a->attrs[0].ints[0];
-    bool skip_db = a->n_attrs == 1 && a->attrs[0].ints[1];
-    /* with dX skipped the dW halves alone do not pay for the split */
-    split = split && !skip_dx;
-    lb_ctx c = {a, rows, in, out, split ? 2 : 1, skip_dx, skip_db};
+    bool skip_dx = !a->out[0], skip_dw = !a->out[1], skip_db = !a->out[2];
+    /* with one gemm skipped the other's halves alone do not pay for the split */
+    split = split && !skip_dx && !skip_dw;
+    lb_ctx c = {a, rows, in, out, split ? 2 : 1, skip_dx, skip_dw, skip_db};
     if (rows == 0 || in == 0 || out == 0) { /* empty products: zeros (the bias's sums) */
         if (!skip_dx) memset(a->out[0], 0, ltc_shape_nbytes(&a->out_shapes[0]));
-        memset(a->out[1], 0, ltc_shape_nbytes(&a->out_shapes[1]));
+        if (!skip_dw) memset(a->out[1], 0, ltc_shape_nbytes(&a->out_shapes[1]));
         if (out) lb_bias(&c, 0, out);
         return LTC_OK;
     }

@@ -299,6 +299,7 @@ ltc_status ltc_cpu_plan_run_with(cpu_plan *p, ltc_data *const *args, ltc_data **
             }
             ptrs[i] = outs[bf->index]->ptr;
             break;
+        case BUF_UNREAD: ptrs[i] = NULL; break;
         }
     }
     for (int i = 0; i < p->n_bufs; i++)
@@ -410,7 +411,9 @@ char *ltc_cpu_plan_text(const cpu_plan *p, const char *backend) {
             len += (size_t)snprintf(out + len, cap - len, " b%d %s%s %s", sp->out[k],
                                     ltc_dtype_short(bf->shape.dtype),
                                     ltc_shape_str(&bf->shape, sb, sizeof sb),
-                                    bf->kind == BUF_OUTPUT ? "output" : "temp");
+                                    bf->kind == BUF_OUTPUT   ? "output"
+                                    : bf->kind == BUF_UNREAD ? "unread"
+                                                             : "temp");
             if (bf->kind == BUF_TEMP && bf->alias >= 0)
                 len += (size_t)snprintf(out + len, cap - len, " in b%d", bf->alias);
             else if (bf->kind == BUF_TEMP)

@@ -14,7 +14,10 @@
 #include "ltc_backend.h"
 #include "ltc_kernel.h"
 
-typedef enum { BUF_PARAM, BUF_OUTPUT, BUF_TEMP } buf_kind;
+/* BUF_UNREAD: a result nothing reads and no one gets, of a step whose kernel skips such a
+ * result (the backend YAML's skips_unread_outputs, ltc_cpu_skips_unread): the kernel gets
+ * NULL for it and writes nothing; it takes no memory (fold.c marks them). */
+typedef enum { BUF_PARAM, BUF_OUTPUT, BUF_TEMP, BUF_UNREAD } buf_kind;
 
 typedef struct {
     buf_kind kind;
@@ -64,6 +67,9 @@ typedef struct {
  * ltc_cpu_kernels or ltc_ref_kernels): integer floor_divide and remainder check their
  * divisor for zeros first (plan.c); fn for every other step. */
 ltc_kernel_fn ltc_cpu_int_checked(int op, const ltc_shape *out, ltc_kernel_fn fn);
+/* True for the ops whose CPU kernel leaves a result unwritten when it gets NULL for it (the
+ * backend YAML's skips_unread_outputs; gen/cpu_ops.c). Indexed by ltc_op. */
+extern const bool ltc_cpu_skips_unread[];
 
 /* Lowers one graph into a plan; NULL with the error set on failure. Each node runs
  * kernels[op]; a NULL entry is an error (the CPU backend's `lowers` slot keeps such nodes

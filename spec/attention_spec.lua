@@ -76,6 +76,35 @@ describe("scaled_dot_product_attention", function()
     assert.is_true(g[1][1][2][1] ~= g[1][1][2][1])
   end)
 
+  it("gives a masked key exactly no weight (bool mask, causal), forward and backward", function()
+    -- by hand: q1 = (1, 0) sees keys (1, 0) and (0, 1) with scores 1/sqrt(2) and 0, q2 = (0,
+    -- 1) the same two swapped; key 3 is masked for both and holds a huge value, which any
+    -- weight above 0 (such as exp(-87) = 1.6e-38) would carry into the output
+    local p = 1 / (1 + math.exp(-1 / math.sqrt(2)))
+    local want = { { { p + 3 * (1 - p), 2 * p + 4 * (1 - p) }, { (1 - p) + 3 * p, 2 * (1 - p) + 4 * p } } }
+    for _, be in ipairs { "cpu", "ref" } do
+      ltc.set_backend(be)
+      for _, dt in ipairs { "float32", "float64" } do
+        local big = dt == "float32" and 1e38 or 1e300
+        local q = T({ { { 1, 0 }, { 0, 1 } } }, dt):requires_grad_()
+        local k = T({ { { 1, 0 }, { 0, 1 }, { 1, 1 } } }, dt):requires_grad_()
+        local v = T({ { { 1, 2 }, { 3, 4 }, { big, big } } }, dt):requires_grad_()
+        local m = T({ { true, true, false }, { true, true, false } }, "bool")
+        local o = F.scaled_dot_product_attention(q, k, v, { attn_mask = m })
+        close(want, o:totable(), dt == "float32" and 1e-6 or 1e-12, be .. " " .. dt)
+        o:sum():backward()
+        assert.are.same({ 0, 0 }, v.grad:totable()[1][3], be .. " " .. dt)
+        assert.are.same({ 0, 0 }, k.grad:totable()[1][3], be .. " " .. dt)
+        -- causal: query 1 sees key 1 only, so its output is value 1 exactly
+        local vc = T({ { { 1, 2 }, { big, big } } }, dt):requires_grad_()
+        local oc = F.scaled_dot_product_attention(q, k:narrow(2, 1, 2), vc, { is_causal = true })
+        assert.are.same({ 1, 2 }, oc:totable()[1][1], be .. " " .. dt)
+        oc[1][1]:sum():backward()
+        assert.are.same({ 0, 0 }, vc.grad:totable()[1][2], be .. " " .. dt)
+      end
+    end
+  end)
+
   it("computes the three gradients in one backward node", function()
     local c = fx.plain
     local q, k, v = T(c.q):requires_grad_(), T(c.k):requires_grad_(), T(c.v):requires_grad_()

@@ -9,6 +9,20 @@ static void FN(gather)(T *dst, const T *src, int64_t r0, int64_t r1, int64_t n, 
     for (int64_t r = r0; r < r1; r++) memcpy(dst + r * n, src + r * ld, (size_t)n * sizeof(T));
 }
 
+/* row[j] = exp(row[j] - z) for j < n, exactly 0 where row[j] - z <= EXP_MIN: a masked score
+ * (-inf) gets probability 0, as in PyTorch's softmax, not exp(EXP_MIN). The exp is taken of
+ * the difference clamped at EXP_MIN (the vector exp's slow path for -inf and subnormal
+ * results is never taken), and results below EXP_ZERO (just above exp(EXP_MIN)) become 0;
+ * three loops, as GCC vectorizes no loop with both a call and a select. NaN stays NaN. */
+LTC_EW_CLONES static void FN(expz)(T *row, int64_t n, T z) {
+    LTC_SIMD for (int64_t j = 0; j < n; j++) {
+        T x = row[j] - z;
+        row[j] = x < EXP_MIN ? EXP_MIN : x;
+    }
+    LTC_SIMD for (int64_t j = 0; j < n; j++) row[j] = EXP(row[j]);
+    LTC_SIMD for (int64_t j = 0; j < n; j++) row[j] = row[j] < EXP_ZERO ? 0 : row[j];
+}
+
 /* Scores block s[br, bc] = scale * Q[i0.., :] . K[j0.., :]^T (Q and K item b's rows, with row
  * strides ldq and ldk), masked: -inf where causal hides key j from query i or a bool mask is
  * false, plus a float mask's value. */
@@ -95,11 +109,7 @@ LTC_EW_CLONES static void FN(fwd)(void *p, int64_t lo, int64_t hi, int tid) {
                     memset(row, 0, (size_t)bc * sizeof(T));
                     continue;
                 }
-                LTC_SIMD for (int64_t j = 0; j < bc; j++) {
-                    T x = row[j] - mn;
-                    row[j] = x < EXP_MIN ? EXP_MIN : x;
-                }
-                LTC_SIMD for (int64_t j = 0; j < bc; j++) row[j] = EXP(row[j]);
+                FN(expz)(row, bc, mn);
                 T sum = 0;
 #pragma omp simd reduction(+ : sum)
                 for (int64_t j = 0; j < bc; j++)
@@ -173,12 +183,8 @@ LTC_EW_CLONES static void FN(bwd)(void *p, int64_t lo, int64_t hi, int tid) {
                 int64_t br = L - i0 < BR ? L - i0 : BR;
                 FN(scores)(c, b, i0, br, j0, bc, P, Q, ldq, K, ldk);
                 for (int64_t r = 0; r < br; r++) {
-                    T *row = P + r * bc, z = lse[i0 + r];
-                    LTC_SIMD for (int64_t j = 0; j < bc; j++) {
-                        T x = row[j] - z;
-                        row[j] = x < EXP_MIN ? EXP_MIN : x;
-                    }
-                    LTC_SIMD for (int64_t j = 0; j < bc; j++) row[j] = EXP(row[j]);
+                    T *row = P + r * bc;
+                    FN(expz)(row, bc, lse[i0 + r]);
                     if (c->dropout) FN(drop)(c, b, i0 + r, j0, bc, row, W + r * bc);
                 }
                 mm(c->dt, true, false, bc, Ev, br, 1.0, c->dropout ? W : P, bc, dO + i0 * ldo, ldo,

@@ -80,10 +80,21 @@ return function(nn, F)
     end
   end
 
-  local function check_state(name, what, t, want)
+  -- x (the input or a state) must be of the weights' dtype w (PyTorch raises too), checked
+  -- here so that the error names the module, not the op that would meet them first
+  local function check_dtype(name, what, x, w)
+    if x:dtype() ~= w:dtype() then
+      raise(string.format("%s: %s dtype %s does not match the weights' dtype %s (convert the %s "
+        .. "with :to(\"%s\") or the module with :to(\"%s\"))", name, what, x:dtype(), w:dtype(),
+        what, w:dtype(), x:dtype()))
+    end
+  end
+
+  local function check_state(name, what, t, want, w)
     if not ltc.is_tensor(t) then
       raise(string.format("%s: %s must be a tensor, got %s", name, what, type(t)))
     end
+    check_dtype(name, what, t, w)
     local s = t:size()
     local ok = #s == #want
     for i = 1, #want do ok = ok and s[i] == want[i] end
@@ -122,6 +133,7 @@ return function(nn, F)
     -- hidden_size] (zeros when nil); returns h'. LSTMCell's cell(x [, {h, c}]) returns h', c'.
     function cls:forward(x, state)
       check_input(name, x, self.input_size, { 1, 2 })
+      check_dtype(name, "input", x, self.weight_ih)
       local unbatched = x:dim() == 1
       if unbatched then x = x:unsqueeze(1) end
       local B, H = x:size(1), self.hidden_size
@@ -138,10 +150,10 @@ return function(nn, F)
       end
       local want = unbatched and { H } or { B, H }
       if h == nil then h = ltc.zeros({ B, H }, x:dtype())
-      else check_state(name, "h", h, want); if unbatched then h = h:unsqueeze(1) end end
+      else check_state(name, "h", h, want, self.weight_ih); if unbatched then h = h:unsqueeze(1) end end
       if mode == "LSTM" then
         if c == nil then c = ltc.zeros({ B, H }, x:dtype())
-        else check_state(name, "c", c, want); if unbatched then c = c:unsqueeze(1) end end
+        else check_state(name, "c", c, want, self.weight_ih); if unbatched then c = c:unsqueeze(1) end end
       end
       local h2, c2 = step(mode, input_proj(x, self.weight_ih, self.bias_ih), h, c,
         self.weight_hh, self.bias_hh, H, self.nonlinearity)
@@ -213,6 +225,7 @@ return function(nn, F)
     -- [num_layers * D, B, hidden_size] (LSTM: a table {h_n, c_n}), as PyTorch.
     function cls:forward(x, state)
       check_input(mode, x, self.input_size, { 2, 3 })
+      check_dtype(mode, "input", x, self.weight_ih_l0)
       local unbatched = x:dim() == 2
       if unbatched then x = x:unsqueeze(2)
       elseif self.batch_first then x = x:transpose(1, 2) end
@@ -230,8 +243,8 @@ return function(nn, F)
         h0 = state
       end
       local want = unbatched and { L * D, H } or { L * D, B, H }
-      if h0 ~= nil then check_state(mode, "h0", h0, want); if unbatched then h0 = h0:unsqueeze(2) end end
-      if c0 ~= nil then check_state(mode, "c0", c0, want); if unbatched then c0 = c0:unsqueeze(2) end end
+      if h0 ~= nil then check_state(mode, "h0", h0, want, self.weight_ih_l0); if unbatched then h0 = h0:unsqueeze(2) end end
+      if c0 ~= nil then check_state(mode, "c0", c0, want, self.weight_ih_l0); if unbatched then c0 = c0:unsqueeze(2) end end
       local zeros
       local function init(s, idx)
         if s then return s:select(1, idx) end

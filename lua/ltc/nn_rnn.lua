@@ -9,7 +9,8 @@
 -- step. In an RNN layer, in the cells, and on a backend without the fused ops, each time step
 -- is two small matrix products and the gate math, which the CPU backend fuses into one loop
 -- (spec/rnn_spec.lua checks the plan).
-local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
+local core = require "ltc.core"
+local raise = core._raise -- an error at the caller's line, outside lua/ltc/
 local ltc = require "ltc"
 
 return function(nn, F)
@@ -42,23 +43,20 @@ return function(nn, F)
     end
   end
 
-  -- Whether x's device runs mode's fused layer op (lstm_layer, gru_layer) itself (the CPU does;
-  -- a backend without it, such as OpenCL, takes the step-by-step ops instead of the core's
-  -- eager fallback): probed with a node of x's dtype and sizes, made without autograd and
-  -- closed at once.
-  local function fused_ok(mode, x, B, H)
-    local dt, on = x:dtype(), { device = x:device() }
-    return ltc.no_grad(function()
-      local G = gates[mode] * H
-      local p, z, w = ltc.zeros({ x:size(1), B, G }, dt, on), ltc.zeros({ B, H }, dt, on),
-        ltc.zeros({ G, H }, dt, on)
-      local outs = mode == "LSTM" and table.pack(ltc.lstm_layer(p, z, z, w, false))
-        or table.pack(ltc.gru_layer(p, z, w, ltc.zeros({ G }, dt, on), false))
-      local ok = ltc.debug.lowered(outs[1])
-      for i = 1, outs.n do outs[i]:close() end
-      for _, t in ipairs { p, z, w } do t:close() end
-      return ok
-    end)
+  -- Whether x's device runs mode's fused layer op (lstm_layer, gru_layer) itself for x's
+  -- dtype (the CPU does; a backend without it, such as OpenCL, takes the step-by-step ops
+  -- instead of the core's eager fallback): the core's answer about the op kind
+  -- (ltc_device_lowers_op, no node traced), asked once per device, op and dtype.
+  local lowers = {}
+  local function fused_ok(mode, x)
+    local dev, dt = x:device(), x:dtype()
+    local key = dev .. " " .. mode .. " " .. dt
+    local ok = lowers[key]
+    if ok == nil then
+      ok = core._device_lowers_op(dev, mode == "LSTM" and "lstm_layer" or "gru_layer", dt)
+      lowers[key] = ok
+    end
+    return ok
   end
 
   local function input_proj(x, w_ih, b_ih)
@@ -251,7 +249,7 @@ return function(nn, F)
         zeros = zeros or ltc.zeros({ B, H }, x:dtype())
         return zeros
       end
-      if mode ~= "RNN" and fused_ok(mode, x, B, H) then
+      if mode ~= "RNN" and fused_ok(mode, x) then
         return self:_fused_layers(x, h0, c0, init, unbatched)
       end
       -- the layer's input as a list of T steps [B, in]: each step's input projection is its

@@ -23,7 +23,9 @@
  * A row that no key may see (every mask entry false or -inf) gives NaN output and logsumexp
  * -inf, as PyTorch's softmax of a row of -inf; its NaN probabilities reach dV, and dQ and dK
  * too when the mask is float (PyTorch's s + mask), not when it is bool (masked_fill: the
- * masked scores are constants, their gradient 0). */
+ * masked scores are constants, their gradient 0). A row with a +inf (or NaN) score gives NaN
+ * output and logsumexp (inf - inf in its exps), as the reference kernel and PyTorch's
+ * softmax. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

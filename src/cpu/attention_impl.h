@@ -28,8 +28,11 @@ LTC_EW_CLONES static void FN(expz)(T *row, int64_t n, T z) {
  * false, plus a float mask's value. */
 static void FN(scores)(const at_ctx *c, int64_t b, int64_t i0, int64_t br, int64_t j0,
                        int64_t bc, T *s, const T *Q, int64_t ldq, const T *K, int64_t ldk) {
-    mm(c->dt, false, true, br, bc, c->E, c->scale, Q + i0 * ldq, ldq, K + j0 * ldk, ldk, 0.0, s,
-       bc);
+    /* scale 0: gemm's alpha 0 would not read Q and K at all (BLAS), so the product is
+     * scaled after it, as PyTorch's (q k^T) * scale: inf * 0 and NaN * 0 give NaN */
+    mm(c->dt, false, true, br, bc, c->E, c->scale != 0 ? c->scale : 1.0, Q + i0 * ldq, ldq,
+       K + j0 * ldk, ldk, 0.0, s, bc);
+    if (c->scale == 0) LTC_SIMD for (int64_t j = 0; j < br * bc; j++) s[j] *= 0;
     if (c->mask) {
         int64_t base = mask_base(c, b);
         for (int64_t r = 0; r < br; r++) {
@@ -132,7 +135,8 @@ LTC_EW_CLONES static void FN(fwd)(void *p, int64_t lo, int64_t hi, int tid) {
              * at all (S == 0): zeros, as its matmul over an empty dim */
             T inv = c->S == 0 ? 0 : l[r] > 0 ? 1 / l[r] : NAN;
             LTC_SIMD for (int64_t e = 0; e < Ev; e++) out[r * ldo + e] = acc[r * Ev + e] * inv;
-            lse[r] = l[r] > 0 ? m[r] + (T)log(l[r]) : -INFINITY;
+            /* l NaN (a +inf or NaN score: inf - inf in the exps): NaN, as the output */
+            lse[r] = l[r] == 0 ? -INFINITY : m[r] + (T)log(l[r]);
         }
     }
 }
@@ -206,9 +210,14 @@ LTC_EW_CLONES static void FN(bwd)(void *p, int64_t lo, int64_t hi, int tid) {
                         LTC_SIMD for (int64_t j = 0; j < bc; j++) pr[j] = pr[j] * (dr[j] - d);
                     }
                 }
-                mm(c->dt, false, false, br, E, bc, c->scale, P, bc, K + j0 * ldk, ldk, 1.0,
+                double sc = c->scale;
+                if (sc == 0) { /* as in scores: dS * 0, then the products (0 * inf: NaN) */
+                    LTC_SIMD for (int64_t j = 0; j < br * bc; j++) P[j] *= 0;
+                    sc = 1;
+                }
+                mm(c->dt, false, false, br, E, bc, sc, P, bc, K + j0 * ldk, ldk, 1.0,
                    dQ + i0 * ldq, ldq);
-                mm(c->dt, true, false, bc, E, br, c->scale, P, bc, Q + i0 * ldq, ldq, 1.0,
+                mm(c->dt, true, false, bc, E, br, sc, P, bc, Q + i0 * ldq, ldq, 1.0,
                    dK + j0 * ldk, ldk);
             }
         }

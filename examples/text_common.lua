@@ -67,4 +67,21 @@ function M.corpus(name, dir, limit)
   return codes, vocab, index
 end
 
+--- M.step_ms(t0, t1, t_warm, steps, timed) -> ms, how: the training time per step, in ms,
+-- for the summary line. t0 and t1 are the clock before the first and after the last of
+-- `steps` steps, t_warm the clock after the last warm-up step (nil if the run ended before
+-- it), `timed` the steps after it. The mean over the steps after warm-up when there are any;
+-- otherwise the mean over all steps, and `how` says so (a run too short to time the steady
+-- state printed "inf ms/step"). nil and "no steps" when steps is 0.
+function M.step_ms(t0, t1, t_warm, steps, timed)
+  if t_warm and timed > 0 then return (t1 - t_warm) / timed * 1000, "after warm-up" end
+  if steps <= 0 then return nil, "no steps" end
+  return (t1 - t0) / steps * 1000, string.format("over all %d steps, none after warm-up", steps)
+end
+
+--- M.format_ms(ms, how) -> "12.3 ms/step after warm-up" (or "n/a ms/step no steps").
+function M.format_ms(ms, how)
+  return string.format("%s ms/step %s", ms and string.format("%.1f", ms) or "n/a", how)
+end
+
 return M

@@ -155,17 +155,17 @@ for step = 1, opts.steps do
 end
 local t1, cpu1 = clock(), os.clock()
 print()
-local steady = t_warm and opts.steps > 3 and (t1 - t_warm) / (opts.steps - 3) or (t1 - t0) / opts.steps
+local step_ms, how = common.step_ms(t0, t1, t_warm, opts.steps, opts.steps - 3)
 local train_compiles = ltc.metrics.counter("UncachedCompile")
 local val = evaluate()
-print(string.format("training: %d steps in %.1f s, %.1f s of CPU (%.1f ms/step after warm-up); "
+print(string.format("training: %d steps in %.1f s, %.1f s of CPU (%s); "
   .. "final training loss %.4f; validation loss %.4f (%.3f bits/char)", opts.steps, t1 - t0,
-  cpu1 - cpu0, steady * 1000, losses[#losses], val, val / math.log(2)))
+  cpu1 - cpu0, common.format_ms(step_ms, how), losses[#losses], val, val / math.log(2)))
 print(string.format("compiles: %d during training, %d after step 3", train_compiles,
   train_compiles - (warm_compiles or train_compiles)))
 if opts.keyvals ~= 0 then
   print(string.format("ltc_step_ms %.3f\nltc_train_loss %.6f\nltc_val_loss %.6f\nltc_compiles_after_warmup %d",
-    steady * 1000, losses[#losses], val, train_compiles - (warm_compiles or train_compiles)))
+    step_ms or 0 / 0, losses[#losses], val, train_compiles - (warm_compiles or train_compiles)))
 end
 
 if opts.sample > 0 then

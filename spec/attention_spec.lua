@@ -76,6 +76,109 @@ describe("scaled_dot_product_attention", function()
     assert.is_true(g[1][1][2][1] ~= g[1][1][2][1])
   end)
 
+  it("gives a masked key exactly no weight (bool mask, causal), forward and backward", function()
+    -- by hand: q1 = (1, 0) sees keys (1, 0) and (0, 1) with scores 1/sqrt(2) and 0, q2 = (0,
+    -- 1) the same two swapped; key 3 is masked for both and holds a huge value, which any
+    -- weight above 0 (such as exp(-87) = 1.6e-38) would carry into the output
+    local p = 1 / (1 + math.exp(-1 / math.sqrt(2)))
+    local want = { { { p + 3 * (1 - p), 2 * p + 4 * (1 - p) }, { (1 - p) + 3 * p, 2 * (1 - p) + 4 * p } } }
+    for _, be in ipairs { "cpu", "ref" } do
+      ltc.set_backend(be)
+      for _, dt in ipairs { "float32", "float64" } do
+        local big = dt == "float32" and 1e38 or 1e300
+        local q = T({ { { 1, 0 }, { 0, 1 } } }, dt):requires_grad_()
+        local k = T({ { { 1, 0 }, { 0, 1 }, { 1, 1 } } }, dt):requires_grad_()
+        local v = T({ { { 1, 2 }, { 3, 4 }, { big, big } } }, dt):requires_grad_()
+        local m = T({ { true, true, false }, { true, true, false } }, "bool")
+        local o = F.scaled_dot_product_attention(q, k, v, { attn_mask = m })
+        close(want, o:totable(), dt == "float32" and 1e-6 or 1e-12, be .. " " .. dt)
+        o:sum():backward()
+        assert.are.same({ 0, 0 }, v.grad:totable()[1][3], be .. " " .. dt)
+        assert.are.same({ 0, 0 }, k.grad:totable()[1][3], be .. " " .. dt)
+        -- causal: query 1 sees key 1 only, so its output is value 1 exactly
+        local vc = T({ { { 1, 2 }, { big, big } } }, dt):requires_grad_()
+        local oc = F.scaled_dot_product_attention(q, k:narrow(2, 1, 2), vc, { is_causal = true })
+        assert.are.same({ 1, 2 }, oc:totable()[1][1], be .. " " .. dt)
+        oc[1][1]:sum():backward()
+        assert.are.same({ 0, 0 }, vc.grad:totable()[1][2], be .. " " .. dt)
+      end
+    end
+  end)
+
+  it("gives NaN (output and logsumexp) for a row with a +inf score, on both backends", function()
+    -- by hand: key 1 holds +inf, so query 1 = (1, 0) scores it +inf (softmax: inf - inf, NaN,
+    -- as PyTorch's) and query 2 = (-1, 1) scores it -inf (weight 0): softmax over keys 2 and
+    -- 3, scores 1/sqrt(2) and 0; the CPU kernel gave logsumexp -inf for row 1 (the reference
+    -- NaN), which fuzz seed 189783 found through a bfloat16 key
+    local p = 1 / (1 + math.exp(-1 / math.sqrt(2)))
+    local want = { p * 3 + (1 - p) * 5, p * 4 + (1 - p) * 6 }
+    local lse2 = math.log(math.exp(1 / math.sqrt(2)) + 1)
+    for _, be in ipairs { "cpu", "ref" } do
+      ltc.set_backend(be)
+      for _, dt in ipairs { "float32", "float64", "bfloat16", "float16" } do
+        local tol = (dt == "bfloat16" and 2e-2) or (dt == "float16" and 2e-3) or 1e-6
+        local q = T({ { 1, 0 }, { -1, 1 } }, dt)
+        local k = T({ { math.huge, 0 }, { 0, 1 }, { 1, 1 } }, dt)
+        local v = T({ { 1, 2 }, { 3, 4 }, { 5, 6 } }, dt)
+        local o, lse = ltc.scaled_dot_product_attention(q, k, v, false, 1 / math.sqrt(2))
+        assert.are.equal(dt, o:dtype())
+        local ot, lt = o:totable(), lse:totable()
+        assert.is_true(ot[1][1] ~= ot[1][1] and ot[1][2] ~= ot[1][2], be .. " " .. dt)
+        assert.is_true(lt[1] ~= lt[1], be .. " " .. dt .. " logsumexp " .. tostring(lt[1]))
+        close(want, ot[2], tol, be .. " " .. dt)
+        close(lse2, lt[2], tol, be .. " " .. dt)
+      end
+    end
+  end)
+
+  it("with scale 0 still carries a non-finite query into the output, on both backends", function()
+    -- PyTorch's (q k^T) * 0: NaN for a NaN or infinite product (the CPU kernel's gemm with
+    -- alpha 0 read neither operand and gave uniform weights); finite rows: uniform weights,
+    -- the mean of the values (by hand)
+    for _, be in ipairs { "cpu", "ref" } do
+      ltc.set_backend(be)
+      local q = T({ { 0 / 0, 1 }, { 2, -3 }, { math.huge, 1 } }):requires_grad_()
+      local k = T({ { 1, 0 }, { 0, 1 } }):requires_grad_()
+      local v = T({ { 1, 2 }, { 3, 5 } }):requires_grad_()
+      local o = ltc.scaled_dot_product_attention(q, k, v, false, 0)
+      local ot = o:totable()
+      assert.is_true(ot[1][1] ~= ot[1][1] and ot[3][2] ~= ot[3][2], be)
+      assert.are.same({ 2, 3.5 }, ot[2], be)
+      -- the gradients of the finite row alone: dq 0 (scale 0), dv the weights 1/2
+      local q2 = T({ { 2, -3 } }):requires_grad_()
+      local o2 = ltc.scaled_dot_product_attention(q2, k, v, false, 0)
+      o2:sum():backward()
+      assert.are.same({ { 0, 0 } }, q2.grad:totable(), be)
+      assert.are.same({ { 0.5, 0.5 }, { 0.5, 0.5 } }, v.grad:totable(), be)
+    end
+  end)
+
+  it("takes float16 and bfloat16 (computed in float32), forward and backward", function()
+    -- by hand, as the masked case above: the probabilities p and 1 - p over keys 1 and 2
+    local p = 1 / (1 + math.exp(-1 / math.sqrt(2)))
+    local want = { { p + 3 * (1 - p), 2 * p + 4 * (1 - p) }, { (1 - p) + 3 * p, 2 * (1 - p) + 4 * p } }
+    local c = fx.odd_blocks
+    local function grads(dt)
+      local q, k, v = T(c.q, dt):requires_grad_(), T(c.k, dt):requires_grad_(), T(c.v, dt):requires_grad_()
+      local out = F.scaled_dot_product_attention(q, k, v, { is_causal = true })
+      ;(out * T(c.gout, dt)):sum():backward()
+      return out, q.grad, k.grad, v.grad
+    end
+    local ref = { grads("float64") } -- the float64 path matches PyTorch (fixtures above)
+    for _, dt in ipairs { "float16", "bfloat16" } do
+      local tol = dt == "bfloat16" and 6e-2 or 8e-3
+      local o = F.scaled_dot_product_attention(T({ { 1, 0 }, { 0, 1 } }, dt), T({ { 1, 0 }, { 0, 1 } }, dt),
+        T({ { 1, 2 }, { 3, 4 } }, dt))
+      assert.are.equal(dt, o:dtype())
+      close(want, o:totable(), tol, dt)
+      local got = { grads(dt) }
+      for i = 1, 4 do
+        assert.are.equal(dt, got[i]:dtype())
+        close(ref[i]:totable(), got[i]:double():totable(), tol, dt .. " output/gradient " .. i)
+      end
+    end
+  end)
+
   it("computes the three gradients in one backward node", function()
     local c = fx.plain
     local q, k, v = T(c.q):requires_grad_(), T(c.k):requires_grad_(), T(c.v):requires_grad_()
@@ -124,7 +227,7 @@ describe("scaled_dot_product_attention", function()
     e = msg(function() F.scaled_dot_product_attention(q, k, v, { attn_mask = ltc.zeros({ 5, 7 }, "int64") }) end)
     assert.truthy(e:find("attn_mask must be bool or query's dtype float32, got int64", 1, true), e)
     e = msg(function() F.scaled_dot_product_attention(q:long(), k:long(), v:long()) end)
-    assert.truthy(e:find("query must be float32 or float64, got int64", 1, true), e)
+    assert.truthy(e:find("query must be of a floating dtype, got int64", 1, true), e)
     e = msg(function() F.scaled_dot_product_attention(q, k:double(), v) end)
     assert.truthy(e:find("one dtype", 1, true), e)
     e = msg(function() F.scaled_dot_product_attention(ltc.zeros(4), ltc.zeros(4), ltc.zeros(4)) end)

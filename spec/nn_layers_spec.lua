@@ -142,6 +142,40 @@ describe("attention", function()
     end)
     close(c.weights, weights:totable(), 1e-9)
   end)
+  it("MultiheadAttention takes PyTorch's unbatched [L, E] input (a batch of one)", function()
+    -- PyTorch's unbatched call gives its batched result's entry: the fixture's batch entry 2
+    -- (the one with key padding), with key_padding_mask [S]
+    local c = fx.mha
+    local function entry(t) return T(t):select(2, 2) end -- [len, N, E] -> [len, E]
+    for _, bf in ipairs { false, true } do
+      local m = load(nn.MultiheadAttention(8, 2, { batch_first = bf }), c)
+      local kpm = T(c.kpm, "bool")[2]
+      local x = entry(c.x):requires_grad_()
+      local o, w = m(x, entry(c.k), entry(c.v), { key_padding_mask = kpm, attn_mask = T(c.am, "bool") })
+      assert.are.same({ 4, 8 }, o:size())
+      assert.are.same({ 4, 5 }, w:size())
+      close(T(c.out):select(2, 2):totable(), o:totable(), 1e-9)
+      close(c.weights[2], w:totable(), 1e-9)
+      ;(o * entry(c.gw)):sum():backward()
+      close(T(c.grad):select(2, 2):totable(), x.grad:totable(), 1e-9)
+      -- unaveraged weights [heads, L, S]; self-attention without weights (the packed path
+      -- when batch_first) gives the batched call's entry
+      local _, wh = m(x, entry(c.k), entry(c.v), { average_attn_weights = false })
+      assert.are.same({ 2, 4, 5 }, wh:size())
+      local y = T(c.x):select(2, 1)
+      local self_o = m(y, y, y, { need_weights = false, is_causal = true })
+      local yb = bf and y:unsqueeze(1) or y:unsqueeze(2)
+      local want = m(yb, yb, yb, { need_weights = false, is_causal = true })
+      close((bf and want[1] or want:select(2, 1)):totable(), self_o:totable(), 1e-12)
+    end
+    local m = nn.MultiheadAttention(8, 2)
+    local ok, e = pcall(m, ltc.zeros(4, 8), ltc.zeros(5, 1, 8), ltc.zeros(5, 1, 8))
+    assert.is_false(ok)
+    assert.truthy(tostring(e):find("unbatched (2-d) query [4, 8] needs 2-d key and value, got key [5, 1, 8]", 1, true), e)
+    ok, e = pcall(m, ltc.zeros(4, 8), ltc.zeros(5, 8), ltc.zeros(5, 8), { key_padding_mask = ltc.zeros({ 1, 5 }, "bool") })
+    assert.is_false(ok)
+    assert.truthy(tostring(e):find("key_padding_mask must be 1-d [S], got [1, 5]", 1, true), e)
+  end)
   it("TransformerEncoderLayer matches PyTorch, post-norm and pre-norm with GELU", function()
     for _, name in ipairs { "enc_post", "enc_pre_gelu" } do
       local c = fx[name]

@@ -314,6 +314,19 @@ describe("opencl kernels for CNN and LSTM", function()
       assert.are_not.equal(o[1][1][4], o[1][1][1]) -- it trains (and dropout draws anew)
       assert.is_true(ltc.metrics.counter("GraphReplay") - r0 >= 6) -- 3 replays on each backend
     end)
+    it("LSTM and GRU take the step-by-step ops, as the device lowers no fused layer op", function()
+      assert.is_false(ltc.debug.lowers_op("opencl", "lstm_layer"))
+      assert.is_false(ltc.debug.lowers_op("opencl:0", "gru_layer", "float64"))
+      assert.is_true(ltc.debug.lowers_op("opencl", "add"))
+      assert.is_false(ltc.debug.lowers_op("opencl", "add", "float16")) -- narrow: on the host
+      local x = ltc.randn(3, 2, 4):to("opencl")
+      for _, name in ipairs { "LSTM", "GRU" } do
+        local m = ltc.nn[name](4, 5):to("opencl")
+        local ir = ltc.debug.ir((m(x)))
+        assert.is_nil(ir:find("_layer(", 1, true), ir)
+        assert.truthy(ir:find("sigmoid", 1, true), ir)
+      end
+    end)
     it("an LSTM step (embedding, 2 layers with dropout, Adam) runs wholly on the device", function()
       same(function()
         ltc.manual_seed(0)

@@ -59,6 +59,28 @@ describe("lstm_layer", function()
     assert.are.equal(4, n)
   end)
 
+  it("is all nn.LSTM and nn.GRU trace: no probe op to learn whether the device lowers it", function()
+    -- the calls of ltc.lstm_layer / ltc.gru_layer in one forward: one per layer and direction
+    -- (a probe traced one more on every forward)
+    for _, c in ipairs { { "LSTM", "lstm_layer" }, { "GRU", "gru_layer" } } do
+      local m = ltc.nn[c[1]](5, 3, { num_layers = 2, bidirectional = true })
+      local x = ltc.randn(4, 2, 5)
+      local orig, n = ltc[c[2]], 0
+      ltc[c[2]] = function(...) n = n + 1; return orig(...) end
+      local ok, e = pcall(function() for _ = 1, 2 do m(x) end end)
+      ltc[c[2]] = orig
+      assert(ok, e)
+      assert.are.equal(8, n, c[1])
+    end
+    -- the core's answer about the op kind, which the modules cache
+    assert.is_true(ltc.debug.lowers_op("cpu", "lstm_layer"))
+    assert.is_true(ltc.debug.lowers_op("cpu:0", "gru_layer", "bfloat16"))
+    assert.is_true(ltc.debug.lowers_op("ref", "lstm_layer", "float64"))
+    assert.has_error(function() ltc.debug.lowers_op("cpu", "lstm") end, "lowers_op: unknown op 'lstm'")
+    assert.has_error(function() ltc.debug.lowers_op("nodevice", "add") end,
+      "lowers_op: unknown device type 'nodevice' in 'nodevice'")
+  end)
+
   it("runs the backward as one lstm_layer_backward node for the four gradients", function()
     local c = fx.forward
     local p, w = T(c.input_proj):requires_grad_(), T(c.weight_hh):requires_grad_()

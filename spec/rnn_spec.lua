@@ -86,6 +86,32 @@ describe("RNN, LSTM and GRU", function()
     assert.has_error(function() nn.LSTM(3, 4, { dropout = 2 }) end,
       "LSTM: dropout must be between 0 and 1, got 2")
   end)
+
+  it("name the module and both dtypes when the input or a state is not of the weights' dtype", function()
+    -- PyTorch raises too ("mat1 and mat2 must have the same dtype"); the error named linear
+    for _, name in ipairs { "RNN", "LSTM", "GRU" } do
+      local m = nn[name](3, 4)
+      assert.has_error(function() m(ltc.zeros(5, 2, 3, "float64")) end, name
+        .. ": input dtype float64 does not match the weights' dtype float32 (convert the input "
+        .. 'with :to("float32") or the module with :to("float64"))')
+      m:double()
+      assert.has_error(function() m(ltc.zeros(5, 3)) end, name
+        .. ": input dtype float32 does not match the weights' dtype float64 (convert the input "
+        .. 'with :to("float64") or the module with :to("float32"))')
+    end
+    assert.has_error(function() nn.GRU(3, 4)(ltc.zeros(5, 2, 3), ltc.zeros({ 1, 2, 4 }, "float64")) end,
+      "GRU: h0 dtype float64 does not match the weights' dtype float32 (convert the h0 with "
+      .. ':to("float32") or the module with :to("float64"))')
+    assert.has_error(function()
+      nn.LSTM(3, 4)(ltc.zeros(5, 3), { ltc.zeros(1, 4), ltc.zeros({ 1, 4 }, "float64") })
+    end, "LSTM: c0 dtype float64 does not match the weights' dtype float32 (convert the c0 with "
+      .. ':to("float32") or the module with :to("float64"))')
+    assert.has_error(function() nn.GRUCell(3, 4)(ltc.zeros(2, 3, "float64")) end,
+      "GRUCell: input dtype float64 does not match the weights' dtype float32 (convert the input "
+      .. 'with :to("float32") or the module with :to("float64"))')
+    -- a matching pair still runs
+    assert.are.same({ 5, 2, 4 }, nn.GRU(3, 4):double()(ltc.zeros(5, 2, 3, "float64")):size())
+  end)
 end)
 
 describe("RNNCell, LSTMCell and GRUCell", function()

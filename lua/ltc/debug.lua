@@ -123,6 +123,13 @@ M.explain_recompile = core.debug_explain_recompile
 -- backend, with a round trip through the host). True for a computed tensor and on the CPU.
 M.lowered = core.debug_lowered
 
+--- ltc.debug.lowers_op(device, op [, dtype="float32"]): whether device ("cpu", "opencl:0")
+-- runs nodes of op (a full name from docs/ops.md: "lstm_layer", "conv2d.nobias") whose
+-- operands are of dtype itself, as its backend's lowers_op slot says; asks about the kind,
+-- makes no node (ltc.debug.lowered answers for one pending tensor). Errors name an unknown
+-- device, op or dtype.
+M.lowers_op = core._device_lowers_op
+
 --- ltc.debug.view_steps(t): how many view ops t's record holds from its base (0: not a view).
 -- Chains of narrows of one dim, reshapes and undone transposes stay short (issue 17, r07).
 M.view_steps = core.debug_view_steps

@@ -124,8 +124,9 @@ return function(nn, F)
   -- parameters in_proj_weight [3E, E] (xavier uniform), in_proj_bias [3E] (zeros), out_proj
   -- (Linear(E, E), bias zeros). mha(query, key, value [, {key_padding_mask, need_weights=true,
   -- attn_mask, average_attn_weights=true, is_causal}]) with query [L, N, E] (batch_first: [N,
-  -- L, E]) returns the output of query's size and the attention weights [N, L, S] (averaged
-  -- over heads; [N, heads, L, S] otherwise; nil unless need_weights). Masks follow
+  -- L, E]; unbatched: [L, E], key and value [S, E]) returns the output of query's size and the
+  -- attention weights [N, L, S] (averaged over heads; [N, heads, L, S] otherwise; unbatched
+  -- without the N; nil unless need_weights). Masks follow
   -- nn.MultiheadAttention: key_padding_mask [N, S] and a bool attn_mask [L, S] mark with true
   -- what must NOT be attended; a float attn_mask is added to the scores.
   nn.MultiheadAttention = nn.class("MultiheadAttention")
@@ -155,9 +156,10 @@ return function(nn, F)
       end
     end
     key, value = key or query, value or key or query
+    if query:dim() == 2 then return self:_unbatched(query, key, value, opts) end
     if query:dim() ~= 3 or query:size(3) ~= E then
-      raise(string.format("MultiheadAttention: query of size [%s] must be 3-d with embed_dim %d last",
-        table.concat(query:size(), ", "), E))
+      raise(string.format("MultiheadAttention: query of size [%s] must be 2-d (unbatched) or 3-d "
+        .. "with embed_dim %d last", table.concat(query:size(), ", "), E))
     end
     -- batch_first: [N, len, E] is projected as it is (no transposed copies of the inputs
     -- and output); otherwise [len, N, E]
@@ -217,6 +219,33 @@ return function(nn, F)
     if opts.average_attn_weights ~= false then weights = weights:mean(2) end
     return out, weights
   end
+  -- PyTorch's unbatched call: query [L, E], key and value [S, E], key_padding_mask [S],
+  -- attn_mask [L, S] or [heads, L, S]; a batch of one (whatever batch_first says), the output
+  -- [L, E] and the weights [L, S] ([heads, L, S] unaveraged). Self-attention stays so (key
+  -- and value the same tensor as query), for the packed path.
+  function nn.MultiheadAttention:_unbatched(query, key, value, opts)
+    if key:dim() ~= 2 or value:dim() ~= 2 then
+      raise(string.format("MultiheadAttention: an unbatched (2-d) query [%s] needs 2-d key and "
+        .. "value, got key [%s] and value [%s]", table.concat(query:size(), ", "),
+        table.concat(key:size(), ", "), table.concat(value:size(), ", ")))
+    end
+    local kp = opts.key_padding_mask
+    if kp ~= nil and (not ltc.is_tensor(kp) or kp:dim() ~= 1) then
+      raise(string.format("MultiheadAttention: with an unbatched query, key_padding_mask must be "
+        .. "1-d [S], got %s", ltc.is_tensor(kp) and "[" .. table.concat(kp:size(), ", ") .. "]"
+        or ltc.typename(kp)))
+    end
+    local bd = self.batch_first and 1 or 2
+    local q = query:unsqueeze(bd)
+    local k = rawequal(key, query) and q or key:unsqueeze(bd)
+    local v = rawequal(value, key) and k or rawequal(value, query) and q or value:unsqueeze(bd)
+    local o = {}
+    for name, x in pairs(opts) do o[name] = x end
+    o.key_padding_mask = kp and kp:unsqueeze(1)
+    local out, weights = self:forward(q, k, v, o)
+    return out:squeeze(bd), weights and weights:squeeze(1)
+  end
+
   function nn.MultiheadAttention:extra_repr()
     return string.format("embed_dim=%d, num_heads=%d", self.embed_dim, self.num_heads)
   end

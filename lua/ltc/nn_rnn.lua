@@ -9,7 +9,8 @@
 -- step. In an RNN layer, in the cells, and on a backend without the fused ops, each time step
 -- is two small matrix products and the gate math, which the CPU backend fuses into one loop
 -- (spec/rnn_spec.lua checks the plan).
-local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
+local core = require "ltc.core"
+local raise = core._raise -- an error at the caller's line, outside lua/ltc/
 local ltc = require "ltc"
 
 return function(nn, F)
@@ -42,23 +43,20 @@ return function(nn, F)
     end
   end
 
-  -- Whether x's device runs mode's fused layer op (lstm_layer, gru_layer) itself (the CPU does;
-  -- a backend without it, such as OpenCL, takes the step-by-step ops instead of the core's
-  -- eager fallback): probed with a node of x's dtype and sizes, made without autograd and
-  -- closed at once.
-  local function fused_ok(mode, x, B, H)
-    local dt, on = x:dtype(), { device = x:device() }
-    return ltc.no_grad(function()
-      local G = gates[mode] * H
-      local p, z, w = ltc.zeros({ x:size(1), B, G }, dt, on), ltc.zeros({ B, H }, dt, on),
-        ltc.zeros({ G, H }, dt, on)
-      local outs = mode == "LSTM" and table.pack(ltc.lstm_layer(p, z, z, w, false))
-        or table.pack(ltc.gru_layer(p, z, w, ltc.zeros({ G }, dt, on), false))
-      local ok = ltc.debug.lowered(outs[1])
-      for i = 1, outs.n do outs[i]:close() end
-      for _, t in ipairs { p, z, w } do t:close() end
-      return ok
-    end)
+  -- Whether x's device runs mode's fused layer op (lstm_layer, gru_layer) itself for x's
+  -- dtype (the CPU does; a backend without it, such as OpenCL, takes the step-by-step ops
+  -- instead of the core's eager fallback): the core's answer about the op kind
+  -- (ltc_device_lowers_op, no node traced), asked once per device, op and dtype.
+  local lowers = {}
+  local function fused_ok(mode, x)
+    local dev, dt = x:device(), x:dtype()
+    local key = dev .. " " .. mode .. " " .. dt
+    local ok = lowers[key]
+    if ok == nil then
+      ok = core._device_lowers_op(dev, mode == "LSTM" and "lstm_layer" or "gru_layer", dt)
+      lowers[key] = ok
+    end
+    return ok
   end
 
   local function input_proj(x, w_ih, b_ih)
@@ -80,10 +78,21 @@ return function(nn, F)
     end
   end
 
-  local function check_state(name, what, t, want)
+  -- x (the input or a state) must be of the weights' dtype w (PyTorch raises too), checked
+  -- here so that the error names the module, not the op that would meet them first
+  local function check_dtype(name, what, x, w)
+    if x:dtype() ~= w:dtype() then
+      raise(string.format("%s: %s dtype %s does not match the weights' dtype %s (convert the %s "
+        .. "with :to(\"%s\") or the module with :to(\"%s\"))", name, what, x:dtype(), w:dtype(),
+        what, w:dtype(), x:dtype()))
+    end
+  end
+
+  local function check_state(name, what, t, want, w)
     if not ltc.is_tensor(t) then
       raise(string.format("%s: %s must be a tensor, got %s", name, what, type(t)))
     end
+    check_dtype(name, what, t, w)
     local s = t:size()
     local ok = #s == #want
     for i = 1, #want do ok = ok and s[i] == want[i] end
@@ -122,6 +131,7 @@ return function(nn, F)
     -- hidden_size] (zeros when nil); returns h'. LSTMCell's cell(x [, {h, c}]) returns h', c'.
     function cls:forward(x, state)
       check_input(name, x, self.input_size, { 1, 2 })
+      check_dtype(name, "input", x, self.weight_ih)
       local unbatched = x:dim() == 1
       if unbatched then x = x:unsqueeze(1) end
       local B, H = x:size(1), self.hidden_size
@@ -138,10 +148,10 @@ return function(nn, F)
       end
       local want = unbatched and { H } or { B, H }
       if h == nil then h = ltc.zeros({ B, H }, x:dtype())
-      else check_state(name, "h", h, want); if unbatched then h = h:unsqueeze(1) end end
+      else check_state(name, "h", h, want, self.weight_ih); if unbatched then h = h:unsqueeze(1) end end
       if mode == "LSTM" then
         if c == nil then c = ltc.zeros({ B, H }, x:dtype())
-        else check_state(name, "c", c, want); if unbatched then c = c:unsqueeze(1) end end
+        else check_state(name, "c", c, want, self.weight_ih); if unbatched then c = c:unsqueeze(1) end end
       end
       local h2, c2 = step(mode, input_proj(x, self.weight_ih, self.bias_ih), h, c,
         self.weight_hh, self.bias_hh, H, self.nonlinearity)
@@ -213,6 +223,7 @@ return function(nn, F)
     -- [num_layers * D, B, hidden_size] (LSTM: a table {h_n, c_n}), as PyTorch.
     function cls:forward(x, state)
       check_input(mode, x, self.input_size, { 2, 3 })
+      check_dtype(mode, "input", x, self.weight_ih_l0)
       local unbatched = x:dim() == 2
       if unbatched then x = x:unsqueeze(2)
       elseif self.batch_first then x = x:transpose(1, 2) end
@@ -230,15 +241,15 @@ return function(nn, F)
         h0 = state
       end
       local want = unbatched and { L * D, H } or { L * D, B, H }
-      if h0 ~= nil then check_state(mode, "h0", h0, want); if unbatched then h0 = h0:unsqueeze(2) end end
-      if c0 ~= nil then check_state(mode, "c0", c0, want); if unbatched then c0 = c0:unsqueeze(2) end end
+      if h0 ~= nil then check_state(mode, "h0", h0, want, self.weight_ih_l0); if unbatched then h0 = h0:unsqueeze(2) end end
+      if c0 ~= nil then check_state(mode, "c0", c0, want, self.weight_ih_l0); if unbatched then c0 = c0:unsqueeze(2) end end
       local zeros
       local function init(s, idx)
         if s then return s:select(1, idx) end
         zeros = zeros or ltc.zeros({ B, H }, x:dtype())
         return zeros
       end
-      if mode ~= "RNN" and fused_ok(mode, x, B, H) then
+      if mode ~= "RNN" and fused_ok(mode, x) then
         return self:_fused_layers(x, h0, c0, init, unbatched)
       end
       -- the layer's input as a list of T steps [B, in]: each step's input projection is its

@@ -74,8 +74,9 @@ ltc_computation *ltc_computation_retain(ltc_computation *c);
 /* ---- the vtable ----------------------------------------------------------------------------- */
 
 /* 2: the IR-builder slot removed; data_read and lowers added; data_placeholder, data_of_node,
- * prepare_to_exit and metric_report called by the core as documented below. */
-#define LTC_BACKEND_IFACE_VERSION 2
+ * prepare_to_exit and metric_report called by the core as documented below.
+ * 3: lowers_op added. */
+#define LTC_BACKEND_IFACE_VERSION 3
 
 typedef struct ltc_device {
     const char *type; /* "cpu", "ref" */
@@ -151,6 +152,13 @@ struct ltc_backend_i {
      * does not lower runs those on the backend its eager_fallback_device_type names, the
      * core moving values between the two and counting EagerFallback::<op> (fallback.c). */
     bool (*lowers)(ltc_backend *b, const ltc_node *n);
+    /* Whether the backend lowers nodes of kind `op` (an LTC_OP_* value) whose operands and
+     * results are of `dtype`: a question about the kind, answered without a node, for code
+     * that chooses between a fused op and a composite of ops before tracing either
+     * (ltc_device_lowers_op). The answer must not change while the backend is registered
+     * (callers cache it); `lowers` keeps the last word on each node. Optional: without it,
+     * a backend with a `lowers` slot is taken to lower no kind, one without every kind. */
+    bool (*lowers_op)(ltc_backend *b, int op, ltc_dtype dtype);
     /* LTC_BACKEND_* bits. */
     unsigned flags;
 };
@@ -223,6 +231,12 @@ bool ltc_device_follow(const ltc_tensor *t, ltc_device *prev);
 /* Parses "type" or "type:N" (a registered type; N below its device count). The type string
  * in *out is the backend's own name (static). LTC_ERR_ARG naming the problem otherwise. */
 ltc_status ltc_device_parse(const char *s, ltc_device *out);
+/* Whether device dev's backend lowers op kind `op` (an LTC_OP_* value) for operands and
+ * results of `dtype`: its lowers_op slot's answer (see there for a backend without one); false
+ * for an unregistered type or an op out of range. Makes no node, traces nothing. For
+ * ltc.nn's LSTM and GRU (the fused layer op or the step-by-step ops) and
+ * ltc.debug.lowers_op. */
+bool ltc_device_lowers_op(ltc_device dev, int op, ltc_dtype dtype);
 /* "type:N" into buf (size bytes, truncated). */
 void ltc_device_format(ltc_device d, char *buf, size_t size);
 /* The device a tensor lives on: that of its data, or, pending, that of its operands (an op

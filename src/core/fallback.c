@@ -179,6 +179,13 @@ bool ltc_tensor_lowered(const ltc_tensor *t) {
     return t->backend->iface->lowers(t->backend, n);
 }
 
+bool ltc_device_lowers_op(ltc_device dev, int op, ltc_dtype dtype) {
+    ltc_backend *b = dev.type ? ltc_backend_get(dev.type) : NULL;
+    if (!b || op < 0 || op >= LTC_OP_COUNT) return false;
+    if (b->iface->lowers_op) return b->iface->lowers_op(b, op, dtype);
+    return !b->iface->lowers;
+}
+
 /* How deep fallbacks chain on this thread (a piece on the fallback backend may itself need
  * that backend's fallback: toy -> cpu -> ref); past LTC_MAX_BACKENDS the chain is a cycle. */
 static _Thread_local int depth;

@@ -12,9 +12,9 @@
 
 static ltc_status qkv(const ltc_shape *q, const ltc_shape *k, const ltc_shape *v, double scale) {
     char a[128], b[128], c[128];
-    if (q->dtype != LTC_F32 && q->dtype != LTC_F64)
-        return ltc_errorf(LTC_ERR_ARG, "query must be float32 or float64, got %s",
-                          ltc_dtype_name(q->dtype));
+    /* float16 and bfloat16 run as float32 (ltc_trace casts them up and the result down) */
+    ltc_status st = ltc_shape_need_float(q, "query");
+    if (st) return st;
     if (k->dtype != q->dtype || v->dtype != q->dtype)
         return ltc_errorf(LTC_ERR_ARG, "query, key and value must have one dtype, got %s, %s "
                           "and %s", ltc_dtype_name(q->dtype), ltc_dtype_name(k->dtype),

@@ -23,7 +23,9 @@
  * A row that no key may see (every mask entry false or -inf) gives NaN output and logsumexp
  * -inf, as PyTorch's softmax of a row of -inf; its NaN probabilities reach dV, and dQ and dK
  * too when the mask is float (PyTorch's s + mask), not when it is bool (masked_fill: the
- * masked scores are constants, their gradient 0). */
+ * masked scores are constants, their gradient 0). A row with a +inf (or NaN) score gives NaN
+ * output and logsumexp (inf - inf in its exps), as the reference kernel and PyTorch's
+ * softmax. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,10 +127,10 @@ LTC_EW_CLONES static void philox_words(uint64_t counter, uint64_t key, int64_t n
     LTC_SIMD for (int64_t j = 0; j < n; j++) w01[j] = (uint64_t)c0[j] << 32 | c1[j];
 }
 
-/* The exps of the softmax are taken of x = s - max <= 0 clamped at EXP_MIN, where exp all
- * but underflows (1.6e-38 in float32, 3e-308 in float64, for exactly 0): the vector exp's
- * slow path for -inf (masked scores) and subnormal results is never taken, and the clamp
- * and the exp are two loops so that both vectorize. NaN stays NaN. */
+/* The exps of the softmax are taken of x = s - max <= 0; at or below EXP_MIN, where exp all
+ * but underflows (1.6e-38 in float32, 3.3e-308 in float64), the probability is exactly 0
+ * (expz in attention_impl.h), so a masked key (score -inf) gets no weight at all; EXP_ZERO
+ * lies just above exp(EXP_MIN). */
 #define CAT2(a, b) a##_##b
 #define CAT(a, b) CAT2(a, b)
 #define FN(name) CAT(name, SFX)
@@ -140,11 +142,13 @@ LTC_EW_CLONES static void philox_words(uint64_t counter, uint64_t key, int64_t n
 #define SFX f32
 #define EXP expf
 #define EXP_MIN -87.0f
+#define EXP_ZERO 1.7e-38f
 #include "attention_impl.h"
 #undef T
 #undef SFX
 #undef EXP
 #undef EXP_MIN
+#undef EXP_ZERO
 #undef UNIFORM
 
 #define UNIFORM(w) ((double)((w) >> 11) * (1.0 / 9007199254740992.0))
@@ -152,11 +156,13 @@ LTC_EW_CLONES static void philox_words(uint64_t counter, uint64_t key, int64_t n
 #define SFX f64
 #define EXP exp
 #define EXP_MIN -708.0
+#define EXP_ZERO 3.4e-308
 #include "attention_impl.h"
 #undef T
 #undef SFX
 #undef EXP
 #undef EXP_MIN
+#undef EXP_ZERO
 #undef UNIFORM
 
 /* Fills the sizes, the generator state (in[ri]; none when ri < 0) and the mask's broadcast

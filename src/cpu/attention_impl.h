@@ -9,13 +9,30 @@ static void FN(gather)(T *dst, const T *src, int64_t r0, int64_t r1, int64_t n, 
     for (int64_t r = r0; r < r1; r++) memcpy(dst + r * n, src + r * ld, (size_t)n * sizeof(T));
 }
 
+/* row[j] = exp(row[j] - z) for j < n, exactly 0 where row[j] - z <= EXP_MIN: a masked score
+ * (-inf) gets probability 0, as in PyTorch's softmax, not exp(EXP_MIN). The exp is taken of
+ * the difference clamped at EXP_MIN (the vector exp's slow path for -inf and subnormal
+ * results is never taken), and results below EXP_ZERO (just above exp(EXP_MIN)) become 0;
+ * three loops, as GCC vectorizes no loop with both a call and a select. NaN stays NaN. */
+LTC_EW_CLONES static void FN(expz)(T *row, int64_t n, T z) {
+    LTC_SIMD for (int64_t j = 0; j < n; j++) {
+        T x = row[j] - z;
+        row[j] = x < EXP_MIN ? EXP_MIN : x;
+    }
+    LTC_SIMD for (int64_t j = 0; j < n; j++) row[j] = EXP(row[j]);
+    LTC_SIMD for (int64_t j = 0; j < n; j++) row[j] = row[j] < EXP_ZERO ? 0 : row[j];
+}
+
 /* Scores block s[br, bc] = scale * Q[i0.., :] . K[j0.., :]^T (Q and K item b's rows, with row
  * strides ldq and ldk), masked: -inf where causal hides key j from query i or a bool mask is
  * false, plus a float mask's value. */
 static void FN(scores)(const at_ctx *c, int64_t b, int64_t i0, int64_t br, int64_t j0,
                        int64_t bc, T *s, const T *Q, int64_t ldq, const T *K, int64_t ldk) {
-    mm(c->dt, false, true, br, bc, c->E, c->scale, Q + i0 * ldq, ldq, K + j0 * ldk, ldk, 0.0, s,
-       bc);
+    /* scale 0: gemm's alpha 0 would not read Q and K at all (BLAS), so the product is
+     * scaled after it, as PyTorch's (q k^T) * scale: inf * 0 and NaN * 0 give NaN */
+    mm(c->dt, false, true, br, bc, c->E, c->scale != 0 ? c->scale : 1.0, Q + i0 * ldq, ldq,
+       K + j0 * ldk, ldk, 0.0, s, bc);
+    if (c->scale == 0) LTC_SIMD for (int64_t j = 0; j < br * bc; j++) s[j] *= 0;
     if (c->mask) {
         int64_t base = mask_base(c, b);
         for (int64_t r = 0; r < br; r++) {
@@ -95,11 +112,7 @@ LTC_EW_CLONES static void FN(fwd)(void *p, int64_t lo, int64_t hi, int tid) {
                     memset(row, 0, (size_t)bc * sizeof(T));
                     continue;
                 }
-                LTC_SIMD for (int64_t j = 0; j < bc; j++) {
-                    T x = row[j] - mn;
-                    row[j] = x < EXP_MIN ? EXP_MIN : x;
-                }
-                LTC_SIMD for (int64_t j = 0; j < bc; j++) row[j] = EXP(row[j]);
+                FN(expz)(row, bc, mn);
                 T sum = 0;
 #pragma omp simd reduction(+ : sum)
                 for (int64_t j = 0; j < bc; j++)
@@ -122,7 +135,8 @@ LTC_EW_CLONES static void FN(fwd)(void *p, int64_t lo, int64_t hi, int tid) {
              * at all (S == 0): zeros, as its matmul over an empty dim */
             T inv = c->S == 0 ? 0 : l[r] > 0 ? 1 / l[r] : NAN;
             LTC_SIMD for (int64_t e = 0; e < Ev; e++) out[r * ldo + e] = acc[r * Ev + e] * inv;
-            lse[r] = l[r] > 0 ? m[r] + (T)log(l[r]) : -INFINITY;
+            /* l NaN (a +inf or NaN score: inf - inf in the exps): NaN, as the output */
+            lse[r] = l[r] == 0 ? -INFINITY : m[r] + (T)log(l[r]);
         }
     }
 }
@@ -173,12 +187,8 @@ LTC_EW_CLONES static void FN(bwd)(void *p, int64_t lo, int64_t hi, int tid) {
                 int64_t br = L - i0 < BR ? L - i0 : BR;
                 FN(scores)(c, b, i0, br, j0, bc, P, Q, ldq, K, ldk);
                 for (int64_t r = 0; r < br; r++) {
-                    T *row = P + r * bc, z = lse[i0 + r];
-                    LTC_SIMD for (int64_t j = 0; j < bc; j++) {
-                        T x = row[j] - z;
-                        row[j] = x < EXP_MIN ? EXP_MIN : x;
-                    }
-                    LTC_SIMD for (int64_t j = 0; j < bc; j++) row[j] = EXP(row[j]);
+                    T *row = P + r * bc;
+                    FN(expz)(row, bc, lse[i0 + r]);
                     if (c->dropout) FN(drop)(c, b, i0 + r, j0, bc, row, W + r * bc);
                 }
                 mm(c->dt, true, false, bc, Ev, br, 1.0, c->dropout ? W : P, bc, dO + i0 * ldo, ldo,
@@ -200,9 +210,14 @@ LTC_EW_CLONES static void FN(bwd)(void *p, int64_t lo, int64_t hi, int tid) {
                         LTC_SIMD for (int64_t j = 0; j < bc; j++) pr[j] = pr[j] * (dr[j] - d);
                     }
                 }
-                mm(c->dt, false, false, br, E, bc, c->scale, P, bc, K + j0 * ldk, ldk, 1.0,
+                double sc = c->scale;
+                if (sc == 0) { /* as in scores: dS * 0, then the products (0 * inf: NaN) */
+                    LTC_SIMD for (int64_t j = 0; j < br * bc; j++) P[j] *= 0;
+                    sc = 1;
+                }
+                mm(c->dt, false, false, br, E, bc, sc, P, bc, K + j0 * ldk, ldk, 1.0,
                    dQ + i0 * ldq, ldq);
-                mm(c->dt, true, false, bc, E, br, c->scale, P, bc, Q + i0 * ldq, ldq, 1.0,
+                mm(c->dt, true, false, bc, E, br, sc, P, bc, Q + i0 * ldq, ldq, 1.0,
                    dK + j0 * ldk, ldk);
             }
         }

@@ -31,6 +31,11 @@ static bool lowers(ltc_backend *b, const ltc_node *n) {
     return ltc_cpu_kernels[n->op] != NULL;
 }
 
+static bool lowers_op(ltc_backend *b, int op, ltc_dtype dtype) {
+    (void)b, (void)dtype;
+    return ltc_cpu_kernels[op] != NULL;
+}
+
 static const char *eager_fallback_device_type(ltc_backend *b) {
     (void)b;
     return "ref";
@@ -53,6 +58,7 @@ static const struct ltc_backend_i cpu_iface = {
     .devices = ltc_host_devices,
     .computation_text = ltc_cpu_plan_computation_text,
     .lowers = lowers,
+    .lowers_op = lowers_op,
 };
 
 ltc_backend *ltc_cpu_backend(void) {

@@ -132,11 +132,26 @@ static int l_is_device(lua_State *L) {
     return 1;
 }
 
+/* core._device_lowers_op(dev, op [, dtype]) -> whether device dev ("type" or "type:N")
+ * lowers op (a full op name, "lstm_layer", "conv2d.nobias") for operands of dtype (float32
+ * when nil): ltc_device_lowers_op. Raises for an unknown device, op or dtype. */
+static int l_device_lowers_op(lua_State *L) {
+    ltc_device d = check_device(L, 1, "lowers_op");
+    const char *name = luaL_checkstring(L, 2);
+    ltc_dtype dt = ltcL_checkdtype(L, 3, true, "lowers_op");
+    int op = 0;
+    while (op < LTC_OP_COUNT && strcmp(ltc_op_name(op), name)) op++;
+    if (op == LTC_OP_COUNT) return luaL_error(L, "lowers_op: unknown op '%s'", name);
+    lua_pushboolean(L, ltc_device_lowers_op(d, op, dt == LTC_DTYPE_NONE ? LTC_F32 : dt));
+    return 1;
+}
+
 static const luaL_Reg device_functions[] = {
     {"backends", l_backends}, {"devices", l_devices}, {"default_device", l_default_device},
     {"set_default_device", l_set_default_device}, {"_to_device", l_to_device},
     {"_is_device", l_is_device}, {"device", l_device}, {"_device_guard", l_device_guard},
     {"_follow", l_follow}, {"_follow_args", l_follow_args},
+    {"_device_lowers_op", l_device_lowers_op},
     {NULL, NULL},
 };
 

@@ -315,6 +315,12 @@ static bool lowers(ltc_backend *b, const ltc_node *n) {
     return ocl_node_lowered(n);
 }
 
+/* The kinds lower.c lists (ocl_op_lowered); none with a narrow dtype (as ocl_node_lowered). */
+static bool lowers_op(ltc_backend *b, int op, ltc_dtype dtype) {
+    (void)b;
+    return !ltc_dtype_is_narrow(dtype) && ocl_op_lowered(op);
+}
+
 static char *computation_text(ltc_backend *b, const ltc_computation *c) {
     (void)b;
     const ocl_comp *k = c->impl;
@@ -360,6 +366,7 @@ static const struct ltc_backend_i ocl_iface = {
     .devices = devices,
     .computation_text = computation_text,
     .lowers = lowers,
+    .lowers_op = lowers_op,
 };
 
 ltc_backend *ocl_backend(void) {

@@ -2,7 +2,8 @@
  * whole [L, S] score matrix of each batch entry, materialised in double, softmax by its
  * definition. The oracle for the CPU backend's blocked kernels (src/cpu/attention.c). A row
  * that no key may see gives NaN (0 / 0, as PyTorch's softmax of a row of -inf), logsumexp
- * -inf; the gradients through it as src/cpu/attention.c says. With dropout, probability
+ * -inf; the gradients through it as src/cpu/attention.c says; a row with a +inf or NaN
+ * score gives NaN output and logsumexp. With dropout, probability
  * (b, i, j) is multiplied by dropout's factor drawn at counter offset + (b L + i) S + j, the
  * draw src/cpu/attention.c makes (so the two drop the same elements). */
 #include <math.h>

@@ -1,0 +1,51 @@
+-- The character-level examples' shared helpers (examples/text_common.lua) and a short run of
+-- examples/char_lstm.lua: its summary line must give a finite time per step even when the
+-- run ends before warm-up is over (it printed "inf ms/step" for --steps 3).
+local common = dofile("examples/text_common.lua")
+
+describe("examples/text_common.lua step_ms", function()
+  it("times the steps after warm-up when there are some, else all steps, and says which", function()
+    -- by hand: 10 steps from t = 1 s to 3 s, warm-up over at 1.5 s with 8 steps after it
+    local ms, how = common.step_ms(1, 3, 1.5, 10, 8)
+    assert.are.equal(1.5 / 8 * 1000, ms)
+    assert.are.equal("after warm-up", how)
+    -- 3 steps, the last being the last warm-up step: the mean over the 3
+    ms, how = common.step_ms(1, 1.3, 1.3, 3, 0)
+    assert.is_true(math.abs(ms - 100) < 1e-9)
+    assert.are.equal("over all 3 steps, none after warm-up", how)
+    assert.are.equal("100.0 ms/step over all 3 steps, none after warm-up", common.format_ms(ms, how))
+    -- ended before warm-up (no t_warm)
+    ms = common.step_ms(0, 0.02, nil, 2, -1)
+    assert.is_true(math.abs(ms - 10) < 1e-9)
+    -- no steps at all
+    ms, how = common.step_ms(0, 0, nil, 0, -3)
+    assert.is_nil(ms)
+    assert.are.equal("n/a ms/step no steps", common.format_ms(ms, how))
+  end)
+end)
+
+describe("examples/char_lstm.lua", function()
+  local function run(steps)
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p " .. dir))
+    local p = io.popen(string.format("bin/ltc examples/char_lstm.lua --steps %d --hidden 16 "
+      .. "--batch 4 --seq 8 --chars 20000 --embed 8 --eval-every 0 --sample 10 --plot %s/l.svg "
+      .. "--checkpoint %s/c.npz 2>&1", steps, dir, dir))
+    local out = p:read("a")
+    local ok = p:close()
+    os.execute("rm -rf " .. dir)
+    return out, ok
+  end
+
+  it("prints a finite time per step for a run that ends at warm-up, and after it", function()
+    if not io.open("/usr/share/games/fortunes/fortunes") then return pending("no fortunes") end
+    local out, ok = run(3)
+    assert.is_true(ok, out)
+    assert.is_nil(out:find("inf", 1, true), out)
+    assert.truthy(out:find("%(%d+%.%d ms/step over all 3 steps, none after warm%-up%)"), out)
+    out, ok = run(5)
+    assert.is_true(ok, out)
+    assert.truthy(out:find("%(%d+%.%d ms/step after warm%-up%)"), out)
+  end)
+end)

@@ -4,7 +4,8 @@
  * 7.1.26: 1 - t (a1 + t (a2 + ...)) exp(-z^2) with t = 1 / (1 + p |z|), absolute error below
  * 1.5e-7; the left tail without PyTorch's cancellation, see phi_cdf_f32), so that the loop vectorizes with one exp per element, shared in the backward by
  * the density: libmvec's erff cost 1.5 ns per element, two thirds of a tiny_gpt step's gelu
- * time. float64 calls erf. Same-shape operands run in chunks on the worker threads; other
+ * time. float64 calls erfc (Phi = erfc(-x / sqrt(2)) / 2, no cancellation in the left tail,
+ * as the reference backend has it). Same-shape operands run in chunks on the worker threads; other
  * shapes (broadcasting) go through the elementwise driver. */
 #include <math.h>
 
@@ -70,7 +71,7 @@ static void gelu_f64(int64_t n, void *out, const void *const *in, const int64_t 
     const double *x = in[0];
     for (int64_t i = 0; i < n; i++) {
         double v = x[i * stride[0]];
-        o[i] = v * 0.5 * (1 + erf(v * 0.70710678118654752440));
+        o[i] = v * 0.5 * erfc(v * -0.70710678118654752440);
     }
 }
 
@@ -79,7 +80,7 @@ static void gelu_bw_f64(int64_t n, void *out, const void *const *in, const int64
     const double *g = in[0], *x = in[1];
     for (int64_t i = 0; i < n; i++) {
         double v = x[i * stride[1]];
-        o[i] = g[i * stride[0]] * (0.5 * (1 + erf(v * 0.70710678118654752440)) +
+        o[i] = g[i * stride[0]] * (0.5 * erfc(v * -0.70710678118654752440) +
                                    v * 0.39894228040143267794 * exp(-0.5 * v * v));
     }
 }

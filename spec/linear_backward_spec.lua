@@ -63,17 +63,23 @@ describe("linear_backward", function()
     end
   end)
 
-  -- the same values on one and two threads and on the reference backend
+  -- f() on one thread, then on two with the row blocks on the threads (LTC_GEMM_SPLIT 1),
+  -- then on two without (0): the blocks give the same bits as one call
   local function on_threads(f)
-    local saved = ltc.config.LTC_NUM_THREADS
+    local saved, split = ltc.config.LTC_NUM_THREADS, ltc.config.LTC_GEMM_SPLIT
     local runs = {}
-    for i, threads in ipairs { 1, 2 } do
-      ltc.config.LTC_NUM_THREADS = threads
+    for i, c in ipairs { { 1, 2 }, { 2, 1 }, { 2, 0 } } do
+      ltc.config.LTC_NUM_THREADS, ltc.config.LTC_GEMM_SPLIT = c[1], c[2]
       local ok, res = pcall(f)
-      if not ok then ltc.config.LTC_NUM_THREADS = saved; error(res, 0) end
+      if not ok then
+        ltc.config.LTC_NUM_THREADS, ltc.config.LTC_GEMM_SPLIT = saved, split
+        error(res, 0)
+      end
       runs[i] = res
     end
-    ltc.config.LTC_NUM_THREADS = saved
+    ltc.config.LTC_NUM_THREADS, ltc.config.LTC_GEMM_SPLIT = saved, split
+    assert.are.same(runs[3], runs[2])
+    assert.are.same(runs[1], runs[2])
     return runs
   end
 

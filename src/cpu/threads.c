@@ -293,6 +293,8 @@ typedef struct {
 static split_slot split_slots[SPLIT_SLOTS];
 
 bool ltc_cpu_split_begin(ltc_cpu_split_t *s, uint64_t key) {
+    static int64_t *mode;
+    if (!mode) mode = ltc_config_slot("LTC_GEMM_SPLIT");
     key |= 1; /* 0 marks an unused slot */
     split_slot *sl = &split_slots[(key * 0x9E3779B97F4A7C15u) >> 58];
     if (atomic_load_explicit(&sl->key, memory_order_relaxed) != key) {
@@ -305,7 +307,9 @@ bool ltc_cpu_split_begin(ltc_cpu_split_t *s, uint64_t key) {
     }
     uint32_t c = atomic_fetch_add_explicit(&sl->calls, 1, memory_order_relaxed);
     bool split;
-    if (atomic_load_explicit(&sl->n[0], memory_order_relaxed) < 2 ||
+    if (*mode != 2) {
+        split = *mode == 1;
+    } else if (atomic_load_explicit(&sl->n[0], memory_order_relaxed) < 2 ||
         atomic_load_explicit(&sl->n[1], memory_order_relaxed) < 2) {
         split = c % 2 == 0; /* split first: the first call of a size tries the threads */
     } else {

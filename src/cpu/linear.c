@@ -1,7 +1,6 @@
 /* linear.c - CPU kernels of the fully connected layer ops over OpenBLAS gemm: linear
  * (self . weight^T + bias, the weight read transposed in place, no copy), its backward
  * (both gemms and the bias sums in one kernel) and addmm. */
-#include <stdlib.h>
 #include <string.h>
 
 #include "elementwise.h"

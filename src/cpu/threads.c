@@ -280,9 +280,10 @@ void ltc_cpu_parallel_for(int64_t n, int64_t grain, ltc_cpu_range_fn fn, void *c
 /* ---- split or not (threads.h) ---------------------------------------------------------------- */
 
 /* One kind of call's figures: mean nanoseconds of each way (a running mean over the last
- * ~4 calls of that way, each sample capped at 4x the mean so that one preempted call does
- * not decide for hundreds). Slots are direct-mapped by key; a new key takes the slot over.
- * Races between threads only blur the figures. */
+ * ~4 calls of that way, each sample capped at 2x the mean: one late worker or preempted
+ * call moves it by a quarter at most, a lasting change in a few calls). Slots are
+ * direct-mapped by key; a new key takes the slot over. Races between threads only blur
+ * the figures. */
 #define SPLIT_SLOTS 64
 typedef struct {
     _Atomic uint64_t key;
@@ -336,7 +337,7 @@ void ltc_cpu_split_end(ltc_cpu_split_t *s) {
     if (n == 0) {
         mean = dt;
     } else {
-        if (dt > 4 * mean) dt = 4 * mean;
+        if (dt > 2 * mean) dt = 2 * mean;
         mean = mean - mean / 4 + dt / 4;
     }
     atomic_store_explicit(&sl->ns[w], mean, memory_order_relaxed);

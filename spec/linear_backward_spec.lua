@@ -63,6 +63,60 @@ describe("linear_backward", function()
     end
   end)
 
+  -- f() on one thread, then on two with the row blocks on the threads (LTC_GEMM_SPLIT 1),
+  -- then on two without (0): the blocks give the same bits as one call
+  local function on_threads(f)
+    local saved, split = ltc.config.LTC_NUM_THREADS, ltc.config.LTC_GEMM_SPLIT
+    local runs = {}
+    for i, c in ipairs { { 1, 2 }, { 2, 1 }, { 2, 0 } } do
+      ltc.config.LTC_NUM_THREADS, ltc.config.LTC_GEMM_SPLIT = c[1], c[2]
+      local ok, res = pcall(f)
+      if not ok then
+        ltc.config.LTC_NUM_THREADS, ltc.config.LTC_GEMM_SPLIT = saved, split
+        error(res, 0)
+      end
+      runs[i] = res
+    end
+    ltc.config.LTC_NUM_THREADS, ltc.config.LTC_GEMM_SPLIT = saved, split
+    assert.are.same(runs[3], runs[2])
+    assert.are.same(runs[1], runs[2])
+    return runs
+  end
+
+  it("shares linear's rows among the threads as the reference backend computes them", function()
+    -- 263 x 129 x 127 multiply-adds (over LTC_GEMM_SPLIT): four uneven row blocks
+    ltc.manual_seed(7)
+    local x, w, b = ltc.randn(263, 127), ltc.randn(129, 127), ltc.randn(129)
+    local runs = on_threads(function() return ltc.linear(x, w, b):totable() end)
+    ltc.set_backend("ref")
+    local ref = ltc.linear(T(x:totable(), "float32"), T(w:totable(), "float32"),
+      T(b:totable(), "float32")):totable()
+    close(ref, runs[1], 1e-3, "one thread")
+    close(ref, runs[2], 1e-3, "two threads")
+  end)
+
+  it("shares dW's rows among the threads when dX is not needed", function()
+    -- x needs no gradient: the plan's fold skips dX, dW goes as four uneven row blocks
+    -- (131 rows of dW: 32, 33, 33, 33) over 2 x 129 x 127 x 131 multiply-adds
+    ltc.manual_seed(8)
+    local x, w0, b0 = ltc.randn(2, 129, 127), ltc.randn(131, 127), ltc.randn(131)
+    local g = ltc.randn(2, 129, 131)
+    local function grads()
+      local w, b = w0:clone():requires_grad_(), b0:clone():requires_grad_()
+      ltc.sum(ltc.linear(x, w, b) * g):backward()
+      return { w.grad:totable(), b.grad:totable() }
+    end
+    local runs = on_threads(grads)
+    local gt, xt = g:totable(), x:totable()
+    ltc.set_backend("ref")
+    local ref = { ltc.linear_backward(T(gt, "float32"), T(xt, "float32"),
+      T(w0:to("ref"):totable(), "float32")) }
+    for k = 2, 3 do
+      close(ref[k]:totable(), runs[1][k - 1], 1e-3, "one thread, output " .. k)
+      close(ref[k]:totable(), runs[2][k - 1], 1e-3, "two threads, output " .. k)
+    end
+  end)
+
   it("gives zeros for empty products", function()
     local dx, dw, db = ltc.linear_backward(ltc.zeros(0, 4), ltc.zeros(0, 3), ltc.randn(4, 3))
     assert.are.same({ 0, 3 }, dx:size())

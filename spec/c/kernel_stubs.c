@@ -74,6 +74,12 @@ void ltc_cpu_parallel_for(int64_t n, int64_t grain, ltc_cpu_range_fn fn, void *c
 int ltc_cpu_threads(void) { return 1; }
 void ltc_cpu_blas_single(bool single) { (void)single; }
 void ltc_cpu_blas_prepare(int64_t macs) { (void)macs; }
+bool ltc_cpu_split_begin(ltc_cpu_split_t *s, uint64_t key) {
+    (void)key;
+    s->split = false;
+    return false;
+}
+void ltc_cpu_split_end(ltc_cpu_split_t *s) { (void)s; }
 
 /* The options the kernels read, at their defaults (src/core/config.c). */
 int64_t ltc_config_get_int(const char *name) {

@@ -95,30 +95,17 @@ static char *scratch(size_t need) {
     return tls_scratch;
 }
 
-/* n copies of the element at src (esz bytes) into dst. */
+/* n copies of the element at src (esz bytes) into dst: the first one, then the copies made
+ * so far copied after them, doubling (a few memcpy calls for a block of 2048: the element
+ * by element loop took ~2.5 us of an MLP step's 5 fused scalars). */
 static void fill(char *dst, const void *src, size_t esz, int64_t n) {
-    switch (esz) {
-    case 1: memset(dst, *(const uint8_t *)src, (size_t)n); break;
-    case 2: {
-        uint16_t v, *d = (uint16_t *)dst;
-        memcpy(&v, src, 2);
-        for (int64_t i = 0; i < n; i++) d[i] = v;
-        break;
-    }
-    case 4: {
-        uint32_t v, *d = (uint32_t *)dst;
-        memcpy(&v, src, 4);
-        for (int64_t i = 0; i < n; i++) d[i] = v;
-        break;
-    }
-    case 8: {
-        uint64_t v, *d = (uint64_t *)dst;
-        memcpy(&v, src, 8);
-        for (int64_t i = 0; i < n; i++) d[i] = v;
-        break;
-    }
-    default:
-        for (int64_t i = 0; i < n; i++) memcpy(dst + i * (int64_t)esz, src, esz);
+    if (n <= 0) return;
+    memcpy(dst, src, esz);
+    size_t have = esz, total = (size_t)n * esz;
+    while (have < total) {
+        size_t m = total - have < have ? total - have : have;
+        memcpy(dst + have, dst, m);
+        have += m;
     }
 }
 

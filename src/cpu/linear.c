@@ -13,6 +13,44 @@ static void gemm(ltc_dtype dt, bool bt, int64_t m, int64_t n, int64_t k, double 
     ltc_cpu_gemm(dt, false, bt, m, n, k, alpha, A, k, B, bt ? k : n, beta, C, n);
 }
 
+/* Whether a product of `macs` multiply-adds may go to the pool's threads as row blocks,
+ * each on one OpenBLAS thread: with worker threads, from LTC_GEMM_SPLIT multiply-adds,
+ * never under LTC_DETERMINISTIC (kept to one thread, as for ltc_cpu_gemm). The blocks give
+ * the same bits as one call (OpenBLAS sums each element along k alike), so whether a call
+ * splits is left to ltc_cpu_split_begin's timing. */
+static bool split_gemm(int64_t macs) {
+    return ltc_cpu_threads() > 1 && macs >= LTC_GEMM_SPLIT &&
+           !ltc_config_get_int("LTC_DETERMINISTIC");
+}
+
+/* The timing key of a kernel `site` on sizes a, b, c. */
+static uint64_t split_key(uint64_t site, int64_t a, int64_t b, int64_t c) {
+    uint64_t h = site * 0x100000001B3u;
+    h = (h ^ (uint64_t)a) * 0x100000001B3u;
+    h = (h ^ (uint64_t)b) * 0x100000001B3u;
+    return (h ^ (uint64_t)c) * 0x100000001B3u;
+}
+
+/* linear's row blocks: rows [m * t / n, m * (t + 1) / n) of y for block t of n. */
+typedef struct {
+    ltc_dtype dt;
+    int64_t m, n, k, blocks;
+    const char *x, *w;
+    char *y;
+} lin_ctx;
+
+static void lin_task(void *p, int64_t lo, int64_t hi, int tid) {
+    (void)tid;
+    const lin_ctx *c = p;
+    size_t es = ltc_dtype_size(c->dt);
+    for (int64_t t = lo; t < hi; t++) {
+        int64_t r0 = c->m * t / c->blocks, r1 = c->m * (t + 1) / c->blocks;
+        if (r1 > r0)
+            gemm(c->dt, true, r1 - r0, c->n, c->k, 1.0, c->x + (size_t)(r0 * c->k) * es, c->w,
+                 1.0, c->y + (size_t)(r0 * c->n) * es);
+    }
+}
+
 /* linear(self [..., in], weight [out, in], bias [out]) and linear.nobias. */
 static ltc_status linear(const ltc_kernel_args *a, bool bias) {
     const ltc_shape *s = &a->in_shapes[0], *w = &a->in_shapes[1];
@@ -26,7 +64,18 @@ static ltc_status linear(const ltc_kernel_args *a, bool bias) {
         for (int64_t i = 0; i < m; i++) memcpy(y + (size_t)i * row, a->in[2], row);
     else
         memset(y, 0, (size_t)m * row);
-    if (k) gemm(dt, true, m, n, k, 1.0, a->in[0], a->in[1], 1.0, y);
+    if (!k) return LTC_OK;
+    ltc_cpu_split_t sp;
+    bool timed = split_gemm(m * n * k) && m >= 2 * LTC_PAR_MIN_CHUNKS;
+    if (timed && ltc_cpu_split_begin(&sp, split_key(1 + dt, m, n, k))) {
+        lin_ctx c = {dt, m, n, k, LTC_PAR_MIN_CHUNKS, a->in[0], a->in[1], y};
+        ltc_cpu_blas_single(true);
+        ltc_cpu_parallel_for(c.blocks, 1, lin_task, &c);
+        ltc_cpu_blas_single(false);
+    } else {
+        gemm(dt, true, m, n, k, 1.0, a->in[0], a->in[1], 1.0, y);
+    }
+    if (timed) ltc_cpu_split_end(&sp);
     return LTC_OK;
 }
 
@@ -34,35 +83,53 @@ ltc_status ltc_cpu_kernel_linear(const ltc_kernel_args *a) { return linear(a, tr
 ltc_status ltc_cpu_kernel_linear_nobias(const ltc_kernel_args *a) { return linear(a, false); }
 
 /* linear_backward's work: with rows r = the leading dims' product, dX[r, in] = dY[r, out] .
- * W[out, in], dW[out, in] = dY^T . X[r, in], db[out] = dY summed over rows. Task t < 2:
- * half t of dX's rows; t >= 2: half t - 2 of dW's rows and of db. */
+ * W[out, in], dW[out, in] = dY^T . X[r, in], db[out] = dY summed over rows. Task t < nx:
+ * block t of nx of dX's rows; t >= nx: block t - nx of nw of dW's rows and of db's entries
+ * (each db entry summed over the rows in order, whatever the blocks). */
 typedef struct {
     const ltc_kernel_args *a;
     int64_t rows, in, out;
-    int halves;        /* 2 when the tasks are shared out, 1 for one task of each */
-    bool skip_dx, skip_dw, skip_db; /* results nothing reads (NULL: the plan's fold): unwritten */
+    int nx, nw;                     /* blocks of dX (0 when skipped) and of dW */
+    bool skip_dw, skip_db;          /* results nothing reads (NULL: the plan's fold): unwritten */
 } lb_ctx;
+
+/* db[o0..o1) = the rows of g summed in row order, 4 vectors of columns at a time held in
+ * registers (the same sums as a plain loop over the rows, without a store and a load of db
+ * per row); the columns left over as a plain loop. */
+typedef float bias_vf32 __attribute__((vector_size(64)));
+typedef double bias_vf64 __attribute__((vector_size(64)));
+#define DEF_BIAS(NAME, T, V, VW)                                                               \
+    LTC_EW_CLONES static void NAME(const T *g, int64_t rows, int64_t out, int64_t o0,         \
+                                   int64_t o1, T *db) {                                        \
+        int64_t o = o0;                                                                        \
+        for (; o + 4 * VW <= o1; o += 4 * VW) {                                                \
+            V a0 = {0}, a1 = a0, a2 = a0, a3 = a0, u;                                          \
+            for (int64_t r = 0; r < rows; r++) {                                               \
+                const T *gr = g + r * out + o;                                                 \
+                memcpy(&u, gr, sizeof u), a0 += u;                                             \
+                memcpy(&u, gr + VW, sizeof u), a1 += u;                                        \
+                memcpy(&u, gr + 2 * VW, sizeof u), a2 += u;                                    \
+                memcpy(&u, gr + 3 * VW, sizeof u), a3 += u;                                    \
+            }                                                                                  \
+            memcpy(db + o, &a0, sizeof a0), memcpy(db + o + VW, &a1, sizeof a1);               \
+            memcpy(db + o + 2 * VW, &a2, sizeof a2), memcpy(db + o + 3 * VW, &a3, sizeof a3);  \
+        }                                                                                      \
+        for (int64_t p = o; p < o1; p++) db[p] = 0;                                            \
+        for (int64_t r = 0; r < rows; r++) {                                                   \
+            const T *gr = g + r * out;                                                         \
+            LTC_SIMD for (int64_t p = o; p < o1; p++) db[p] += gr[p];                          \
+        }                                                                                      \
+    }
+DEF_BIAS(bias_f32, float, bias_vf32, 16)
+DEF_BIAS(bias_f64, double, bias_vf64, 8)
 
 static void lb_bias(const lb_ctx *c, int64_t o0, int64_t o1) {
     const ltc_kernel_args *a = c->a;
     if (c->skip_db) return;
-    if (a->in_shapes[0].dtype == LTC_F32) {
-        const float *g = a->in[0];
-        float *db = a->out[2];
-        for (int64_t o = o0; o < o1; o++) db[o] = 0;
-        for (int64_t r = 0; r < c->rows; r++) {
-            const float *gr = g + r * c->out;
-            LTC_SIMD for (int64_t o = o0; o < o1; o++) db[o] += gr[o];
-        }
-    } else {
-        const double *g = a->in[0];
-        double *db = a->out[2];
-        for (int64_t o = o0; o < o1; o++) db[o] = 0;
-        for (int64_t r = 0; r < c->rows; r++) {
-            const double *gr = g + r * c->out;
-            LTC_SIMD for (int64_t o = o0; o < o1; o++) db[o] += gr[o];
-        }
-    }
+    if (a->in_shapes[0].dtype == LTC_F32)
+        bias_f32(a->in[0], c->rows, c->out, o0, o1, a->out[2]);
+    else
+        bias_f64(a->in[0], c->rows, c->out, o0, o1, a->out[2]);
 }
 
 static void lb_task(void *p, int64_t lo, int64_t hi, int tid) {
@@ -72,18 +139,16 @@ static void lb_task(void *p, int64_t lo, int64_t hi, int tid) {
     ltc_dtype dt = a->in_shapes[0].dtype;
     size_t es = ltc_dtype_size(dt);
     for (int64_t t = lo; t < hi; t++) {
-        int64_t h = t % 2, part = c->halves == 2 ? h : 0;
-        if (t >= 2 * c->halves) continue;
-        if (t / c->halves == 0) { /* dX rows [r0, r1) */
-            if (c->skip_dx) continue;
-            int64_t r0 = c->rows * part / c->halves, r1 = c->rows * (part + 1) / c->halves;
+        if (t < c->nx) { /* dX rows [r0, r1) */
+            int64_t r0 = c->rows * t / c->nx, r1 = c->rows * (t + 1) / c->nx;
             if (r1 > r0)
                 ltc_cpu_gemm(dt, false, false, r1 - r0, c->in, c->out, 1.0,
                              (const char *)a->in[0] + (size_t)(r0 * c->out) * es, c->out,
                              a->in[2], c->in, 0.0, (char *)a->out[0] + (size_t)(r0 * c->in) * es,
                              c->in);
-        } else { /* dW rows (and db entries) [o0, o1) */
-            int64_t o0 = c->out * part / c->halves, o1 = c->out * (part + 1) / c->halves;
+        } else if (t < c->nx + c->nw) { /* dW rows (and db entries) [o0, o1) */
+            int64_t b = t - c->nx;
+            int64_t o0 = c->out * b / c->nw, o1 = c->out * (b + 1) / c->nw;
             if (o1 > o0 && !c->skip_dw)
                 ltc_cpu_gemm(dt, true, false, o1 - o0, c->in, c->rows, 1.0,
                              (const char *)a->in[0] + (size_t)o0 * es, c->out, a->in[1], c->in,
@@ -96,35 +161,36 @@ static void lb_task(void *p, int64_t lo, int64_t hi, int tid) {
 /* linear_backward(grad_output [..., out], self [..., in], weight [out, in]) -> (grad_input,
  * grad_weight, grad_bias). A result the kernel gets NULL for is one nothing reads (the
  * plan's fold, cpu_backend.yaml's skips_unread_outputs): it is left unwritten, as PyTorch's
- * output_mask leaves it. With worker threads and a product of at least LTC_GEMM_SMALL
- * multiply-adds, the two gemms go as four independent halves to the threads, each on one
- * OpenBLAS thread: two cores run two single-threaded gemms at nearly twice one's speed, where
- * one gemm threaded over both got 1.2-1.6x on this machine. Otherwise (and with
- * LTC_DETERMINISTIC, whose bits must not depend on the thread count) one gemm after the other
- * (each as ltc_cpu_gemm threads it). */
+ * output_mask leaves it. When split_gemm says so, the gemms go as independent row blocks to
+ * the threads, each on one OpenBLAS thread (two blocks of dX and two of dW, or four of the
+ * one gemm left when the other is skipped): two cores run two single-threaded gemms at
+ * nearly twice one's speed, where one gemm threaded over both got 1.2-1.6x on this machine.
+ * Otherwise one gemm after the other (each as ltc_cpu_gemm threads it). */
 ltc_status ltc_cpu_kernel_linear_backward(const ltc_kernel_args *a) {
     const ltc_shape *w = &a->in_shapes[2];
     int64_t out = w->dims[0], in = w->dims[1];
     int64_t rows = out ? ltc_shape_numel(&a->in_shapes[0]) / out : 0;
-    bool split = ltc_cpu_threads() > 1 && rows * in * out >= LTC_GEMM_SMALL &&
-                 !ltc_config_get_int("LTC_DETERMINISTIC");
     bool skip_dx = !a->out[0], skip_dw = !a->out[1], skip_db = !a->out[2];
-    /* with one gemm skipped the other's halves alone do not pay for the split */
-    split = split && !skip_dx && !skip_dw;
-    lb_ctx c = {a, rows, in, out, split ? 2 : 1, skip_dx, skip_dw, skip_db};
+    lb_ctx c = {a, rows, in, out, skip_dx ? 0 : 1, 1, skip_dw, skip_db};
     if (rows == 0 || in == 0 || out == 0) { /* empty products: zeros (the bias's sums) */
         if (!skip_dx) memset(a->out[0], 0, ltc_shape_nbytes(&a->out_shapes[0]));
         if (!skip_dw) memset(a->out[1], 0, ltc_shape_nbytes(&a->out_shapes[1]));
         if (out) lb_bias(&c, 0, out);
         return LTC_OK;
     }
-    if (split) {
+    ltc_cpu_split_t sp;
+    bool timed = split_gemm(rows * in * out) && out >= 2 * LTC_PAR_MIN_CHUNKS;
+    if (timed && ltc_cpu_split_begin(&sp, split_key(3 + a->in_shapes[0].dtype + 16 * skip_dx +
+                                                    32 * skip_dw, rows, in, out))) {
+        c.nx = skip_dx ? 0 : skip_dw ? LTC_PAR_MIN_CHUNKS : 2;
+        c.nw = skip_dx ? LTC_PAR_MIN_CHUNKS : skip_dw ? 1 : 2;
         ltc_cpu_blas_single(true);
-        ltc_cpu_parallel_for(4, 1, lb_task, &c);
+        ltc_cpu_parallel_for(c.nx + c.nw, 1, lb_task, &c);
         ltc_cpu_blas_single(false);
     } else {
-        lb_task(&c, 0, 2, 0);
+        lb_task(&c, 0, c.nx + c.nw, 0);
     }
+    if (timed) ltc_cpu_split_end(&sp);
     return LTC_OK;
 }
 

@@ -151,10 +151,15 @@ DEF_ROWS(f64, double, exp)
  * (a plan pairs the two steps: fold.c). Rows go in blocks of at most EXP_BLOCK elements
  * (or one longer row). */
 #define DEF_LOSS(SUF, T)                                                                       \
-    LTC_EW_CLONES static void scale_##SUF(T *y, int64_t c, double inv) {                       \
-        LTC_SIMD                                                                               \
-        for (int64_t j = 0; j < c; j++)                                                        \
-            y[j] = (T)((double)y[j] * inv);                                                    \
+    /* rows [0, nr) of c elements at y scaled by inv[i] in double: one call per block */       \
+    LTC_EW_CLONES static void scale_##SUF(T *y, int64_t nr, int64_t c, const double *inv) {    \
+        for (int64_t i = 0; i < nr; i++) {                                                     \
+            T *d = y + i * c;                                                                  \
+            double v = inv[i];                                                                 \
+            LTC_SIMD                                                                           \
+            for (int64_t j = 0; j < c; j++)                                                    \
+                d[j] = (T)((double)d[j] * v);                                                  \
+        }                                                                                      \
     }                                                                                          \
     static ltc_status forward_##SUF(const ltc_kernel_args *a, bool ce, const char *op) {       \
         int64_t n, c, red = a->attrs[0].i;                                                     \
@@ -194,6 +199,11 @@ DEF_ROWS(f64, double, exp)
             y[0] = (T)(red == 1 ? total / (double)n : total);                                  \
         return LTC_OK;                                                                         \
     }                                                                                          \
+    /* row i's upstream gradient (over n rows for a mean) */                                   \
+    static inline double grad_at_##SUF(const T *go, int64_t red, int64_t i, int64_t n) {       \
+        double g = (double)go[red == 0 ? i : 0];                                               \
+        return red == 1 ? g / (double)n : g;                                                   \
+    }                                                                                          \
     static ltc_status backward_##SUF(const ltc_kernel_args *a, bool ce, const char *op) {      \
         int64_t n, c, red = a->attrs[0].i;                                                     \
         rows_cols(&a->in_shapes[1], &n, &c);                                                   \
@@ -214,6 +224,11 @@ DEF_ROWS(f64, double, exp)
                 memcpy(ls, s, sizeof(double) * (size_t)nr);                                    \
                 log_all(ls, nr);                                                               \
             }                                                                                  \
+            if (ce) { /* g * softmax: the exps over their sums, scaled by g */                 \
+                for (int64_t i = i0; i < i0 + nr; i++)                                         \
+                    s[i - i0] = grad_at_##SUF(go, red, i, n) / s[i - i0];                      \
+                scale_##SUF(y + i0 * c, nr, c, s);                                             \
+            }                                                                                  \
             for (int64_t i = i0; i < i0 + nr; i++) {                                           \
                 int64_t t = target_at(a, 2, i); /* checked by labels_ok */                     \
                 if (lo) {                                                                      \
@@ -223,12 +238,9 @@ DEF_ROWS(f64, double, exp)
                     else                                                                       \
                         total += l;                                                            \
                 }                                                                              \
-                double g = (double)go[red == 0 ? i : 0];                                       \
-                if (red == 1)                                                                  \
-                    g /= (double)n;                                                            \
+                double g = grad_at_##SUF(go, red, i, n);                                       \
                 T *d = y + i * c;                                                              \
                 if (ce) {                                                                      \
-                    scale_##SUF(d, c, g / s[i - i0]);                                          \
                     d[t] = (T)((double)d[t] - g);                                              \
                 } else {                                                                       \
                     d[t] = (T)-g;                                                              \

@@ -80,26 +80,48 @@ void ltc_cpu_blas_single(bool single) {
 /* ---- the pool ------------------------------------------------------------------------------ */
 
 /* One parallel_for at a time owns the pool (`busy`). The caller publishes the job's fields,
- * then bumps `generation` under `mu`; workers take chunks from `next` and count themselves
- * in `finished`. Waking a sleeping thread costs 10-25 us here (a futex round trip, more when
- * the other core is busy), as much as a whole small kernel, so a worker that finished a job
- * first spins for SPIN_NS watching `generation` (the next kernel of a plan usually follows
+ * then the job's word (below) and bumps `generation` under `mu`; workers claim chunks by
+ * compare-and-swap on the word and count the chunks they finish in `done`. The caller runs
+ * chunks too and then waits only for the chunks claimed by others: a worker that has not
+ * woken up by the time the caller ran out of chunks is not waited for (on a loaded machine
+ * it may not run for milliseconds) and finds the job over when it does wake.
+ * Waking a sleeping thread costs 10-25 us here (a futex round trip, more when the other
+ * core is busy), as much as a whole small kernel, so a worker that finished a job first
+ * spins for SPIN_NS watching `generation` (the next kernel of a plan usually follows
  * within microseconds) and only then sleeps on `work_cv`; the caller likewise spins before
- * sleeping on `done_cv`. */
+ * sleeping on `done_cv`.
+ *
+ * The job's word packs its generation tag (JOB_GEN bits), the next chunk to claim
+ * (JOB_IDX bits), the job's chunk count (JOB_IDX bits) and its largest worker id (8 bits):
+ * a claim succeeds only on the current job, and reads the job's fields after a claim, while
+ * the caller waits for that chunk, so a late worker never runs a chunk of another job. */
 #define SPIN_NS 50000
+#define JOB_IDX 20
+#define JOB_GEN (64 - 2 * JOB_IDX - 8)
+#define JOB_MAX_CHUNKS (((int64_t)1 << JOB_IDX) - 1)
+#define JOB_MASK(bits) (((uint64_t)1 << (bits)) - 1)
+
+static uint64_t job_word(uint64_t gen, int64_t next, int64_t chunks, int active) {
+    return (gen & JOB_MASK(JOB_GEN)) << (2 * JOB_IDX + 8) | (uint64_t)next << (JOB_IDX + 8) |
+           (uint64_t)chunks << 8 | (uint64_t)active;
+}
+#define WORD_GEN(w) ((w) >> (2 * JOB_IDX + 8))
+#define WORD_NEXT(w) ((int64_t)(((w) >> (JOB_IDX + 8)) & JOB_MASK(JOB_IDX)))
+#define WORD_CHUNKS(w) ((int64_t)(((w) >> 8) & JOB_MASK(JOB_IDX)))
+#define WORD_ACTIVE(w) ((int)((w) & 0xff))
 
 static struct {
     pthread_mutex_t mu;
     pthread_cond_t work_cv, done_cv;
     int n_workers;           /* threads started (they never exit); under mu */
     int sleepers;            /* workers waiting on work_cv; under mu */
+    bool waiting;            /* the caller sleeps on done_cv; under mu */
     _Atomic uint64_t generation;
-    int active;              /* workers taking part in the current job */
-    _Atomic int finished;    /* of those, how many are done */
+    _Atomic uint64_t word;   /* the current job: see above */
+    _Atomic int64_t done;    /* chunks of the current job finished by workers */
     ltc_cpu_range_fn fn;
     void *ctx;
     int64_t n, grain;
-    _Atomic int64_t next;    /* the next chunk's first item */
     _Atomic bool busy;
     _Atomic bool quiet;      /* spinning workers go to sleep now: OpenBLAS's threads need
                               * the cores (a multi-threaded GEMM is about to run) */
@@ -134,23 +156,36 @@ static bool spin_until(bool (*done)(void *), void *arg) {
     }
 }
 
-static void run_chunks(int tid) {
+/* Claims the next chunk of job `gen` for thread `tid`: its index, or -1 when the job is
+ * over, out of chunks or not for tid. */
+static int64_t claim(uint64_t gen, int tid) {
+    uint64_t w = atomic_load_explicit(&pool.word, memory_order_acquire);
     for (;;) {
-        int64_t lo = atomic_fetch_add_explicit(&pool.next, pool.grain, memory_order_relaxed);
-        if (lo >= pool.n) break;
+        int64_t next = WORD_NEXT(w);
+        if (WORD_GEN(w) != (gen & JOB_MASK(JOB_GEN)) || next >= WORD_CHUNKS(w) ||
+            tid > WORD_ACTIVE(w))
+            return -1;
+        uint64_t nw = w + ((uint64_t)1 << (JOB_IDX + 8));
+        if (atomic_compare_exchange_weak_explicit(&pool.word, &w, nw, memory_order_acq_rel,
+                                                  memory_order_acquire))
+            return next;
+    }
+}
+
+/* Runs the chunks of job `gen` that thread tid claims; returns how many. */
+static int64_t run_chunks(uint64_t gen, int tid) {
+    int64_t ran = 0;
+    for (int64_t c; (c = claim(gen, tid)) >= 0; ran++) {
+        int64_t lo = c * pool.grain;
         int64_t hi = lo + pool.grain < pool.n ? lo + pool.grain : pool.n;
         pool.fn(pool.ctx, lo, hi, tid);
     }
+    return ran;
 }
 
 static bool new_generation(void *seen) {
     if (atomic_load_explicit(&pool.quiet, memory_order_relaxed)) return false;
     return atomic_load_explicit(&pool.generation, memory_order_acquire) != *(uint64_t *)seen;
-}
-
-static bool all_finished(void *unused) {
-    (void)unused;
-    return atomic_load_explicit(&pool.finished, memory_order_acquire) >= pool.active;
 }
 
 static void *worker(void *arg) {
@@ -165,11 +200,13 @@ static void *worker(void *arg) {
             pthread_mutex_unlock(&pool.mu);
         }
         seen = atomic_load_explicit(&pool.generation, memory_order_acquire);
-        if (tid > pool.active) continue; /* not needed for this job */
-        run_chunks(tid);
-        if (atomic_fetch_add_explicit(&pool.finished, 1, memory_order_acq_rel) + 1 == pool.active) {
+        int64_t ran = run_chunks(seen, tid);
+        if (ran) {
+            /* after the add the job may be over and its caller gone: only the lock and the
+             * flag are touched, both outlive jobs */
+            atomic_fetch_add_explicit(&pool.done, ran, memory_order_acq_rel);
             pthread_mutex_lock(&pool.mu);
-            pthread_cond_signal(&pool.done_cv);
+            if (pool.waiting) pthread_cond_signal(&pool.done_cv);
             pthread_mutex_unlock(&pool.mu);
         }
     }
@@ -191,6 +228,15 @@ static int grow(int want) {
     return pool.n_workers;
 }
 
+/* The caller's wait: every chunk claimed is finished (the caller's own count `mine`). */
+static int64_t job_chunks, job_mine;
+static bool all_done(void *unused) {
+    (void)unused;
+    uint64_t w = atomic_load_explicit(&pool.word, memory_order_acquire);
+    int64_t claimed = WORD_NEXT(w) < job_chunks ? WORD_NEXT(w) : job_chunks;
+    return atomic_load_explicit(&pool.done, memory_order_acquire) + job_mine >= claimed;
+}
+
 void ltc_cpu_parallel_for(int64_t n, int64_t grain, ltc_cpu_range_fn fn, void *ctx) {
     if (n <= 0) return;
     if (grain < 1) grain = 1;
@@ -200,30 +246,102 @@ void ltc_cpu_parallel_for(int64_t n, int64_t grain, ltc_cpu_range_fn fn, void *c
         fn(ctx, 0, n, 0);
         return;
     }
+    if ((n + grain - 1) / grain > JOB_MAX_CHUNKS) grain = (n + JOB_MAX_CHUNKS - 1) / JOB_MAX_CHUNKS;
     int64_t chunks = (n + grain - 1) / grain;
     int want = (int)(chunks < threads ? chunks : threads) - 1;
     pthread_mutex_lock(&pool.mu);
     if (grow(want) < want) want = pool.n_workers;
+    uint64_t gen = atomic_load(&pool.generation) + 1;
+    /* the old job's word ends first: no claim on it runs the new fields */
+    atomic_store(&pool.word, job_word(gen, chunks, chunks, 0));
     pool.fn = fn;
     pool.ctx = ctx;
     pool.n = n;
     pool.grain = grain;
-    atomic_store(&pool.next, 0);
-    pool.active = want;
-    atomic_store(&pool.finished, 0);
+    atomic_store(&pool.done, 0);
     atomic_store(&pool.quiet, false);
-    if (want > 0) {
-        atomic_fetch_add_explicit(&pool.generation, 1, memory_order_release);
-        if (pool.sleepers) pthread_cond_broadcast(&pool.work_cv);
-    }
+    job_chunks = chunks;
+    atomic_store(&pool.word, job_word(gen, 0, chunks, want));
+    atomic_store_explicit(&pool.generation, gen, memory_order_release);
+    if (want > 0 && pool.sleepers) pthread_cond_broadcast(&pool.work_cv);
     pthread_mutex_unlock(&pool.mu);
-    run_chunks(0);
-    if (!spin_until(all_finished, NULL)) {
+    job_mine = 0;
+    job_mine = run_chunks(gen, 0);
+    if (!spin_until(all_done, NULL)) {
         pthread_mutex_lock(&pool.mu);
-        while (atomic_load(&pool.finished) < pool.active) pthread_cond_wait(&pool.done_cv, &pool.mu);
+        pool.waiting = true;
+        while (!all_done(NULL)) pthread_cond_wait(&pool.done_cv, &pool.mu);
+        pool.waiting = false;
         pthread_mutex_unlock(&pool.mu);
     }
     atomic_store(&pool.busy, false);
+}
+
+/* ---- split or not (threads.h) ---------------------------------------------------------------- */
+
+/* One kind of call's figures: mean nanoseconds of each way (a running mean over the last
+ * ~4 calls of that way, each sample capped at 2x the mean: one late worker or preempted
+ * call moves it by a quarter at most, a lasting change in a few calls). Slots are
+ * direct-mapped by key; a new key takes the slot over. Races between threads only blur
+ * the figures. */
+#define SPLIT_SLOTS 64
+typedef struct {
+    _Atomic uint64_t key;
+    _Atomic uint32_t calls;
+    _Atomic uint64_t ns[2];
+    _Atomic uint32_t n[2];
+} split_slot;
+static split_slot split_slots[SPLIT_SLOTS];
+
+bool ltc_cpu_split_begin(ltc_cpu_split_t *s, uint64_t key) {
+    static int64_t *mode;
+    if (!mode) mode = ltc_config_slot("LTC_GEMM_SPLIT");
+    key |= 1; /* 0 marks an unused slot */
+    split_slot *sl = &split_slots[(key * 0x9E3779B97F4A7C15u) >> 58];
+    if (atomic_load_explicit(&sl->key, memory_order_relaxed) != key) {
+        atomic_store_explicit(&sl->calls, 0, memory_order_relaxed);
+        for (int i = 0; i < 2; i++) {
+            atomic_store_explicit(&sl->ns[i], 0, memory_order_relaxed);
+            atomic_store_explicit(&sl->n[i], 0, memory_order_relaxed);
+        }
+        atomic_store_explicit(&sl->key, key, memory_order_relaxed);
+    }
+    uint32_t c = atomic_fetch_add_explicit(&sl->calls, 1, memory_order_relaxed);
+    bool split;
+    if (*mode != 2) {
+        split = *mode == 1;
+    } else if (atomic_load_explicit(&sl->n[0], memory_order_relaxed) < 2 ||
+        atomic_load_explicit(&sl->n[1], memory_order_relaxed) < 2) {
+        split = c % 2 == 0; /* split first: the first call of a size tries the threads */
+    } else {
+        uint64_t t0 = atomic_load_explicit(&sl->ns[0], memory_order_relaxed);
+        uint64_t t1 = atomic_load_explicit(&sl->ns[1], memory_order_relaxed);
+        bool best = t1 < t0;
+        uint64_t lo = best ? t1 : t0, hi = best ? t0 : t1;
+        /* a way that lost by more than half is tried again 4x less often */
+        uint32_t probe = 2 * hi > 3 * lo ? 4 * LTC_SPLIT_PROBE : LTC_SPLIT_PROBE;
+        split = c % probe == 0 ? !best : best;
+    }
+    s->slot = sl;
+    s->split = split;
+    s->t0 = now_ns();
+    return split;
+}
+
+void ltc_cpu_split_end(ltc_cpu_split_t *s) {
+    split_slot *sl = s->slot;
+    uint64_t dt = now_ns() - s->t0;
+    int w = s->split;
+    uint32_t n = atomic_load_explicit(&sl->n[w], memory_order_relaxed);
+    uint64_t mean = atomic_load_explicit(&sl->ns[w], memory_order_relaxed);
+    if (n == 0) {
+        mean = dt;
+    } else {
+        if (dt > 2 * mean) dt = 2 * mean;
+        mean = mean - mean / 4 + dt / 4;
+    }
+    atomic_store_explicit(&sl->ns[w], mean, memory_order_relaxed);
+    atomic_store_explicit(&sl->n[w], n + 1, memory_order_relaxed);
 }
 
 /* ---- BLAS calls ------------------------------------------------------------------------------ */

@@ -28,6 +28,9 @@ const char *ltc_cpu_blas_core(void);
  * 40 us on two; 256x256x64 (4.2M) 65 us and 56 us; 256x256x128 119 us and 88 us. Under load
  * two threads lose more (41-160 us for the first). */
 #define LTC_GEMM_SMALL ((int64_t)1 << 22)
+/* From this many multiply-adds, linear and linear_backward share a product's row blocks out
+ * to the pool's threads, each block on one OpenBLAS thread (see linear.c). */
+#define LTC_GEMM_SPLIT ((int64_t)1 << 20)
 void ltc_cpu_gemm(int dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
                   const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C,
                   int64_t ldc);
@@ -62,6 +65,24 @@ typedef void (*ltc_cpu_range_fn)(void *ctx, int64_t lo, int64_t hi, int tid);
  * 2-core machine, more when the other core is busy) costs as much as it saves (a
  * 256x128 float32 relu: 6 us on one thread, 17-43 us on two). */
 #define LTC_PAR_MIN_CHUNKS 4
+
+/* A timed choice between running a kernel on the calling thread and sharing it out among
+ * the pool's threads, for kernels whose bits are the same either way. Two cores run two
+ * halves of a GEMM in 55-60% of one's time when both are free, but when other processes
+ * hold the cores a worker may not run for milliseconds, and splitting took 1.3-1.8x one
+ * thread's time (measured on this shared 2-core machine). So each kind of call (`key`:
+ * the kernel and its sizes) is timed both ways as it runs and takes the faster on average,
+ * trying the other way again every LTC_SPLIT_PROBE calls (every 4 x LTC_SPLIT_PROBE when
+ * it was more than 1.5x slower). Begin returns whether this call splits; end records its
+ * time. LTC_GEMM_SPLIT 0 or 1 fixes the answer (never, always). */
+#define LTC_SPLIT_PROBE 16
+typedef struct {
+    void *slot;
+    bool split;
+    uint64_t t0;
+} ltc_cpu_split_t;
+bool ltc_cpu_split_begin(ltc_cpu_split_t *s, uint64_t key);
+void ltc_cpu_split_end(ltc_cpu_split_t *s);
 void ltc_cpu_parallel_for(int64_t n, int64_t grain, ltc_cpu_range_fn fn, void *ctx);
 
 #endif

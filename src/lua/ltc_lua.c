@@ -1026,6 +1026,7 @@ int luaopen_ltc_core(lua_State *L) {
     ltcL_open_device(L);
     ltcL_open_autograd(L);
     ltcL_open_optim(L);
+    ltcL_open_jitwalk(L);
 
     lua_newtable(L); /* methods */
     luaL_setfuncs(L, ltc_lua_methods, 0);

@@ -125,6 +125,8 @@ void ltcL_open_gradcheck(lua_State *L);
 
 /* ltc_optim.c: adds _sgd_ and _adam_ (ltc.optim's steady-state updates in C) to that table. */
 void ltcL_open_optim(lua_State *L);
+/* core._jit_walk, ltc.jit's guard walk (ltc_jitwalk.c). */
+void ltcL_open_jitwalk(lua_State *L);
 
 /* Generated in gen/lua_ops.c: every op's Lua function ({NULL, NULL}-terminated), and the
  * subset that are methods (their first argument is `Tensor self`). */

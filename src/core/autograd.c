@@ -212,7 +212,8 @@ ltc_grad_fn *ltc_grad_fn_new(ag_kind kind, int n_args, int n_saved, int n_output
                   ((na * sizeof(bool) + 7) & ~(size_t)7) + ((ns * sizeof(ag_saved) + 7) & ~(size_t)7) +
                   ((ns * sizeof(ltc_edge) + 7) & ~(size_t)7) + ((ns * sizeof(ltc_shape) + 7) & ~(size_t)7) +
                   ((no * sizeof(ltc_shape) + 7) & ~(size_t)7) + ((no * sizeof(ltc_tensor *) + 7) & ~(size_t)7) +
-                  ((no * sizeof(uint64_t) + 7) & ~(size_t)7);
+                  ((no * sizeof(uint64_t) + 7) & ~(size_t)7) +
+                  ((no * sizeof(ltc_tensor *) + 7) & ~(size_t)7);
     char *p = ltc_slab_alloc(size);
     if (p) memset(p, 0, size);
     if (!p) {
@@ -234,6 +235,7 @@ ltc_grad_fn *ltc_grad_fn_new(ag_kind kind, int n_args, int n_saved, int n_output
     fn->out_shapes = carve(&p, no, sizeof *fn->out_shapes);
     fn->outs = carve(&p, no, sizeof *fn->outs);
     fn->out_versions = carve(&p, no, sizeof *fn->out_versions);
+    fn->gbuf = carve(&p, no, sizeof *fn->gbuf);
     return fn;
 }
 
@@ -285,14 +287,13 @@ void ltc_grad_fn_release(ltc_grad_fn *fn) {
             }
             if (!fn->freed) ltc_grad_fn_free_saved(fn);
             for (int i = 0; i < fn->n_args; i++) {
-                free(fn->args[i].ints);
-                free(fn->args[i].list);
+                if (fn->args[i].ints) free(fn->args[i].ints);
+                if (fn->args[i].list) free(fn->args[i].list);
             }
-            for (int r = 0; fn->gbuf && r < fn->n_outputs; r++) ltc_tensor_release(fn->gbuf[r]);
-            free(fn->gbuf);
-            free(fn->out_values);
-            free(fn->steps);
-            free(fn->view_shape);
+            for (int r = 0; r < fn->n_outputs; r++) ltc_tensor_release(fn->gbuf[r]);
+            if (fn->out_values) free(fn->out_values);
+            if (fn->steps) free(fn->steps);
+            if (fn->view_shape) free(fn->view_shape);
             ltc_slab_free(fn, fn->size);
         }
         fn = n ? stack[--n] : NULL;

@@ -211,10 +211,6 @@ static ltc_status route(const ltc_edge *e, ltc_tensor *g, const ltc_shape *s) {
         return st;
     }
     ltc_grad_fn *fn = e->fn;
-    if (!fn->gbuf && !(fn->gbuf = calloc((size_t)fn->n_outputs, sizeof *fn->gbuf))) {
-        ltc_tensor_release(g);
-        return ltc_errorf(LTC_ERR_NOMEM, "backward: out of memory");
-    }
     ltc_tensor *prev = fn->gbuf[e->nr];
     if (!prev) {
         fn->gbuf[e->nr] = g;
@@ -362,7 +358,7 @@ static ltc_status run_node_here(ltc_grad_fn *fn, bool retain);
  * its stream's device guard: the seed is on the root's device and .grad on the leaf's. */
 static ltc_status run_node(ltc_grad_fn *fn, bool retain) {
     const ltc_tensor *on = NULL;
-    for (int r = 0; fn->gbuf && r < fn->n_outputs && !on; r++) on = fn->gbuf[r];
+    for (int r = 0; r < fn->n_outputs && !on; r++) on = fn->gbuf[r];
     ltc_device prev;
     bool moved = ltc_device_follow(on, &prev);
     ltc_status st = run_node_here(fn, retain);
@@ -467,10 +463,6 @@ static ltc_status walk(ltc_tensor *const *roots, ltc_tensor **gs, int n_roots, b
         ltc_grad_fn *top = tops[i];
         if (!top) continue;
         int nr = roots[i]->ag->nr;
-        if (!top->gbuf && !(top->gbuf = calloc((size_t)top->n_outputs, sizeof *top->gbuf))) {
-            st = ltc_errorf(LTC_ERR_NOMEM, "backward: out of memory");
-            break;
-        }
         if (top->gbuf[nr]) {
             ltc_tensor *sum = NULL;
             if ((st = ltc_add(top->gbuf[nr], gs[i], &sum))) break;
@@ -485,12 +477,12 @@ static ltc_status walk(ltc_tensor *const *roots, ltc_tensor **gs, int n_roots, b
     for (int i = 0; i < n && !st; i++) {
         ltc_grad_fn *fn = order[i];
         bool any = false;
-        for (int r = 0; fn->gbuf && r < fn->n_outputs; r++) any |= fn->gbuf[r] != NULL;
+        for (int r = 0; r < fn->n_outputs; r++) any |= fn->gbuf[r] != NULL;
         if (any) st = run_node(fn, retain);
     }
     for (int i = 0; i < n; i++) { /* after a failure: the gradients in flight */
         ltc_grad_fn *fn = order[i];
-        for (int r = 0; fn->gbuf && r < fn->n_outputs; r++) {
+        for (int r = 0; r < fn->n_outputs; r++) {
             ltc_tensor_release(fn->gbuf[r]);
             fn->gbuf[r] = NULL;
         }

@@ -164,27 +164,47 @@ static ltc_status collect_given(graph *g, ltc_tensor *const *ts, int n) {
     return LTC_OK;
 }
 
+/* Bytes for the streaming hash, gathered in a buffer: XXH3's update costs as much per call
+ * as hashing 8 bytes many times over, and the graph hash feeds it 8 or 16 bytes at a time.
+ * The digest is that of the same bytes fed one by one. */
+typedef struct {
+    XXH3_state_t st;
+    size_t n;
+    unsigned char buf[2048];
+} hash_buf;
+
+static void hash_put(hash_buf *h, const void *p, size_t n) {
+    if (h->n + n > sizeof h->buf) {
+        XXH3_128bits_update(&h->st, h->buf, h->n);
+        h->n = 0;
+    }
+    memcpy(h->buf + h->n, p, n);
+    h->n += n;
+}
+
 /* The graph's hash for backend b: the backend's name comes first, so one graph compiled for
  * two backends is two cache entries (switching backends needs no cache flush). */
 static ltc_hash graph_hash(const graph *g, const ltc_backend *b) {
-    XXH3_state_t st;
-    XXH3_INITSTATE(&st);
-    XXH3_128bits_reset(&st);
-    if (b) XXH3_128bits_update(&st, b->name, strlen(b->name));
+    hash_buf local, *h = &local;
+    XXH3_INITSTATE(&h->st);
+    XXH3_128bits_reset(&h->st);
+    h->n = 0;
+    if (b) XXH3_128bits_update(&h->st, b->name, strlen(b->name));
     for (int i = 0; i < g->n; i++) {
         const ltc_node *n = g->post[i];
-        XXH3_128bits_update(&st, &n->hash, sizeof n->hash);
+        hash_put(h, &n->hash, sizeof n->hash);
         for (int k = 0; k < n->n_operands; k++) {
             int32_t ref[2] = {n->operands[k].node->index, n->operands[k].index};
-            XXH3_128bits_update(&st, ref, sizeof ref);
+            hash_put(h, ref, sizeof ref);
         }
     }
     for (int i = 0; i < g->n_roots; i++) {
         int32_t ref[2] = {g->roots[i].node->index, g->roots[i].index};
-        XXH3_128bits_update(&st, ref, sizeof ref);
+        hash_put(h, ref, sizeof ref);
     }
-    XXH128_hash_t h = XXH3_128bits_digest(&st);
-    return (ltc_hash){h.low64, h.high64};
+    XXH3_128bits_update(&h->st, h->buf, h->n);
+    XXH128_hash_t x = XXH3_128bits_digest(&h->st);
+    return (ltc_hash){x.low64, x.high64};
 }
 
 ltc_status ltc_graph_compile(const ltc_lowering_ctx *ctx, ltc_backend *b, ltc_hash h,

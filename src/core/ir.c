@@ -46,7 +46,8 @@ static void hasher_put(node_hasher *s, int64_t v) {
 }
 
 static ltc_hash node_local_hash(const ltc_node *n) {
-    node_hasher s = {.k = 2}; /* words 0 and 1: the previous chunk's hash (none: 0) */
+    node_hasher s; /* not zero-initialised: only buf[0, k) is read (1 KB per node otherwise) */
+    s.k = 2;       /* words 0 and 1: the previous chunk's hash (none: 0) */
     s.buf[0] = s.buf[1] = 0;
     hasher_put(&s, n->op);
     hasher_put(&s, n->n_operands);

@@ -65,14 +65,14 @@ void ltc_tensor_release(ltc_tensor *t) {
     if (++live.destroyed == COUNT_BATCH) ltc_tensor_counts_flush();
     ltc_node_release(t->ir.node);
     ltc_data_release(t->data);
-    ltc_data_release(t->committed);
-    free(t->failed);
-    ltc_tensor_history_clear(t);
-    free(t->history);
-    free(t->ag_history);
+    /* (the rare parts tested first: most tensors have none, and each call costs) */
+    if (t->committed) ltc_data_release(t->committed);
+    if (t->failed) free(t->failed);
+    if (t->n_history) ltc_tensor_history_clear(t);
+    if (t->history) free(t->history), free(t->ag_history);
     if (t->ag) ltc_ag_meta_free(t);
-    ltc_tensor_release(t->base);
-    free(t->steps);
+    if (t->base) ltc_tensor_release(t->base);
+    if (t->steps) free(t->steps);
     ltc_slab_free(t, sizeof *t);
 }
 

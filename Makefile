@@ -12,6 +12,12 @@ BLAS_INC ?= /usr/include/$(shell gcc -print-multiarch 2>/dev/null || echo x86_64
 CFLAGS  ?= -O2 -g
 SAN     ?=
 LTC_CFLAGS := -std=c11 -fPIC -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L -fopenmp-simd $(SAN)
+# Thread-local variables through TLS descriptors (x86-64): the module is dlopen'ed, where the
+# default dialect calls __tls_get_addr on every access (thousands per traced step); with
+# descriptors the loader places a small enough TLS block statically and an access is a load.
+ifneq ($(filter x86_64%,$(shell $(CC) -dumpmachine 2>/dev/null)),)
+LTC_CFLAGS += -mtls-dialect=gnu2
+endif
 ALL_INC := -Isrc/core -Isrc/backend -Isrc/cpu -Isrc/ref -Isrc/lua -Igen -I$(LUA_INC) -I$(BLAS_INC)
 CPPFLAGS += $(ALL_INC)
 # Per-folder include paths for the module's objects, so the compiler enforces the layering:

@@ -119,21 +119,37 @@ typedef struct {
     ltc_dtype dtype;
     uint64_t bits;
 } scalar_slot;
-static _Thread_local scalar_slot scalar_cache[SCALAR_SLOTS];
-static _Thread_local bool scalar_cache_used;
+/* (on the heap, made at first use: thread-local storage stays small enough for the loader
+ * to place it statically, where each access is a load rather than a __tls_get_addr call) */
+static _Thread_local scalar_slot *scalar_cache;
 static pthread_key_t scalar_key;
 static pthread_once_t scalar_once = PTHREAD_ONCE_INIT;
 
 static void scalar_cache_clear_at(scalar_slot *c) {
-    for (int i = 0; i < SCALAR_SLOTS; i++) {
+    for (int i = 0; c && i < SCALAR_SLOTS; i++) {
         ltc_data_release(c[i].data);
         c[i].data = NULL;
     }
 }
-static void scalar_cache_exit(void *p) { scalar_cache_clear_at(p); }
+static void scalar_cache_exit(void *p) {
+    scalar_cache_clear_at(p);
+    free(p);
+}
 static void scalar_make_key(void) { (void)pthread_key_create(&scalar_key, scalar_cache_exit); }
 
 void ltc_scalar_cache_clear(void) { scalar_cache_clear_at(scalar_cache); }
+
+/* This thread's cache, made at first use (NULL when that fails: no caching). */
+static scalar_slot *scalar_cache_get(void) {
+    if (scalar_cache) return scalar_cache;
+    pthread_once(&scalar_once, scalar_make_key);
+    scalar_slot *c = calloc(SCALAR_SLOTS, sizeof *c);
+    if (c && pthread_setspecific(scalar_key, c)) {
+        free(c);
+        return NULL;
+    }
+    return scalar_cache = c;
+}
 
 /* data_from_scalar is optional: a 0-d value is also host data of its dtype. NULL on
  * failure, with the backend's message kept (ltc_data_from_host). */
@@ -149,16 +165,13 @@ static ltc_data *scalar_data(ltc_backend *b, ltc_dtype dt, const void *v) {
     memcpy(&bits, v, ltc_dtype_size(dt));
     if (ltc_capture_active()) return from_scalar(b, &s, v);
     uint64_t h = (bits ^ (bits >> 29) ^ (uint64_t)dt * 0x9E3779B97F4A7C15ull) * 0xBF58476D1CE4E5B9ull;
-    scalar_slot *e = &scalar_cache[h >> 58];
+    scalar_slot *cache = scalar_cache_get();
+    if (!cache) return from_scalar(b, &s, v);
+    scalar_slot *e = &cache[h >> 58];
     if (e->data && e->bits == bits && e->dtype == dt && e->backend == b)
         return ltc_data_retain(e->data);
     ltc_data *d = from_scalar(b, &s, v);
     if (!d) return NULL;
-    if (!scalar_cache_used) {
-        pthread_once(&scalar_once, scalar_make_key);
-        if (pthread_setspecific(scalar_key, scalar_cache)) return d;
-        scalar_cache_used = true;
-    }
     ltc_data_release(e->data);
     *e = (scalar_slot){ltc_data_retain(d), b, dt, bits};
     return d;

@@ -56,7 +56,11 @@ ltc_tensor *ltc_tensor_retain(ltc_tensor *t) {
 }
 
 void ltc_tensor_release(ltc_tensor *t) {
-    if (!t || --t->refcount > 0) return;
+    if (!t) return;
+    if (--t->refcount > 0) {
+        t->once = false; /* (a number made for one op call: its caller is done with it) */
+        return;
+    }
     if (t->prev) t->prev->next = t->next;
     else live.head = t->next;
     if (t->next) t->next->prev = t->prev;
@@ -199,6 +203,27 @@ ltc_status ltc_tensor_from_int(int64_t v, bool weak, ltc_tensor **out) {
 
 ltc_status ltc_tensor_from_float(double v, bool weak, ltc_tensor **out) {
     return scalar(LTC_F64, &v, weak, out);
+}
+
+ltc_status ltc_tensor_from_float_operand(double v, ltc_tensor **out) {
+    ltc_status st = scalar(LTC_F64, &v, true, out);
+    if (!st) (*out)->once = true;
+    return st;
+}
+
+ltc_status ltc_tensor_weak_convert(ltc_tensor *t, ltc_dtype dt) {
+    uint64_t buf[1], v[1];
+    ltc_status st = ltc_data_read(t->data, 0, ltc_dtype_size(t->shape.dtype), buf);
+    if (st) return st;
+    ltc_dtype_store_f64(v, dt, 0, ltc_dtype_load_f64(buf, t->shape.dtype, 0));
+    ltc_backend *b = ltc_backend_default();
+    if (!b) return ltc_errorf(LTC_ERR_STATE, "tensor: no backend is registered");
+    ltc_data *d = scalar_data(b, dt, v);
+    if (!d) return LTC_ERR_NOMEM;
+    ltc_data_release(t->data);
+    t->data = d;
+    t->shape.dtype = dt;
+    return LTC_OK;
 }
 
 ltc_status ltc_tensor_from_bool(bool v, bool weak, ltc_tensor **out) {

@@ -301,10 +301,12 @@ static ltc_status op_backward(ltc_grad_fn *fn, ltc_tensor *const *grads, ltc_ag_
     ltc_status st = LTC_OK;
     ltc_ag_arg a_small[SMALL];
     ltc_tensor *r_small[SMALL];
-    ltc_ag_arg *a = fn->n_args < SMALL ? memset(a_small, 0, sizeof a_small)
+    /* (only the entries used are cleared: this runs once per node of every backward) */
+    ltc_ag_arg *a = fn->n_args < SMALL ? memset(a_small, 0, sizeof *a * (size_t)fn->n_args)
                                       : calloc((size_t)fn->n_args + 1, sizeof *a);
-    ltc_tensor **results = fn->n_outputs < SMALL ? memset(r_small, 0, sizeof r_small)
-                                                 : calloc((size_t)fn->n_outputs + 1, sizeof *results);
+    ltc_tensor **results = fn->n_outputs < SMALL
+                               ? memset(r_small, 0, sizeof *results * (size_t)fn->n_outputs)
+                               : calloc((size_t)fn->n_outputs + 1, sizeof *results);
     if (!a || !results) {
         st = ltc_errorf(LTC_ERR_NOMEM, "backward: out of memory");
         goto done;
@@ -370,9 +372,10 @@ static ltc_status run_node_here(ltc_grad_fn *fn, bool retain) {
     ltc_status st = LTC_OK;
     ltc_tensor *grads_small[SMALL];
     ltc_ag_grad g_small[SMALL];
-    ltc_tensor **grads = fn->n_outputs < SMALL ? memset(grads_small, 0, sizeof grads_small)
-                                               : calloc((size_t)fn->n_outputs + 1, sizeof *grads);
-    ltc_ag_grad *g = fn->n_args < SMALL ? memset(g_small, 0, sizeof g_small)
+    ltc_tensor **grads = fn->n_outputs < SMALL
+                             ? memset(grads_small, 0, sizeof *grads * (size_t)fn->n_outputs)
+                             : calloc((size_t)fn->n_outputs + 1, sizeof *grads);
+    ltc_ag_grad *g = fn->n_args < SMALL ? memset(g_small, 0, sizeof *g * (size_t)fn->n_args)
                                         : calloc((size_t)fn->n_args + 1, sizeof *g);
     if (!grads || !g) {
         st = ltc_errorf(LTC_ERR_NOMEM, "backward: out of memory");

@@ -253,8 +253,10 @@ ltc_status ltc_tensor_failed_error(const ltc_tensor *t) {
 
 ltc_status ltc_tensor_value(ltc_tensor *t, ltc_value *out) {
     if (t->failed) return ltc_tensor_failed_error(t);
-    ltc_status st = ltc_view_refresh(t);
-    if (st) return st;
+    if (ltc_view_stale(t)) {
+        ltc_status st = ltc_view_refresh(t);
+        if (st) return st;
+    }
     if (!t->ir.node) { /* data only: make its DEVICE_DATA node once */
         ltc_node *n = ltc_node_new(LTC_OP_DEVICE_DATA, NULL, 0, NULL, 0, &t->shape, 1);
         if (!n) return LTC_ERR_NOMEM;

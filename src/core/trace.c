@@ -218,9 +218,10 @@ ltc_status ltc_trace(int op, ltc_tensor *const *operands, int n_operands, const 
         ltc_status st = ltc_tensor_value(operands[i], &vals[i]);
         if (st) return st;
     }
-    for (int i = 0; i < n_outputs; i++) /* ltc_node_new checks too; here for the status */
+    for (int i = 0; i < n_outputs; i++) /* here for the status (the node skips its check) */
         if (ltc_shape_check(&shapes[i]) != LTC_OK) return LTC_ERR_ARG;
-    ltc_node *n = ltc_node_new(op, vals, n_operands, attrs, n_attrs, shapes, n_outputs);
+    ltc_node *n = ltc_node_new_checked(op, vals, n_operands, attrs, n_attrs, shapes, n_outputs,
+                                       true);
     if (!n) return LTC_ERR_NOMEM;
     int made = 0;
     ltc_status st = LTC_OK;

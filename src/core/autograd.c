@@ -428,16 +428,20 @@ ltc_status ltc_ag_record(int op, const ltc_ag_arg *args, int n_args, ltc_tensor 
     if (n_saved > 8 && !(edges = calloc((size_t)n_saved, sizeof *edges)))
         return ltc_errorf(LTC_ERR_NOMEM, "%s: out of memory recording for autograd", d->name);
     ltc_status st = LTC_OK;
+    uint64_t needed = 0; /* bit i: argument i needs a gradient (i < 64) */
     bool any = false;
     for (int i = 0, k = 0; i < n_args && !st; i++) {
+        bool need = false;
         if (args[i].kind == LTC_AG_TENSOR) {
-            if (!(st = ltc_ag_edge_of(args[i].t, &edges[k]))) any |= edges[k].fn || edges[k].leaf;
+            if (!(st = ltc_ag_edge_of(args[i].t, &edges[k]))) need = edges[k].fn || edges[k].leaf;
             k++;
         } else if (args[i].kind == LTC_AG_LIST) {
             for (int j = 0; j < args[i].n && !st; j++, k++)
                 if (!(st = ltc_ag_edge_of(args[i].list[j], &edges[k])))
-                    any |= edges[k].fn || edges[k].leaf;
+                    need |= edges[k].fn || edges[k].leaf;
         }
+        any |= need;
+        if (need && i < 64) needed |= (uint64_t)1 << i;
     }
     if (st || !any) goto done;
     ltc_grad_fn *fn = ltc_grad_fn_new(AG_OP, n_args, n_saved, n_outs);
@@ -451,7 +455,10 @@ ltc_status ltc_ag_record(int op, const ltc_ag_arg *args, int n_args, ltc_tensor 
         ltc_ag_arg *a = &fn->args[i];
         *a = args[i];
         a->ints = NULL, a->list = NULL;
-        fn->saves_values = !d->saves || d->saves[i];
+        /* saved when a formula reads it, and (when known) one that will run: that of an
+         * argument needing a gradient */
+        fn->saves_values = (!d->saves || d->saves[i]) &&
+                           (!d->reads || n_args > 64 || (d->reads[i] & needed));
         if (args[i].kind == LTC_AG_TENSOR) {
             if (!(st = ltc_ag_save(fn, k, args[i].t, &edges[k]))) {
                 a->t = fn->saved[k].t;

@@ -207,15 +207,13 @@ ltc_status ltc_tensor_from_float(double v, bool weak, ltc_tensor **out) {
 
 ltc_status ltc_tensor_from_float_operand(double v, ltc_tensor **out) {
     ltc_status st = scalar(LTC_F64, &v, true, out);
-    if (!st) (*out)->once = true;
+    if (!st) (*out)->once = true, (*out)->num = v;
     return st;
 }
 
 ltc_status ltc_tensor_weak_convert(ltc_tensor *t, ltc_dtype dt) {
-    uint64_t buf[1], v[1];
-    ltc_status st = ltc_data_read(t->data, 0, ltc_dtype_size(t->shape.dtype), buf);
-    if (st) return st;
-    ltc_dtype_store_f64(v, dt, 0, ltc_dtype_load_f64(buf, t->shape.dtype, 0));
+    uint64_t v[1];
+    ltc_dtype_store_f64(v, dt, 0, t->num);
     ltc_backend *b = ltc_backend_default();
     if (!b) return ltc_errorf(LTC_ERR_STATE, "tensor: no backend is registered");
     ltc_data *d = scalar_data(b, dt, v);

@@ -39,8 +39,8 @@ void ltc_ag_meta_free(ltc_tensor *t) {
     unlink_output(t, m->fn, m->nr);
     ltc_grad_fn_release(m->fn);
     ltc_tensor_release(m->grad);
-    ltc_ag_hooks_free(m);
-    if (m->savers != m->few) free(m->savers);
+    if (m->hooks) ltc_ag_hooks_free(m);
+    if (m->savers && m->savers != m->few) free(m->savers);
 }
 
 ltc_status ltc_ag_set_history(ltc_tensor *t, ltc_grad_fn *fn, int nr, bool req) {
@@ -263,6 +263,10 @@ void ltc_grad_fn_free_saved(ltc_grad_fn *fn) {
 /* Nodes are freed with an explicit stack: a long chain of histories (an RNN over many steps)
  * would otherwise recurse once per node. */
 void ltc_grad_fn_release(ltc_grad_fn *fn) {
+    if (!fn || fn->refcount > 1) { /* (the common case: not the last reference) */
+        if (fn) fn->refcount--;
+        return;
+    }
     ltc_grad_fn **stack = NULL;
     int n = 0, cap = 0;
     while (fn) {

@@ -12,6 +12,13 @@ BLAS_INC ?= /usr/include/$(shell gcc -print-multiarch 2>/dev/null || echo x86_64
 CFLAGS  ?= -O2 -g
 SAN     ?=
 LTC_CFLAGS := -std=c11 -fPIC -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L -fopenmp-simd $(SAN)
+# Thread-local variables through TLS descriptors where the compiler has them (GCC on x86-64):
+# the module is dlopen'ed, where the default dialect calls __tls_get_addr on every access
+# (thousands per traced step); with descriptors the loader places a small enough TLS block
+# (src/core keeps it under 512 bytes) statically and an access is a load.
+ifeq ($(shell $(CC) -mtls-dialect=gnu2 -Werror -E -x c /dev/null >/dev/null 2>&1 && echo y),y)
+LTC_CFLAGS += -mtls-dialect=gnu2
+endif
 ALL_INC := -Isrc/core -Isrc/backend -Isrc/cpu -Isrc/ref -Isrc/lua -Igen -I$(LUA_INC) -I$(BLAS_INC)
 CPPFLAGS += $(ALL_INC)
 # Per-folder include paths for the module's objects, so the compiler enforces the layering:

@@ -8,11 +8,41 @@
  * formula outside what the translator knows leaves its op's backward NULL; the generator then
  * says which and why.
  */
+#include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "formula.h"
+
+/* Whether formula e names `name` (a whole word, not a member after `.` or `:`). */
+static bool formula_reads(const char *e, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = e; (p = strstr(p, name)); p += n) {
+        bool start = p == e || !(isalnum((unsigned char)p[-1]) || p[-1] == '_' ||
+                                 p[-1] == '.' || p[-1] == ':');
+        bool end = !(isalnum((unsigned char)p[n]) || p[n] == '_');
+        if (start && end) return true;
+    }
+    return false;
+}
+
+/* Per argument j, the arguments i (bit i) whose formula reads argument j; false when that
+ * cannot be told (more than 64 arguments, a formula keyed by another name): the engine then
+ * saves what any formula reads. */
+static bool reads_masks(const gen_op *op, uint64_t *mask) {
+    if (op->n_args > 64) return false;
+    for (int j = 0; j < op->n_args; j++) mask[j] = 0;
+    for (int k = 0; k < op->n_derivs; k++) {
+        int i = 0;
+        while (i < op->n_args && strcmp(op->args[i].name, op->deriv_inputs[k])) i++;
+        if (i == op->n_args) return false;
+        for (int j = 0; j < op->n_args; j++)
+            if (formula_reads(op->deriv_exprs[k], op->args[j].name)) mask[j] |= (uint64_t)1 << i;
+    }
+    return true;
+}
 
 static const char *ag_kind(arg_type t) {
     switch (t) {
@@ -93,6 +123,13 @@ void emit_derivs_c(const gen_model *m, const gen_options *o, strbuf *b) {
             sb_printf(b, "%s%s", k ? ", " : "",
                       !op->not_differentiable && deriv_uses_name(op, op->args[k].name) ? "true" : "false");
         sb_puts(b, "};\n");
+        uint64_t mask[64];
+        if (!op->not_differentiable && reads_masks(op, mask)) {
+            sb_printf(b, "static const uint64_t reads_%s[] = {", op->cname);
+            for (int k = 0; k < op->n_args; k++)
+                sb_printf(b, "%s0x%llxull", k ? ", " : "", (unsigned long long)mask[k]);
+            sb_puts(b, "};\n");
+        }
     }
     sb_puts(b, "\nstatic const ltc_derivative table[] = {\n");
     for (int i = 0; i < m->n_ops; i++) {
@@ -113,7 +150,11 @@ void emit_derivs_c(const gen_model *m, const gen_options *o, strbuf *b) {
         else sb_puts(b, "NULL, ");
         if (has_bw[i]) sb_printf(b, "bw_%s, ", op->cname);
         else sb_puts(b, "NULL, ");
-        if (op->n_args) sb_printf(b, "saves_%s},\n", op->cname);
+        if (op->n_args) sb_printf(b, "saves_%s, ", op->cname);
+        else sb_puts(b, "NULL, ");
+        uint64_t mask[64];
+        if (op->n_args && !op->not_differentiable && reads_masks(op, mask))
+            sb_printf(b, "reads_%s},\n", op->cname);
         else sb_puts(b, "NULL},\n");
     }
     sb_puts(b, "};\n\n#define N_TABLE ((int)(sizeof table / sizeof table[0]))\n\n");

@@ -141,7 +141,7 @@ static void emit_binding(strbuf *b, const gen_op *op, bool overloaded) {
     int k = 0;
     for (int i = 0; i < op->n_args; i++)
         if (arg_is_operand(op->args[i].type))
-            sb_printf(b, "    if (!(ops[%d] = ltcL_operand(L, p_%s))) goto cleanup;\n", k++,
+            sb_printf(b, "    if (!(ops[%d] = ltcL_operand_once(L, p_%s))) goto cleanup;\n", k++,
                       op->args[i].name);
     strbuf head = {0}, args = {0};
     sb_printf(&head, "st = ltc_%s(", op->cname);

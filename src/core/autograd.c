@@ -39,8 +39,8 @@ void ltc_ag_meta_free(ltc_tensor *t) {
     unlink_output(t, m->fn, m->nr);
     ltc_grad_fn_release(m->fn);
     ltc_tensor_release(m->grad);
-    ltc_ag_hooks_free(m);
-    if (m->savers != m->few) free(m->savers);
+    if (m->hooks) ltc_ag_hooks_free(m);
+    if (m->savers && m->savers != m->few) free(m->savers);
 }
 
 ltc_status ltc_ag_set_history(ltc_tensor *t, ltc_grad_fn *fn, int nr, bool req) {
@@ -212,7 +212,8 @@ ltc_grad_fn *ltc_grad_fn_new(ag_kind kind, int n_args, int n_saved, int n_output
                   ((na * sizeof(bool) + 7) & ~(size_t)7) + ((ns * sizeof(ag_saved) + 7) & ~(size_t)7) +
                   ((ns * sizeof(ltc_edge) + 7) & ~(size_t)7) + ((ns * sizeof(ltc_shape) + 7) & ~(size_t)7) +
                   ((no * sizeof(ltc_shape) + 7) & ~(size_t)7) + ((no * sizeof(ltc_tensor *) + 7) & ~(size_t)7) +
-                  ((no * sizeof(uint64_t) + 7) & ~(size_t)7);
+                  ((no * sizeof(uint64_t) + 7) & ~(size_t)7) +
+                  ((no * sizeof(ltc_tensor *) + 7) & ~(size_t)7);
     char *p = ltc_slab_alloc(size);
     if (p) memset(p, 0, size);
     if (!p) {
@@ -234,6 +235,7 @@ ltc_grad_fn *ltc_grad_fn_new(ag_kind kind, int n_args, int n_saved, int n_output
     fn->out_shapes = carve(&p, no, sizeof *fn->out_shapes);
     fn->outs = carve(&p, no, sizeof *fn->outs);
     fn->out_versions = carve(&p, no, sizeof *fn->out_versions);
+    fn->gbuf = carve(&p, no, sizeof *fn->gbuf);
     return fn;
 }
 
@@ -261,6 +263,10 @@ void ltc_grad_fn_free_saved(ltc_grad_fn *fn) {
 /* Nodes are freed with an explicit stack: a long chain of histories (an RNN over many steps)
  * would otherwise recurse once per node. */
 void ltc_grad_fn_release(ltc_grad_fn *fn) {
+    if (!fn || fn->refcount > 1) { /* (the common case: not the last reference) */
+        if (fn) fn->refcount--;
+        return;
+    }
     ltc_grad_fn **stack = NULL;
     int n = 0, cap = 0;
     while (fn) {
@@ -285,14 +291,13 @@ void ltc_grad_fn_release(ltc_grad_fn *fn) {
             }
             if (!fn->freed) ltc_grad_fn_free_saved(fn);
             for (int i = 0; i < fn->n_args; i++) {
-                free(fn->args[i].ints);
-                free(fn->args[i].list);
+                if (fn->args[i].ints) free(fn->args[i].ints);
+                if (fn->args[i].list) free(fn->args[i].list);
             }
-            for (int r = 0; fn->gbuf && r < fn->n_outputs; r++) ltc_tensor_release(fn->gbuf[r]);
-            free(fn->gbuf);
-            free(fn->out_values);
-            free(fn->steps);
-            free(fn->view_shape);
+            for (int r = 0; r < fn->n_outputs; r++) ltc_tensor_release(fn->gbuf[r]);
+            if (fn->out_values) free(fn->out_values);
+            if (fn->steps) free(fn->steps);
+            if (fn->view_shape) free(fn->view_shape);
             ltc_slab_free(fn, fn->size);
         }
         fn = n ? stack[--n] : NULL;
@@ -427,16 +432,20 @@ ltc_status ltc_ag_record(int op, const ltc_ag_arg *args, int n_args, ltc_tensor 
     if (n_saved > 8 && !(edges = calloc((size_t)n_saved, sizeof *edges)))
         return ltc_errorf(LTC_ERR_NOMEM, "%s: out of memory recording for autograd", d->name);
     ltc_status st = LTC_OK;
+    uint64_t needed = 0; /* bit i: argument i needs a gradient (i < 64) */
     bool any = false;
     for (int i = 0, k = 0; i < n_args && !st; i++) {
+        bool need = false;
         if (args[i].kind == LTC_AG_TENSOR) {
-            if (!(st = ltc_ag_edge_of(args[i].t, &edges[k]))) any |= edges[k].fn || edges[k].leaf;
+            if (!(st = ltc_ag_edge_of(args[i].t, &edges[k]))) need = edges[k].fn || edges[k].leaf;
             k++;
         } else if (args[i].kind == LTC_AG_LIST) {
             for (int j = 0; j < args[i].n && !st; j++, k++)
                 if (!(st = ltc_ag_edge_of(args[i].list[j], &edges[k])))
-                    any |= edges[k].fn || edges[k].leaf;
+                    need |= edges[k].fn || edges[k].leaf;
         }
+        any |= need;
+        if (need && i < 64) needed |= (uint64_t)1 << i;
     }
     if (st || !any) goto done;
     ltc_grad_fn *fn = ltc_grad_fn_new(AG_OP, n_args, n_saved, n_outs);
@@ -450,7 +459,10 @@ ltc_status ltc_ag_record(int op, const ltc_ag_arg *args, int n_args, ltc_tensor 
         ltc_ag_arg *a = &fn->args[i];
         *a = args[i];
         a->ints = NULL, a->list = NULL;
-        fn->saves_values = !d->saves || d->saves[i];
+        /* saved when a formula reads it, and (when known) one that will run: that of an
+         * argument needing a gradient */
+        fn->saves_values = (!d->saves || d->saves[i]) &&
+                           (!d->reads || n_args > 64 || (d->reads[i] & needed));
         if (args[i].kind == LTC_AG_TENSOR) {
             if (!(st = ltc_ag_save(fn, k, args[i].t, &edges[k]))) {
                 a->t = fn->saved[k].t;

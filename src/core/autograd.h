@@ -64,7 +64,7 @@ struct ltc_grad_fn {
     ltc_shape *view_shape;
     size_t size; /* of the node's block (slab.c) */
     /* the backward walk's scratch */
-    ltc_tensor **gbuf; /* n_outputs gradients being summed */
+    ltc_tensor **gbuf; /* n_outputs gradients being summed (in the node's block) */
     uint32_t mark;
     int n_kids, kid_at;
 };

@@ -211,10 +211,6 @@ static ltc_status route(const ltc_edge *e, ltc_tensor *g, const ltc_shape *s) {
         return st;
     }
     ltc_grad_fn *fn = e->fn;
-    if (!fn->gbuf && !(fn->gbuf = calloc((size_t)fn->n_outputs, sizeof *fn->gbuf))) {
-        ltc_tensor_release(g);
-        return ltc_errorf(LTC_ERR_NOMEM, "backward: out of memory");
-    }
     ltc_tensor *prev = fn->gbuf[e->nr];
     if (!prev) {
         fn->gbuf[e->nr] = g;
@@ -305,10 +301,12 @@ static ltc_status op_backward(ltc_grad_fn *fn, ltc_tensor *const *grads, ltc_ag_
     ltc_status st = LTC_OK;
     ltc_ag_arg a_small[SMALL];
     ltc_tensor *r_small[SMALL];
-    ltc_ag_arg *a = fn->n_args < SMALL ? memset(a_small, 0, sizeof a_small)
+    /* (only the entries used are cleared: this runs once per node of every backward) */
+    ltc_ag_arg *a = fn->n_args < SMALL ? memset(a_small, 0, sizeof *a * (size_t)fn->n_args)
                                       : calloc((size_t)fn->n_args + 1, sizeof *a);
-    ltc_tensor **results = fn->n_outputs < SMALL ? memset(r_small, 0, sizeof r_small)
-                                                 : calloc((size_t)fn->n_outputs + 1, sizeof *results);
+    ltc_tensor **results = fn->n_outputs < SMALL
+                               ? memset(r_small, 0, sizeof *results * (size_t)fn->n_outputs)
+                               : calloc((size_t)fn->n_outputs + 1, sizeof *results);
     if (!a || !results) {
         st = ltc_errorf(LTC_ERR_NOMEM, "backward: out of memory");
         goto done;
@@ -362,7 +360,7 @@ static ltc_status run_node_here(ltc_grad_fn *fn, bool retain);
  * its stream's device guard: the seed is on the root's device and .grad on the leaf's. */
 static ltc_status run_node(ltc_grad_fn *fn, bool retain) {
     const ltc_tensor *on = NULL;
-    for (int r = 0; fn->gbuf && r < fn->n_outputs && !on; r++) on = fn->gbuf[r];
+    for (int r = 0; r < fn->n_outputs && !on; r++) on = fn->gbuf[r];
     ltc_device prev;
     bool moved = ltc_device_follow(on, &prev);
     ltc_status st = run_node_here(fn, retain);
@@ -374,9 +372,10 @@ static ltc_status run_node_here(ltc_grad_fn *fn, bool retain) {
     ltc_status st = LTC_OK;
     ltc_tensor *grads_small[SMALL];
     ltc_ag_grad g_small[SMALL];
-    ltc_tensor **grads = fn->n_outputs < SMALL ? memset(grads_small, 0, sizeof grads_small)
-                                               : calloc((size_t)fn->n_outputs + 1, sizeof *grads);
-    ltc_ag_grad *g = fn->n_args < SMALL ? memset(g_small, 0, sizeof g_small)
+    ltc_tensor **grads = fn->n_outputs < SMALL
+                             ? memset(grads_small, 0, sizeof *grads * (size_t)fn->n_outputs)
+                             : calloc((size_t)fn->n_outputs + 1, sizeof *grads);
+    ltc_ag_grad *g = fn->n_args < SMALL ? memset(g_small, 0, sizeof *g * (size_t)fn->n_args)
                                         : calloc((size_t)fn->n_args + 1, sizeof *g);
     if (!grads || !g) {
         st = ltc_errorf(LTC_ERR_NOMEM, "backward: out of memory");
@@ -467,10 +466,6 @@ static ltc_status walk(ltc_tensor *const *roots, ltc_tensor **gs, int n_roots, b
         ltc_grad_fn *top = tops[i];
         if (!top) continue;
         int nr = roots[i]->ag->nr;
-        if (!top->gbuf && !(top->gbuf = calloc((size_t)top->n_outputs, sizeof *top->gbuf))) {
-            st = ltc_errorf(LTC_ERR_NOMEM, "backward: out of memory");
-            break;
-        }
         if (top->gbuf[nr]) {
             ltc_tensor *sum = NULL;
             if ((st = ltc_add(top->gbuf[nr], gs[i], &sum))) break;
@@ -485,12 +480,12 @@ static ltc_status walk(ltc_tensor *const *roots, ltc_tensor **gs, int n_roots, b
     for (int i = 0; i < n && !st; i++) {
         ltc_grad_fn *fn = order[i];
         bool any = false;
-        for (int r = 0; fn->gbuf && r < fn->n_outputs; r++) any |= fn->gbuf[r] != NULL;
+        for (int r = 0; r < fn->n_outputs; r++) any |= fn->gbuf[r] != NULL;
         if (any) st = run_node(fn, retain);
     }
     for (int i = 0; i < n; i++) { /* after a failure: the gradients in flight */
         ltc_grad_fn *fn = order[i];
-        for (int r = 0; fn->gbuf && r < fn->n_outputs; r++) {
+        for (int r = 0; r < fn->n_outputs; r++) {
             ltc_tensor_release(fn->gbuf[r]);
             fn->gbuf[r] = NULL;
         }

@@ -26,6 +26,9 @@ typedef struct ltc_view_step {
 struct ltc_tensor {
     int32_t refcount;
     bool weak;          /* a wrapped Lua number (type promotion) */
+    bool once;          /* a Lua number made for one op call (ltc_tensor_from_float_operand):
+                         * while only that caller holds it, promotion converts it in place */
+    double num;         /* once: the number (its value without a read through the backend) */
     ltc_shape shape;
     ltc_data *data;     /* retained; NULL while pending */
     ltc_value ir;       /* retained node; pending value, or DEVICE_DATA for `data` */
@@ -162,6 +165,10 @@ int64_t ltc_live_count(void);
  * (a per-thread cache, tensor.c). ltc_scalar_cache_clear empties this thread's cache. */
 ltc_status ltc_tensor_weak_scalar(ltc_dtype dt, const void *v, ltc_tensor **out);
 void ltc_scalar_cache_clear(void);
+/* Converts t, a weak float64 scalar with data and no IR made by
+ * ltc_tensor_from_float_operand (its value in t->num), to a weak scalar of float dtype dt in place (its data
+ * replaced by that of the converted value). */
+ltc_status ltc_tensor_weak_convert(ltc_tensor *t, ltc_dtype dt);
 /* Adds this thread's pending CreateLtcTensor/DestroyLtcTensor counts to the counters. */
 void ltc_tensor_counts_flush(void);
 

@@ -24,6 +24,11 @@ typedef struct {
 } pending;
 
 typedef struct {
+    ltc_node *n;
+    int next;
+} frame; /* the post-order walk's stack */
+
+typedef struct {
     ltc_node **post;   /* post order */
     int n, cap;
     ltc_node **params; /* DEVICE_DATA nodes, in post order */
@@ -32,6 +37,8 @@ typedef struct {
     int n_roots, cap_roots;
     pending *tensors;  /* every pending tensor */
     int n_tensors, cap_tensors;
+    frame *stack;      /* the walk's, kept for the next root */
+    int cap_stack;
     ltc_backend *backend; /* the device of the pending tensors (NULL: none, the default) */
     bool mixed;           /* pending tensors on several backends: one graph each */
 } graph;
@@ -44,6 +51,7 @@ static void graph_free(graph *g) {
     free(g->params);
     free(g->roots);
     free(g->tensors);
+    free(g->stack);
     memset(g, 0, sizeof *g);
 }
 
@@ -60,9 +68,8 @@ static bool grow(void **p, int *cap, int need, size_t elem) {
 
 /* Appends the nodes reachable from `root` that are not yet marked, in post order. */
 static ltc_status post_order_from(graph *g, ltc_node *root) {
-    typedef struct { ltc_node *n; int next; } frame;
-    frame *stack = NULL;
-    int len = 0, cap = 0;
+    frame *stack = g->stack;
+    int len = 0, cap = g->cap_stack;
     if (root->mark == epoch) return LTC_OK;
     if (!grow((void **)&stack, &cap, 1, sizeof *stack)) goto nomem;
     root->mark = epoch;
@@ -88,11 +95,31 @@ static ltc_status post_order_from(graph *g, ltc_node *root) {
             g->params[g->n_params++] = n;
         }
     }
-    free(stack);
+    g->stack = stack, g->cap_stack = cap;
     return LTC_OK;
 nomem:
-    free(stack);
+    g->stack = stack, g->cap_stack = cap;
     return ltc_errorf(LTC_ERR_NOMEM, "sync: out of memory walking the graph");
+}
+
+/* The sizes of this thread's last post order (nodes, parameters, walk depth): the next walk
+ * starts with arrays that size rather than growing them by copies (a traced step's graph is
+ * much the same each time). */
+static _Thread_local int hint_n, hint_params, hint_depth;
+
+/* The post order of the roots, with its arrays sized from the hints (then updated). */
+static ltc_status walk_roots(graph *g) {
+    bool ok = (!hint_n || grow((void **)&g->post, &g->cap, hint_n, sizeof *g->post)) &&
+              (!hint_params ||
+               grow((void **)&g->params, &g->cap_params, hint_params, sizeof *g->params)) &&
+              (!hint_depth || grow((void **)&g->stack, &g->cap_stack, hint_depth, sizeof *g->stack));
+    if (!ok) return ltc_errorf(LTC_ERR_NOMEM, "sync: out of memory walking the graph");
+    for (int i = 0; i < g->n_roots; i++) {
+        ltc_status st = post_order_from(g, g->roots[i].node);
+        if (st) return st;
+    }
+    hint_n = g->n, hint_params = g->n_params, hint_depth = g->cap_stack;
+    return LTC_OK;
 }
 
 /* Collects pending tensors and their distinct values, then the post order: every live
@@ -128,11 +155,7 @@ static ltc_status collect_from(graph *g, ltc_tensor *const *only, int n_only) {
         g->tensors[g->n_tensors++] = (pending){t, r};
     }
     epoch++;
-    for (int i = 0; i < g->n_roots; i++) {
-        ltc_status st = post_order_from(g, g->roots[i].node);
-        if (st) return st;
-    }
-    return LTC_OK;
+    return walk_roots(g);
 }
 
 /* As collect, for the given tensors only: each one's value is a root (a tensor holding data
@@ -157,34 +180,50 @@ static ltc_status collect_given(graph *g, ltc_tensor *const *ts, int n) {
         g->roots[g->n_roots++] = v;
     }
     epoch++;
-    for (int i = 0; i < g->n_roots; i++) {
-        ltc_status st = post_order_from(g, g->roots[i].node);
-        if (st) return st;
+    return walk_roots(g);
+}
+
+/* Bytes for the streaming hash, gathered in a buffer: XXH3's update costs as much per call
+ * as hashing 8 bytes many times over, and the graph hash feeds it 8 or 16 bytes at a time.
+ * The digest is that of the same bytes fed one by one. */
+typedef struct {
+    XXH3_state_t st;
+    size_t n;
+    unsigned char buf[2048];
+} hash_buf;
+
+static void hash_put(hash_buf *h, const void *p, size_t n) {
+    if (h->n + n > sizeof h->buf) {
+        XXH3_128bits_update(&h->st, h->buf, h->n);
+        h->n = 0;
     }
-    return LTC_OK;
+    memcpy(h->buf + h->n, p, n);
+    h->n += n;
 }
 
 /* The graph's hash for backend b: the backend's name comes first, so one graph compiled for
  * two backends is two cache entries (switching backends needs no cache flush). */
 static ltc_hash graph_hash(const graph *g, const ltc_backend *b) {
-    XXH3_state_t st;
-    XXH3_INITSTATE(&st);
-    XXH3_128bits_reset(&st);
-    if (b) XXH3_128bits_update(&st, b->name, strlen(b->name));
+    hash_buf local, *h = &local;
+    XXH3_INITSTATE(&h->st);
+    XXH3_128bits_reset(&h->st);
+    h->n = 0;
+    if (b) XXH3_128bits_update(&h->st, b->name, strlen(b->name));
     for (int i = 0; i < g->n; i++) {
         const ltc_node *n = g->post[i];
-        XXH3_128bits_update(&st, &n->hash, sizeof n->hash);
+        hash_put(h, &n->hash, sizeof n->hash);
         for (int k = 0; k < n->n_operands; k++) {
             int32_t ref[2] = {n->operands[k].node->index, n->operands[k].index};
-            XXH3_128bits_update(&st, ref, sizeof ref);
+            hash_put(h, ref, sizeof ref);
         }
     }
     for (int i = 0; i < g->n_roots; i++) {
         int32_t ref[2] = {g->roots[i].node->index, g->roots[i].index};
-        XXH3_128bits_update(&st, ref, sizeof ref);
+        hash_put(h, ref, sizeof ref);
     }
-    XXH128_hash_t h = XXH3_128bits_digest(&st);
-    return (ltc_hash){h.low64, h.high64};
+    XXH3_128bits_update(&h->st, h->buf, h->n);
+    XXH128_hash_t x = XXH3_128bits_digest(&h->st);
+    return (ltc_hash){x.low64, x.high64};
 }
 
 ltc_status ltc_graph_compile(const ltc_lowering_ctx *ctx, ltc_backend *b, ltc_hash h,

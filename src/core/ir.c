@@ -46,7 +46,8 @@ static void hasher_put(node_hasher *s, int64_t v) {
 }
 
 static ltc_hash node_local_hash(const ltc_node *n) {
-    node_hasher s = {.k = 2}; /* words 0 and 1: the previous chunk's hash (none: 0) */
+    node_hasher s; /* not zero-initialised: only buf[0, k) is read (1 KB per node otherwise) */
+    s.k = 2;       /* words 0 and 1: the previous chunk's hash (none: 0) */
     s.buf[0] = s.buf[1] = 0;
     hasher_put(&s, n->op);
     hasher_put(&s, n->n_operands);
@@ -72,6 +73,24 @@ static ltc_hash node_local_hash(const ltc_node *n) {
     return s.h;
 }
 
+/* The local hash of a 0-d DEVICE_DATA node (a Lua number's parameter, one per use) depends
+ * on its dtype alone: computed once per dtype. Filled by any thread: the same value each
+ * time, published after it is written. */
+static ltc_hash scalar_param_hash[LTC_DTYPE_COUNT];
+static bool scalar_param_ready[LTC_DTYPE_COUNT];
+
+static ltc_hash local_hash(const ltc_node *n) {
+    const ltc_shape *s = &n->shapes[0];
+    if (n->op != LTC_OP_DEVICE_DATA || s->ndim != 0 || (unsigned)s->dtype >= LTC_DTYPE_COUNT)
+        return node_local_hash(n);
+    if (__atomic_load_n(&scalar_param_ready[s->dtype], __ATOMIC_ACQUIRE))
+        return scalar_param_hash[s->dtype];
+    ltc_hash h = node_local_hash(n);
+    scalar_param_hash[s->dtype] = h;
+    __atomic_store_n(&scalar_param_ready[s->dtype], true, __ATOMIC_RELEASE);
+    return h;
+}
+
 /* A node's bytes: the struct, then its shapes, attributes and operands. */
 static size_t node_size(int n_operands, int n_attrs, int n_outputs) {
     return sizeof(ltc_node) + sizeof(ltc_value) * (size_t)n_operands +
@@ -80,6 +99,13 @@ static size_t node_size(int n_operands, int n_attrs, int n_outputs) {
 
 ltc_node *ltc_node_new(int op, const ltc_value *operands, int n_operands, const ltc_attr *attrs,
                        int n_attrs, const ltc_shape *shapes, int n_outputs) {
+    return ltc_node_new_checked(op, operands, n_operands, attrs, n_attrs, shapes, n_outputs,
+                                false);
+}
+
+ltc_node *ltc_node_new_checked(int op, const ltc_value *operands, int n_operands,
+                               const ltc_attr *attrs, int n_attrs, const ltc_shape *shapes,
+                               int n_outputs, bool shapes_checked) {
     if (n_operands < 0 || n_operands > UINT16_MAX || n_attrs < 0 || n_attrs > UINT8_MAX ||
         n_outputs < 1 || n_outputs > UINT8_MAX) {
         ltc_errorf(LTC_ERR_ARG, "%s: bad node arity", ltc_op_name(op));
@@ -93,7 +119,7 @@ ltc_node *ltc_node_new(int op, const ltc_value *operands, int n_operands, const 
         }
     /* the one check every shape a rule produces goes through (sizes, element and byte
      * counts, overflow-safe) before a kernel can see it */
-    for (int i = 0; i < n_outputs; i++)
+    for (int i = 0; i < n_outputs && !shapes_checked; i++)
         if (ltc_shape_check(&shapes[i]) != LTC_OK) return NULL;
     size_t sz = node_size(n_operands, n_attrs, n_outputs);
     ltc_node *n = ltc_slab_alloc(sz);
@@ -116,7 +142,7 @@ ltc_node *ltc_node_new(int op, const ltc_value *operands, int n_operands, const 
         n->operands[i] = operands[i];
         ltc_node_retain(operands[i].node);
     }
-    n->hash = node_local_hash(n);
+    n->hash = local_hash(n);
     n->source = ltc_debug_source(op); /* LTC_IR_DEBUG: where Lua traced it */
     return n;
 }

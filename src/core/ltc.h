@@ -199,6 +199,11 @@ ltc_status ltc_tensor_from_host(const ltc_shape *shape, const void *host, ltc_te
 ltc_status ltc_tensor_from_int(int64_t v, bool weak, ltc_tensor **out);
 ltc_status ltc_tensor_from_float(double v, bool weak, ltc_tensor **out);
 ltc_status ltc_tensor_from_bool(bool v, bool weak, ltc_tensor **out); /* a bool 0-d tensor */
+/* A weak float64 0-d tensor for a number passed to one op call (a binding's argument): the
+ * caller passes it to that one op and then only releases it. The op's type promotion may then
+ * convert it in place to float32 (what a float32 op makes of it anyway) instead of making a
+ * second tensor; the op (and what it records for backward) sees the converted scalar. */
+ltc_status ltc_tensor_from_float_operand(double v, ltc_tensor **out);
 
 const ltc_shape *ltc_tensor_shape(const ltc_tensor *t);
 bool ltc_tensor_is_weak(const ltc_tensor *t);

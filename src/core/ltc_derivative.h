@@ -81,6 +81,10 @@ typedef struct ltc_derivative {
     /* per schema argument: a formula reads it, so a Tensor/Scalar/Tensor[] argument is saved
      * at record time (the others reach the backward as NULL / empty lists) */
     const bool *saves;
+    /* per schema argument j: the arguments i (bit i) whose formula reads it; NULL when not
+     * known. Recording saves argument j only when one of those needs a gradient (PyTorch
+     * saves `self` of a product only when `other` requires grad). */
+    const uint64_t *reads;
 } ltc_derivative;
 
 /* The generated table (gen/derivatives.c): the entry of an op by its LTC_OP_* number, NULL

@@ -85,6 +85,11 @@ void ltc_node_release(ltc_node *n);
 /* Builds a node. `operands` are retained. Returns NULL (with the error set) on failure. */
 ltc_node *ltc_node_new(int op, const ltc_value *operands, int n_operands, const ltc_attr *attrs,
                        int n_attrs, const ltc_shape *shapes, int n_outputs);
+/* As ltc_node_new; shapes_checked: the caller has passed every shape through
+ * ltc_shape_check already (the tracer does, for the status it returns). */
+ltc_node *ltc_node_new_checked(int op, const ltc_value *operands, int n_operands,
+                               const ltc_attr *attrs, int n_attrs, const ltc_shape *shapes,
+                               int n_outputs, bool shapes_checked);
 const char *ltc_op_name(int op); /* generated */
 
 /* What an op's attribute means, from its schema type (for IR dumps). */

@@ -56,7 +56,11 @@ ltc_tensor *ltc_tensor_retain(ltc_tensor *t) {
 }
 
 void ltc_tensor_release(ltc_tensor *t) {
-    if (!t || --t->refcount > 0) return;
+    if (!t) return;
+    if (--t->refcount > 0) {
+        t->once = false; /* (a number made for one op call: its caller is done with it) */
+        return;
+    }
     if (t->prev) t->prev->next = t->next;
     else live.head = t->next;
     if (t->next) t->next->prev = t->prev;
@@ -65,14 +69,14 @@ void ltc_tensor_release(ltc_tensor *t) {
     if (++live.destroyed == COUNT_BATCH) ltc_tensor_counts_flush();
     ltc_node_release(t->ir.node);
     ltc_data_release(t->data);
-    ltc_data_release(t->committed);
-    free(t->failed);
-    ltc_tensor_history_clear(t);
-    free(t->history);
-    free(t->ag_history);
+    /* (the rare parts tested first: most tensors have none, and each call costs) */
+    if (t->committed) ltc_data_release(t->committed);
+    if (t->failed) free(t->failed);
+    if (t->n_history) ltc_tensor_history_clear(t);
+    if (t->history) free(t->history), free(t->ag_history);
     if (t->ag) ltc_ag_meta_free(t);
-    ltc_tensor_release(t->base);
-    free(t->steps);
+    if (t->base) ltc_tensor_release(t->base);
+    if (t->steps) free(t->steps);
     ltc_slab_free(t, sizeof *t);
 }
 
@@ -119,21 +123,37 @@ typedef struct {
     ltc_dtype dtype;
     uint64_t bits;
 } scalar_slot;
-static _Thread_local scalar_slot scalar_cache[SCALAR_SLOTS];
-static _Thread_local bool scalar_cache_used;
+/* (on the heap, made at first use: thread-local storage stays small enough for the loader
+ * to place it statically, where each access is a load rather than a __tls_get_addr call) */
+static _Thread_local scalar_slot *scalar_cache;
 static pthread_key_t scalar_key;
 static pthread_once_t scalar_once = PTHREAD_ONCE_INIT;
 
 static void scalar_cache_clear_at(scalar_slot *c) {
-    for (int i = 0; i < SCALAR_SLOTS; i++) {
+    for (int i = 0; c && i < SCALAR_SLOTS; i++) {
         ltc_data_release(c[i].data);
         c[i].data = NULL;
     }
 }
-static void scalar_cache_exit(void *p) { scalar_cache_clear_at(p); }
+static void scalar_cache_exit(void *p) {
+    scalar_cache_clear_at(p);
+    free(p);
+}
 static void scalar_make_key(void) { (void)pthread_key_create(&scalar_key, scalar_cache_exit); }
 
 void ltc_scalar_cache_clear(void) { scalar_cache_clear_at(scalar_cache); }
+
+/* This thread's cache, made at first use (NULL when that fails: no caching). */
+static scalar_slot *scalar_cache_get(void) {
+    if (scalar_cache) return scalar_cache;
+    pthread_once(&scalar_once, scalar_make_key);
+    scalar_slot *c = calloc(SCALAR_SLOTS, sizeof *c);
+    if (c && pthread_setspecific(scalar_key, c)) {
+        free(c);
+        return NULL;
+    }
+    return scalar_cache = c;
+}
 
 /* data_from_scalar is optional: a 0-d value is also host data of its dtype. NULL on
  * failure, with the backend's message kept (ltc_data_from_host). */
@@ -149,16 +169,13 @@ static ltc_data *scalar_data(ltc_backend *b, ltc_dtype dt, const void *v) {
     memcpy(&bits, v, ltc_dtype_size(dt));
     if (ltc_capture_active()) return from_scalar(b, &s, v);
     uint64_t h = (bits ^ (bits >> 29) ^ (uint64_t)dt * 0x9E3779B97F4A7C15ull) * 0xBF58476D1CE4E5B9ull;
-    scalar_slot *e = &scalar_cache[h >> 58];
+    scalar_slot *cache = scalar_cache_get();
+    if (!cache) return from_scalar(b, &s, v);
+    scalar_slot *e = &cache[h >> 58];
     if (e->data && e->bits == bits && e->dtype == dt && e->backend == b)
         return ltc_data_retain(e->data);
     ltc_data *d = from_scalar(b, &s, v);
     if (!d) return NULL;
-    if (!scalar_cache_used) {
-        pthread_once(&scalar_once, scalar_make_key);
-        if (pthread_setspecific(scalar_key, scalar_cache)) return d;
-        scalar_cache_used = true;
-    }
     ltc_data_release(e->data);
     *e = (scalar_slot){ltc_data_retain(d), b, dt, bits};
     return d;
@@ -188,6 +205,25 @@ ltc_status ltc_tensor_from_float(double v, bool weak, ltc_tensor **out) {
     return scalar(LTC_F64, &v, weak, out);
 }
 
+ltc_status ltc_tensor_from_float_operand(double v, ltc_tensor **out) {
+    ltc_status st = scalar(LTC_F64, &v, true, out);
+    if (!st) (*out)->once = true, (*out)->num = v;
+    return st;
+}
+
+ltc_status ltc_tensor_weak_convert(ltc_tensor *t, ltc_dtype dt) {
+    uint64_t v[1];
+    ltc_dtype_store_f64(v, dt, 0, t->num);
+    ltc_backend *b = ltc_backend_default();
+    if (!b) return ltc_errorf(LTC_ERR_STATE, "tensor: no backend is registered");
+    ltc_data *d = scalar_data(b, dt, v);
+    if (!d) return LTC_ERR_NOMEM;
+    ltc_data_release(t->data);
+    t->data = d;
+    t->shape.dtype = dt;
+    return LTC_OK;
+}
+
 ltc_status ltc_tensor_from_bool(bool v, bool weak, ltc_tensor **out) {
     uint8_t b = v;
     return scalar(LTC_BOOL, &b, weak, out);
@@ -215,8 +251,10 @@ ltc_status ltc_tensor_failed_error(const ltc_tensor *t) {
 
 ltc_status ltc_tensor_value(ltc_tensor *t, ltc_value *out) {
     if (t->failed) return ltc_tensor_failed_error(t);
-    ltc_status st = ltc_view_refresh(t);
-    if (st) return st;
+    if (ltc_view_stale(t)) {
+        ltc_status st = ltc_view_refresh(t);
+        if (st) return st;
+    }
     if (!t->ir.node) { /* data only: make its DEVICE_DATA node once */
         ltc_node *n = ltc_node_new(LTC_OP_DEVICE_DATA, NULL, 0, NULL, 0, &t->shape, 1);
         if (!n) return LTC_ERR_NOMEM;

@@ -86,6 +86,8 @@ ltc_status ltc_trace_promote(ltc_tensor **io, int n, ltc_promote_rule rule) {
     ltc_status st = LTC_OK;
     for (; done < n; done++) {
         ltc_tensor *t = io[done];
+        bool once = t->once; /* a number made for this call only (its first promotion) */
+        t->once = false;
         if (special_scalar(t, dt, &io[done], &st)) {
             if (st) break;
             continue;
@@ -97,7 +99,13 @@ ltc_status ltc_trace_promote(ltc_tensor **io, int n, ltc_promote_rule rule) {
         /* a scalar that is a static input of a graph capture may get a new value between
          * replays (ltc.jit's number arguments): its conversion is traced */
         if (t->weak && !ltc_tensor_is_pending(t) && t->data && !ltc_capture_is_static(t)) {
-            st = convert_weak(t, dt, &io[done]);
+            /* held by the caller alone: float64 becomes float32 in place, no second tensor */
+            if (once && t->refcount == 1 && t->shape.dtype == LTC_F64 && dt == LTC_F32 &&
+                !t->ir.node) {
+                if (!(st = ltc_tensor_weak_convert(t, dt))) ltc_tensor_retain(t);
+            } else {
+                st = convert_weak(t, dt, &io[done]);
+            }
         } else {
             ltc_shape s = t->shape;
             s.dtype = dt;
@@ -210,9 +218,10 @@ ltc_status ltc_trace(int op, ltc_tensor *const *operands, int n_operands, const 
         ltc_status st = ltc_tensor_value(operands[i], &vals[i]);
         if (st) return st;
     }
-    for (int i = 0; i < n_outputs; i++) /* ltc_node_new checks too; here for the status */
+    for (int i = 0; i < n_outputs; i++) /* here for the status (the node skips its check) */
         if (ltc_shape_check(&shapes[i]) != LTC_OK) return LTC_ERR_ARG;
-    ltc_node *n = ltc_node_new(op, vals, n_operands, attrs, n_attrs, shapes, n_outputs);
+    ltc_node *n = ltc_node_new_checked(op, vals, n_operands, attrs, n_attrs, shapes, n_outputs,
+                                       true);
     if (!n) return LTC_ERR_NOMEM;
     int made = 0;
     ltc_status st = LTC_OK;

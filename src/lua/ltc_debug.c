@@ -3,6 +3,7 @@
  * IR text and DOT, backend text, the recompile explanation, the LTC_IR_DEBUG source hook,
  * and ltc.config's typed get/set/list. lua/ltc/debug.lua and init.lua build on them.
  */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,10 +139,23 @@ static int l_debug_tensor_ids(lua_State *L) {
  * main thread's stack: inside a coroutine the line is where it was resumed. One per OS thread,
  * as the core's hook (each thread runs its own Lua state). */
 #define SKIP_MAX 4
-static _Thread_local struct {
+#define SCOPE_MAX 64
+/* This state and the module scopes below, per OS thread, on the heap (made when the module
+ * opens): thread-local storage stays small enough for the loader to place it statically. */
+typedef struct {
     lua_State *L;
     char skip[SKIP_MAX][512];
-} hook;
+    struct {
+        int depth[SCOPE_MAX]; /* strictly increasing */
+        int n;
+    } scopes;
+} debug_state;
+static debug_state no_state; /* (before the module opens on this thread: nothing, read only) */
+static _Thread_local debug_state *dbg = &no_state;
+static pthread_key_t dbg_key;
+static pthread_once_t dbg_once = PTHREAD_ONCE_INIT;
+static void dbg_make_key(void) { (void)pthread_key_create(&dbg_key, free); }
+#define hook (*dbg)
 
 static bool skipped(const char *source) {
     for (int i = 0; i < SKIP_MAX; i++) {
@@ -159,11 +173,7 @@ static bool skipped(const char *source) {
  * is the module. Entries are dropped when a call at their depth or above enters, or when the
  * hook finds their frame gone. Forward is still tail-called, so error levels are unchanged.
  * Inside a coroutine nothing is tracked (the hook reads the main thread). */
-#define SCOPE_MAX 64
-static _Thread_local struct {
-    int depth[SCOPE_MAX]; /* strictly increasing */
-    int n;
-} scopes;
+#define scopes (dbg->scopes)
 static const char scopes_key = 0; /* registry[&scopes_key]: {module, ...}, as the depths */
 
 static int stack_depth(lua_State *L) {
@@ -459,6 +469,15 @@ static const luaL_Reg debug_functions[] = {
 };
 
 void ltcL_open_debug(lua_State *L) {
+    if (dbg == &no_state) {
+        pthread_once(&dbg_once, dbg_make_key);
+        debug_state *d = calloc(1, sizeof *d);
+        if (!d || pthread_setspecific(dbg_key, d)) {
+            free(d);
+            luaL_error(L, "ltc: out of memory opening the module");
+        }
+        dbg = d;
+    }
     luaL_setfuncs(L, debug_functions, 0);
     lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
     hook.L = lua_tothread(L, -1);

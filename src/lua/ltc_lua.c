@@ -98,6 +98,15 @@ ltc_tensor *ltcL_operand(lua_State *L, int arg) {
     return ltc_tensor_retain(ltcL_testtensor(L, arg));
 }
 
+ltc_tensor *ltcL_operand_once(lua_State *L, int arg) {
+    if (lua_type(L, arg) != LUA_TNUMBER) /* a tensor: checked by ltcL_checkoperand */
+        return ltc_tensor_retain(((tensor_box *)lua_touserdata(L, arg))->t);
+    if (lua_isinteger(L, arg)) return ltcL_operand(L, arg);
+    ltc_tensor *t = NULL;
+    ltc_tensor_from_float_operand(lua_tonumber(L, arg), &t);
+    return t;
+}
+
 int ltcL_checkoperands(lua_State *L, int arg, ltc_tensor **out, int max, const char *fname) {
     if (lua_type(L, arg) != LUA_TTABLE)
         luaL_error(L, "%s: bad argument #%d (a table of tensors expected, got %s)", fname, arg,

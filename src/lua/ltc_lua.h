@@ -62,6 +62,11 @@ void ltcL_checkoperand(lua_State *L, int arg, const char *fname);
  * weak 0-d tensor for a Lua number (int64 for an integer, float64 for a float). Never
  * raises; returns NULL on allocation failure with the core's error set. */
 ltc_tensor *ltcL_operand(lua_State *L, int arg);
+/* As ltcL_operand (the operand checked by ltcL_checkoperand before), for a generated op
+ * binding that passes the operand to its one op call and then only releases it: a float
+ * number may then be converted in place by the op's type promotion
+ * (ltc_tensor_from_float_operand). */
+ltc_tensor *ltcL_operand_once(lua_State *L, int arg);
 /* A list of operands: a Lua table of tensors/numbers at `arg`. Checks, then fills `out`
  * with new references (at most `max`); returns the count. Raises on a bad entry. */
 int ltcL_checkoperands(lua_State *L, int arg, ltc_tensor **out, int max, const char *fname);

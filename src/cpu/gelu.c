@@ -26,7 +26,10 @@ static inline float phi_cdf_f32(float x, float *e) {
                       t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
     *e = expf(-z * z);
     float tail = 0.5f * poly * *e; /* erfc(|z|) / 2 */
-    return z < 0 ? tail : 1.0f - tail;
+    /* z < 0: tail; else 1 - tail, through the sign s (0.5 (1 + s) is 0 or 1 exactly): a
+     * comparison here, as ?: or as a number, kept the loops from vectorizing (10x slower) */
+    float s = copysignf(1.0f, z);
+    return 0.5f * (1.0f + s) - s * tail;
 }
 
 LTC_EW_CLONES

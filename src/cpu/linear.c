@@ -17,10 +17,28 @@ static void gemm(ltc_dtype dt, bool bt, int64_t m, int64_t n, int64_t k, double 
  * each on one OpenBLAS thread: with worker threads, from LTC_GEMM_SPLIT multiply-adds,
  * never under LTC_DETERMINISTIC (kept to one thread, as for ltc_cpu_gemm). The blocks give
  * the same bits as one call (OpenBLAS sums each element along k alike), so whether a call
- * splits is left to ltc_cpu_split_begin's timing. */
+ * splits is left to split_now. */
 static bool split_gemm(int64_t macs) {
     return ltc_cpu_threads() > 1 && macs >= LTC_GEMM_SPLIT &&
            !ltc_config_get_int("LTC_DETERMINISTIC");
+}
+
+/* Whether this call splits (*timed: it is timed, for ltc_cpu_split_end). From LTC_GEMM_SMALL
+ * multiply-adds it always splits, untimed (LTC_GEMM_SPLIT=0 aside): the one call would run
+ * OpenBLAS's own threads, whose workers spin on after it on the cores the next kernel's
+ * threads need, a cost the call's own time does not show (a [1024,512] gelu_backward after
+ * linear_backward took 0.44-0.57 ms, 0.32-0.37 after the split one; tiny_gpt's step went from
+ * 60 to 97 ms in a run where the timing chose OpenBLAS's threads). Below it, where the one
+ * call runs on this thread, the timing chooses. */
+static bool split_now(ltc_cpu_split_t *sp, bool *timed, int64_t macs, uint64_t key) {
+    static int64_t *mode;
+    if (!mode) mode = ltc_config_slot("LTC_GEMM_SPLIT");
+    if (!*timed) return false;
+    if (macs >= LTC_GEMM_SMALL) {
+        *timed = false;
+        return *mode != 0;
+    }
+    return ltc_cpu_split_begin(sp, key);
 }
 
 /* The timing key of a kernel `site` on sizes a, b, c. */
@@ -67,7 +85,7 @@ static ltc_status linear(const ltc_kernel_args *a, bool bias) {
     if (!k) return LTC_OK;
     ltc_cpu_split_t sp;
     bool timed = split_gemm(m * n * k) && m >= 2 * LTC_PAR_MIN_CHUNKS;
-    if (timed && ltc_cpu_split_begin(&sp, split_key(1 + dt, m, n, k))) {
+    if (split_now(&sp, &timed, m * n * k, split_key(1 + dt, m, n, k))) {
         lin_ctx c = {dt, m, n, k, LTC_PAR_MIN_CHUNKS, a->in[0], a->in[1], y};
         ltc_cpu_blas_single(true);
         ltc_cpu_parallel_for(c.blocks, 1, lin_task, &c);
@@ -180,8 +198,9 @@ ltc_status ltc_cpu_kernel_linear_backward(const ltc_kernel_args *a) {
     }
     ltc_cpu_split_t sp;
     bool timed = split_gemm(rows * in * out) && out >= 2 * LTC_PAR_MIN_CHUNKS;
-    if (timed && ltc_cpu_split_begin(&sp, split_key(3 + a->in_shapes[0].dtype + 16 * skip_dx +
-                                                    32 * skip_dw, rows, in, out))) {
+    if (split_now(&sp, &timed, rows * in * out,
+                  split_key(3 + a->in_shapes[0].dtype + 16 * skip_dx + 32 * skip_dw, rows, in,
+                            out))) {
         c.nx = skip_dx ? 0 : skip_dw ? LTC_PAR_MIN_CHUNKS : 2;
         c.nw = skip_dx ? LTC_PAR_MIN_CHUNKS : skip_dw ? 1 : 2;
         ltc_cpu_blas_single(true);

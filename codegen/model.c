@@ -339,10 +339,13 @@ static bool load_ops(gen_model *m, yfile *f) {
     return ok;
 }
 
-/* Applies one backend list (full_codegen, supported) to the ops it names. */
-static bool load_list(gen_model *m, yfile *f, yaml_node_t *map, const char *key, lowering lower,
-                      const char *ops_path) {
-    static const char *const list_names[] = {"", "full_codegen", "supported"};
+/* Calls each(m, f, n, name, op, ctx) for every entry n of the backend YAML's list `key`
+ * (op: the op it names, or NULL; name NULL when n is no scalar). True when the list is
+ * absent or every call returned true. */
+typedef bool (*list_fn)(gen_model *m, yfile *f, yaml_node_t *n, const char *name, gen_op *op,
+                        const void *ctx);
+static bool each_listed(gen_model *m, yfile *f, yaml_node_t *map, const char *key, list_fn each,
+                        const void *ctx) {
     yaml_node_t *list = lookup(f, map, key);
     if (!list || is_null(list)) return true;
     if (list->type != YAML_SEQUENCE_NODE) {
@@ -354,53 +357,62 @@ static bool load_list(gen_model *m, yfile *f, yaml_node_t *map, const char *key,
          it < list->data.sequence.items.top; it++) {
         yaml_node_t *n = node_at(f, *it);
         const char *name = scalar(f, n, "an op name");
-        gen_op *op = name ? model_find(m, name) : NULL;
-        if (!name) {
-            ok = false;
-        } else if (!op) {
-            NODE_ERROR(f, n, "%s lists '%s', which is not an op of %s", key, name, ops_path);
-            ok = false;
-        } else if (op->non_native) {
-            NODE_ERROR(f, n, "%s lists '%s', a non_native node of %s (it has no entry to lower)",
-                       key, name, ops_path);
-            ok = false;
-        } else if (op->lower != LOWER_NONE) {
-            NODE_ERROR(f, n, "'%s' is listed in %s and in %s", name, list_names[op->lower], key);
-            ok = false;
-        } else {
-            op->lower = lower;
-        }
+        ok &= each(m, f, n, name, name ? model_find(m, name) : NULL, ctx);
     }
     return ok;
 }
 
-/* Marks the ops of the backend YAML's `skips_unread_outputs`: hand-written kernels (in
- * `supported`) of ops with several results, which leave a result unwritten when the plan
- * passes NULL for it (PyTorch's output_mask of the backward ops). */
-static bool load_skips_unread(gen_model *m, yfile *f, yaml_node_t *map) {
-    const char *key = "skips_unread_outputs";
-    yaml_node_t *list = lookup(f, map, key);
-    if (!list || is_null(list)) return true;
-    if (list->type != YAML_SEQUENCE_NODE) {
-        NODE_ERROR(f, list, "%s must be a list of op names", key);
+typedef struct {
+    const char *key, *ops_path;
+    lowering lower;
+} lower_list;
+
+/* One entry of a lowering list (full_codegen, supported): the op it names gets the list's
+ * lowering. */
+static bool lower_listed(gen_model *m, yfile *f, yaml_node_t *n, const char *name, gen_op *op,
+                         const void *ctx) {
+    static const char *const list_names[] = {"", "full_codegen", "supported"};
+    const lower_list *l = ctx;
+    (void)m;
+    if (!name) return false;
+    if (!op) {
+        NODE_ERROR(f, n, "%s lists '%s', which is not an op of %s", l->key, name, l->ops_path);
         return false;
     }
-    bool ok = true;
-    for (yaml_node_item_t *it = list->data.sequence.items.start;
-         it < list->data.sequence.items.top; it++) {
-        yaml_node_t *n = node_at(f, *it);
-        const char *name = scalar(f, n, "an op name");
-        gen_op *op = name ? model_find(m, name) : NULL;
-        if (!op || op->lower != LOWER_SUPPORTED || op->n_rets < 2) {
-            if (name)
-                NODE_ERROR(f, n, "%s lists '%s', which is not a supported op with several "
-                           "results", key, name);
-            ok = false;
-        } else {
-            op->skips_unread = true;
-        }
+    if (op->non_native) {
+        NODE_ERROR(f, n, "%s lists '%s', a non_native node of %s (it has no entry to lower)",
+                   l->key, name, l->ops_path);
+        return false;
     }
-    return ok;
+    if (op->lower != LOWER_NONE) {
+        NODE_ERROR(f, n, "'%s' is listed in %s and in %s", name, list_names[op->lower], l->key);
+        return false;
+    }
+    op->lower = l->lower;
+    return true;
+}
+
+/* Applies one backend list (full_codegen, supported) to the ops it names. */
+static bool load_list(gen_model *m, yfile *f, yaml_node_t *map, const char *key, lowering lower,
+                      const char *ops_path) {
+    lower_list l = {key, ops_path, lower};
+    return each_listed(m, f, map, key, lower_listed, &l);
+}
+
+/* One entry of the backend YAML's `skips_unread_outputs`: a hand-written kernel (in
+ * `supported`) of an op with several results, which leaves a result unwritten when the plan
+ * passes NULL for it (PyTorch's output_mask of the backward ops). */
+static bool skips_unread_listed(gen_model *m, yfile *f, yaml_node_t *n, const char *name,
+                                gen_op *op, const void *ctx) {
+    (void)m, (void)ctx;
+    if (!name) return false;
+    if (!op || op->lower != LOWER_SUPPORTED || op->n_rets < 2) {
+        NODE_ERROR(f, n, "skips_unread_outputs lists '%s', which is not a supported op with "
+                   "several results", name);
+        return false;
+    }
+    op->skips_unread = true;
+    return true;
 }
 
 /* Reports a non-empty `ir_gen` or `non_native` list of the backend YAML: node kinds of
@@ -431,7 +443,7 @@ static bool load_backend(gen_model *m, yfile *f, const char *ops_path) {
     }
     ok &= load_list(m, f, root, "full_codegen", LOWER_FULL, ops_path);
     ok &= load_list(m, f, root, "supported", LOWER_SUPPORTED, ops_path);
-    ok &= load_skips_unread(m, f, root);
+    ok &= each_listed(m, f, root, "skips_unread_outputs", skips_unread_listed, NULL);
     ok &= refuse_core_list(f, root, "ir_gen", ops_path);
     ok &= refuse_core_list(f, root, "non_native", ops_path);
     return ok;

@@ -85,3 +85,7 @@ void ltc_cpu_split_end(ltc_cpu_split_t *s) { (void)s; }
 int64_t ltc_config_get_int(const char *name) {
     return strcmp(name, "LTC_CONV_DIRECT") == 0;
 }
+int64_t *ltc_config_slot(const char *name) {
+    static int64_t split = 2, other = 0; /* LTC_GEMM_SPLIT's default; the rest read 0 */
+    return strcmp(name, "LTC_GEMM_SPLIT") == 0 ? &split : &other;
+}

@@ -85,6 +85,54 @@ describe("optimizer state dicts", function()
   end)
 end)
 
+describe("optimizer state dicts from PyTorch (fresh-eyes tester)", function()
+  -- torch 1.13: Adam/AdamW(lr=0.1) over ones(2), one step with grad 1, its state dict with
+  -- step = 7 (a number) loaded into a new optimizer, one step with grad {1, 2}
+  local want = { Adam = { 0.9333786368370056, 0.9356982707977295 },
+    AdamW = { 0.9323786497116089, 0.9346982836723328 } }
+  for _, cls in ipairs { "Adam", "AdamW" } do
+    it(cls .. " takes a number step as its float64 0-d count", function()
+      for _, foreach in ipairs { true, false } do
+        ltc.optim._foreach = foreach
+        local a = ltc.ones(2):requires_grad_()
+        local opt = ltc.optim[cls]({ a }, { lr = 0.1 })
+        a.grad = ltc.ones(2)
+        opt:step()
+        local sd = opt:state_dict()
+        sd.state[1].step = 7
+        local b = ltc.ones(2):requires_grad_()
+        local opt2 = ltc.optim[cls]({ b }, { lr = 0.1 })
+        opt2:load_state_dict(sd)
+        b.grad = ltc.tensor({ 1, 2 })
+        opt2:step()
+        ltc.optim._foreach = true
+        close(want[cls], b:totable(), 1e-6)
+        local step = opt2:state_dict().state[1].step
+        assert.are.equal("float64", step:dtype())
+        assert.are.equal(0, step:dim())
+        assert.are.equal(8, step:item())
+      end
+    end)
+  end
+
+  it("refuse an Adam state without its moments, naming the parameter and the key", function()
+    local a, b = ltc.ones(2):requires_grad_(), ltc.ones(3):requires_grad_()
+    local opt = ltc.optim.Adam({ a, b }, { lr = 0.1 })
+    a.grad, b.grad = ltc.ones(2), ltc.ones(3)
+    opt:step()
+    for _, key in ipairs { "exp_avg", "exp_avg_sq" } do
+      local sd = opt:state_dict()
+      sd.state[2][key] = nil
+      assert.has_error(function() ltc.optim.Adam({ a, b }):load_state_dict(sd) end,
+        "Adam.load_state_dict: the state of parameter 2 has no '" .. key .. "'")
+    end
+    local sd = opt:state_dict()
+    sd.state[1].step = "7"
+    assert.has_error(function() ltc.optim.AdamW({ a, b }):load_state_dict(sd) end,
+      "AdamW.load_state_dict: 'step' of parameter 1 must be a number or a one-element tensor, got string")
+  end)
+end)
+
 describe("add_param_group", function()
   it("adds a group with its own options and the defaults for the rest", function()
     local a, b = ltc.tensor({ 1.0 }):requires_grad_(), ltc.tensor({ 1.0 }):requires_grad_()

@@ -57,6 +57,42 @@ describe("the optimizers", function()
   end)
 end)
 
+describe("an lr set to a bad value (fresh-eyes tester)", function()
+  it("raises at step naming the optimizer, eagerly and under ltc.jit", function()
+    local p = ltc.ones(2):requires_grad_()
+    local opt = ltc.optim.AdamW({ p }, { lr = 0.01 })
+    local function body()
+      opt:zero_grad()
+      local loss = (p * p):sum()
+      loss:backward()
+      opt:step()
+      return loss
+    end
+    opt.lr = "fast"
+    assert.has_error(body, "AdamW: lr must be a number (or a 0-d tensor), got string")
+    opt.lr = 0.01
+    local step = ltc.jit(body)
+    for _ = 1, 3 do step() end
+    opt.lr = "fast"
+    assert.has_error(step, "AdamW: lr must be a number (or a 0-d tensor), got string")
+    opt.lr = nil
+    assert.has_error(step, "AdamW: lr must be a number (or a 0-d tensor), got nil")
+    opt.lr = 0.01
+    step()
+    local sgd = ltc.optim.SGD({ { params = { p } }, { params = { ltc.ones(1):requires_grad_() } } }, { lr = 0.1 })
+    sgd.param_groups[2].lr = ltc.ones(2)
+    assert.has_error(function() sgd:step() end,
+      "SGD: lr must be a number (or a 0-d tensor), got a tensor of size [2] (parameter group 2)")
+    -- a 0-d tensor lr works: p = 1 - 0.1 * 1
+    local q = ltc.ones(2):requires_grad_()
+    local sgd2 = ltc.optim.SGD({ q }, { lr = 0.5 })
+    sgd2.lr = ltc.tensor(0.1, "float64")
+    q.grad = ltc.ones(2)
+    sgd2:step()
+    close({ 0.9, 0.9 }, q:totable(), 1e-6)
+  end)
+end)
+
 describe("optimizer state dicts", function()
   it("resume a run exactly: moments and step counts included", function()
     local c = fx.optim.cases.Adam_amsgrad

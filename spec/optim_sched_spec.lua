@@ -251,6 +251,39 @@ describe("lr_scheduler", function()
       close(fx.sched[name].moms, moms, 1e-12)
     end)
   end
+  -- PyTorch's positional arguments (fresh-eyes tester: they raised "options must be a table")
+  local positional = {
+    StepLR = function(o) return S.StepLR(o, 4, 0.5) end,
+    MultiStepLR = function(o) return S.MultiStepLR(o, { 3, 7, 20 }, { gamma = 0.3 }) end,
+    ExponentialLR = function(o) return S.ExponentialLR(o, 0.9) end,
+    CosineAnnealingLR = function(o) return S.CosineAnnealingLR(o, 10, 0.001) end,
+    CosineAnnealingWarmRestarts = function(o) return S.CosineAnnealingWarmRestarts(o, 3, 2, 0.01) end,
+    LinearLR = function(o) return S.LinearLR(o, 0.25, nil, 8) end,
+    LambdaLR = function(o) return S.LambdaLR(o, function(e) return 1 / (1 + e) end) end,
+    OneCycleLR = function(o) return S.OneCycleLR(o, 1.0, 25) end,
+    SequentialLR = function(o)
+      return S.SequentialLR(o, { S.LinearLR(o, 0.1, 1.0, 5), S.CosineAnnealingLR(o, 15) }, { 5 })
+    end,
+  }
+  for name, make in pairs(positional) do
+    it("takes PyTorch's positional arguments: " .. name, function()
+      local lrs, moms = follow(make, 25)
+      close(fx.sched[name].lrs, lrs, 1e-12)
+      close(fx.sched[name].moms, moms, 1e-12)
+    end)
+  end
+  it("refuses an argument given twice or too many positional arguments", function()
+    local opt = ltc.optim.SGD({ ltc.zeros(1):requires_grad_() }, { lr = 0.1 })
+    assert.has_error(function() S.StepLR(opt, 2, { step_size = 3 }) end,
+      "StepLR: got multiple values for 'step_size' (positional and in the options table)")
+    assert.has_error(function() S.StepLR(opt, 2, 0.1, 3) end,
+      "StepLR: takes at most 2 positional arguments after the optimizer (step_size, gamma), got 3")
+    assert.has_error(function() S.StepLR(opt, "x") end, "StepLR: step_size must be a positive integer (got x)")
+    -- the positional order survives an unknown-option error (which lists the names sorted)
+    assert.has_error(function() S.StepLR(opt, { stepsize = 3 }) end,
+      "StepLR: unknown option 'stepsize' (known: gamma, step_size)")
+    assert.are.equal(0.1 * 0.5, (function() local s = S.StepLR(opt, 1, 0.5); s:step(); return opt.lr end)())
+  end)
   it("matches PyTorch: OneCycleLR with Adam's beta1, linear, three phases", function()
     local lrs, moms = follow(function(o)
       return S.OneCycleLR(o, { max_lr = 0.5, total_steps = 25, anneal_strategy = "linear",

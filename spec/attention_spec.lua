@@ -312,4 +312,58 @@ describe("MultiheadAttention", function()
   end)
 end)
 
+describe("MultiheadAttention bad input (fresh-eyes tester)", function()
+  local function raises(want, f, ...)
+    local ok, e = pcall(f, ...)
+    assert.is_false(ok)
+    assert.is_truthy(tostring(e):find(want, 1, true), "got: " .. tostring(e))
+  end
+  ltc.manual_seed(0)
+  local mha = ltc.nn.MultiheadAttention(8, 2)
+  local q, k = ltc.randn(5, 8), ltc.randn(7, 8)
+  local qb, kb = ltc.randn(5, 2, 8), ltc.randn(7, 2, 8)
+
+  it("names the module and the sizes, not an internal reshape or add", function()
+    raises("MultiheadAttention: a batched (3-d) query [5, 2, 8] needs 3-d key and value, got key "
+      .. "[7, 8] and value [7, 8]", mha, qb, k, k)
+    raises("MultiheadAttention: key [7, 8] and value [6, 8] must have one size", mha, q, k, ltc.randn(6, 8))
+    raises("MultiheadAttention: key [7, 2, 8] and value [6, 2, 8] must have one size", mha, qb, kb,
+      ltc.randn(6, 2, 8))
+    raises("MultiheadAttention: key and value [7, 3, 8] must be [S, N, E] with query [5, 2, 8]", mha,
+      qb, ltc.randn(7, 3, 8), ltc.randn(7, 3, 8))
+    raises("MultiheadAttention: key_padding_mask must be [S] = [7] with key [7, 8], got [6]", mha, q, k,
+      k, { key_padding_mask = ltc.zeros(6, "bool") })
+    raises("MultiheadAttention: key_padding_mask must be [N, S] = [2, 7], got [2, 6]", mha, qb, kb, kb,
+      { key_padding_mask = ltc.zeros({ 2, 6 }, "bool") })
+    raises("MultiheadAttention: the 2-d attn_mask is [5, 6], but should be [5, 7] ([L, S])", mha, q, k,
+      k, { attn_mask = ltc.zeros({ 5, 6 }, "bool") })
+    raises("MultiheadAttention: the 2-d attn_mask is [5, 6], but should be [5, 7] ([L, S])", mha, qb, kb,
+      kb, { attn_mask = ltc.zeros({ 5, 6 }, "bool") })
+    raises("MultiheadAttention: the 3-d attn_mask is [2, 5, 7], but should be [4, 5, 7] ([N * num_heads, "
+      .. "L, S])", mha, qb, kb, kb, { attn_mask = ltc.zeros({ 2, 5, 7 }, "bool") })
+    raises("MultiheadAttention: unbatched query [5, 6] must be [L, E] with embed_dim 8", mha,
+      ltc.randn(5, 6), ltc.randn(7, 6), ltc.randn(7, 6))
+  end)
+
+  it("rejects an integer key_padding_mask (PyTorch) and names both dtypes of a float64 input", function()
+    raises("MultiheadAttention: only bool and floating key_padding_mask are supported, got int64", mha,
+      q, q, q, { key_padding_mask = ltc.tensor({ 0, 0, 0, 1, 0 }, "int64") })
+    raises("MultiheadAttention: only bool and floating attn_mask are supported, got int64", mha,
+      q, q, q, { attn_mask = ltc.zeros({ 5, 5 }, "int64") })
+    raises("MultiheadAttention: query dtype float64 does not match the weights' dtype float32", mha,
+      q:double(), q:double(), q:double())
+    raises("MultiheadAttention: key dtype float64 does not match the weights' dtype float32", mha,
+      qb, kb:double(), kb:double())
+  end)
+
+  it("takes a 3-d attn_mask [N * num_heads, L, S] (PyTorch's layout)", function()
+    local m2 = ltc.rand(5, 7):gt(0.5)
+    m2[{ {}, 1 }] = false -- every row attends somewhere
+    local m3 = m2:unsqueeze(1):expand({ 4, 5, 7 }):contiguous()
+    local want = mha(qb, kb, kb, { attn_mask = m2 })
+    local got = mha(qb, kb, kb, { attn_mask = m3 })
+    close(want:totable(), got:totable(), 1e-6)
+  end)
+end)
+
 teardown(function() fx = nil end)

@@ -162,7 +162,7 @@ case("Conv2d, MultiheadAttention and TransformerEncoderLayer with masks, and bac
   local img = ltc.tensor({ { { { 1, 2, 0, 1 }, { 0, 1, 3, 1 }, { 2, 1, 0, 0 }, { 1, 1, 1, 2 } },
                             { { 0, 1, 1, 0 }, { 2, 0, 1, 3 }, { 1, 2, 2, 1 }, { 0, 0, 1, 1 } } } }):to(dev)
   local r = r234(dev) / 8
-  local pad = ltc.tensor({ { false, false, true }, { false, true, true } }):to(dev)
+  local pad = ltc.tensor({ { false, false }, { false, true }, { true, false } }):to(dev) -- [N=3, S=2]
   local a = mha(r, r, r, { need_weights = false, is_causal = true })
   local e = enc(r, { src_key_padding_mask = pad })
   ;(a:sum() + e:sum() + conv(img):sum()):backward()

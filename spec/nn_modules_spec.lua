@@ -141,6 +141,47 @@ describe("module options", function()
       "Conv2d: unknown option 'pad' (known: bias, dilation, groups, padding, stride)")
   end)
 
+  it("are errors for the activations, Softmax and Flatten too (fresh-eyes tester)", function()
+    assert.has_error(function() nn.ReLU { foo = 1 } end, "ReLU: unknown option 'foo' (known: inplace)")
+    assert.has_error(function() nn.Tanh { foo = 1 } end, "Tanh: unknown option 'foo' (it takes no options)")
+    assert.has_error(function() nn.Sigmoid(1) end, "Sigmoid: takes at most 0 arguments (none), got 1")
+    assert.has_error(function() nn.GELU { approximat = "tanh" } end,
+      "GELU: unknown option 'approximat' (known: approximate)")
+    assert.has_error(function() nn.GELU { approximate = "tan" } end,
+      "GELU: approximate must be 'none' or 'tanh', got 'tan'")
+    assert.has_error(function() nn.ReLU { inplace = true } end,
+      "ReLU: inplace=true is not supported (ltc modules return a new tensor)")
+    assert.has_error(function() nn.Softmax { dimm = 1 } end, "Softmax: unknown option 'dimm' (known: dim)")
+    assert.has_error(function() nn.AdaptiveAvgPool2d { outsize = 2 } end,
+      "AdaptiveAvgPool2d: unknown option 'outsize' (known: output_size)")
+    assert.has_error(function() nn.Flatten { start = 1 } end,
+      "Flatten: unknown option 'start' (known: end_dim, start_dim)")
+    assert.are.equal("Softmax(dim=1)", tostring(nn.Softmax { dim = 1 }))
+    assert.are.equal("ReLU()", tostring(nn.ReLU { inplace = false }))
+  end)
+
+  it("GELU{approximate = 'tanh'} is PyTorch's tanh form, with its gradient", function()
+    -- torch 1.13: F.gelu(x, approximate='tanh') and the grad of its sum
+    local want = { -0.0036373, -0.1588080, 0.3457140, 1.9545977 }
+    local dwant = { -0.0115842, -0.0829641, 0.8673699, 1.0860993 }
+    for _, g in ipairs { nn.GELU { approximate = "tanh" }, nn.GELU("tanh"),
+      function(x) return nn.functional.gelu(x, { approximate = "tanh" }) end } do
+      local x = ltc.tensor({ -3, -1, 0.5, 2 }):requires_grad_()
+      local y = g(x)
+      y:sum():backward()
+      for i = 1, 4 do
+        assert.is_true(math.abs(y:totable()[i] - want[i]) < 1e-5, "value " .. i)
+        assert.is_true(math.abs(x.grad:totable()[i] - dwant[i]) < 1e-5, "grad " .. i)
+      end
+    end
+    assert.are.equal("GELU(approximate='tanh')", tostring(nn.GELU { approximate = "tanh" }))
+    -- "none" is the exact form (-0.0040 at -3, against -0.0036 for tanh)
+    local exact = nn.GELU { approximate = "none" }(ltc.tensor({ -3 })):totable()[1]
+    assert.is_true(math.abs(exact - -0.0040496) < 1e-6)
+    assert.has_error(function() nn.functional.gelu(ltc.ones(2), "x") end,
+      "gelu: approximate must be 'none' or 'tanh', got 'x'")
+  end)
+
   it("bias = false leaves Linear and Conv2d without a bias", function()
     local l = nn.Linear(3, 2, { bias = false })
     assert.is_nil(l.bias)

@@ -57,6 +57,42 @@ describe("the optimizers", function()
   end)
 end)
 
+describe("an lr set to a bad value (fresh-eyes tester)", function()
+  it("raises at step naming the optimizer, eagerly and under ltc.jit", function()
+    local p = ltc.ones(2):requires_grad_()
+    local opt = ltc.optim.AdamW({ p }, { lr = 0.01 })
+    local function body()
+      opt:zero_grad()
+      local loss = (p * p):sum()
+      loss:backward()
+      opt:step()
+      return loss
+    end
+    opt.lr = "fast"
+    assert.has_error(body, "AdamW: lr must be a number (or a 0-d tensor), got string")
+    opt.lr = 0.01
+    local step = ltc.jit(body)
+    for _ = 1, 3 do step() end
+    opt.lr = "fast"
+    assert.has_error(step, "AdamW: lr must be a number (or a 0-d tensor), got string")
+    opt.lr = nil
+    assert.has_error(step, "AdamW: lr must be a number (or a 0-d tensor), got nil")
+    opt.lr = 0.01
+    step()
+    local sgd = ltc.optim.SGD({ { params = { p } }, { params = { ltc.ones(1):requires_grad_() } } }, { lr = 0.1 })
+    sgd.param_groups[2].lr = ltc.ones(2)
+    assert.has_error(function() sgd:step() end,
+      "SGD: lr must be a number (or a 0-d tensor), got a tensor of size [2] (parameter group 2)")
+    -- a 0-d tensor lr works: p = 1 - 0.1 * 1
+    local q = ltc.ones(2):requires_grad_()
+    local sgd2 = ltc.optim.SGD({ q }, { lr = 0.5 })
+    sgd2.lr = ltc.tensor(0.1, "float64")
+    q.grad = ltc.ones(2)
+    sgd2:step()
+    close({ 0.9, 0.9 }, q:totable(), 1e-6)
+  end)
+end)
+
 describe("optimizer state dicts", function()
   it("resume a run exactly: moments and step counts included", function()
     local c = fx.optim.cases.Adam_amsgrad
@@ -82,6 +118,54 @@ describe("optimizer state dicts", function()
     local opt = ltc.optim.SGD({ p }, { lr = 0.1 })
     assert.has_error(function() opt:load_state_dict({ state = {}, param_groups = {} }) end,
       "SGD.load_state_dict: 0 parameter groups given, the optimizer has 1")
+  end)
+end)
+
+describe("optimizer state dicts from PyTorch (fresh-eyes tester)", function()
+  -- torch 1.13: Adam/AdamW(lr=0.1) over ones(2), one step with grad 1, its state dict with
+  -- step = 7 (a number) loaded into a new optimizer, one step with grad {1, 2}
+  local want = { Adam = { 0.9333786368370056, 0.9356982707977295 },
+    AdamW = { 0.9323786497116089, 0.9346982836723328 } }
+  for _, cls in ipairs { "Adam", "AdamW" } do
+    it(cls .. " takes a number step as its float64 0-d count", function()
+      for _, foreach in ipairs { true, false } do
+        ltc.optim._foreach = foreach
+        local a = ltc.ones(2):requires_grad_()
+        local opt = ltc.optim[cls]({ a }, { lr = 0.1 })
+        a.grad = ltc.ones(2)
+        opt:step()
+        local sd = opt:state_dict()
+        sd.state[1].step = 7
+        local b = ltc.ones(2):requires_grad_()
+        local opt2 = ltc.optim[cls]({ b }, { lr = 0.1 })
+        opt2:load_state_dict(sd)
+        b.grad = ltc.tensor({ 1, 2 })
+        opt2:step()
+        ltc.optim._foreach = true
+        close(want[cls], b:totable(), 1e-6)
+        local step = opt2:state_dict().state[1].step
+        assert.are.equal("float64", step:dtype())
+        assert.are.equal(0, step:dim())
+        assert.are.equal(8, step:item())
+      end
+    end)
+  end
+
+  it("refuse an Adam state without its moments, naming the parameter and the key", function()
+    local a, b = ltc.ones(2):requires_grad_(), ltc.ones(3):requires_grad_()
+    local opt = ltc.optim.Adam({ a, b }, { lr = 0.1 })
+    a.grad, b.grad = ltc.ones(2), ltc.ones(3)
+    opt:step()
+    for _, key in ipairs { "exp_avg", "exp_avg_sq" } do
+      local sd = opt:state_dict()
+      sd.state[2][key] = nil
+      assert.has_error(function() ltc.optim.Adam({ a, b }):load_state_dict(sd) end,
+        "Adam.load_state_dict: the state of parameter 2 has no '" .. key .. "'")
+    end
+    local sd = opt:state_dict()
+    sd.state[1].step = "7"
+    assert.has_error(function() ltc.optim.AdamW({ a, b }):load_state_dict(sd) end,
+      "AdamW.load_state_dict: 'step' of parameter 1 must be a number or a one-element tensor, got string")
   end)
 end)
 
@@ -167,6 +251,39 @@ describe("lr_scheduler", function()
       close(fx.sched[name].moms, moms, 1e-12)
     end)
   end
+  -- PyTorch's positional arguments (fresh-eyes tester: they raised "options must be a table")
+  local positional = {
+    StepLR = function(o) return S.StepLR(o, 4, 0.5) end,
+    MultiStepLR = function(o) return S.MultiStepLR(o, { 3, 7, 20 }, { gamma = 0.3 }) end,
+    ExponentialLR = function(o) return S.ExponentialLR(o, 0.9) end,
+    CosineAnnealingLR = function(o) return S.CosineAnnealingLR(o, 10, 0.001) end,
+    CosineAnnealingWarmRestarts = function(o) return S.CosineAnnealingWarmRestarts(o, 3, 2, 0.01) end,
+    LinearLR = function(o) return S.LinearLR(o, 0.25, nil, 8) end,
+    LambdaLR = function(o) return S.LambdaLR(o, function(e) return 1 / (1 + e) end) end,
+    OneCycleLR = function(o) return S.OneCycleLR(o, 1.0, 25) end,
+    SequentialLR = function(o)
+      return S.SequentialLR(o, { S.LinearLR(o, 0.1, 1.0, 5), S.CosineAnnealingLR(o, 15) }, { 5 })
+    end,
+  }
+  for name, make in pairs(positional) do
+    it("takes PyTorch's positional arguments: " .. name, function()
+      local lrs, moms = follow(make, 25)
+      close(fx.sched[name].lrs, lrs, 1e-12)
+      close(fx.sched[name].moms, moms, 1e-12)
+    end)
+  end
+  it("refuses an argument given twice or too many positional arguments", function()
+    local opt = ltc.optim.SGD({ ltc.zeros(1):requires_grad_() }, { lr = 0.1 })
+    assert.has_error(function() S.StepLR(opt, 2, { step_size = 3 }) end,
+      "StepLR: got multiple values for 'step_size' (positional and in the options table)")
+    assert.has_error(function() S.StepLR(opt, 2, 0.1, 3) end,
+      "StepLR: takes at most 2 positional arguments after the optimizer (step_size, gamma), got 3")
+    assert.has_error(function() S.StepLR(opt, "x") end, "StepLR: step_size must be a positive integer (got x)")
+    -- the positional order survives an unknown-option error (which lists the names sorted)
+    assert.has_error(function() S.StepLR(opt, { stepsize = 3 }) end,
+      "StepLR: unknown option 'stepsize' (known: gamma, step_size)")
+    assert.are.equal(0.1 * 0.5, (function() local s = S.StepLR(opt, 1, 0.5); s:step(); return opt.lr end)())
+  end)
   it("matches PyTorch: OneCycleLR with Adam's beta1, linear, three phases", function()
     local lrs, moms = follow(function(o)
       return S.OneCycleLR(o, { max_lr = 0.5, total_steps = 25, anneal_strategy = "linear",

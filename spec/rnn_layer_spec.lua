@@ -76,9 +76,24 @@ describe("lstm_layer", function()
     assert.is_true(ltc.debug.lowers_op("cpu", "lstm_layer"))
     assert.is_true(ltc.debug.lowers_op("cpu:0", "gru_layer", "bfloat16"))
     assert.is_true(ltc.debug.lowers_op("ref", "lstm_layer", "float64"))
-    assert.has_error(function() ltc.debug.lowers_op("cpu", "lstm") end, "lowers_op: unknown op 'lstm'")
+    assert.has_error(function() ltc.debug.lowers_op("cpu", "lstm") end, "ltc.debug.lowers_op: unknown op 'lstm'")
     assert.has_error(function() ltc.debug.lowers_op("nodevice", "add") end,
-      "lowers_op: unknown device type 'nodevice' in 'nodevice'")
+      "ltc.debug.lowers_op: unknown device type 'nodevice' in 'nodevice' (a backend's device type "
+      .. "exists once its module is loaded, such as require \"ltc.opencl\")")
+    -- its own name, not the core's _device_lowers_op (fresh-eyes tester)
+    assert.has_error(function() ltc.debug.lowers_op("cpu") end,
+      "ltc.debug.lowers_op: bad argument #2 (an op name such as \"lstm_layer\" expected, got nil)")
+    assert.has_error(function() ltc.debug.lowers_op(nil, "add") end,
+      "ltc.debug.lowers_op: bad argument #1 (a device name such as \"cpu\" or \"opencl:0\" expected, got nil)")
+  end)
+
+  it("lowers_op says to require \"ltc.opencl\" when the opencl device type is not registered", function()
+    -- a fresh process: a backend's registration lasts for the process
+    local p = io.popen([[bin/ltc -e 'print(select(2, pcall(ltc.debug.lowers_op, "opencl", "lstm_layer")))' 2>&1]])
+    local out = p:read("a")
+    p:close()
+    assert.are.equal("ltc.debug.lowers_op: unknown device type 'opencl' in 'opencl' (its backend registers "
+      .. "it: require \"ltc.opencl\" first)\n", out)
   end)
 
   it("runs the backward as one lstm_layer_backward node for the four gradients", function()

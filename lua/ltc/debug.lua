@@ -127,8 +127,27 @@ M.lowered = core.debug_lowered
 -- runs nodes of op (a full name from docs/ops.md: "lstm_layer", "conv2d.nobias") whose
 -- operands are of dtype itself, as its backend's lowers_op slot says; asks about the kind,
 -- makes no node (ltc.debug.lowered answers for one pending tensor). Errors name an unknown
--- device, op or dtype.
-M.lowers_op = core._device_lowers_op
+-- device, op or dtype; a backend's device type exists once its module is loaded
+-- (require "ltc.opencl" first for "opencl").
+function M.lowers_op(device, op, dtype)
+  local args = { { device, "a device name such as \"cpu\" or \"opencl:0\"" },
+    { op, "an op name such as \"lstm_layer\"" } }
+  for i = 1, 2 do
+    if type(args[i][1]) ~= "string" then
+      raise(string.format("ltc.debug.lowers_op: bad argument #%d (%s expected, got %s)", i,
+        args[i][2], core.typename(args[i][1])))
+    end
+  end
+  local ok, r = pcall(core._device_lowers_op, device, op, dtype)
+  if ok then return r end
+  local msg = tostring(r):gsub("^lowers_op:", "ltc.debug.lowers_op:")
+  if msg:find("unknown device type", 1, true) then
+    local kind = device:match("^[^:]*")
+    msg = msg .. (kind == "opencl" and " (its backend registers it: require \"ltc.opencl\" first)"
+      or " (a backend's device type exists once its module is loaded, such as require \"ltc.opencl\")")
+  end
+  raise(msg)
+end
 
 --- ltc.debug.view_steps(t): how many view ops t's record holds from its base (0: not a view).
 -- Chains of narrows of one dim, reshapes and undone transposes stay short (issue 17, r07).

@@ -10,7 +10,10 @@
 -- computed in closed form from `initial_lr` and the epoch (PyTorch's _get_closed_form_lr),
 -- which equals PyTorch's values for one scheduler at a time and for SequentialLR; two
 -- schedulers stepping the same optimizer at once do not compose multiplicatively as in
--- PyTorch's chainable form (use SequentialLR or LambdaLR). Unknown options are errors.
+-- PyTorch's chainable form (use SequentialLR or LambdaLR). Unknown options are errors. The
+-- arguments after the optimizer are an options table, or PyTorch's positional ones (in the
+-- order each constructor's doc lists them), optionally followed by an options table:
+-- CosineAnnealingLR(opt, 100), StepLR(opt, 30, 0.1), MultiStepLR(opt, {30, 80}, {gamma = 0.5}).
 local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local M = {}
 
@@ -23,12 +26,49 @@ local function check(fname, opts, allowed)
     local ok = false
     for _, a in ipairs(allowed) do ok = ok or a == k end
     if not ok then
-      table.sort(allowed)
+      local names = { table.unpack(allowed) } -- (allowed is also the positional order)
+      table.sort(names)
       raise(string.format("%s: unknown option '%s' (known: %s)", fname, tostring(k),
-        table.concat(allowed, ", ")))
+        table.concat(names, ", ")))
     end
   end
   return opts
+end
+
+-- an options table: a table whose keys are all strings (a list is a positional value)
+local function is_options(v)
+  if type(v) ~= "table" then return false end
+  for k in pairs(v) do if type(k) ~= "string" then return false end end
+  return true
+end
+
+-- The options of a scheduler called as PyTorch's: the arguments after the optimizer in
+-- PyTorch's positional order (`allowed`), StepLR(opt, 30, 0.5), and/or a trailing options
+-- table, StepLR(opt, {step_size = 30}) or StepLR(opt, 30, {gamma = 0.5}).
+local function options_of(fname, allowed, ...)
+  local n, a = select("#", ...), { ... }
+  local named = {}
+  if n > 0 and (a[n] == nil or is_options(a[n])) then
+    named = check(fname, a[n], allowed)
+    n = n - 1
+  end
+  if n > #allowed then
+    raise(string.format("%s: takes at most %d positional arguments after the optimizer (%s), got %d",
+      fname, #allowed, table.concat(allowed, ", "), n))
+  end
+  local o = {}
+  for k, v in pairs(named) do o[k] = v end
+  for i = 1, n do
+    local k = allowed[i]
+    if a[i] ~= nil then
+      if named[k] ~= nil then
+        raise(string.format("%s: got multiple values for '%s' (positional and in the options table)",
+          fname, k))
+      end
+      o[k] = a[i]
+    end
+  end
+  return o
 end
 
 local function check_opt(fname, opt)
@@ -48,11 +88,10 @@ local function class(name, allowed, init, lr)
   cls.lr_at = lr
   setmetatable(cls, {
     __index = Scheduler,
-    __call = function(c, opt, opts, ...)
+    __call = function(c, opt, ...)
       check_opt(name, opt)
       local o = setmetatable({ optimizer = opt, last_epoch = -1 }, c)
-      opts = check(name, opts, allowed)
-      init(o, opts, ...)
+      init(o, options_of(name, allowed, ...))
       o.base_lrs = {}
       for i, g in ipairs(opt.param_groups) do
         if g.initial_lr == nil then g.initial_lr = g.lr end
@@ -296,8 +335,8 @@ M.SequentialLR = class("SequentialLR", { "schedulers", "milestones" }, function(
 end, nil)
 -- set up after the generic constructor: undo the sub-schedulers' initial steps (PyTorch)
 local seq_new = getmetatable(M.SequentialLR).__call
-getmetatable(M.SequentialLR).__call = function(c, opt, opts)
-  local o = seq_new(c, opt, opts)
+getmetatable(M.SequentialLR).__call = function(c, opt, ...)
+  local o = seq_new(c, opt, ...)
   o._schedulers, o._pending = o._pending, nil
   for _, g in ipairs(opt.param_groups) do g.lr = g.initial_lr end
   for _, s in ipairs(o._schedulers) do s.last_epoch = s.last_epoch - 1 end
@@ -322,10 +361,10 @@ end
 -- improved for more than patience epochs. PyTorch's.
 local Plateau = {}
 Plateau.__index = Plateau
-M.ReduceLROnPlateau = setmetatable(Plateau, { __call = function(_, opt, opts)
+M.ReduceLROnPlateau = setmetatable(Plateau, { __call = function(_, opt, ...)
   check_opt("ReduceLROnPlateau", opt)
-  local o = check("ReduceLROnPlateau", opts, { "mode", "factor", "patience", "threshold",
-    "threshold_mode", "cooldown", "min_lr", "eps" })
+  local o = options_of("ReduceLROnPlateau", { "mode", "factor", "patience", "threshold",
+    "threshold_mode", "cooldown", "min_lr", "eps" }, ...)
   local self = setmetatable({ optimizer = opt, mode = o.mode or "min", factor = o.factor or 0.1,
     patience = o.patience or 10, threshold = o.threshold or 1e-4,
     threshold_mode = o.threshold_mode or "rel", cooldown = o.cooldown or 0, eps = o.eps or 1e-8,

@@ -66,7 +66,7 @@ do
   -- inplace is accepted when false (ltc's functionals never write into their input).
   local names = {
     linear = { "input", "weight", "bias" }, relu = { "input", "inplace" },
-    gelu = { "input" }, tanh = { "input" }, sigmoid = { "input" }, silu = { "input", "inplace" },
+    gelu = { "input", "approximate" }, tanh = { "input" }, sigmoid = { "input" }, silu = { "input", "inplace" },
     mish = { "input", "inplace" }, softmax = { "input", "dim", "dtype" },
     log_softmax = { "input", "dim", "dtype" }, dropout = { "input", "p", "training", "inplace" },
     unfold = { "input", "kernel_size", "dilation", "padding", "stride" },
@@ -169,7 +169,17 @@ function F.linear(x, weight, bias)
 end
 
 function F.relu(x) return x:relu() end
-function F.gelu(x) return x:gelu() end
+--- F.gelu(x [, approximate="none"]): x Phi(x); approximate="tanh" is PyTorch's tanh form
+-- 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (composed of ops: autograd differentiates it).
+function F.gelu(x, approximate)
+  if approximate == nil or approximate == "none" then return x:gelu() end
+  if approximate ~= "tanh" then
+    raise(string.format("gelu: approximate must be 'none' or 'tanh', got %s",
+      type(approximate) == "string" and "'" .. approximate .. "'" or ltc.typename(approximate)))
+  end
+  local inner = (x + x * x * x * 0.044715) * sqrt(2 / math.pi)
+  return x * 0.5 * (inner:tanh() + 1)
+end
 function F.tanh(x) return x:tanh() end
 function F.sigmoid(x) return x:sigmoid() end
 --- F.softmax(x [, dim=-1 [, dtype]]), F.log_softmax(x [, dim=-1 [, dtype]]): x cast to dtype
@@ -795,8 +805,8 @@ local function check_options(fname, opts, allowed, level)
       local names = {}
       for a in pairs(allowed) do names[#names + 1] = a end
       table.sort(names)
-      raise(string.format("%s: unknown option '%s' (known: %s)", fname, tostring(k),
-        table.concat(names, ", ")))
+      raise(string.format("%s: unknown option '%s' (%s)", fname, tostring(k),
+        #names == 0 and "it takes no options" or "known: " .. table.concat(names, ", ")))
     end
   end
   return opts
@@ -931,23 +941,54 @@ function nn.MaxPool2d:extra_repr()
     size_repr(self.dilation), tostring(self.ceil_mode))
 end
 
-local function activation(name, fn)
+-- An activation module taking PyTorch's arguments `fields` positionally or as an options
+-- table (an unknown option raises, as for every module); forward is fn(x, fields...).
+local function activation(name, fn, fields, repr)
   local cls = nn.class(name)
-  cls.forward = function(_, x) return fn(x) end
+  local allowed = set(table.unpack(fields))
+  function cls:__init(...)
+    local n, a = select("#", ...), { ... }
+    if n == 1 and type(a[1]) == "table" then
+      local o = check_options(name, a[1], allowed, 3)
+      a = {}
+      for i, f in ipairs(fields) do a[i] = o[f] end
+    elseif n > #fields then
+      raise(string.format("%s: takes at most %d argument%s (%s), got %d", name, #fields,
+        #fields == 1 and "" or "s", #fields == 0 and "none" or table.concat(fields, ", "), n))
+    end
+    for i, f in ipairs(fields) do self[f] = a[i] end
+    local ap = self.approximate
+    if name == "GELU" and ap ~= nil and ap ~= "none" and ap ~= "tanh" then
+      raise(string.format("GELU: approximate must be 'none' or 'tanh', got %s",
+        type(ap) == "string" and "'" .. ap .. "'" or ltc.typename(ap)))
+    end
+    if self.inplace then raise(name .. ": inplace=true is not supported (ltc modules return a new tensor)") end
+  end
+  cls.forward = function(self, x)
+    if #fields == 0 or self[fields[1]] == nil then return fn(x) end
+    return fn(x, self[fields[1]])
+  end
+  if repr then cls.extra_repr = repr end
   return cls
 end
-nn.ReLU = activation("ReLU", F.relu)
-nn.GELU = activation("GELU", F.gelu)
-nn.Tanh = activation("Tanh", F.tanh)
-nn.Sigmoid = activation("Sigmoid", F.sigmoid)
+nn.ReLU = activation("ReLU", F.relu, { "inplace" })
+nn.GELU = activation("GELU", F.gelu, { "approximate" }, function(self)
+  return self.approximate and self.approximate ~= "none" and "approximate='" .. self.approximate .. "'" or ""
+end)
+nn.Tanh = activation("Tanh", F.tanh, {})
+nn.Sigmoid = activation("Sigmoid", F.sigmoid, {})
 
---- nn.Softmax(dim) / nn.LogSoftmax(dim).
+--- nn.Softmax(dim) / nn.LogSoftmax(dim), or nn.Softmax{dim = d}.
+local function dim_arg(name, dim)
+  if type(dim) == "table" then dim = check_options(name, dim, set("dim"), 4).dim end
+  return dim or -1
+end
 nn.Softmax = nn.class("Softmax")
-function nn.Softmax:__init(dim) self.dim = dim or -1 end
+function nn.Softmax:__init(dim) self.dim = dim_arg("Softmax", dim) end
 function nn.Softmax:forward(x) return F.softmax(x, self.dim) end
 function nn.Softmax:extra_repr() return "dim=" .. self.dim end
 nn.LogSoftmax = nn.class("LogSoftmax")
-function nn.LogSoftmax:__init(dim) self.dim = dim or -1 end
+function nn.LogSoftmax:__init(dim) self.dim = dim_arg("LogSoftmax", dim) end
 function nn.LogSoftmax:forward(x) return F.log_softmax(x, self.dim) end
 function nn.LogSoftmax:extra_repr() return "dim=" .. self.dim end
 
@@ -965,7 +1006,13 @@ function nn.Dropout:extra_repr() return "p=" .. self.p end
 
 --- nn.Flatten([start_dim=2 [, end_dim=-1]]).
 nn.Flatten = nn.class("Flatten")
-function nn.Flatten:__init(s, e) self.start_dim, self.end_dim = s or 2, e or -1 end
+function nn.Flatten:__init(s, e)
+  if type(s) == "table" then
+    local o = check_options("Flatten", s, set("start_dim", "end_dim"), 3)
+    s, e = o.start_dim, o.end_dim
+  end
+  self.start_dim, self.end_dim = s or 2, e or -1
+end
 function nn.Flatten:forward(x) return F.flatten(x, self.start_dim, self.end_dim) end
 function nn.Flatten:extra_repr() return string.format("start_dim=%d, end_dim=%d", self.start_dim, self.end_dim) end
 

@@ -145,6 +145,76 @@ return function(nn, F)
     if self.out_proj.bias then ltc.no_grad(function() self.out_proj.bias:zero_() end) end
   end
 
+  local function sz(x) return "[" .. table.concat(x:size(), ", ") .. "]" end
+  local function is_float(x) return x:is_floating_point() end
+  local function same_size(a, b)
+    if a:dim() ~= b:dim() then return false end
+    for d = 1, a:dim() do if a:size(d) ~= b:size(d) then return false end end
+    return true
+  end
+  -- PyTorch's checks of a batched call (query [L, N, E], or [N, L, E] with batch_first), each
+  -- error naming MultiheadAttention and the sizes or dtypes, not an internal reshape or add
+  local function check_inputs(self, query, key, value, opts, L, N, S)
+    local E, bf, H = self.embed_dim, self.batch_first, self.num_heads
+    if key:dim() ~= 3 or value:dim() ~= 3 then
+      raise(string.format("MultiheadAttention: a batched (3-d) query %s needs 3-d key and value, "
+        .. "got key %s and value %s", sz(query), sz(key), sz(value)))
+    end
+    if not same_size(key, value) then
+      raise(string.format("MultiheadAttention: key %s and value %s must have one size",
+        sz(key), sz(value)))
+    end
+    if key:size(3) ~= E or key:size(bf and 1 or 2) ~= N then
+      raise(string.format("MultiheadAttention: key and value %s must be %s with query %s "
+        .. "(embed_dim %d%s)", sz(key), bf and "[N, S, E]" or "[S, N, E]", sz(query), E,
+        bf and ", batch_first" or ""))
+    end
+    local wd = self.in_proj_weight:dtype()
+    for _, t in ipairs { { "query", query }, { "key", key }, { "value", value } } do
+      if t[2]:dtype() ~= wd then
+        raise(string.format("MultiheadAttention: %s dtype %s does not match the weights' dtype %s "
+          .. "(convert the %s with :to(\"%s\") or the module with :to(\"%s\"))", t[1],
+          t[2]:dtype(), wd, t[1], wd, t[2]:dtype()))
+      end
+    end
+    local kp, am = opts.key_padding_mask, opts.attn_mask
+    if kp ~= nil then
+      if not ltc.is_tensor(kp) then
+        raise("MultiheadAttention: key_padding_mask must be a tensor, got " .. ltc.typename(kp))
+      end
+      if kp:dtype() ~= "bool" and not is_float(kp) then
+        raise("MultiheadAttention: only bool and floating key_padding_mask are supported, got "
+          .. kp:dtype())
+      end
+      if kp:dim() ~= 2 or kp:size(1) ~= N or kp:size(2) ~= S then
+        raise(string.format("MultiheadAttention: key_padding_mask must be [N, S] = [%d, %d], got %s",
+          N, S, sz(kp)))
+      end
+    end
+    if am ~= nil then
+      if not ltc.is_tensor(am) then
+        raise("MultiheadAttention: attn_mask must be a tensor, got " .. ltc.typename(am))
+      end
+      if am:dtype() ~= "bool" and not is_float(am) then
+        raise("MultiheadAttention: only bool and floating attn_mask are supported, got " .. am:dtype())
+      end
+      if am:dim() == 2 then
+        if am:size(1) ~= L or am:size(2) ~= S then
+          raise(string.format("MultiheadAttention: the 2-d attn_mask is %s, but should be [%d, %d] "
+            .. "([L, S])", sz(am), L, S))
+        end
+      elseif am:dim() == 3 then
+        if am:size(1) ~= N * H or am:size(2) ~= L or am:size(3) ~= S then
+          raise(string.format("MultiheadAttention: the 3-d attn_mask is %s, but should be [%d, %d, %d] "
+            .. "([N * num_heads, L, S])", sz(am), N * H, L, S))
+        end
+      else
+        raise(string.format("MultiheadAttention: attn_mask must be 2-d [L, S] or 3-d [N * num_heads, "
+          .. "L, S], got %s", sz(am)))
+      end
+    end
+  end
+
   function nn.MultiheadAttention:forward(query, key, value, opts)
     opts = check_options("MultiheadAttention", opts, set("key_padding_mask", "need_weights",
       "attn_mask", "average_attn_weights", "is_causal"), 2)
@@ -166,6 +236,7 @@ return function(nn, F)
     local bf = self.batch_first
     local L, N, S = query:size(bf and 2 or 1), query:size(bf and 1 or 2), key:size(bf and 2 or 1)
     local w, b = self.in_proj_weight, self.in_proj_bias
+    check_inputs(self, query, key, value, opts, L, N, S)
     local function proj(x, i)
       local wi = w:narrow(1, (i - 1) * E + 1, E)
       local bi = b and b:narrow(1, (i - 1) * E + 1, E)
@@ -198,6 +269,7 @@ return function(nn, F)
       local mask
       if opts.is_causal and am == nil then am = ltc.ones({ L, S }, "bool"):triu(1) end
       if am then
+        if am:dim() == 3 then am = am:reshape({ N, Hh, L, S }) end
         if am:dtype() == "bool" then mask = ltc.zeros(am:size(), query:dtype()):masked_fill(am, -math.huge)
         else mask = am end
       end
@@ -229,11 +301,27 @@ return function(nn, F)
         .. "value, got key [%s] and value [%s]", table.concat(query:size(), ", "),
         table.concat(key:size(), ", "), table.concat(value:size(), ", ")))
     end
+    if not same_size(key, value) then
+      raise(string.format("MultiheadAttention: key %s and value %s must have one size", sz(key), sz(value)))
+    end
+    if query:size(2) ~= self.embed_dim then
+      raise(string.format("MultiheadAttention: unbatched query %s must be [L, E] with embed_dim %d",
+        sz(query), self.embed_dim))
+    end
     local kp = opts.key_padding_mask
     if kp ~= nil and (not ltc.is_tensor(kp) or kp:dim() ~= 1) then
       raise(string.format("MultiheadAttention: with an unbatched query, key_padding_mask must be "
         .. "1-d [S], got %s", ltc.is_tensor(kp) and "[" .. table.concat(kp:size(), ", ") .. "]"
         or ltc.typename(kp)))
+    end
+    if kp ~= nil and kp:size(1) ~= key:size(1) then
+      raise(string.format("MultiheadAttention: key_padding_mask must be [S] = [%d] with key [%s], "
+        .. "got [%d]", key:size(1), table.concat(key:size(), ", "), kp:size(1)))
+    end
+    local am = opts.attn_mask
+    if ltc.is_tensor(am) and am:dim() == 2 and (am:size(1) ~= query:size(1) or am:size(2) ~= key:size(1)) then
+      raise(string.format("MultiheadAttention: the 2-d attn_mask is %s, but should be [%d, %d] ([L, S])",
+        sz(am), query:size(1), key:size(1)))
     end
     local bd = self.batch_first and 1 or 2
     local q = query:unsqueeze(bd)

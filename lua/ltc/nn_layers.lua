@@ -362,7 +362,12 @@ return function(nn, F)
 
   --- nn.AdaptiveAvgPool2d(output_size).
   nn.AdaptiveAvgPool2d = nn.class("AdaptiveAvgPool2d")
-  function nn.AdaptiveAvgPool2d:__init(size) self.output_size = size end
+  function nn.AdaptiveAvgPool2d:__init(size)
+    if type(size) == "table" and #size == 0 and next(size) ~= nil then -- an options table
+      size = check_options("AdaptiveAvgPool2d", size, set("output_size"), 3).output_size
+    end
+    self.output_size = size
+  end
   function nn.AdaptiveAvgPool2d:forward(x) return F.adaptive_avg_pool2d(x, self.output_size) end
   function nn.AdaptiveAvgPool2d:extra_repr()
     local s = self.output_size

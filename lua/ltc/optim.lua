@@ -185,6 +185,18 @@ end
 
 --- opt:step(): one update of every parameter that has a gradient (no recording).
 function Optimizer:step()
+  -- lr may have been set since the construction checked it (opt.lr = x, group.lr = x): a
+  -- value the formulas cannot use raises here, naming the optimizer, not in a formula (or,
+  -- under ltc.jit, as a misleading capture error)
+  local groups = self.param_groups
+  for i = 1, #groups do
+    local lr = groups[i].lr
+    if type(lr) ~= "number" and not (ltc.is_tensor(lr) and lr:dim() == 0) then
+      raise(string.format("%s: lr must be a number (or a 0-d tensor), got %s%s", getmetatable(self).name,
+        ltc.is_tensor(lr) and "a tensor of size [" .. table.concat(lr:size(), ", ") .. "]" or ltc.typename(lr),
+        #groups > 1 and " (parameter group " .. i .. ")" or ""))
+    end
+  end
   local prev = core._ag.set_grad_enabled(false)
   local ok, err = pcall(step_groups, self)
   core._ag.set_grad_enabled(prev)

@@ -57,6 +57,9 @@ return function(optim, class)
   --- opt:load_state_dict(sd): restores hyperparameters and state (moments, step counts) from
   -- a state_dict() of an optimizer of the same kind over parameters of the same sizes, group
   -- by group. Tensors are copied, so sd can be reused.
+  -- the state keys each optimizer's step reads (a state without one would restart silently)
+  local required_state = { Adam = { "step", "exp_avg", "exp_avg_sq" },
+    AdamW = { "step", "exp_avg", "exp_avg_sq" } }
   function Optimizer:load_state_dict(sd)
     local name = getmetatable(self).name
     if type(sd) ~= "table" or type(sd.param_groups) ~= "table" or type(sd.state) ~= "table" then
@@ -88,7 +91,32 @@ return function(optim, class)
         local st = sd.state[sg.params[pi]]
         if st then
           local mine = {}
+          if type(st) ~= "table" then
+            raise(string.format("%s.load_state_dict: the state of parameter %d must be a table, got %s",
+              name, index, ltc.typename(st)))
+          end
+          for _, k in ipairs(next(st) ~= nil and required_state[name] or {}) do
+            if st[k] == nil then
+              raise(string.format("%s.load_state_dict: the state of parameter %d has no '%s'", name, index, k))
+            end
+          end
+          if g.amsgrad and required_state[name] and next(st) ~= nil and st.max_exp_avg_sq == nil then
+            raise(string.format("%s.load_state_dict: the state of parameter %d has no 'max_exp_avg_sq' "
+              .. "(amsgrad)", name, index))
+          end
           for k, v in pairs(st) do
+            if k == "step" then
+              -- the count as the float64 0-d tensor the optimizer keeps on the parameter's
+              -- device (PyTorch's state dicts may hold a number or a float32 tensor)
+              if type(v) == "number" then v = ltc.tensor(v, "float64")
+              elseif ltc.is_tensor(v) and v:numel() == 1 then v = v:reshape({}):to("float64")
+              else
+                raise(string.format("%s.load_state_dict: 'step' of parameter %d must be a number or a "
+                  .. "one-element tensor, got %s", name, index, ltc.is_tensor(v) and "a tensor of "
+                  .. v:numel() .. " elements" or ltc.typename(v)))
+              end
+              v = v:to(p:device())
+            end
             if ltc.is_tensor(v) then
               if k ~= "step" and v:numel() ~= p:numel() then
                 raise(string.format("%s.load_state_dict: state '%s' of parameter %d has %d elements, the parameter %d",

@@ -24,13 +24,16 @@ static void FN(gathert)(T *dst, int64_t ldd, const T *src, int64_t n, int64_t e,
  * scalar sums. 32-byte vectors: 8 accumulators fit AVX2's 16 registers. */
 typedef T FN(vec) __attribute__((vector_size(32)));
 #define VW ((int64_t)(32 / sizeof(T)))
+#ifndef NOLIM
+#define NOLIM INT64_MAX
+#endif
 /* rows i..i+rb-1 (rb <= 4) of C at columns j..j+NV*VW-1 (NV 1 or 2) */
 #define MMK4(NV)                                                                               \
     do {                                                                                       \
         FN(vec) z = {0}, a00 = z, a01 = z, a10 = z, a11 = z, a20 = z, a21 = z, a30 = z,        \
                 a31 = z;                                                                       \
-        const T *bp = B + j;                                                                   \
-        for (int64_t p = 0; p < k; p++, bp += ldb) {                                           \
+        const T *bp = B + k0 * ldb + j;                                                        \
+        for (int64_t p = k0; p < k1; p++, bp += ldb) {                                         \
             FN(vec) b0, b1 = z;                                                                \
             memcpy(&b0, bp, sizeof b0);                                                        \
             if (NV == 2) memcpy(&b1, bp + VW, sizeof b1);                                      \
@@ -52,22 +55,40 @@ typedef T FN(vec) __attribute__((vector_size(32)));
             }                                                                                  \
     } while (0)
 
+/* The causal limits (NOLIM: none): op(A)[r, p] is known to be 0 where p > r + kl (ta false:
+ * probabilities of keys p a query r does not see) or p < r - kl (ta true), and those terms
+ * are left out; C[r, q] is not needed where q > r + cl, and whole vectors of such columns
+ * are set to 0 rather than computed. */
 LTC_EW_CLONES static void FN(mmk)(bool ta, int64_t m, int64_t n, int64_t k, T alpha, const T *A,
-                                  int64_t lda, const T *B, int64_t ldb, T beta, T *C, int64_t ldc) {
+                                  int64_t lda, const T *B, int64_t ldb, T beta, T *C, int64_t ldc,
+                                  int64_t kl, int64_t cl) {
     int64_t sr = ta ? 1 : lda; /* A's stride between rows of op(A) */
     for (int64_t i = 0; i < m; i += 4) {
-        int64_t rb = m - i < 4 ? m - i : 4, j = 0;
+        int64_t rb = m - i < 4 ? m - i : 4, j = 0, k0 = 0, k1 = k;
+        if (kl != NOLIM) {
+            if (ta)
+                k0 = i - kl < 0 ? 0 : i - kl < k ? i - kl : k;
+            else
+                k1 = i + rb + kl < 0 ? 0 : i + rb + kl < k ? i + rb + kl : k;
+        }
+        /* columns from jn on are not needed in any of the rows */
+        int64_t jn = cl == NOLIM || i + rb + cl >= n ? n : i + rb + cl < 0 ? 0 : i + rb + cl;
         /* rows past the last (rb < 4) repeat row i, their sums not stored */
         int64_t s1 = rb > 1 ? sr : 0, s2 = rb > 2 ? 2 * sr : 0, s3 = rb > 3 ? 3 * sr : 0;
-        for (; j + 2 * VW <= n; j += 2 * VW) MMK4(2);
-        if (j + VW <= n) {
+        for (; j + 2 * VW <= n && j < jn; j += 2 * VW) MMK4(2);
+        if (j + VW <= n && j < jn) {
             MMK4(1);
             j += VW;
+        }
+        if (jn < n && j < n && jn <= j) { /* whole vectors past the limit */
+            for (int64_t r = i; r < i + rb; r++)
+                for (int64_t q = j; q < n; q++) C[r * ldc + q] = 0;
+            continue;
         }
         for (int64_t r = i; r < i + rb; r++)
             for (int64_t q = j; q < n; q++) {
                 T sum = 0;
-                for (int64_t p = 0; p < k; p++)
+                for (int64_t p = k0; p < k1; p++)
                     sum += (ta ? A[p * lda + r] : A[r * lda + p]) * B[p * ldb + q];
                 C[r * ldc + q] = alpha * sum + (beta != 0 ? C[r * ldc + q] : 0);
             }
@@ -99,7 +120,7 @@ static void FN(scores)(const at_ctx *c, int64_t b, int64_t i0, int64_t br, int64
      * scaled after it, as PyTorch's (q k^T) * scale: inf * 0 and NaN * 0 give NaN */
     if (c->small)
         FN(mmk)(false, br, bc, c->E, c->scale != 0 ? (T)c->scale : 1, Q + i0 * ldq, ldq, K + j0,
-                ldk, 0, s, bc);
+                ldk, 0, s, bc, NOLIM, c->causal ? i0 - j0 : NOLIM);
     else
         mm(c->dt, false, true, br, bc, c->E, c->scale != 0 ? c->scale : 1.0, Q + i0 * ldq, ldq,
            K + j0 * ldk, ldk, 0.0, s, bc);
@@ -175,6 +196,7 @@ LTC_EW_CLONES static void FN(fwd)(void *p, int64_t lo, int64_t hi, int tid) {
         }
         for (int64_t j0 = 0; j0 < end; j0 += BC) {
             int64_t bc = end - j0 < BC ? end - j0 : BC;
+            int64_t lim = c->causal ? i0 - j0 : NOLIM; /* mmk's: keys past a query have P 0 */
             FN(scores)(c, b, i0, br, j0, bc, s, Q, ldq, K, ldk);
             for (int64_t r = 0; r < br; r++) {
                 T *row = s + r * bc, mx = -INFINITY;
@@ -201,7 +223,7 @@ LTC_EW_CLONES static void FN(fwd)(void *p, int64_t lo, int64_t hi, int tid) {
                 if (c->dropout) FN(drop)(c, b, i0 + r, j0, bc, row, row);
             }
             if (c->small)
-                FN(mmk)(false, br, Ev, bc, 1, s, bc, V + j0 * ldv, ldv, 1, acc, Ev);
+                FN(mmk)(false, br, Ev, bc, 1, s, bc, V + j0 * ldv, ldv, 1, acc, Ev, lim, NOLIM);
             else
                 mm(c->dt, false, false, br, Ev, bc, 1.0, s, bc, V + j0 * ldv, ldv, 1.0, acc, Ev);
         }
@@ -270,6 +292,7 @@ LTC_EW_CLONES static void FN(bwd)(void *p, int64_t lo, int64_t hi, int tid) {
             int64_t first = c->causal ? j0 / BR * BR : 0;
             for (int64_t i0 = first; i0 < L; i0 += BR) {
                 int64_t br = L - i0 < BR ? L - i0 : BR;
+                int64_t lim = c->causal ? i0 - j0 : NOLIM; /* mmk's: keys past a query, P 0 */
                 FN(scores)(c, b, i0, br, j0, bc, P, Q, ldq, Ks, ldks);
                 for (int64_t r = 0; r < br; r++) {
                     T *row = P + r * bc;
@@ -278,8 +301,9 @@ LTC_EW_CLONES static void FN(bwd)(void *p, int64_t lo, int64_t hi, int tid) {
                 }
                 if (c->small) { /* V is V^T [Ev, S] */
                     FN(mmk)(true, bc, Ev, br, 1, c->dropout ? W : P, bc, dO + i0 * ldo, ldo, 1,
-                            dV + j0 * ldv, ldv);
-                    FN(mmk)(false, br, bc, Ev, 1, dO + i0 * ldo, ldo, V + j0, S, 0, dP, bc);
+                            dV + j0 * ldv, ldv, lim, NOLIM);
+                    FN(mmk)(false, br, bc, Ev, 1, dO + i0 * ldo, ldo, V + j0, S, 0, dP, bc, NOLIM,
+                            lim);
                 } else {
                     mm(c->dt, true, false, bc, Ev, br, 1.0, c->dropout ? W : P, bc,
                        dO + i0 * ldo, ldo, 1.0, dV + j0 * ldv, ldv);
@@ -308,9 +332,9 @@ LTC_EW_CLONES static void FN(bwd)(void *p, int64_t lo, int64_t hi, int tid) {
                 }
                 if (c->small) {
                     FN(mmk)(false, br, E, bc, (T)sc, P, bc, K + j0 * ldk, ldk, 1, dQ + i0 * ldq,
-                            ldq);
+                            ldq, lim, NOLIM);
                     FN(mmk)(true, bc, E, br, (T)sc, P, bc, Q + i0 * ldq, ldq, 1, dK + j0 * ldk,
-                            ldk);
+                            ldk, lim, NOLIM);
                 } else {
                     mm(c->dt, false, false, br, E, bc, sc, P, bc, K + j0 * ldk, ldk, 1.0,
                        dQ + i0 * ldq, ldq);

@@ -18,6 +18,11 @@
  * P by the factors before P . V; the backward forms W = P * factors (a third scratch block),
  * dV += W^T dO and dS = W * dP - P * D (= P (dP * factors - D); D = rowsum(dO * O) is still
  * rowsum(P * dP * factors), as O = W V).
+ * Small heads (the packed op's gathered items with E, Ev <= SMALL_E): the blocks' products
+ * are mmk's (attention_impl.h), not OpenBLAS's, whose per-call packing and zeroing of C cost
+ * more than the arithmetic of a 64 x 64 x 32 block; K (and V in the backward) are gathered
+ * transposed so that every product reads its right operand along rows, and causal blocks
+ * leave out the terms and score vectors past the diagonal.
  * Threads: forward items are (batch, query block) pairs, backward items batches (their dK and
  * dV are private to them); OpenBLAS runs single-threaded inside (threads.h).
  * A row that no key may see (every mask entry false or -inf) gives NaN output and logsumexp

@@ -85,3 +85,12 @@ void ltc_cpu_split_end(ltc_cpu_split_t *s) { (void)s; }
 int64_t ltc_config_get_int(const char *name) {
     return strcmp(name, "LTC_CONV_DIRECT") == 0;
 }
+
+/* The slot of an integer option, holding its default as ltc_config_get_int gives it (linear.c
+ * reads LTC_GEMM_SPLIT through one). */
+int64_t *ltc_config_slot(const char *name) {
+    static int64_t gemm_split = 2, conv_direct = 1, other = 0;
+    if (strcmp(name, "LTC_GEMM_SPLIT") == 0) return &gemm_split;
+    if (strcmp(name, "LTC_CONV_DIRECT") == 0) return &conv_direct;
+    return &other;
+}

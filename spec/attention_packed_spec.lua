@@ -61,6 +61,32 @@ describe("scaled_dot_product_attention_packed", function()
     for i = 1, 3 do close(ref[i], cpu[i], 1e-12, "result " .. i) end
   end)
 
+  it("gives the reference backend's values on the small-head kernel's odd sizes", function()
+    -- heads up to 64 wide take attention_impl.h's mmk: widths that are not whole vectors
+    -- (9, 20, 37), whole ones (64), and L across the blocks of queries (64) and keys (128)
+    ltc.manual_seed(3)
+    for _, c in ipairs { { 2, 70, 20, 2 }, { 1, 130, 37, 2 }, { 1, 67, 20, 3 }, { 1, 65, 64, 2 },
+      { 2, 5, 9, 2 }, { 1, 131, 37, 2 } } do
+      local N, L, D, heads = c[1], c[2], c[3], c[4] -- D: the width of a head
+      local E = D * heads
+      for _, dtype in ipairs { "float64", "float32" } do
+        local qkv = ltc.randn({ N, L, 3 * E }, dtype)
+        local gout = ltc.randn({ N, L, E }, dtype)
+        local qt, gt = qkv:totable(), gout:totable()
+        for _, causal in ipairs { true, false } do
+          ltc.set_backend("cpu")
+          local cpu = { packed(qkv, heads, causal, gout) }
+          ltc.set_backend("ref")
+          local ref = { packed(T(qt, dtype), heads, causal, T(gt, dtype)) }
+          local what = string.format("N %d L %d E %d heads %d causal %s %s", N, L, E, heads,
+            tostring(causal), dtype)
+          local tol = dtype == "float64" and 1e-12 or 2e-5
+          for i = 1, 3 do close(ref[i], cpu[i], tol, what .. " result " .. i) end
+        end
+      end
+    end
+  end)
+
   it("gives PyTorch's nn.MultiheadAttention (batch_first self-attention) and its gradients", function()
     for name, c in pairs(fx) do
       for _, dtype in ipairs { "float64", "float32" } do

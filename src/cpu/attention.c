@@ -18,6 +18,11 @@
  * P by the factors before P . V; the backward forms W = P * factors (a third scratch block),
  * dV += W^T dO and dS = W * dP - P * D (= P (dP * factors - D); D = rowsum(dO * O) is still
  * rowsum(P * dP * factors), as O = W V).
+ * Small heads (the packed op's gathered items with E, Ev <= SMALL_E): the blocks' products
+ * are mmk's (attention_impl.h), not OpenBLAS's, whose per-call packing and zeroing of C cost
+ * more than the arithmetic of a 64 x 64 x 32 block; K (and V in the backward) are gathered
+ * transposed so that every product reads its right operand along rows, and causal blocks
+ * leave out the terms and score vectors past the diagonal.
  * Threads: forward items are (batch, query block) pairs, backward items batches (their dK and
  * dV are private to them); OpenBLAS runs single-threaded inside (threads.h).
  * A row that no key may see (every mask entry false or -inf) gives NaN output and logsumexp
@@ -26,6 +31,11 @@
  * masked scores are constants, their gradient 0). A row with a +inf (or NaN) score gives NaN
  * output and logsumexp (inf - inf in its exps), as the reference kernel and PyTorch's
  * softmax. */
+#if defined(__GNUC__) && !defined(__clang__)
+/* -std=c11 turns off a * b + c contraction into FMA; mmk's loops want it (as gemm_small.c) */
+#pragma GCC optimize("fp-contract=fast")
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +48,8 @@
  * gradient stay in L2 cache with the Q, K and V rows they come from. */
 #define BR 64
 #define BC 128
+/* Heads up to this width take mmk's products rather than OpenBLAS's (c->small). */
+#define SMALL_E 64
 
 /* Where item b's rows are: row r of item b starts at (b / H) * bs + (b % H) * hs + r * ld
  * elements from its base (contiguous [..., L, E]: H 1, bs L * E, hs 0, ld E). */
@@ -50,6 +62,9 @@ typedef struct {
     int64_t B, L, S, E, Ev; /* B: the leading dims flattened (batches x heads) */
     int64_t H;              /* heads per batch entry (1 but for the packed op) */
     bool gather;            /* strided rows: each item's gathered into scratch first */
+    bool small;             /* gathered, E and Ev <= SMALL_E: the blocks' products by mmk
+                               (attention_impl.h), not OpenBLAS, K (and V in the backward)
+                               gathered transposed */
     at_lay lq, lk, lv, lo;  /* query (and its gradient), key, value, output (and its grad) */
     const void *q, *k, *v;
     const void *mask;       /* NULL, or bool / dt entries broadcast to [..., L, S] */
@@ -243,6 +258,7 @@ static ltc_status run_forward(at_ctx c) {
 static ltc_status run_backward(at_ctx c) {
     if (c.B == 0) return LTC_OK;
     int64_t g = c.gather ? 2 * (c.L * c.E + c.S * (c.E + c.Ev)) + c.L * c.Ev : 0;
+    if (c.small) g += c.S * c.E; /* K^T */
     if (!scratch_new(&c, (c.dropout ? 3 : 2) * BR * BC + c.L + g)) {
         scratch_free(&c);
         return ltc_errorf(LTC_ERR_NOMEM, "scaled_dot_product_attention_backward: out of memory "
@@ -289,6 +305,7 @@ static void setup_packed(at_ctx *c, const ltc_shape *qs, const void *qkv, void *
     c->causal = c->const_masked = causal;
     c->scale = scale;
     c->gather = heads > 1;
+    c->small = c->gather && D <= SMALL_E;
 }
 
 /* scaled_dot_product_attention(query, key, value, is_causal, scale) -> (output, logsumexp) */

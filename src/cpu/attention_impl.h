@@ -9,6 +9,94 @@ static void FN(gather)(T *dst, const T *src, int64_t r0, int64_t r1, int64_t n, 
     for (int64_t r = r0; r < r1; r++) memcpy(dst + r * n, src + r * ld, (size_t)n * sizeof(T));
 }
 
+/* Rows [0, n) of n x e src (row stride ld) transposed into dst [e, n] (row stride ldd). */
+static void FN(gathert)(T *dst, int64_t ldd, const T *src, int64_t n, int64_t e, int64_t ld) {
+    for (int64_t r = 0; r < n; r++)
+        for (int64_t x = 0; x < e; x++) dst[x * ldd + r] = src[r * ld + x];
+}
+
+/* The small-block product of c->small (heads of width E, Ev <= SMALL_E): C[m, n] = alpha *
+ * op(A) . B + beta * C (beta 0 or 1; 0 never reads C), B [k, n] row-major (row stride ldb),
+ * op(A) = A [m, k] (row stride lda) or, ta, A^T with A [k, m]. Four rows of C by two
+ * vectors at a time in registers (GCC vectors of 64 bytes), k inner: no packing, no
+ * zeroing of C, none of OpenBLAS's per-call set-up, which cost more than the arithmetic on
+ * the 64 x 64 x 32 blocks of tiny_gpt's heads. Columns past the last whole vector are
+ * scalar sums. 32-byte vectors: 8 accumulators fit AVX2's 16 registers. */
+typedef T FN(vec) __attribute__((vector_size(32)));
+#define VW ((int64_t)(32 / sizeof(T)))
+#ifndef NOLIM
+#define NOLIM INT64_MAX
+#endif
+/* rows i..i+rb-1 (rb <= 4) of C at columns j..j+NV*VW-1 (NV 1 or 2) */
+#define MMK4(NV)                                                                               \
+    do {                                                                                       \
+        FN(vec) z = {0}, a00 = z, a01 = z, a10 = z, a11 = z, a20 = z, a21 = z, a30 = z,        \
+                a31 = z;                                                                       \
+        const T *bp = B + k0 * ldb + j;                                                        \
+        for (int64_t p = k0; p < k1; p++, bp += ldb) {                                         \
+            FN(vec) b0, b1 = z;                                                                \
+            memcpy(&b0, bp, sizeof b0);                                                        \
+            if (NV == 2) memcpy(&b1, bp + VW, sizeof b1);                                      \
+            const T *ap = ta ? A + p * lda + i : A + i * lda + p;                              \
+            T x0 = ap[0], x1 = ap[s1], x2 = ap[s2], x3 = ap[s3];                               \
+            a00 += x0 * b0, a10 += x1 * b0, a20 += x2 * b0, a30 += x3 * b0;                    \
+            if (NV == 2) a01 += x0 * b1, a11 += x1 * b1, a21 += x2 * b1, a31 += x3 * b1;       \
+        }                                                                                      \
+        FN(vec) acc[4][2] = {{a00, a01}, {a10, a11}, {a20, a21}, {a30, a31}};                  \
+        for (int64_t r = 0; r < rb; r++)                                                       \
+            for (int v = 0; v < NV; v++) {                                                     \
+                T *cp = C + (i + r) * ldc + j + v * VW;                                        \
+                FN(vec) o = alpha * acc[r][v], old;                                            \
+                if (beta != 0) {                                                               \
+                    memcpy(&old, cp, sizeof old);                                              \
+                    o += old;                                                                  \
+                }                                                                              \
+                memcpy(cp, &o, sizeof o);                                                      \
+            }                                                                                  \
+    } while (0)
+
+/* The causal limits (NOLIM: none): op(A)[r, p] is known to be 0 where p > r + kl (ta false:
+ * probabilities of keys p a query r does not see) or p < r - kl (ta true), and those terms
+ * are left out; C[r, q] is not needed where q > r + cl, and whole vectors of such columns
+ * are set to 0 rather than computed. */
+LTC_EW_CLONES static void FN(mmk)(bool ta, int64_t m, int64_t n, int64_t k, T alpha, const T *A,
+                                  int64_t lda, const T *B, int64_t ldb, T beta, T *C, int64_t ldc,
+                                  int64_t kl, int64_t cl) {
+    int64_t sr = ta ? 1 : lda; /* A's stride between rows of op(A) */
+    for (int64_t i = 0; i < m; i += 4) {
+        int64_t rb = m - i < 4 ? m - i : 4, j = 0, k0 = 0, k1 = k;
+        if (kl != NOLIM) {
+            if (ta)
+                k0 = i - kl < 0 ? 0 : i - kl < k ? i - kl : k;
+            else
+                k1 = i + rb + kl < 0 ? 0 : i + rb + kl < k ? i + rb + kl : k;
+        }
+        /* columns from jn on are not needed in any of the rows */
+        int64_t jn = cl == NOLIM || i + rb + cl >= n ? n : i + rb + cl < 0 ? 0 : i + rb + cl;
+        /* rows past the last (rb < 4) repeat row i, their sums not stored */
+        int64_t s1 = rb > 1 ? sr : 0, s2 = rb > 2 ? 2 * sr : 0, s3 = rb > 3 ? 3 * sr : 0;
+        for (; j + 2 * VW <= n && j < jn; j += 2 * VW) MMK4(2);
+        if (j + VW <= n && j < jn) {
+            MMK4(1);
+            j += VW;
+        }
+        if (jn < n && j < n && jn <= j) { /* whole vectors past the limit */
+            for (int64_t r = i; r < i + rb; r++)
+                for (int64_t q = j; q < n; q++) C[r * ldc + q] = 0;
+            continue;
+        }
+        for (int64_t r = i; r < i + rb; r++)
+            for (int64_t q = j; q < n; q++) {
+                T sum = 0;
+                for (int64_t p = k0; p < k1; p++)
+                    sum += (ta ? A[p * lda + r] : A[r * lda + p]) * B[p * ldb + q];
+                C[r * ldc + q] = alpha * sum + (beta != 0 ? C[r * ldc + q] : 0);
+            }
+    }
+}
+#undef MMK4
+#undef VW
+
 /* row[j] = exp(row[j] - z) for j < n, exactly 0 where row[j] - z <= EXP_MIN: a masked score
  * (-inf) gets probability 0, as in PyTorch's softmax, not exp(EXP_MIN). The exp is taken of
  * the difference clamped at EXP_MIN (the vector exp's slow path for -inf and subnormal
@@ -24,14 +112,18 @@ LTC_EW_CLONES static void FN(expz)(T *row, int64_t n, T z) {
 }
 
 /* Scores block s[br, bc] = scale * Q[i0.., :] . K[j0.., :]^T (Q and K item b's rows, with row
- * strides ldq and ldk), masked: -inf where causal hides key j from query i or a bool mask is
+ * strides ldq and ldk; with c->small, K is given transposed, [E, S] with row stride ldk), masked: -inf where causal hides key j from query i or a bool mask is
  * false, plus a float mask's value. */
 static void FN(scores)(const at_ctx *c, int64_t b, int64_t i0, int64_t br, int64_t j0,
                        int64_t bc, T *s, const T *Q, int64_t ldq, const T *K, int64_t ldk) {
     /* scale 0: gemm's alpha 0 would not read Q and K at all (BLAS), so the product is
      * scaled after it, as PyTorch's (q k^T) * scale: inf * 0 and NaN * 0 give NaN */
-    mm(c->dt, false, true, br, bc, c->E, c->scale != 0 ? c->scale : 1.0, Q + i0 * ldq, ldq,
-       K + j0 * ldk, ldk, 0.0, s, bc);
+    if (c->small)
+        FN(mmk)(false, br, bc, c->E, c->scale != 0 ? (T)c->scale : 1, Q + i0 * ldq, ldq, K + j0,
+                ldk, 0, s, bc, NOLIM, c->causal ? i0 - j0 : NOLIM);
+    else
+        mm(c->dt, false, true, br, bc, c->E, c->scale != 0 ? c->scale : 1.0, Q + i0 * ldq, ldq,
+           K + j0 * ldk, ldk, 0.0, s, bc);
     if (c->scale == 0) LTC_SIMD for (int64_t j = 0; j < br * bc; j++) s[j] *= 0;
     if (c->mask) {
         int64_t base = mask_base(c, b);
@@ -95,12 +187,16 @@ LTC_EW_CLONES static void FN(fwd)(void *p, int64_t lo, int64_t hi, int tid) {
         int64_t ldq = c->lq.ld, ldk = c->lk.ld, ldv = c->lv.ld;
         if (c->gather) {
             FN(gather)(gq, Q, i0, i0 + br, E, ldq);
-            FN(gather)(gk, K, 0, end, E, ldk);
+            if (c->small) /* K^T [E, S] */
+                FN(gathert)(gk, c->S, K, end, E, ldk);
+            else
+                FN(gather)(gk, K, 0, end, E, ldk);
             FN(gather)(gv, V, 0, end, Ev, ldv);
-            Q = gq, K = gk, V = gv, ldq = ldk = E, ldv = Ev;
+            Q = gq, K = gk, V = gv, ldq = E, ldk = c->small ? c->S : E, ldv = Ev;
         }
         for (int64_t j0 = 0; j0 < end; j0 += BC) {
             int64_t bc = end - j0 < BC ? end - j0 : BC;
+            int64_t lim = c->causal ? i0 - j0 : NOLIM; /* mmk's: keys past a query have P 0 */
             FN(scores)(c, b, i0, br, j0, bc, s, Q, ldq, K, ldk);
             for (int64_t r = 0; r < br; r++) {
                 T *row = s + r * bc, mx = -INFINITY;
@@ -126,7 +222,10 @@ LTC_EW_CLONES static void FN(fwd)(void *p, int64_t lo, int64_t hi, int tid) {
                 m[r] = mn;
                 if (c->dropout) FN(drop)(c, b, i0 + r, j0, bc, row, row);
             }
-            mm(c->dt, false, false, br, Ev, bc, 1.0, s, bc, V + j0 * ldv, ldv, 1.0, acc, Ev);
+            if (c->small)
+                FN(mmk)(false, br, Ev, bc, 1, s, bc, V + j0 * ldv, ldv, 1, acc, Ev, lim, NOLIM);
+            else
+                mm(c->dt, false, false, br, Ev, bc, 1.0, s, bc, V + j0 * ldv, ldv, 1.0, acc, Ev);
         }
         int64_t ldo = c->lo.ld;
         T *out = (T *)c->out + at_off(c, &c->lo, b) + i0 * ldo, *lse = (T *)c->lse + b * c->L + i0;
@@ -152,7 +251,7 @@ LTC_EW_CLONES static void FN(bwd)(void *p, int64_t lo, int64_t hi, int tid) {
     T *P = (T *)c->scratch[tid], *dP = P + BR * BC, *W = dP + BR * BC;
     T *D = W + (c->dropout ? BR * BC : 0);
     T *gq = D + L, *gk = gq + L * E, *gv = gk + S * E, *go = gv + S * Ev;
-    T *gdq = go + L * Ev, *gdk = gdq + L * E, *gdv = gdk + S * E;
+    T *gdq = go + L * Ev, *gdk = gdq + L * E, *gdv = gdk + S * E, *gkt = gdv + S * Ev;
     for (int64_t b = lo; b < hi; b++) {
         int64_t oq = at_off(c, &c->lq, b), ok = at_off(c, &c->lk, b), ov = at_off(c, &c->lv, b);
         int64_t oo = at_off(c, &c->lo, b);
@@ -171,11 +270,19 @@ LTC_EW_CLONES static void FN(bwd)(void *p, int64_t lo, int64_t hi, int tid) {
         if (c->gather) {
             FN(gather)(gq, Q, 0, L, E, ldq);
             FN(gather)(gk, K, 0, S, E, ldk);
-            FN(gather)(gv, V, 0, S, Ev, ldv);
+            if (c->small) { /* K^T [E, S] as well, V^T [Ev, S] only */
+                FN(gathert)(gkt, S, K, S, E, ldk);
+                FN(gathert)(gv, S, V, S, Ev, ldv);
+            } else {
+                FN(gather)(gv, V, 0, S, Ev, ldv);
+            }
             FN(gather)(go, dO, 0, L, Ev, ldo);
             Q = gq, K = gk, V = gv, dO = go, dQ = gdq, dK = gdk, dV = gdv;
             ldq = ldk = E, ldv = ldo = Ev;
         }
+        /* the scores' K (transposed with c->small) and its row stride */
+        const T *Ks = c->small ? gkt : K;
+        int64_t ldks = c->small ? S : ldk;
         for (int64_t i = 0; i < L; i++) memset(dQ + i * ldq, 0, (size_t)E * sizeof(T));
         for (int64_t j = 0; j < S; j++) memset(dK + j * ldk, 0, (size_t)E * sizeof(T));
         for (int64_t j = 0; j < S; j++) memset(dV + j * ldv, 0, (size_t)Ev * sizeof(T));
@@ -185,16 +292,24 @@ LTC_EW_CLONES static void FN(bwd)(void *p, int64_t lo, int64_t hi, int tid) {
             int64_t first = c->causal ? j0 / BR * BR : 0;
             for (int64_t i0 = first; i0 < L; i0 += BR) {
                 int64_t br = L - i0 < BR ? L - i0 : BR;
-                FN(scores)(c, b, i0, br, j0, bc, P, Q, ldq, K, ldk);
+                int64_t lim = c->causal ? i0 - j0 : NOLIM; /* mmk's: keys past a query, P 0 */
+                FN(scores)(c, b, i0, br, j0, bc, P, Q, ldq, Ks, ldks);
                 for (int64_t r = 0; r < br; r++) {
                     T *row = P + r * bc;
                     FN(expz)(row, bc, lse[i0 + r]);
                     if (c->dropout) FN(drop)(c, b, i0 + r, j0, bc, row, W + r * bc);
                 }
-                mm(c->dt, true, false, bc, Ev, br, 1.0, c->dropout ? W : P, bc, dO + i0 * ldo, ldo,
-                   1.0, dV + j0 * ldv, ldv);
-                mm(c->dt, false, true, br, bc, Ev, 1.0, dO + i0 * ldo, ldo, V + j0 * ldv, ldv,
-                   0.0, dP, bc);
+                if (c->small) { /* V is V^T [Ev, S] */
+                    FN(mmk)(true, bc, Ev, br, 1, c->dropout ? W : P, bc, dO + i0 * ldo, ldo, 1,
+                            dV + j0 * ldv, ldv, lim, NOLIM);
+                    FN(mmk)(false, br, bc, Ev, 1, dO + i0 * ldo, ldo, V + j0, S, 0, dP, bc, NOLIM,
+                            lim);
+                } else {
+                    mm(c->dt, true, false, bc, Ev, br, 1.0, c->dropout ? W : P, bc,
+                       dO + i0 * ldo, ldo, 1.0, dV + j0 * ldv, ldv);
+                    mm(c->dt, false, true, br, bc, Ev, 1.0, dO + i0 * ldo, ldo, V + j0 * ldv, ldv,
+                       0.0, dP, bc);
+                }
                 for (int64_t r = 0; r < br; r++) {
                     T *pr = P + r * bc, *dr = dP + r * bc, d = D[i0 + r];
                     if (lse[i0 + r] == -INFINITY && c->const_masked) {
@@ -215,10 +330,17 @@ LTC_EW_CLONES static void FN(bwd)(void *p, int64_t lo, int64_t hi, int tid) {
                     LTC_SIMD for (int64_t j = 0; j < br * bc; j++) P[j] *= 0;
                     sc = 1;
                 }
-                mm(c->dt, false, false, br, E, bc, sc, P, bc, K + j0 * ldk, ldk, 1.0,
-                   dQ + i0 * ldq, ldq);
-                mm(c->dt, true, false, bc, E, br, sc, P, bc, Q + i0 * ldq, ldq, 1.0,
-                   dK + j0 * ldk, ldk);
+                if (c->small) {
+                    FN(mmk)(false, br, E, bc, (T)sc, P, bc, K + j0 * ldk, ldk, 1, dQ + i0 * ldq,
+                            ldq, lim, NOLIM);
+                    FN(mmk)(true, bc, E, br, (T)sc, P, bc, Q + i0 * ldq, ldq, 1, dK + j0 * ldk,
+                            ldk, lim, NOLIM);
+                } else {
+                    mm(c->dt, false, false, br, E, bc, sc, P, bc, K + j0 * ldk, ldk, 1.0,
+                       dQ + i0 * ldq, ldq);
+                    mm(c->dt, true, false, bc, E, br, sc, P, bc, Q + i0 * ldq, ldq, 1.0,
+                       dK + j0 * ldk, ldk);
+                }
             }
         }
         if (c->gather) {

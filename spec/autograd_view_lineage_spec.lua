@@ -52,4 +52,31 @@ describe("autograd view lineage", function()
     -- y = {3 x1, 3 x2, 3 x3 x1, 3 x4 x2}: d/dx = {3 + 3 x3, 3 + 3 x4, 3 x1, 3 x2}
     assert.are.same({ 12, 15, 3, 6 }, x.grad:totable())
   end)
+  -- fuzz seed 44 program 1396: the copy's source is a stale view of the target's own root;
+  -- the node that replays the view saved that root and became the root's history, a cycle
+  -- that was never freed (2 tensors left per copy)
+  it("copies from a stale view of the target itself with the gradient and no leak", function()
+    collectgarbage(); collectgarbage()
+    ltc.sync()
+    local live0 = ltc.debug.pending().live_tensors
+    do
+      local w = ltc.tensor({ { 0.0 }, { 0.25 }, { 2.0 } }, "float64"):requires_grad_()
+      local x = ltc.zeros({ 2, 3, 1 }, "float64")
+      local s = x:squeeze(2) -- size 3: a view of the same shape
+      x[-2] = w
+      x:copy_(s)
+      assert.are.same({ { { 0 }, { 0.25 }, { 2 } }, { { 0 }, { 0 }, { 0 } } }, x:totable())
+      -- no backward here: it frees the graph, which broke the cycle too
+    end
+    collectgarbage(); collectgarbage()
+    ltc.sync()
+    assert.equal(0, ltc.debug.pending().live_tensors - live0)
+    local w = ltc.tensor({ { 0.0 }, { 0.25 }, { 2.0 } }, "float64"):requires_grad_()
+    local x = ltc.zeros({ 2, 3, 1 }, "float64")
+    local s = x:squeeze(2)
+    x[-2] = w
+    x:copy_(s)
+    x:sum():backward()
+    assert.are.same({ { 1 }, { 1 }, { 1 } }, w.grad:totable())
+  end)
 end)

@@ -222,12 +222,16 @@ done:
 static ltc_status write(ltc_tensor *t, ltc_tensor *v, write_kind copy, const char *op) {
     if (!ltc_grad_mode) return raw_write(t, v, copy);
     ltc_status st;
+    /* integer and bool tensors never require grad, whatever is written into them. v's edge
+     * first: a stale view of t's own root (t:copy_(t:squeeze())) gets its history now, and
+     * the node that replays the view saves that root; preserved below with the others, it
+     * keeps the old value in a tensor of its own rather than t, whose history it becomes
+     * (a cycle t -> node -> t that was never freed: fuzz seed 44 program 1396) */
+    ltc_edge ve = {0};
+    if (ltc_dtype_is_float(t->shape.dtype) && (st = ltc_ag_edge_of(v, &ve))) return st;
     /* the nodes that saved t's root or its views keep the old value, in tensors of their own */
     if ((st = ltc_ag_preserve(t->base ? t->base : t))) return st;
     if (ltc_ag_stale(t) && (st = ltc_ag_refresh(t))) return st;
-    /* integer and bool tensors never require grad, whatever is written into them */
-    ltc_edge ve = {0};
-    if (ltc_dtype_is_float(t->shape.dtype) && (st = ltc_ag_edge_of(v, &ve))) return st;
     bool vreq = ve.fn || ve.leaf;
     bool view = t->base && !t->ag_detached;
     if (!view) return write_plain(t, v, copy, op, vreq);

@@ -32,21 +32,44 @@ static inline float phi_cdf_f32(float x, float *e) {
     return 0.5f * (1.0f + s) - s * tail;
 }
 
+/* The float32 loops walk whole chunks of LTC_EW_CHUNK elements with LTC_SIMD, and a
+ * strided or partial chunk is first gathered into a buffer (padded with its first element),
+ * as the generated elementwise loops do (codegen/emit_cpu.c): libmvec's vector expf is never
+ * mixed with the scalar expf of a compiler epilogue, so equal inputs give equal outputs
+ * wherever they sit (the left tail's erfc / 2 carries expf's last bits: gelu(-3) differed
+ * between a vector body and its scalar tail, and median's ties with it: fuzz seed 77). */
+#define CHUNK LTC_EW_CHUNK
+
+/* Elements [i0, i0 + CHUNK) of x (stride s; m < CHUNK of them real) as one contiguous chunk. */
+static inline const float *chunk_f32(const float *x, int64_t s, int64_t i0, int64_t m, float *buf) {
+    if (m == CHUNK && s == 1) return x + i0;
+    for (int64_t j = 0; j < CHUNK; j++) buf[j] = x[(i0 + (j < m ? j : 0)) * s];
+    return buf;
+}
+
 LTC_EW_CLONES
 static void gelu_f32(int64_t n, void *out, const void *const *in, const int64_t *stride) {
     float *o = out;
     const float *x = in[0];
+    int64_t i0 = 0;
     if (stride[0] == 1) {
+        i0 = n - n % CHUNK;
         LTC_SIMD
-        for (int64_t i = 0; i < n; i++) {
+        for (int64_t i = 0; i < i0; i++) {
             float e;
             o[i] = x[i] * phi_cdf_f32(x[i], &e);
         }
-        return;
     }
-    for (int64_t i = 0; i < n; i++) {
-        float e, v = x[i * stride[0]];
-        o[i] = v * phi_cdf_f32(v, &e);
+    for (; i0 < n; i0 += CHUNK) {
+        int64_t m = n - i0 < CHUNK ? n - i0 : CHUNK;
+        float xb[CHUNK], ob[CHUNK];
+        const float *X = chunk_f32(x, stride[0], i0, m, xb);
+        LTC_SIMD
+        for (int64_t i = 0; i < CHUNK; i++) {
+            float e;
+            ob[i] = X[i] * phi_cdf_f32(X[i], &e);
+        }
+        for (int64_t j = 0; j < m; j++) o[i0 + j] = ob[j];
     }
 }
 
@@ -55,17 +78,25 @@ LTC_EW_CLONES
 static void gelu_bw_f32(int64_t n, void *out, const void *const *in, const int64_t *stride) {
     float *o = out;
     const float *g = in[0], *x = in[1];
+    int64_t i0 = 0;
     if (stride[0] == 1 && stride[1] == 1) {
+        i0 = n - n % CHUNK;
         LTC_SIMD
-        for (int64_t i = 0; i < n; i++) {
+        for (int64_t i = 0; i < i0; i++) {
             float e, c = phi_cdf_f32(x[i], &e);
             o[i] = g[i] * (c + x[i] * 0.39894228040143267794f * e);
         }
-        return;
     }
-    for (int64_t i = 0; i < n; i++) {
-        float e, v = x[i * stride[1]], c = phi_cdf_f32(v, &e);
-        o[i] = g[i * stride[0]] * (c + v * 0.39894228040143267794f * e);
+    for (; i0 < n; i0 += CHUNK) {
+        int64_t m = n - i0 < CHUNK ? n - i0 : CHUNK;
+        float gb[CHUNK], xb[CHUNK], ob[CHUNK];
+        const float *G = chunk_f32(g, stride[0], i0, m, gb), *X = chunk_f32(x, stride[1], i0, m, xb);
+        LTC_SIMD
+        for (int64_t i = 0; i < CHUNK; i++) {
+            float e, c = phi_cdf_f32(X[i], &e);
+            ob[i] = G[i] * (c + X[i] * 0.39894228040143267794f * e);
+        }
+        for (int64_t j = 0; j < m; j++) o[i0 + j] = ob[j];
     }
 }
 

@@ -72,6 +72,15 @@ static double factor(const ref_at *c, int64_t b, int64_t i, int64_t j) {
     return kept ? 1 / c->keep : 0;
 }
 
+/* s as a score of dtype dt: kept in double (the reference's precision), but infinite where
+ * dt overflows, as the scores of a float32 product are (1e30 . 1e30: +inf, then a NaN row,
+ * as PyTorch's float32 softmax gives; fuzz seed 33 program 657). */
+static double in_range(ltc_dtype dt, double s) {
+    if (dt != LTC_F32) return s;
+    float f = (float)s;
+    return isinf(f) ? (double)f : s;
+}
+
 /* The probabilities P [L, S] of batch entry b (and each row's logsumexp in lse[L]). */
 static void probs(const ref_at *c, int64_t b, double *P, double *lse) {
     for (int64_t i = 0; i < c->L; i++) {
@@ -81,7 +90,7 @@ static void probs(const ref_at *c, int64_t b, double *P, double *lse) {
             for (int64_t e = 0; e < c->E; e++)
                 s += ltc_ref_get(c->q, c->dt, ix(c, &c->lq, b, i) + e) *
                      ltc_ref_get(c->k, c->dt, ix(c, &c->lk, b, j) + e);
-            s *= c->scale;
+            s = in_range(c->dt, in_range(c->dt, s) * c->scale);
             if (c->causal && j > i) s = -INFINITY;
             if (c->mask) {
                 int64_t o = ltc_ref_offset(&c->scores, c->ms, (b * c->L + i) * c->S + j);

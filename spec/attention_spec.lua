@@ -131,6 +131,22 @@ describe("scaled_dot_product_attention", function()
     end
   end)
 
+  it("gives NaN for a float32 score that overflows (finite inputs), on both backends", function()
+    -- 1e30 . 1e30 overflows float32's product to +inf: a NaN row (the reference computed in
+    -- double and gave logsumexp 1e59 -> inf and a finite output: fuzz seed 33 program 657);
+    -- row 2 sees scores 1e30 * 0.1 (finite) and 0: all weight on key 1
+    for _, be in ipairs { "cpu", "ref" } do
+      ltc.set_backend(be)
+      local q = T({ { 1e30, 0 }, { 1, 0 } }, "float32")
+      local k = T({ { 1e30, 0 }, { 0, 1 } }, "float32")
+      local v = T({ { 1, 2 }, { 3, 4 } }, "float32")
+      local o, lse = ltc.scaled_dot_product_attention(q, k, v, false, 0.1)
+      local ot, lt = o:totable(), lse:totable()
+      assert.is_true(ot[1][1] ~= ot[1][1] and lt[1] ~= lt[1], be .. " " .. tostring(lt[1]))
+      assert.are.same({ 1, 2 }, ot[2], be)
+    end
+  end)
+
   it("with scale 0 still carries a non-finite query into the output, on both backends", function()
     -- PyTorch's (q k^T) * 0: NaN for a NaN or infinite product (the CPU kernel's gemm with
     -- alpha 0 read neither operand and gave uniform weights); finite rows: uniform weights,

@@ -289,17 +289,22 @@ return function(nn, F)
           end
         end
       end
-      local input = ltc.stack(steps, 1)
-      local out = input
+      return self:_outputs(ltc.stack(steps, 1), hn, cn, unbatched)
+    end
+
+    -- The module's results from the last layer's output [T, B, H'] and each layer and
+    -- direction's final states: output (batch_first or unbatched as the input came), h_n
+    -- and, for LSTM, {h_n, c_n}.
+    function cls:_outputs(out, hn, cn, unbatched)
       local h_n = ltc.stack(hn, 1)
-      local c_n = mode == "LSTM" and ltc.stack(cn, 1) or nil
+      local c_n = self.mode == "LSTM" and ltc.stack(cn, 1) or nil
       if unbatched then
         out, h_n = out:squeeze(2), h_n:squeeze(2)
         if c_n then c_n = c_n:squeeze(2) end
       elseif self.batch_first then
         out = out:transpose(1, 2)
       end
-      if mode == "LSTM" then return out, { h_n, c_n } end
+      if c_n then return out, { h_n, c_n } end
       return out, h_n
     end
 
@@ -341,16 +346,7 @@ return function(nn, F)
           input = F.dropout(input, self.dropout, true)
         end
       end
-      local out, h_n = input, ltc.stack(hn, 1)
-      local c_n = lstm and ltc.stack(cn, 1) or nil
-      if unbatched then
-        out, h_n = out:squeeze(2), h_n:squeeze(2)
-        if c_n then c_n = c_n:squeeze(2) end
-      elseif self.batch_first then
-        out = out:transpose(1, 2)
-      end
-      if lstm then return out, { h_n, c_n } end
-      return out, h_n
+      return self:_outputs(input, hn, cn, unbatched)
     end
 
     function cls:extra_repr()

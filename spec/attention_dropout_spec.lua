@@ -307,11 +307,7 @@ end)
 
 describe("scaled_dot_product_attention with dropout on OpenCL", function()
   local O = dofile("spec/support/opencl.lua")
-  O.assert = assert
-  if not O.avail then
-    pending("skipped: " .. tostring(O.why):gsub("\n.*", ""))
-    return
-  end
+  if O.skipped(assert, pending) then return end
   it("runs through the core's eager fallback (the CPU kernels) with the CPU's mask", function()
     O.ocl.open()
     local r = {}

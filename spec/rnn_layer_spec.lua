@@ -311,11 +311,7 @@ end)
 
 describe("lstm_layer on OpenCL", function()
   local O = dofile("spec/support/opencl.lua")
-  O.assert = assert
-  if not O.avail then
-    pending("skipped: " .. tostring(O.why):gsub("\n.*", ""))
-    return
-  end
+  if O.skipped(assert, pending) then return end
   it("is not lowered there, so nn.LSTM takes the step-by-step ops (ltc.debug.lowered)", function()
     O.ocl.open()
     ltc.set_backend("opencl")

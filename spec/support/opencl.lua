@@ -11,6 +11,15 @@ local ok_mod, ocl = pcall(require, "ltc.opencl")
 if ok_mod then M.avail, M.why = ocl.available() else M.avail, M.why = false, ocl end
 M.ocl = ok_mod and ocl or nil
 
+--- skipped(assert, pending) -> true when there is no OpenCL device (the describe block then
+-- returns): hands over busted's assert and marks the block pending with the first line of why.
+function M.skipped(assert, pending)
+  M.assert = assert
+  if M.avail then return false end
+  pending("skipped: " .. tostring(M.why):gsub("\n.*", ""))
+  return true
+end
+
 --- fallbacks() -> the sum of every EagerFallback::<op> counter.
 function M.fallbacks()
   local n = 0

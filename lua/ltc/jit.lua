@@ -121,9 +121,9 @@ end
 -- and whether the walk stopped at MAX_GUARDS. Hot (every replay): the walk is C
 -- (core._jit_walk, src/lua/ltc_jitwalk.c: 25 us in Lua for a small step's 65 values).
 local function make_walker(roots, live, skip)
-  local walk, libfn = core._jit_walk, setmetatable({}, { __mode = "k" })
-  return function(values, compare)
-    return walk(roots, values, compare, live, skip, libfn, is_library_fn, MAX_GUARDS)
+  local walk = core._jit_walk
+  return function(values, compare) -- library_fn: is_library_fn's cache, read by the C walk too
+    return walk(roots, values, compare, live, skip, library_fn, is_library_fn, MAX_GUARDS)
   end
 end
 

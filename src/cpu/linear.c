@@ -19,8 +19,9 @@ static void gemm(ltc_dtype dt, bool bt, int64_t m, int64_t n, int64_t k, double 
  * the same bits as one call (OpenBLAS sums each element along k alike), so whether a call
  * splits is left to split_now. */
 static bool split_gemm(int64_t macs) {
-    return ltc_cpu_threads() > 1 && macs >= LTC_GEMM_SPLIT &&
-           !ltc_config_get_int("LTC_DETERMINISTIC");
+    static int64_t *deterministic;
+    if (!deterministic) deterministic = ltc_config_slot("LTC_DETERMINISTIC");
+    return ltc_cpu_threads() > 1 && macs >= LTC_GEMM_SPLIT && !*deterministic;
 }
 
 /* Whether this call splits (*timed: it is timed, for ltc_cpu_split_end). From LTC_GEMM_SMALL

@@ -1,6 +1,7 @@
 /*
- * lower.h - the lowering walk's state and helpers, shared by lower.c (elementwise groups,
- * GEMMs, reductions, losses, index_select, views) and lower_nn.c (convolution, pooling,
+ * lower.h - the lowering walk's state and helpers, shared by lower.c (the walk, fusion
+ * planning, GEMMs, reductions, losses, index_select, views), lower_ew.c (elementwise
+ * groups), lower_more.c and lower_nn.c (convolution, pooling,
  * slices, index_add/scatter_add, arange, random ops). Internal to the module.
  */
 #ifndef LTC_OCL_LOWER_H
@@ -52,6 +53,14 @@ int lw_opslot(lw *w, const ltc_node *n, int k);
 ltc_status lw_reduce_rows(lw *w, int op, int out, int tmp, int64_t rows, int red, ltc_dtype dt);
 /* The product of dims [from, to) of s. */
 int64_t lw_prod(const ltc_shape *s, int from, int to);
+
+/* lower_ew.c: the OpenCL C expression of an elementwise node (ops.yaml's `expr`, or the
+ * fill/cast's), NULL when the node is not lowered as elementwise; lowering the group rooted at
+ * node ni (the nodes marked inlined are folded in) as one kernel writing slot out. */
+const char *lw_ew_expr(const ltc_node *n);
+ltc_status lw_lower_ew(lw *w, int ni, int out);
+/* Whether a and b have the same dims (dtypes aside). */
+bool lw_same_dims(const ltc_shape *a, const ltc_shape *b);
 
 /* A CLBlast GEMM step C (m x n) = A (m x k, or its transpose) B (k x n, or its transpose),
  * row-major, over slots (lower_nn.c). */

@@ -195,7 +195,7 @@ static ltc_status lower_gemm(lw *w, const ltc_node *n, int out) {
         b = gemm_operand(w, n, 1, &tb);
         k = bs->dims[1];
         nn = bs->dims[0];
-        m = k ? ltc_shape_numel(as) / k : 0;
+        m = lw_prod(as, 0, as->ndim - 1); /* the rows of x, also when k is 0 */
         if (n->op == LTC_OP_LINEAR) fill = w->slot_of[n->operands[2].node->index] + n->operands[2].index;
         break;
     case LTC_OP_ADDMM: {
@@ -216,7 +216,7 @@ static ltc_status lower_gemm(lw *w, const ltc_node *n, int out) {
         k = as->dims[as->ndim - 1];
         nn = bs->dims[bs->ndim - 1];
         if (bs->ndim == 2) {
-            m = k ? ltc_shape_numel(as) / k : lw_prod(as, 0, as->ndim - 1);
+            m = lw_prod(as, 0, as->ndim - 1);
         } else {
             m = as->dims[as->ndim - 2];
             batch = lw_prod(os, 0, os->ndim - 2);

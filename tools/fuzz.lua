@@ -897,9 +897,12 @@ local ROUNDING = { "exp", "expm1", "log", "log1p", "pow", "tanh", "sigmoid", "ge
 -- atanh, erfinv, asin, acos, acosh near +-1, log1p near -1, tan near its poles,
 -- lgamma/digamma near theirs: an ulp of input moves the result far; log1p(erf(-3)): the
 -- CPU's vector erff and the reference's double erf differ by one float ulp of 0.99998, which
--- log1p's slope 1/(1+x) = 45000 turns into 0.0027 of -10.72)
-local AMPLIFIERS = { "sin", "cos", "fmod", "remainder", "floor_divide", "floor", "ceil",
-  "round", "sign", "cross_entropy_backward", "batch_norm", "atanh", "erfinv", "asin", "acos",
+-- log1p's slope 1/(1+x) = 45000 turns into 0.0027 of -10.72; log, log2, log10 of a
+-- subnormal: an ulp there is up to the whole value, so erfc(10) as 2.8e-45 (the CPU, and
+-- PyTorch) or 1.4e-45 (PoCL, correctly rounded from 2.09e-45) gives log -102.59 or -103.28:
+-- fuzz-opencl seed 17 program 26)
+local AMPLIFIERS = { "log", "log2", "log10", "sin", "cos", "fmod", "remainder", "floor_divide",
+  "floor", "ceil", "round", "sign", "cross_entropy_backward", "batch_norm", "atanh", "erfinv", "asin", "acos",
   "acosh", "log1p", "tan", "lgamma", "digamma", "polygamma",
   "copy" } -- copy_ into an integer tensor truncates
 local function op_at(st, names)

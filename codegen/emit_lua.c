@@ -306,5 +306,8 @@ void emit_lua_c(const gen_model *m, const gen_options *o, strbuf *b) {
         for (int j = i; j < i + n; j++) inplace |= m->ops[j].inplace && op_has_entry(&m->ops[j]);
         if (inplace) sb_printf(b, "    \"%s\",\n", m->ops[i].base_name);
     }
+    /* composite ops with `inplace: true` (their Lua functions are core's too) */
+    for (int i = 0; i < m->n_composites; i++)
+        if (m->composites[i].inplace) sb_printf(b, "    \"%s\",\n", m->composites[i].base_name);
     sb_puts(b, "    NULL,\n};\n");
 }

@@ -23,7 +23,7 @@ static const char *const op_keys[] = {"func", "doc", "shape", "dtypes", "expr",
                                       "operator",
                                       "derivatives", "non_native", "composite", NULL};
 static const char *const non_native_keys[] = {"func", "doc", "non_native", NULL};
-static const char *const composite_keys[] = {"func", "doc", "composite", NULL};
+static const char *const composite_keys[] = {"func", "doc", "composite", "inplace", NULL};
 /* ir_gen and non_native are PyTorch's backend YAML keys; here they would add node kinds to
  * the core, so only an empty list is accepted (load_backend says where the entries go). */
 static const char *const backend_keys[] = {"backend", "full_codegen", "supported",
@@ -241,6 +241,7 @@ static bool load_composite(gen_model *m, yfile *f, yaml_node_t *map, yaml_node_t
     c->schema = cg_strdup(schema);
     c->impl = cg_strdup(path);
     c->doc = get_string(f, map, "doc", &ok);
+    ok &= get_bool(f, map, "inplace", &c->inplace);
     c->file = f->path;
     c->line = (int)func->start_mark.line + 1;
     c->col = (int)func->start_mark.column + 1;

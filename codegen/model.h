@@ -120,6 +120,7 @@ typedef struct gen_op {
 typedef struct gen_composite {
     char *full_name, *base_name;
     char *schema, *doc, *impl; /* impl: the Lua file that defines it */
+    bool inplace;              /* `inplace: true`: t:<name>_(...) as for a generated op */
     const char *file;
     int line, col;
 } gen_composite;

@@ -206,6 +206,25 @@ describe("gradient clipping", function()
     close({ -0.5, 1 / 6 }, a.grad:totable(), 1e-5)
   end)
 
+  it("clip_grad_norm_ with error_if_nonfinite raises on a NaN or infinite norm (PyTorch)", function()
+    local a = ltc.zeros(2):requires_grad_()
+    a.grad = ltc.tensor({ 0 / 0, 1 })
+    local ok, err = pcall(ltc.nn.utils.clip_grad_norm_, { a }, 1, 2, true)
+    assert.is_false(ok)
+    assert.matches("clip_grad_norm_: the total norm of order 2 of the gradients is non-finite", err, 1, true)
+    ok, err = pcall(ltc.nn.utils.clip_grad_norm_, { a }, 1, { norm_type = math.huge, error_if_nonfinite = true })
+    assert.is_false(ok)
+    assert.matches("order inf", err, 1, true)
+    -- finite: clipped as without the flag; an option of the wrong kind is named
+    a.grad = ltc.tensor({ 3, 4 })
+    close(5, ltc.nn.utils.clip_grad_norm_({ a }, 1, 2, true):item(), 1e-6)
+    close({ 0.6, 0.8 }, a.grad:totable(), 1e-5)
+    assert.has_error(function() ltc.nn.utils.clip_grad_norm_({ a }, 1, 2, "yes") end,
+      "clip_grad_norm_: error_if_nonfinite must be a boolean, got string")
+    assert.has_error(function() ltc.nn.utils.clip_grad_norm_({ a }, 1, { norm = 2 }) end,
+      "clip_grad_norm_: unknown option 'norm'")
+  end)
+
   it("clip_grad_value_ clamps every gradient", function()
     local m = ltc.nn.Linear(2, 1)
     m.weight.grad, m.bias.grad = ltc.tensor({ { -3, 0.5 } }), ltc.tensor({ 2 })

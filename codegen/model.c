@@ -301,7 +301,20 @@ static bool load_op(gen_model *m, yfile *f, yaml_node_t *map) {
             NODE_ERROR(f, v, "out must be 'bool' (or left out)"), ok = false;
         op->out_bool = true;
     }
-    ok &= get_bool(f, map, "random", &op->random);
+    if ((v = lookup(f, map, "random")) && scalar(f, v, "random")) {
+        const char *s = (const char *)v->data.scalar.value;
+        if (!strcmp(s, "true")) op->random = true;
+        else if (!strncmp(s, "ltc_", 4) && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_") == strlen(s))
+            op->random_count = cg_strdup(s);
+        else if (strcmp(s, "false") != 0)
+            NODE_ERROR(f, v, "random must be true, false or the C function (ltc_...) that counts "
+                       "the numbers an op with a Generator? argument draws, not '%s'", s), ok = false;
+    }
+    int n_gen = 0;
+    for (int i = 0; i < op->n_args; i++) n_gen += op->args[i].generator;
+    if (n_gen > 1 || (n_gen == 1) != (op->random_count != NULL))
+        NODE_ERROR(f, func, "a Generator? argument (one at most) goes with `random: <count "
+                   "function>`, and such a random key with one"), ok = false;
     ok &= get_bool(f, map, "view", &op->view);
     ok &= get_bool(f, map, "inplace", &op->inplace);
     if (op->inplace && (op->n_args < 1 || op->args[0].type != ARG_TENSOR ||
@@ -557,6 +570,7 @@ void model_free(gen_model *m) {
         free(op->shape);
         free(op->expr);
         free(op->expr_int);
+        free(op->random_count);
         for (int j = 0; j < op->n_derivs; j++) {
             free(op->deriv_inputs[j]);
             free(op->deriv_exprs[j]);

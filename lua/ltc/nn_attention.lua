@@ -71,9 +71,9 @@ return function(nn, F)
   -- that requires grad gets one (materialising [..., L, S]). dropout_p in [0, 1]: when > 0
   -- each attention weight is dropped with probability dropout_p and the rest scaled by 1 / (1
   -- - dropout_p) (always, as PyTorch's function does), inside the fused op
-  -- (ltc.scaled_dot_product_attention's .dropout overloads; the default generator's state is
-  -- passed and advanced by the numel of [..., L, S], so each call draws a fresh mask and a
-  -- loop does not recompile); with a float mask that requires grad, over the ops.
+  -- (ltc.scaled_dot_product_attention's .dropout overloads, given no rng_state: the op takes
+  -- the default generator's state and advances it by the numel of [..., L, S], so each call
+  -- draws a fresh mask and a loop does not recompile); with a float mask that requires grad, over the ops.
   -- Also PyTorch's positional form F.scaled_dot_product_attention(q, k, v, attn_mask (a tensor
   -- or nil), dropout_p, is_causal, scale), told apart from the options table by its 4th
   -- argument (a tensor or nil followed by more) or by a 5th.
@@ -103,11 +103,9 @@ return function(nn, F)
     end
     local out
     if p > 0 then
-      -- the counters of the [..., L, S] probabilities (the op checks the sizes)
-      local n = k:dim() >= 2 and k:size(-2) or 0
-      for d = 1, q:dim() - 1 do n = n * q:size(d) end
-      local rng = core._rng_state(n)
-      out = ltc.scaled_dot_product_attention(q, k, v, opts.is_causal == true, scale, p, rng, mask)
+      -- rng_state nil: the op takes the default generator's state and advances it by what
+      -- it draws (ops.yaml's random: key)
+      out = ltc.scaled_dot_product_attention(q, k, v, opts.is_causal == true, scale, p, nil, mask)
     elseif opts.attn_mask then
       out = ltc.scaled_dot_product_attention(q, k, v, false, scale, opts.attn_mask)
     else

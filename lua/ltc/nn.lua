@@ -747,7 +747,14 @@ function Module:load_state_dict(sd, strict)
     known[name] = true
     local v = sd[name]
     if v == nil then
-      if strict then raise("load_state_dict: missing parameter '" .. name .. "'") end
+      if strict then
+        -- a PyTorch state dict numbers Sequential's and ModuleList's children from 0
+        local zero = name:gsub("%f[%w](%d+)%f[%W]", function(d) return tostring(tonumber(d) - 1) end)
+        local hint = zero ~= name and sd[zero] ~= nil and string.format(" (the state dict has '%s': "
+          .. "ltc numbers the children of Sequential and ModuleList from 1, as Torch7, PyTorch "
+          .. "from 0; add 1 to each number in its names)", zero) or ""
+        raise("load_state_dict: missing parameter '" .. name .. "'" .. hint)
+      end
     else
       if not ltc.is_tensor(v) then
         raise(string.format("load_state_dict: '%s' is %s, not a tensor", name, ltc.typename(v)))

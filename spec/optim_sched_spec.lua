@@ -54,6 +54,10 @@ describe("the optimizers", function()
     assert.has_error(function() ltc.optim.RMSprop({ p }, { alpha = 2 }) end, "RMSprop: alpha must be in [0, 1] (got 2)")
     assert.has_error(function() ltc.optim.Adagrad({ p }, { lr_decay = -1 }) end,
       "Adagrad: lr_decay must be a number >= 0 (got -1)")
+    assert.has_error(function() ltc.optim.Adam({ p }, { maximize = 1 }) end,
+      "Adam: maximize must be a boolean (got number)")
+    -- NAdam and RAdam have no maximize in PyTorch 1.13
+    assert.has_error(function() ltc.optim.NAdam({ p }, { maximize = true }) end, "NAdam: unknown option 'maximize'")
   end)
 end)
 

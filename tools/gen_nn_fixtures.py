@@ -177,6 +177,14 @@ def optim_cases():
         ("Adam_amsgrad", O.Adam, {"lr": 0.01, "amsgrad": True}),
         ("AdamW_amsgrad", O.AdamW, {"lr": 0.01, "amsgrad": True}),
         ("SGD_nesterov", O.SGD, {"lr": 0.1, "momentum": 0.9, "nesterov": True}),
+        # maximize: the gradient ascended (every optimizer of PyTorch 1.13 that has it)
+        ("SGD_maximize", O.SGD, {"lr": 0.1, "momentum": 0.9, "weight_decay": 0.1, "maximize": True}),
+        ("Adam_maximize", O.Adam, {"lr": 0.01, "weight_decay": 0.1, "maximize": True}),
+        ("AdamW_maximize", O.AdamW, {"lr": 0.01, "maximize": True}),
+        ("RMSprop_maximize", O.RMSprop, {"momentum": 0.5, "maximize": True}),
+        ("Adagrad_maximize", O.Adagrad, {"maximize": True}),
+        ("Adadelta_maximize", O.Adadelta, {"maximize": True}),
+        ("Adamax_maximize", O.Adamax, {"maximize": True}),
     ]
     out = {"p0": p0, "grads": grads, "cases": {}}
     for name, cls, o in cfgs:

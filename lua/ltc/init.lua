@@ -244,8 +244,11 @@ local function with_device(fn)
     return table.unpack(res, 2, res.n)
   end
 end
-for _, name in ipairs { "tensor", "zeros", "ones", "full", "empty", "rand", "randn", "arange",
-                        "eye", "linspace", "randint", "randperm", "load", "scalar_tensor" } do
+-- the functions that make tensors from nothing: they take a device option (and so are left
+-- out of the input-device following below)
+local creation = { "tensor", "zeros", "ones", "full", "empty", "rand", "randn", "arange", "eye",
+  "linspace", "randint", "randperm", "load", "scalar_tensor" }
+for _, name in ipairs(creation) do
   if M[name] then M[name] = with_device(M[name]) end
 end
 autograd.export(M)
@@ -276,10 +279,7 @@ function M.doc(x) return require("ltc.help").doc(x) end
 do
   local follow_all = require("ltc.follow").follow_all
   local skip = { to = true, device = true, jit = true, help = true, doc = true }
-  for _, name in ipairs { "tensor", "zeros", "ones", "full", "empty", "rand", "randn", "arange",
-                          "eye", "linspace", "randint", "randperm", "load", "scalar_tensor" } do
-    skip[name] = true
-  end
+  for _, name in ipairs(creation) do skip[name] = true end
   follow_all(M, skip)
   follow_all(methods, skip)
   follow_all(M.nn.functional)

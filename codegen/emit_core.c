@@ -90,7 +90,7 @@ static void emit_operands(strbuf *b, const gen_op *op) {
     for (int i = 0; i < op->n_args; i++) {
         const gen_arg *a = &op->args[i];
         strbuf cond = {0}, msg = {0};
-        if (arg_is_operand(a->type)) {
+        if (arg_is_operand(a->type) && !a->generator) {
             sb_printf(&cond, "!%s", a->name);
             sb_printf(&msg, "\"argument '%s' is nil\"", a->name);
         } else if (a->type == ARG_TENSOR_LIST || a->type == ARG_INTS) {
@@ -182,7 +182,8 @@ static void emit_shape_call(strbuf *b, const gen_op *op) {
     sb_printf(&head, "st = %s(", op->shape);
     for (int i = 0; i < op->n_args; i++) {
         const gen_arg *a = &op->args[i];
-        if (arg_is_operand(a->type)) sb_printf(&args, "ltc_tensor_shape(ops[%d]), ", k++);
+        if (a->generator) sb_printf(&args, "ops[%d] ? ltc_tensor_shape(ops[%d]) : NULL, ", k, k), k++;
+        else if (arg_is_operand(a->type)) sb_printf(&args, "ltc_tensor_shape(ops[%d]), ", k++);
         else if (a->type == ARG_TENSOR_LIST) sb_printf(&args, "shapes, n_%s, ", a->name);
         else if (a->type == ARG_INTS) sb_printf(&args, "%s, n_%s, ", a->name, a->name);
         else sb_printf(&args, "%s, ", a->name);
@@ -192,6 +193,29 @@ static void emit_shape_call(strbuf *b, const gen_op *op) {
     sb_puts(b, "    if (st != LTC_OK) goto cleanup;\n");
     sb_free(&head);
     sb_free(&args);
+}
+
+/* Emits step d': a nil Generator? argument becomes the default generator's state, advanced
+ * by the op's `random:` count of its operand and output shapes (after the shape function has
+ * checked them, so a bad call draws nothing). */
+static void emit_generator(strbuf *b, const gen_op *op) {
+    if (!op->random_count) return;
+    int n = op_n_operands(op), k = 0, g = -1;
+    const char *name = NULL;
+    sb_printf(b, "    const ltc_shape *in_shapes[%d] = {", n);
+    for (int i = 0; i < op->n_args; i++) {
+        const gen_arg *a = &op->args[i];
+        if (!arg_is_operand(a->type)) continue;
+        if (a->generator) g = k, name = a->name;
+        sb_printf(b, "%s%s", k ? ", " : "", a->generator ? "NULL" : "");
+        if (!a->generator) sb_printf(b, "ltc_tensor_shape(ops[%d])", k);
+        k++;
+    }
+    sb_printf(b, "};\n    if (!ops[%d]) {\n", g);
+    sb_printf(b, "        st = ltc_rng_state_tensor(%s(in_shapes, out_shapes), &rng);\n",
+              op->random_count);
+    sb_printf(b, "        if (st != LTC_OK) goto cleanup;\n        ops[%d] = %s = rng;\n    }\n", g,
+              name);
 }
 
 /* Number of attributes: the non-tensor arguments. */
@@ -336,15 +360,16 @@ static void emit_entry(strbuf *b, const gen_op *op) {
     sb_printf(b, "    ltc_shape out_shapes[%d];\n", op->n_rets);
     if (n_attrs(op)) sb_printf(b, "    ltc_attr attrs[%d];\n", n_attrs(op));
     if (op->dtypes != DTYPES_NONE) sb_puts(b, "    bool promoted = false;\n");
-    if (op->random) sb_puts(b, "    ltc_tensor *rng = NULL;\n");
+    if (op->random || op->random_count) sb_puts(b, "    ltc_tensor *rng = NULL;\n");
     sb_puts(b, "    ltc_status st = LTC_OK;\n");
     emit_operands(b, op);
     emit_dims(b, op);
     emit_shape_call(b, op);
+    emit_generator(b, op);
     emit_trace(b, op);
     emit_record(b, op);
     sb_puts(b, "cleanup:\n");
-    if (op->random) sb_puts(b, "    if (rng) ltc_tensor_release(rng);\n");
+    if (op->random || op->random_count) sb_puts(b, "    if (rng) ltc_tensor_release(rng);\n");
     if (op->dtypes != DTYPES_NONE && op->promote_mask) {
         sb_puts(b, "    if (promoted) {\n");
         for (int i = 0; i < op_n_operands(op) && i < 32; i++)

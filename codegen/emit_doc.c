@@ -81,7 +81,10 @@ static void emit_section(strbuf *b, const gen_op *op, const gen_options *o) {
     if (op_has_entry(op)) {
         for (int i = 0; i < op->n_args; i++) {
             const gen_arg *a = &op->args[i];
-            sb_printf(b, "- `%s`: %s", a->name, lua_type(a));
+            if (a->generator)
+                sb_printf(b, "- `%s`: a generator state (int64 [2] {seed, offset}), or nil for the "
+                             "default generator", a->name);
+            else sb_printf(b, "- `%s`: %s", a->name, lua_type(a));
             if (a->type == ARG_INTS && !a->fixed_len) {
                 bool varargs = true;
                 for (int j = i + 1; j < op->n_args; j++)
@@ -102,6 +105,9 @@ static void emit_section(strbuf *b, const gen_op *op, const gen_options *o) {
         sb_printf(b, "- Shape rule: `%s` (%s)\n", op->shape, o->shape_header);
         sb_printf(b, "- Dtype rule: %s\n", dtype_rules[op->dtypes]);
         if (op->random) sb_puts(b, "- Random: draws from the default generator\n");
+        if (op->random_count)
+            sb_printf(b, "- Random: draws from its `Generator?` argument, or when that is nil from "
+                         "the default generator, advanced by `%s` numbers\n", op->random_count);
         if (op->inplace) sb_printf(b, "- In place: `t:%s_(...)`\n", op->base_name);
         if (op->lua_operator) sb_printf(b, "- Lua operator: `%s`\n", op->lua_operator);
     }

@@ -20,8 +20,12 @@ static void emit_check_arg(strbuf *b, const gen_op *op, int i, const char *fname
     switch (a->type) {
     case ARG_TENSOR:
     case ARG_SCALAR:
-        sb_printf(b, "    const int p_%s = arg++;\n    ltcL_checkoperand(L, p_%s, \"%s\");\n", nm,
-                  nm, fname);
+        if (a->generator) /* nil: the default generator (the C entry gets NULL) */
+            sb_printf(b, "    const int p_%s = arg++;\n    if (!lua_isnoneornil(L, p_%s)) "
+                         "ltcL_checkoperand(L, p_%s, \"%s\");\n", nm, nm, nm, fname);
+        else
+            sb_printf(b, "    const int p_%s = arg++;\n    ltcL_checkoperand(L, p_%s, \"%s\");\n",
+                      nm, nm, fname);
         break;
     case ARG_TENSOR_LIST:
         sb_printf(b, "    const int p_%s = arg++;\n    ltcL_checklist(L, p_%s, \"%s\");\n", nm, nm,
@@ -139,10 +143,17 @@ static void emit_binding(strbuf *b, const gen_op *op, bool overloaded) {
     sb_puts(b, "};\n");
     sb_printf(b, "    ltc_status st = %s;\n", n_ops ? "LTC_ERR_NOMEM" : "LTC_OK");
     int k = 0;
-    for (int i = 0; i < op->n_args; i++)
-        if (arg_is_operand(op->args[i].type))
-            sb_printf(b, "    if (!(ops[%d] = ltcL_operand_once(L, p_%s))) goto cleanup;\n", k++,
-                      op->args[i].name);
+    for (int i = 0; i < op->n_args; i++) {
+        const gen_arg *a = &op->args[i];
+        if (!arg_is_operand(a->type)) continue;
+        if (a->generator)
+            sb_printf(b, "    if (!lua_isnoneornil(L, p_%s) && !(ops[%d] = ltcL_operand_once(L, "
+                         "p_%s)))\n        goto cleanup;\n", a->name, k, a->name);
+        else
+            sb_printf(b, "    if (!(ops[%d] = ltcL_operand_once(L, p_%s))) goto cleanup;\n", k,
+                      a->name);
+        k++;
+    }
     strbuf head = {0}, args = {0};
     sb_printf(&head, "st = ltc_%s(", op->cname);
     k = 0;
@@ -200,8 +211,17 @@ static void emit_dispatcher(strbuf *b, const gen_model *m, int first, int count)
         int q = i ? n_required(order[i - 1]) : 0;
         if (i && op_drops_tensor(order[i - 1], order[i], q))
             sb_printf(b, "    if (top >= %d) lua_remove(L, %d);\n", q, q);
+        /* the next overload requiring as many arguments, a Tensor where this one takes a
+         * number (scaled_dot_product_attention's .dropout and .mask): told apart by type */
+        arg_type tr = r ? order[i]->args[r - 1].type : ARG_TENSOR;
+        bool by_type = i + 1 < n && r && n_required(order[i + 1]) == r &&
+                       order[i + 1]->args[r - 1].type == ARG_TENSOR &&
+                       (tr == ARG_FLOAT || tr == ARG_INT || tr == ARG_FLOAT_OPT || tr == ARG_INT_OPT);
         if (i == n - 1) sb_printf(b, "    return %s(L);\n}\n", name.s);
         else if (r == 0) sb_printf(b, "    return %s(L);\n}\n", name.s);
+        else if (by_type)
+            sb_printf(b, "    if (top >= %d && lua_type(L, %d) == LUA_TNUMBER) return %s(L);\n", r,
+                      r, name.s);
         else sb_printf(b, "    if (top >= %d && !lua_isnil(L, %d)) return %s(L);\n", r, r, name.s);
         sb_free(&name);
         if (r == 0) break;
@@ -306,5 +326,8 @@ void emit_lua_c(const gen_model *m, const gen_options *o, strbuf *b) {
         for (int j = i; j < i + n; j++) inplace |= m->ops[j].inplace && op_has_entry(&m->ops[j]);
         if (inplace) sb_printf(b, "    \"%s\",\n", m->ops[i].base_name);
     }
+    /* composite ops with `inplace: true` (their Lua functions are core's too) */
+    for (int i = 0; i < m->n_composites; i++)
+        if (m->composites[i].inplace) sb_printf(b, "    \"%s\",\n", m->composites[i].base_name);
     sb_puts(b, "    NULL,\n};\n");
 }

@@ -23,7 +23,7 @@ static const char *const op_keys[] = {"func", "doc", "shape", "dtypes", "expr",
                                       "operator",
                                       "derivatives", "non_native", "composite", NULL};
 static const char *const non_native_keys[] = {"func", "doc", "non_native", NULL};
-static const char *const composite_keys[] = {"func", "doc", "composite", NULL};
+static const char *const composite_keys[] = {"func", "doc", "composite", "inplace", NULL};
 /* ir_gen and non_native are PyTorch's backend YAML keys; here they would add node kinds to
  * the core, so only an empty list is accepted (load_backend says where the entries go). */
 static const char *const backend_keys[] = {"backend", "full_codegen", "supported",
@@ -241,6 +241,7 @@ static bool load_composite(gen_model *m, yfile *f, yaml_node_t *map, yaml_node_t
     c->schema = cg_strdup(schema);
     c->impl = cg_strdup(path);
     c->doc = get_string(f, map, "doc", &ok);
+    ok &= get_bool(f, map, "inplace", &c->inplace);
     c->file = f->path;
     c->line = (int)func->start_mark.line + 1;
     c->col = (int)func->start_mark.column + 1;
@@ -300,7 +301,20 @@ static bool load_op(gen_model *m, yfile *f, yaml_node_t *map) {
             NODE_ERROR(f, v, "out must be 'bool' (or left out)"), ok = false;
         op->out_bool = true;
     }
-    ok &= get_bool(f, map, "random", &op->random);
+    if ((v = lookup(f, map, "random")) && scalar(f, v, "random")) {
+        const char *s = (const char *)v->data.scalar.value;
+        if (!strcmp(s, "true")) op->random = true;
+        else if (!strncmp(s, "ltc_", 4) && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_") == strlen(s))
+            op->random_count = cg_strdup(s);
+        else if (strcmp(s, "false") != 0)
+            NODE_ERROR(f, v, "random must be true, false or the C function (ltc_...) that counts "
+                       "the numbers an op with a Generator? argument draws, not '%s'", s), ok = false;
+    }
+    int n_gen = 0;
+    for (int i = 0; i < op->n_args; i++) n_gen += op->args[i].generator;
+    if (n_gen > 1 || (n_gen == 1) != (op->random_count != NULL))
+        NODE_ERROR(f, func, "a Generator? argument (one at most) goes with `random: <count "
+                   "function>`, and such a random key with one"), ok = false;
     ok &= get_bool(f, map, "view", &op->view);
     ok &= get_bool(f, map, "inplace", &op->inplace);
     if (op->inplace && (op->n_args < 1 || op->args[0].type != ARG_TENSOR ||
@@ -556,6 +570,7 @@ void model_free(gen_model *m) {
         free(op->shape);
         free(op->expr);
         free(op->expr_int);
+        free(op->random_count);
         for (int j = 0; j < op->n_derivs; j++) {
             free(op->deriv_inputs[j]);
             free(op->deriv_exprs[j]);

@@ -49,6 +49,9 @@ typedef struct gen_arg {
     default_kind def;
     char *def_text; /* DEF_INT / DEF_FLOAT: the literal as written; DEF_ARG: the name */
     int fixed_len;  /* int[N]: N (1..8); 0 for int[] of any length */
+    bool generator; /* `Generator? name`: an ARG_TENSOR that may be nil, the generator state
+                     * int64 [2]; the C entry fills a NULL one from the default generator,
+                     * advanced by the op's `random:` count function (PyTorch's Generator?) */
 } gen_arg;
 
 /* The schema spelling of a type ("int?", "Tensor[]"). */
@@ -83,6 +86,10 @@ typedef struct gen_op {
     dtype_rule dtypes;
     char *expr, *expr_int; /* may be NULL */
     bool out_bool, random;
+    /* `random: <C function>`: the op draws from its `Generator?` argument; when that is nil
+     * the entry makes the default generator's state, advanced by
+     * <function>(operand shapes, output shapes) numbers (src/core/shape_inference.h) */
+    char *random_count;
     /* `dtypes: common(a, b)`: bit k set for the k-th Tensor/Scalar operand that takes part
      * in promotion; 0 means all of them. Operands left out of an elementwise op's promotion
      * are bool (its shape function checks). */
@@ -120,6 +127,7 @@ typedef struct gen_op {
 typedef struct gen_composite {
     char *full_name, *base_name;
     char *schema, *doc, *impl; /* impl: the Lua file that defines it */
+    bool inplace;              /* `inplace: true`: t:<name>_(...) as for a generated op */
     const char *file;
     int line, col;
 } gen_composite;

@@ -35,7 +35,9 @@ bool arg_is_nullable(arg_type t) {
     return t == ARG_INT_OPT || t == ARG_DIM_OPT || t == ARG_FLOAT_OPT || t == ARG_DTYPE_OPT;
 }
 
-bool arg_is_optional(const gen_arg *a) { return a->def != DEF_ABSENT || arg_is_nullable(a->type); }
+bool arg_is_optional(const gen_arg *a) {
+    return a->def != DEF_ABSENT || arg_is_nullable(a->type) || a->generator;
+}
 
 /* A cursor over the schema string, with the op for error locations. */
 typedef struct cursor {
@@ -102,6 +104,11 @@ static bool read_type(cursor *c, gen_arg *a) {
         snprintf(name, sizeof name, "%.40s%s", id, suffix);
     }
     free(id);
+    if (strcmp(name, "Generator?") == 0) { /* a Tensor (the state) that may be nil */
+        a->type = ARG_TENSOR;
+        a->generator = true;
+        return true;
+    }
     for (int t = 0; t < ARG_TYPE_COUNT; t++) {
         if (strcmp(name, type_names[t]) == 0) {
             a->type = (arg_type)t;
@@ -109,7 +116,8 @@ static bool read_type(cursor *c, gen_arg *a) {
         }
     }
     fail_at(c, start, "unknown type (expected Tensor, Tensor[], Scalar, int, int?, int[], "
-                      "int[N], index, dim, dim?, float, float?, bool, ScalarType or ScalarType?)");
+                      "int[N], index, dim, dim?, float, float?, bool, ScalarType, ScalarType? "
+                      "or Generator?)");
     return false;
 }
 

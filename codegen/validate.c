@@ -151,6 +151,26 @@ static bool check_shape(const c_source *header, const gen_op *op) {
     return ok;
 }
 
+/* An op's `random: <count function>` must be declared in the shape header as
+ * int64_t <fn>(const ltc_shape *const *in, const ltc_shape *out): the numbers the op draws,
+ * from its operand shapes (the Generator? argument's NULL) and its output shapes. */
+static bool check_random_count(const c_source *header, const gen_op *op) {
+    if (!op->random_count) return true;
+    c_func *found;
+    int n = c_source_find(header, op->random_count, &found);
+    char *want = c_decl_params("int64_t f(const ltc_shape *const *in, const ltc_shape *out);");
+    bool ok = false;
+    for (int k = 0; k < n && !ok; k++)
+        ok = !strcmp(found[k].ret, "int64_t") && !strcmp(found[k].params, want);
+    free(want);
+    if (!ok)
+        cg_error("op '%s': random: %s needs a declaration in %s:\n    int64_t %s(const ltc_shape "
+                 "*const *in, const ltc_shape *out);", op->full_name, op->random_count,
+                 header->path, op->random_count);
+    c_funcs_free(found, n);
+    return ok;
+}
+
 /* Bit mask of the operand variables (x = 1, y = 2, z = 4) an expr uses. */
 static unsigned expr_vars(const char *e) {
     unsigned mask = 0;
@@ -276,7 +296,7 @@ bool model_validate(const gen_model *m, const gen_options *o) {
         if (!o->backend_only) ok &= check_entry(op);
         if (op->lower == LOWER_FULL || (o->ref_impl_path && op->expr))
             ok &= check_full_codegen(op);
-        if (header.code) ok &= check_shape(&header, op);
+        if (header.code) ok &= check_shape(&header, op) && check_random_count(&header, op);
         if (n_impl >= 0 && op->lower == LOWER_SUPPORTED) {
             strbuf fn = {0}, subject = {0};
             sb_printf(&fn, "ltc_%s_kernel_%s", o->backend_name, op->cname);

@@ -93,41 +93,22 @@ if opts.init_dir ~= "" then
   ltc.save(opts.init_dir .. "/meta.npy", ltc.tensor({ T, opts.lr }, "float64"))
 end
 
--- checkpoints: one .npz of model.<name>, opt.<i>.<state name>, meta.step and the LSTM state
--- carried into the next window (meta.h, meta.c), so a resumed run goes on as one would have
+-- checkpoints: one file (ltc.save of a nested table, as torch.save of a dict) holding the
+-- model's and the optimizer's state_dict(), the step and the LSTM state carried into the next
+-- window (h, c), so a resumed run goes on as one would have
 local function save_checkpoint(path, step, carried)
-  local t = {}
-  for name, p in pairs(model:state_dict()) do t["model." .. name] = p end
-  local sd = opt:state_dict()
-  for i, st in pairs(sd.state) do
-    for k, v in pairs(st) do t["opt." .. i .. "." .. k] = v end
-  end
-  t["meta.step"] = ltc.tensor(step, "int64")
-  t["meta.h"], t["meta.c"] = carried[1], carried[2]
-  ltc.save(path, t)
+  ltc.save(path, { model = model:state_dict(), opt = opt:state_dict(), step = step,
+    h = carried[1], c = carried[2] })
 end
 
 local first_step = 1
 local resumed_state
 if opts.resume ~= "" then
   local t = ltc.load(opts.resume)
-  local msd, state = {}, {}
-  for k, v in pairs(t) do
-    local name = k:match("^model%.(.+)$")
-    if name then msd[name] = v end
-    local i, sk = k:match("^opt%.(%d+)%.(.+)$")
-    if i then
-      i = tonumber(i)
-      state[i] = state[i] or {}
-      state[i][sk] = v
-    end
-  end
-  model:load_state_dict(msd)
-  local sd = opt:state_dict()
-  sd.state = state
-  opt:load_state_dict(sd)
-  first_step = t["meta.step"]:item() + 1
-  if t["meta.h"] and t["meta.c"] then resumed_state = { t["meta.h"], t["meta.c"] } end
+  model:load_state_dict(t.model)
+  opt:load_state_dict(t.opt)
+  first_step = t.step + 1
+  if t.h and t.c then resumed_state = { t.h, t.c } end
   print(string.format("resumed from %s at step %d", opts.resume, first_step))
 end
 

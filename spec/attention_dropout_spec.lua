@@ -214,6 +214,28 @@ describe("scaled_dot_product_attention with dropout", function()
     assert.are.equal(c1, ltc.metrics.counter("UncachedCompile"))
   end)
 
+  it("takes the default generator's state when rng_state is nil, advanced by the op's own count", function()
+    -- ops.yaml's `random: ltc_rng_numel_attention`: numel of [..., L, S], counted by the C
+    -- entry (not by the Lua caller), so ltc.scaled_dot_product_attention called directly
+    -- draws as F.scaled_dot_product_attention does, with or without a mask
+    local q, k, v = randn(2, 3, 5, 4), randn(2, 3, 7, 4), randn(2, 3, 7, 2)
+    local mask = ltc.ones({ 5, 7 }, "bool")
+    ltc.manual_seed(21)
+    local st = core._rng_state(0)
+    local a = ltc.scaled_dot_product_attention(q, k, v, false, 0.5, 0.4)
+    assert.are.same({ 21, 2 * 3 * 5 * 7 }, core._rng_state(0):totable())
+    local b = ltc.scaled_dot_product_attention(q, k, v, false, 0.5, 0.4, nil, mask)
+    assert.are.same({ 21, 2 * 2 * 3 * 5 * 7 }, core._rng_state(0):totable())
+    assert.are.equal(0, maxdiff(a, (ltc.scaled_dot_product_attention(q, k, v, false, 0.5, 0.4, st))))
+    assert.is_true(maxdiff(a, b) > 1e-3)
+    -- a call that fails its shape check draws nothing
+    local v6 = randn(2, 3, 6, 2)
+    local drawn = core._rng_state(0):totable()
+    local e = err(function() ltc.scaled_dot_product_attention(q, k, v6, false, 0.5, 0.4) end)
+    assert.truthy(e:find("do not fit", 1, true), e)
+    assert.are.same(drawn, core._rng_state(0):totable())
+  end)
+
   it("raises errors naming the op for a bad dropout_p or generator state", function()
     local q, k, v = ltc.zeros(2, 5, 4), ltc.zeros(2, 7, 4), ltc.zeros(2, 7, 3)
     for _, p in ipairs { -0.1, 1.5, 0 / 0 } do

@@ -338,11 +338,12 @@ describe("MultiheadAttention bad input (fresh-eyes tester)", function()
   it("names the module and the sizes, not an internal reshape or add", function()
     raises("MultiheadAttention: a batched (3-d) query [5, 2, 8] needs 3-d key and value, got key "
       .. "[7, 8] and value [7, 8]", mha, qb, k, k)
-    raises("MultiheadAttention: key [7, 8] and value [6, 8] must have one size", mha, q, k, ltc.randn(6, 8))
-    raises("MultiheadAttention: key [7, 2, 8] and value [6, 2, 8] must have one size", mha, qb, kb,
-      ltc.randn(6, 2, 8))
-    raises("MultiheadAttention: key and value [7, 3, 8] must be [S, N, E] with query [5, 2, 8]", mha,
-      qb, ltc.randn(7, 3, 8), ltc.randn(7, 3, 8))
+    raises("MultiheadAttention: unbatched key [7, 8] and value [6, 8] must be [S, kdim] and [S, vdim] "
+      .. "(kdim 8, vdim 8)", mha, q, k, ltc.randn(6, 8))
+    raises("MultiheadAttention: key [7, 2, 8] and value [6, 2, 8] must be [S, N, kdim] and [S, N, vdim] "
+      .. "with query [5, 2, 8] (kdim 8, vdim 8)", mha, qb, kb, ltc.randn(6, 2, 8))
+    raises("MultiheadAttention: key [7, 3, 8] and value [7, 3, 8] must be [S, N, kdim] and [S, N, vdim] "
+      .. "with query [5, 2, 8] (kdim 8, vdim 8)", mha, qb, ltc.randn(7, 3, 8), ltc.randn(7, 3, 8))
     raises("MultiheadAttention: key_padding_mask must be [S] = [7] with key [7, 8], got [6]", mha, q, k,
       k, { key_padding_mask = ltc.zeros(6, "bool") })
     raises("MultiheadAttention: key_padding_mask must be [N, S] = [2, 7], got [2, 6]", mha, qb, kb, kb,

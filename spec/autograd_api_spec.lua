@@ -29,6 +29,25 @@ describe("ltc.autograd.grad", function()
     close(ltc.autograd.grad(gx:sum(), x), { 6, 12, 18 }) -- 6 x
   end)
 
+  it("takes PyTorch's positional retain_graph and create_graph, and names a bad one", function()
+    local x = ltc.tensor({ 1, 2, 3 }, "float64"):requires_grad_()
+    local gx = ltc.autograd.grad({ (x * x * x):sum() }, { x }, nil, nil, true)
+    close(gx, { 3, 12, 27 })
+    assert.is_true(gx.requires_grad)
+    close(ltc.autograd.grad(gx:sum(), x, nil, false, false), { 6, 12, 18 })
+    local y = (x * x):sum()
+    close(ltc.autograd.grad(y, x, nil, true), { 2, 4, 6 }) -- retained: a second grad works
+    close(ltc.autograd.grad(y, x), { 2, 4, 6 })
+    local ok, err = pcall(ltc.autograd.grad, (x * x):sum(), x, nil, 1)
+    assert.is_false(ok)
+    assert.matches("grad: bad argument #4 (an options table {retain_graph, create_graph, "
+      .. "allow_unused} or PyTorch's positional retain_graph, create_graph booleans expected, got "
+      .. "number)", err, 1, true)
+    ok, err = pcall(ltc.autograd.grad, (x * x):sum(), x, nil, true, "yes")
+    assert.is_false(ok)
+    assert.matches("grad: bad argument #5 (create_graph: a boolean expected, got string)", err, 1, true)
+  end)
+
   it("takes grad_outputs and several outputs, and non-leaf inputs", function()
     local x = ltc.tensor({ 1, 2 }, "float64"):requires_grad_()
     local h = x * 3

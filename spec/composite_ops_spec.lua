@@ -76,4 +76,17 @@ describe("composite ops", function()
     local ld = assert(ltc.doc(last))
     assert.is_nil(ld:find("Composite", 1, true), last)
   end)
+  it("take their in-place methods from ops.yaml's inplace key, not from a list in init.lua", function()
+    local core = require "ltc.core"
+    local listed = {}
+    for _, name in ipairs(core.inplace_ops) do listed[name] = true end
+    for _, name in ipairs { "index_fill", "index_copy", "masked_scatter" } do
+      assert.is_true(listed[name], name)
+    end
+    local src = read("lua/ltc/init.lua")
+    assert.is_nil(src:find('"index_fill"', 1, true), "lua/ltc/init.lua lists index_fill")
+    local t = ltc.tensor({ 1, 2, 3 })
+    t:index_copy_(1, ltc.tensor({ 3 }, "int64"), ltc.tensor({ 9 }))
+    assert.are.same({ 1, 2, 9 }, t:totable())
+  end)
 end)

@@ -54,6 +54,10 @@ describe("the optimizers", function()
     assert.has_error(function() ltc.optim.RMSprop({ p }, { alpha = 2 }) end, "RMSprop: alpha must be in [0, 1] (got 2)")
     assert.has_error(function() ltc.optim.Adagrad({ p }, { lr_decay = -1 }) end,
       "Adagrad: lr_decay must be a number >= 0 (got -1)")
+    assert.has_error(function() ltc.optim.Adam({ p }, { maximize = 1 }) end,
+      "Adam: maximize must be a boolean (got number)")
+    -- NAdam and RAdam have no maximize in PyTorch 1.13
+    assert.has_error(function() ltc.optim.NAdam({ p }, { maximize = true }) end, "NAdam: unknown option 'maximize'")
   end)
 end)
 
@@ -204,6 +208,25 @@ describe("gradient clipping", function()
     a.grad = ltc.tensor({ -3, 1 })
     close(6, ltc.nn.utils.clip_grad_norm_({ a, b }, 1, math.huge):item(), 1e-6)
     close({ -0.5, 1 / 6 }, a.grad:totable(), 1e-5)
+  end)
+
+  it("clip_grad_norm_ with error_if_nonfinite raises on a NaN or infinite norm (PyTorch)", function()
+    local a = ltc.zeros(2):requires_grad_()
+    a.grad = ltc.tensor({ 0 / 0, 1 })
+    local ok, err = pcall(ltc.nn.utils.clip_grad_norm_, { a }, 1, 2, true)
+    assert.is_false(ok)
+    assert.matches("clip_grad_norm_: the total norm of order 2 of the gradients is non-finite", err, 1, true)
+    ok, err = pcall(ltc.nn.utils.clip_grad_norm_, { a }, 1, { norm_type = math.huge, error_if_nonfinite = true })
+    assert.is_false(ok)
+    assert.matches("order inf", err, 1, true)
+    -- finite: clipped as without the flag; an option of the wrong kind is named
+    a.grad = ltc.tensor({ 3, 4 })
+    close(5, ltc.nn.utils.clip_grad_norm_({ a }, 1, 2, true):item(), 1e-6)
+    close({ 0.6, 0.8 }, a.grad:totable(), 1e-5)
+    assert.has_error(function() ltc.nn.utils.clip_grad_norm_({ a }, 1, 2, "yes") end,
+      "clip_grad_norm_: error_if_nonfinite must be a boolean, got string")
+    assert.has_error(function() ltc.nn.utils.clip_grad_norm_({ a }, 1, { norm = 2 }) end,
+      "clip_grad_norm_: unknown option 'norm'")
   end)
 
   it("clip_grad_value_ clamps every gradient", function()

@@ -87,6 +87,25 @@ describe("lstm_layer", function()
       "ltc.debug.lowers_op: bad argument #1 (a device name such as \"cpu\" or \"opencl:0\" expected, got nil)")
   end)
 
+  it("asks the core whether the device lowers the fused op once per module, device and dtype", function()
+    local core = require "ltc.core"
+    local orig, asked = core._device_lowers_op, {}
+    core._device_lowers_op = function(dev, op, dt)
+      asked[#asked + 1] = dev .. " " .. op .. " " .. dt
+      return orig(dev, op, dt)
+    end
+    local ok, e = pcall(function()
+      local m = ltc.nn.GRU(3, 2)
+      for _ = 1, 3 do m(ltc.randn(2, 1, 3)) end
+      m:double()
+      for _ = 1, 2 do m(ltc.randn(2, 1, 3, "float64")) end
+      m(ltc.randn(2, 3, "float64")) -- unbatched: the same device and dtype
+    end)
+    core._device_lowers_op = orig
+    assert(ok, e)
+    assert.are.same({ "cpu:0 gru_layer float32", "cpu:0 gru_layer float64" }, asked)
+  end)
+
   it("lowers_op says to require \"ltc.opencl\" when the opencl device type is not registered", function()
     -- a fresh process: a backend's registration lasts for the process
     local p = io.popen([[bin/ltc -e 'print(select(2, pcall(ltc.debug.lowers_op, "opencl", "lstm_layer")))' 2>&1]])

@@ -122,6 +122,13 @@ describe("ltc.nn", function()
     assert.are.same({ { 6.5 } }, m(ltc.tensor({ { 1, 1, 1 } })):totable())
     assert.has_error(function() m:load_state_dict({ ["1.weight"] = ltc.ones(3, 3) }, false) end)
     assert.has_error(function() m:load_state_dict({}) end, "load_state_dict: missing parameter '1.weight'")
+    -- a PyTorch state dict (children numbered from 0) is named as such
+    assert.has_error(function()
+      m:load_state_dict({ ["0.weight"] = ltc.ones(2, 3), ["0.bias"] = ltc.zeros(2),
+        ["2.weight"] = ltc.ones(1, 2), ["2.bias"] = ltc.tensor({ 0.5 }) })
+    end, "load_state_dict: missing parameter '1.weight' (the state dict has '0.weight': ltc numbers "
+      .. "the children of Sequential and ModuleList from 1, as Torch7, PyTorch from 0; add 1 to "
+      .. "each number in its names)")
   end)
 
   it("switches Dropout off in eval mode and keeps the expected scale in training", function()

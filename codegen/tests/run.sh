@@ -134,6 +134,8 @@ expect_error "unknown keys, bad schemas and unknown op names are all reported" \
     "$T/bad_entries/ops.yaml:10:9: bad schema 'three(Tensor self, Complex c) -> Tensor'" \
     "$T/bad_entries/ops.yaml:13:9: bad schema 'four(Tensor self, int[2] k, int[2] s=nosuch) -> Tensor'" \
     "$T/bad_entries/ops.yaml:18:14: composite: cannot open 'no/such.lua'" \
+    "$T/bad_entries/ops.yaml:20:9: a Generator? argument (one at most) goes with \`random: <count function>\`, and such a random key with one" \
+    "$T/bad_entries/ops.yaml:25:11: random must be true, false or the C function (ltc_...) that counts the numbers an op with a Generator? argument draws, not 'maybe'" \
     "$T/bad_entries/backend.yaml:4:5: full_codegen lists 'nosuch'" \
     "$T/bad_entries/backend.yaml:6:5: skips_unread_outputs lists 'one', which is not a supported op with several results"
 
@@ -239,6 +241,19 @@ name="grad_<output> is the gradient of that output in the C and Lua backwards"
 if [ "$rc" -eq 0 ] && grep -qF 'TRY(ltc_mul(grads[1], t[0], &t[1]));' "$TMP/og/derivatives.c" &&
     grep -qF 'TRY(ltc_add(grads[0], t[1], &t[2]));' "$TMP/og/derivatives.c" &&
     grep -qF 'local grad_second = grads[2]' "$TMP/og/derivatives.lua"
+then pass "$name"; else fail "$name" "rc=$rc"; fi
+# 12. a Generator? argument: nil in Lua, NULL in C, where the entry makes the default
+# generator's state advanced by the op's `random:` count function
+d=$T/all_types
+"$GEN" --source $d/ops.yaml --backend-yaml $d/backend.yaml --shape-header $d/shape.h \
+    --impl-path $d/impl --backend-name cpu --output-dir "$TMP/gen" >"$TMP/out" 2>"$TMP/err"
+rc=$?
+name="a nil Generator? argument is the default generator's state, counted by random:"
+if [ "$rc" -eq 0 ] &&
+    grep -qF 'st = ltc_rng_state_tensor(ltc_rng_numel_draw(in_shapes, out_shapes), &rng);' "$TMP/gen/ltc_ops.c" &&
+    grep -qF 'ops[1] ? ltc_tensor_shape(ops[1]) : NULL' "$TMP/gen/ltc_ops.c" &&
+    grep -qF 'if (!lua_isnoneornil(L, p_rng_state)) ltcL_checkoperand' "$TMP/gen/lua_ops.c" &&
+    ! grep -qF "argument 'rng_state' is nil" "$TMP/gen/ltc_ops.c"
 then pass "$name"; else fail "$name" "rc=$rc"; fi
 run_fixture bad_output_grad
 expect_error "grad_<output> of the first output or of no output is an unknown name" \

@@ -76,11 +76,28 @@ end
 -- inputs' order, without touching any tensor's grad (PyTorch's torch.autograd.grad).
 -- grad_outputs: one gradient per output (default ones for one-element outputs). opts:
 -- retain_graph, create_graph (the results have history: gradients of gradients),
--- allow_unused (nil for an input the outputs do not depend on, else an error).
-function A.grad(outputs, inputs, grad_outputs, opts)
+-- allow_unused (nil for an input the outputs do not depend on, else an error). PyTorch's
+-- positional form works too: grad(outputs, inputs, grad_outputs, retain_graph, create_graph,
+-- only_inputs, allow_unused), booleans or nil.
+function A.grad(outputs, inputs, grad_outputs, opts, ...)
   if type(grad_outputs) == "table" and not core.is_tensor(grad_outputs) and grad_outputs[1] == nil
       and next(grad_outputs) ~= nil then
     grad_outputs, opts = nil, grad_outputs
+  end
+  local n_more = select("#", ...)
+  if type(opts) == "boolean" or (opts == nil and n_more > 0) then
+    local create, _, unused = ...
+    for i, v in ipairs { opts, create, (select(2, ...)), unused } do
+      if v ~= nil and type(v) ~= "boolean" then
+        raise(string.format("grad: bad argument #%d (%s: a boolean expected, got %s)", i + 3,
+          ({ "retain_graph", "create_graph", "only_inputs", "allow_unused" })[i], core.typename(v)))
+      end
+    end
+    opts = { retain_graph = opts, create_graph = create, allow_unused = unused }
+  elseif opts ~= nil and type(opts) ~= "table" then
+    raise("grad: bad argument #4 (an options table {retain_graph, create_graph, allow_unused} or "
+      .. "PyTorch's positional retain_graph, create_graph booleans expected, got "
+      .. core.typename(opts) .. ")")
   end
   opts = opts or {}
   if core.is_tensor(outputs) then outputs = { outputs } end

@@ -79,7 +79,7 @@ end
 -- Errors name the in-place op (add_: ..., not add: ... or assign_: ...) and the caller's line:
 -- the op and the write run under pcall, whose C frame gives their messages no position, and
 -- are raised again at level 2.
-local inplace = { table.unpack(core.inplace_ops) } -- ops.yaml entries with `inplace: true`
+local inplace = core.inplace_ops -- ops.yaml entries with `inplace: true` (composites too)
 local assign, pcall, error = core.assign_, pcall, error
 local function inplace_error(err, op, uname)
   if type(err) == "string" and err:sub(1, #op + 1) == op .. ":" then
@@ -87,8 +87,6 @@ local function inplace_error(err, op, uname)
   end
   raise(err)
 end
-local lua_inplace = { "index_fill", "index_copy", "masked_scatter" } -- ops of ltc.indexing
-for _, name in ipairs(lua_inplace) do inplace[#inplace + 1] = name end
 for _, name in ipairs(inplace) do
   local op, uname = core[name], name .. "_"
   if op and methods[uname] == nil then
@@ -246,8 +244,11 @@ local function with_device(fn)
     return table.unpack(res, 2, res.n)
   end
 end
-for _, name in ipairs { "tensor", "zeros", "ones", "full", "empty", "rand", "randn", "arange",
-                        "eye", "linspace", "randint", "randperm", "load", "scalar_tensor" } do
+-- the functions that make tensors from nothing: they take a device option (and so are left
+-- out of the input-device following below)
+local creation = { "tensor", "zeros", "ones", "full", "empty", "rand", "randn", "arange", "eye",
+  "linspace", "randint", "randperm", "load", "scalar_tensor" }
+for _, name in ipairs(creation) do
   if M[name] then M[name] = with_device(M[name]) end
 end
 autograd.export(M)
@@ -278,10 +279,7 @@ function M.doc(x) return require("ltc.help").doc(x) end
 do
   local follow_all = require("ltc.follow").follow_all
   local skip = { to = true, device = true, jit = true, help = true, doc = true }
-  for _, name in ipairs { "tensor", "zeros", "ones", "full", "empty", "rand", "randn", "arange",
-                          "eye", "linspace", "randint", "randperm", "load", "scalar_tensor" } do
-    skip[name] = true
-  end
+  for _, name in ipairs(creation) do skip[name] = true end
   follow_all(M, skip)
   follow_all(methods, skip)
   follow_all(M.nn.functional)

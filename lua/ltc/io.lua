@@ -52,6 +52,7 @@ end
 -- np.savez_compressed files (deflate, through zlib).
 
 local crc32 = core.crc32 -- zlib's
+local tree = require "ltc.io_tree"
 
 -- The .npy bytes of tensor t, made in memory (core.npy_bytes).
 local function npy_bytes(t) return core.npy_bytes(t) end
@@ -65,19 +66,11 @@ local function npy_tensor(bytes, what)
   return t
 end
 
---- ltc.io.save_npz(path, tensors): writes a table {name = tensor} (a state dict) to one
--- .npz file, a member "<name>.npy" per entry in sorted name order. Syncs the tensors.
--- Raises on a value that is not a tensor, or when the file cannot be written: every write
--- and the close are checked (a full disk is an error, not a truncated file). Each member
--- is written as soon as it is made, so memory holds one member at a time.
-function M.save_npz(path, tensors)
-  local names = {}
-  for k, v in pairs(tensors) do
-    if type(k) ~= "string" then raise("save: state dict keys must be strings, not " .. type(k)) end
-    if not core.is_tensor(v) then raise(string.format("save: '%s' is not a tensor", k)) end
-    names[#names + 1] = k
-  end
-  table.sort(names)
+-- Writes the zip archive `path` of members {name, bytes}, in order; bytes is a string or a
+-- function that makes it (called when the member is written, so memory holds one member at
+-- a time). Every write and the close are checked (a full disk is an error, not a truncated
+-- file).
+local function write_zip(path, members)
   local f, err = io.open(path, "wb")
   if not f then raise("save: cannot write '" .. path .. "': " .. tostring(err)) end
   local function put(...)
@@ -88,13 +81,16 @@ function M.save_npz(path, tensors)
     end
   end
   local central, offset = {}, 0
-  for _, name in ipairs(names) do
-    local fname = name .. ".npy"
-    local ok, data = pcall(npy_bytes, tensors[name])
-    if not ok then f:close(); raise(data) end
+  for _, m in ipairs(members) do
+    local fname, data = m[1], m[2]
+    if type(data) == "function" then
+      local ok, bytes = pcall(data)
+      if not ok then f:close(); raise(bytes) end
+      data = bytes
+    end
     if #data >= 0xFFFFFFFF or offset >= 0xFFFFFFFF then
       f:close()
-      raise("save: '" .. name .. "' is too large for a .npz file without zip64")
+      raise("save: '" .. fname .. "' is too large for a .npz file without zip64")
     end
     local crc = crc32(data)
     -- local file header: version 2.0, no flags, stored, no time stamp
@@ -106,9 +102,59 @@ function M.save_npz(path, tensors)
     offset = offset + #head + #fname + #data
   end
   local cd = table.concat(central)
-  put(cd, string.pack("<I4I2I2I2I2I4I4I2", 0x06054b50, 0, 0, #names, #names, #cd, offset, 0))
+  put(cd, string.pack("<I4I2I2I2I2I4I4I2", 0x06054b50, 0, 0, #members, #members, #cd, offset, 0))
   local ok, cerr = f:close()
   if not ok then raise("save: cannot write '" .. path .. "': " .. tostring(cerr)) end
+end
+
+--- ltc.io.save_npz(path, tensors): writes a table {name = tensor} (a state dict) to one
+-- .npz file, a member "<name>.npy" per entry in sorted name order. Syncs the tensors.
+-- Raises on a value that is not a tensor, or when the file cannot be written. Each member
+-- is written as soon as it is made, so memory holds one member at a time.
+function M.save_npz(path, tensors)
+  local names = {}
+  for k, v in pairs(tensors) do
+    if type(k) ~= "string" then raise("save: state dict keys must be strings, not " .. type(k)) end
+    if not core.is_tensor(v) then raise(string.format("save: '%s' is not a tensor", k)) end
+    names[#names + 1] = k
+  end
+  table.sort(names)
+  local members = {}
+  for i, name in ipairs(names) do
+    members[i] = { name .. ".npy", function() return npy_bytes(tensors[name]) end }
+  end
+  write_zip(path, members)
+end
+
+-- the member of a nested table's structure (lua/ltc/io_tree.lua); np.load gives its bytes
+local TREE = "__ltc_tree__"
+
+-- Whether t is a state dict as np.savez writes it: string keys, tensor values.
+local function flat(t)
+  for k, v in pairs(t) do
+    if type(k) ~= "string" or not core.is_tensor(v) or k == TREE then return false end
+  end
+  return true
+end
+
+--- ltc.io.save_tree(path, t): a nested table of tensors, numbers, booleans and strings
+-- (string or integer keys) to one .npz file: a member "<key path>.npy" per tensor and the
+-- member __ltc_tree__ holding the rest (lua/ltc/io_tree.lua), so that load gives back an
+-- equal table: numbers bit for bit with their subtype, a tensor that appears twice once.
+-- Raises, naming the key path, on anything else (a function, userdata that is not a tensor,
+-- a table with a metatable, a cycle).
+function M.save_tree(path, t)
+  local members, used = {}, {}
+  local bytes = tree.encode(t, function(x, at)
+    local base = tree.path_name(at)
+    local name, n = base, 1
+    while used[name] or name == TREE do n = n + 1; name = base .. "~" .. n end
+    used[name] = true
+    members[#members + 1] = { name .. ".npy", function() return npy_bytes(x) end }
+    return name
+  end)
+  members[#members + 1] = { TREE, bytes }
+  write_zip(path, members)
 end
 
 -- The position of the end-of-central-directory record of a zip archive in `data` (the
@@ -126,7 +172,7 @@ end
 -- archive, a truncated or corrupt one, an encrypted member, or a CRC mismatch; a bad
 -- member's error names the member. The file is read member by member (the central
 -- directory at its end, then each member where it says), so memory holds one member's
--- bytes at a time besides the tensors.
+-- bytes at a time besides the tensors. A file that save_tree wrote gives its nested table.
 function M.load_npz(path)
   if type(path) ~= "string" then
     raise("load_npz: bad argument #1 (a path string expected, got " .. core.typename(path) .. ")")
@@ -157,7 +203,7 @@ function M.load_npz(path)
   end
   local _, _, _, _, count, cd_size, cd_off = string.unpack("<I4I2I2I2I2I4I4", tail, eocd)
   local cd = read_at(cd_off, cd_size, "the central directory")
-  local out, pos = {}, 1
+  local out, pos, tree_bytes = {}, 1, nil
   for i = 1, count do
     if pos + 45 > #cd then bad("central directory entry " .. i .. " lies outside the file (truncated or corrupt)") end
     local sig, _, _, flags, method, _, _, crc, csize, usize, nlen, xlen, clen, _, _, _, loff =
@@ -184,18 +230,27 @@ function M.load_npz(path)
     if crc32(bytes) ~= crc then
       bad(string.format("member '%s' is truncated or corrupt (CRC-32)", fname))
     end
-    local name = fname:gsub("%.npy$", "")
-    local ok, t = pcall(npy_tensor, bytes, fname)
-    if not ok then bad(tostring(t)) end
-    out[name] = t
+    if fname == TREE then
+      tree_bytes = bytes
+    else
+      local name = fname:gsub("%.npy$", "")
+      local ok, t = pcall(npy_tensor, bytes, fname)
+      if not ok then bad(tostring(t)) end
+      out[name] = t
+    end
     bytes = nil
   end
   f:close()
+  if tree_bytes then
+    -- a nested table (save_tree): its structure, the tensors from their members
+    return tree.decode(tree_bytes, function(name) return out[name] end, "load: '" .. path .. "'")
+  end
   return out
 end
 
---- ltc.save(path, value): a tensor to a .npy file, or a table {name = tensor} (a state
--- dict) to a .npz file (save_npz).
+--- ltc.save(path, value): a tensor to a .npy file, a table {name = tensor} (a model's state
+-- dict) to a .npz file (save_npz), and any other table (an optimizer's state_dict(), a
+-- checkpoint nesting both with numbers) to a .npz file with its structure (save_tree).
 function M.save(path, value)
   if type(path) ~= "string" then
     raise("save: bad argument #1 (a path string expected, got " .. type(path) .. ")")
@@ -206,11 +261,13 @@ function M.save(path, value)
       and "a closed tensor" or type(value)
     raise("save: a tensor or a table of tensors expected, got " .. what)
   end
-  return M.save_npz(path, value)
+  if flat(value) then return M.save_npz(path, value) end
+  return M.save_tree(path, value)
 end
 
 --- ltc.load(path): the tensor of a .npy file, or the {name = tensor} table of a .npz
--- file (a zip archive: "PK" at the start and an end-of-central-directory record).
+-- file (a zip archive: "PK" at the start and an end-of-central-directory record), or the
+-- nested table that ltc.save wrote to it (save_tree). Tensors load on the CPU.
 function M.load(path)
   if type(path) ~= "string" then
     raise("load: bad argument #1 (a path string expected, got " .. type(path) .. ")")

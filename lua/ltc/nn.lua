@@ -747,7 +747,14 @@ function Module:load_state_dict(sd, strict)
     known[name] = true
     local v = sd[name]
     if v == nil then
-      if strict then raise("load_state_dict: missing parameter '" .. name .. "'") end
+      if strict then
+        -- a PyTorch state dict numbers Sequential's and ModuleList's children from 0
+        local zero = name:gsub("%f[%w](%d+)%f[%W]", function(d) return tostring(tonumber(d) - 1) end)
+        local hint = zero ~= name and sd[zero] ~= nil and string.format(" (the state dict has '%s': "
+          .. "ltc numbers the children of Sequential and ModuleList from 1, as Torch7, PyTorch "
+          .. "from 0; add 1 to each number in its names)", zero) or ""
+        raise("load_state_dict: missing parameter '" .. name .. "'" .. hint)
+      end
     else
       if not ltc.is_tensor(v) then
         raise(string.format("load_state_dict: '%s' is %s, not a tensor", name, ltc.typename(v)))
@@ -1112,14 +1119,27 @@ local function with_grads(params, fname)
   return out
 end
 
---- nn.utils.clip_grad_norm_(params, max_norm [, norm_type=2]): scales every gradient by
--- min(1, max_norm / (total + 1e-6)), total being the norm of all gradients together
--- (norm_type math.huge: the largest absolute value). Returns total as a 0-d tensor: it is
--- computed in the step's graph, so clipping never syncs (PyTorch's foreach=False formula).
-function nn.utils.clip_grad_norm_(params, max_norm, norm_type)
+--- nn.utils.clip_grad_norm_(params, max_norm [, norm_type=2 [, error_if_nonfinite=false]]):
+-- scales every gradient by min(1, max_norm / (total + 1e-6)), total being the norm of all
+-- gradients together (norm_type math.huge: the largest absolute value). Returns total as a
+-- 0-d tensor: it is computed in the step's graph, so clipping never syncs (PyTorch's
+-- foreach=False formula), except with error_if_nonfinite, which reads total (a sync) and
+-- raises, as PyTorch, when it is NaN or infinite (the gradients are then left as they were).
+-- The options table {norm_type, error_if_nonfinite} may stand after max_norm.
+local clip_options = { norm_type = true, error_if_nonfinite = true, foreach = true }
+function nn.utils.clip_grad_norm_(params, max_norm, norm_type, error_if_nonfinite)
+  if type(norm_type) == "table" then
+    for k in pairs(norm_type) do
+      if not clip_options[k] then raise("clip_grad_norm_: unknown option '" .. tostring(k) .. "'") end
+    end
+    norm_type, error_if_nonfinite = norm_type.norm_type, norm_type.error_if_nonfinite
+  end
   norm_type = norm_type or 2
   if type(max_norm) ~= "number" or type(norm_type) ~= "number" then
     raise("clip_grad_norm_: max_norm and norm_type must be numbers")
+  end
+  if error_if_nonfinite ~= nil and type(error_if_nonfinite) ~= "boolean" then
+    raise("clip_grad_norm_: error_if_nonfinite must be a boolean, got " .. ltc.typename(error_if_nonfinite))
   end
   local ps = with_grads(params, "clip_grad_norm_")
   if #ps == 0 then return ltc.tensor(0) end
@@ -1136,6 +1156,11 @@ function nn.utils.clip_grad_norm_(params, max_norm, norm_type)
         total = total and total + n or n
       end
       total = total ^ (1 / norm_type)
+    end
+    if error_if_nonfinite and not total:isfinite():item() then
+      raise(string.format("clip_grad_norm_: the total norm of order %g of the gradients is "
+        .. "non-finite, so it cannot be clipped (error_if_nonfinite = false scales the gradients "
+        .. "by it anyway)", norm_type))
     end
     local coef = (max_norm / (total + 1e-6)):clamp(nil, 1)
     for _, p in ipairs(ps) do p.grad = p.grad * coef:to(p.grad:dtype()) end

@@ -71,9 +71,9 @@ return function(nn, F)
   -- that requires grad gets one (materialising [..., L, S]). dropout_p in [0, 1]: when > 0
   -- each attention weight is dropped with probability dropout_p and the rest scaled by 1 / (1
   -- - dropout_p) (always, as PyTorch's function does), inside the fused op
-  -- (ltc.scaled_dot_product_attention's .dropout overloads; the default generator's state is
-  -- passed and advanced by the numel of [..., L, S], so each call draws a fresh mask and a
-  -- loop does not recompile); with a float mask that requires grad, over the ops.
+  -- (ltc.scaled_dot_product_attention's .dropout overloads, given no rng_state: the op takes
+  -- the default generator's state and advances it by the numel of [..., L, S], so each call
+  -- draws a fresh mask and a loop does not recompile); with a float mask that requires grad, over the ops.
   -- Also PyTorch's positional form F.scaled_dot_product_attention(q, k, v, attn_mask (a tensor
   -- or nil), dropout_p, is_causal, scale), told apart from the options table by its 4th
   -- argument (a tensor or nil followed by more) or by a 5th.
@@ -103,11 +103,9 @@ return function(nn, F)
     end
     local out
     if p > 0 then
-      -- the counters of the [..., L, S] probabilities (the op checks the sizes)
-      local n = k:dim() >= 2 and k:size(-2) or 0
-      for d = 1, q:dim() - 1 do n = n * q:size(d) end
-      local rng = core._rng_state(n)
-      out = ltc.scaled_dot_product_attention(q, k, v, opts.is_causal == true, scale, p, rng, mask)
+      -- rng_state nil: the op takes the default generator's state and advances it by what
+      -- it draws (ops.yaml's random: key)
+      out = ltc.scaled_dot_product_attention(q, k, v, opts.is_causal == true, scale, p, nil, mask)
     elseif opts.attn_mask then
       out = ltc.scaled_dot_product_attention(q, k, v, false, scale, opts.attn_mask)
     else
@@ -120,11 +118,15 @@ return function(nn, F)
     return uniform({ rows, cols }, math.sqrt(6 / (rows + cols)))
   end
 
-  --- nn.MultiheadAttention(embed_dim, num_heads [, {dropout=0, bias=true, batch_first=false}]):
-  -- parameters in_proj_weight [3E, E] (xavier uniform), in_proj_bias [3E] (zeros), out_proj
-  -- (Linear(E, E), bias zeros). mha(query, key, value [, {key_padding_mask, need_weights=true,
+  --- nn.MultiheadAttention(embed_dim, num_heads [, {dropout=0, bias=true, batch_first=false,
+  -- kdim=embed_dim, vdim=embed_dim}]): parameters in_proj_weight [3E, E] (xavier uniform),
+  -- in_proj_bias [3E] (zeros), out_proj (Linear(E, E), bias zeros); when kdim or vdim is not
+  -- E, PyTorch's separate q_proj_weight [E, E], k_proj_weight [E, kdim] and v_proj_weight [E,
+  -- vdim] (each xavier uniform) instead of in_proj_weight. mha(query, key, value [,
+  -- {key_padding_mask, need_weights=true,
   -- attn_mask, average_attn_weights=true, is_causal}]) with query [L, N, E] (batch_first: [N,
-  -- L, E]; unbatched: [L, E], key and value [S, E]) returns the output of query's size and the
+  -- L, E]; unbatched: [L, E], key [S, kdim] and value [S, vdim]), key [S, N, kdim] and value
+  -- [S, N, vdim], returns the output of query's size and the
   -- attention weights [N, L, S] (averaged over heads; [N, heads, L, S] otherwise; unbatched
   -- without the N; nil unless need_weights). Masks follow
   -- nn.MultiheadAttention: key_padding_mask [N, S] and a bool attn_mask [L, S] mark with true
@@ -136,22 +138,34 @@ return function(nn, F)
     if E % heads ~= 0 then
       raise(string.format("MultiheadAttention: embed_dim %d must be divisible by num_heads %d", E, heads))
     end
-    opts = check_options("MultiheadAttention", opts, set("dropout", "bias", "batch_first"), 3)
+    opts = check_options("MultiheadAttention", opts, set("dropout", "bias", "batch_first", "kdim", "vdim"), 3)
+    local kdim, vdim = opts.kdim or E, opts.vdim or E
+    check_size("MultiheadAttention", "kdim", kdim)
+    check_size("MultiheadAttention", "vdim", vdim)
     self.embed_dim, self.num_heads, self.head_dim = E, heads, E // heads
+    self.kdim, self.vdim = kdim, vdim
     self.dropout, self.batch_first = opts.dropout or 0, opts.batch_first == true
-    self:register_parameter("in_proj_weight", xavier_uniform(3 * E, E))
+    if kdim == E and vdim == E then
+      self:register_parameter("in_proj_weight", xavier_uniform(3 * E, E))
+    else
+      self:register_parameter("q_proj_weight", xavier_uniform(E, E))
+      self:register_parameter("k_proj_weight", xavier_uniform(E, kdim))
+      self:register_parameter("v_proj_weight", xavier_uniform(E, vdim))
+    end
     if opts.bias ~= false then self:register_parameter("in_proj_bias", ltc.zeros(3 * E)) end
     self.out_proj = nn.Linear(E, E, { bias = opts.bias ~= false })
     if self.out_proj.bias then ltc.no_grad(function() self.out_proj.bias:zero_() end) end
   end
 
+  -- the weight [E, E], [E, kdim] or [E, vdim] that projects query (i = 1), key (2) or value (3)
+  local function proj_weight(self, i)
+    local w = self.in_proj_weight
+    if w then return w:narrow(1, (i - 1) * self.embed_dim + 1, self.embed_dim) end
+    return self[({ "q_proj_weight", "k_proj_weight", "v_proj_weight" })[i]]
+  end
+
   local function sz(x) return "[" .. table.concat(x:size(), ", ") .. "]" end
   local function is_float(x) return x:is_floating_point() end
-  local function same_size(a, b)
-    if a:dim() ~= b:dim() then return false end
-    for d = 1, a:dim() do if a:size(d) ~= b:size(d) then return false end end
-    return true
-  end
   -- PyTorch's checks of a batched call (query [L, N, E], or [N, L, E] with batch_first), each
   -- error naming MultiheadAttention and the sizes or dtypes, not an internal reshape or add
   local function check_inputs(self, query, key, value, opts, L, N, S)
@@ -160,16 +174,14 @@ return function(nn, F)
       raise(string.format("MultiheadAttention: a batched (3-d) query %s needs 3-d key and value, "
         .. "got key %s and value %s", sz(query), sz(key), sz(value)))
     end
-    if not same_size(key, value) then
-      raise(string.format("MultiheadAttention: key %s and value %s must have one size",
-        sz(key), sz(value)))
+    local kd, vd = self.kdim, self.vdim
+    if key:size(3) ~= kd or value:size(3) ~= vd or key:size(bf and 1 or 2) ~= N
+      or value:size(bf and 1 or 2) ~= N or value:size(bf and 2 or 1) ~= key:size(bf and 2 or 1) then
+      raise(string.format("MultiheadAttention: key %s and value %s must be %s and %s with query %s "
+        .. "(kdim %d, vdim %d%s)", sz(key), sz(value), bf and "[N, S, kdim]" or "[S, N, kdim]",
+        bf and "[N, S, vdim]" or "[S, N, vdim]", sz(query), kd, vd, bf and ", batch_first" or ""))
     end
-    if key:size(3) ~= E or key:size(bf and 1 or 2) ~= N then
-      raise(string.format("MultiheadAttention: key and value %s must be %s with query %s "
-        .. "(embed_dim %d%s)", sz(key), bf and "[N, S, E]" or "[S, N, E]", sz(query), E,
-        bf and ", batch_first" or ""))
-    end
-    local wd = self.in_proj_weight:dtype()
+    local wd = proj_weight(self, 1):dtype()
     for _, t in ipairs { { "query", query }, { "key", key }, { "value", value } } do
       if t[2]:dtype() ~= wd then
         raise(string.format("MultiheadAttention: %s dtype %s does not match the weights' dtype %s "
@@ -238,9 +250,8 @@ return function(nn, F)
     local w, b = self.in_proj_weight, self.in_proj_bias
     check_inputs(self, query, key, value, opts, L, N, S)
     local function proj(x, i)
-      local wi = w:narrow(1, (i - 1) * E + 1, E)
       local bi = b and b:narrow(1, (i - 1) * E + 1, E)
-      return F.linear(x, wi, bi) -- [len, N, E] (batch_first: [N, len, E])
+      return F.linear(x, proj_weight(self, i), bi) -- [len, N, E] (batch_first: [N, len, E])
     end
     -- [len, N, E] (or [N, len, E]) -> [N, H, len, D]
     local function heads(x, len)
@@ -250,7 +261,7 @@ return function(nn, F)
     local p = self.training and self.dropout or 0
     local need = opts.need_weights ~= false
     local am, kp = opts.attn_mask, opts.key_padding_mask
-    if bf and rawequal(query, key) and rawequal(key, value) and not kp and not need and p == 0
+    if w and bf and rawequal(query, key) and rawequal(key, value) and not kp and not need and p == 0
       and (opts.is_causal or am == nil) then
       -- self-attention: one in-projection GEMM [N, L, 3E] and the packed kernel, which reads
       -- the heads where the projection put them and writes the output where out_proj reads it
@@ -301,12 +312,13 @@ return function(nn, F)
         .. "value, got key [%s] and value [%s]", table.concat(query:size(), ", "),
         table.concat(key:size(), ", "), table.concat(value:size(), ", ")))
     end
-    if not same_size(key, value) then
-      raise(string.format("MultiheadAttention: key %s and value %s must have one size", sz(key), sz(value)))
-    end
     if query:size(2) ~= self.embed_dim then
       raise(string.format("MultiheadAttention: unbatched query %s must be [L, E] with embed_dim %d",
         sz(query), self.embed_dim))
+    end
+    if key:size(1) ~= value:size(1) or key:size(2) ~= self.kdim or value:size(2) ~= self.vdim then
+      raise(string.format("MultiheadAttention: unbatched key %s and value %s must be [S, kdim] and "
+        .. "[S, vdim] (kdim %d, vdim %d)", sz(key), sz(value), self.kdim, self.vdim))
     end
     local kp = opts.key_padding_mask
     if kp ~= nil and (not ltc.is_tensor(kp) or kp:dim() ~= 1) then
@@ -335,7 +347,11 @@ return function(nn, F)
   end
 
   function nn.MultiheadAttention:extra_repr()
-    return string.format("embed_dim=%d, num_heads=%d", self.embed_dim, self.num_heads)
+    if self.in_proj_weight then
+      return string.format("embed_dim=%d, num_heads=%d", self.embed_dim, self.num_heads)
+    end
+    return string.format("embed_dim=%d, num_heads=%d, kdim=%d, vdim=%d", self.embed_dim,
+      self.num_heads, self.kdim, self.vdim)
   end
 
   --- nn.TransformerEncoderLayer(d_model, nhead [, {dim_feedforward=2048, dropout=0.1,

@@ -194,7 +194,8 @@ return function(nn, F)
 
   --- F.binary_cross_entropy(input, target [, {weight, reduction}]): probabilities in [0, 1]
   -- and targets of the same size: -w (t log x + (1 - t) log(1 - x)), each log clamped at
-  -- -100 as PyTorch does.
+  -- -100 as PyTorch does. An input outside [0, 1] gives NaN where PyTorch raises (the values
+  -- are only known when the graph runs, as for bernoulli).
   function F.binary_cross_entropy(input, target, opts)
     local o, code = options("binary_cross_entropy", opts, nil, "weight")
     same_size("binary_cross_entropy", input, target)

@@ -46,17 +46,17 @@ return function(nn, F)
   -- Whether x's device runs mode's fused layer op (lstm_layer, gru_layer) itself for x's
   -- dtype (the CPU does; a backend without it, such as OpenCL, takes the step-by-step ops
   -- instead of the core's eager fallback): the core's answer about the op kind
-  -- (ltc_device_lowers_op, no node traced), asked once per device, op and dtype.
-  local lowers = {}
-  local function fused_ok(mode, x)
+  -- (ltc_device_lowers_op, no node traced), asked when the module first sees a device and
+  -- dtype and kept on the module with them, so a forward on the same device and dtype
+  -- compares two interned strings (no key is built per step).
+  local function fused_ok(self, mode, x)
     local dev, dt = x:device(), x:dtype()
-    local key = dev .. " " .. mode .. " " .. dt
-    local ok = lowers[key]
-    if ok == nil then
-      ok = core._device_lowers_op(dev, mode == "LSTM" and "lstm_layer" or "gru_layer", dt)
-      lowers[key] = ok
+    local c = rawget(self, "_fused_lowers")
+    if c == nil or c[1] ~= dev or c[2] ~= dt then
+      c = { dev, dt, core._device_lowers_op(dev, mode == "LSTM" and "lstm_layer" or "gru_layer", dt) }
+      rawset(self, "_fused_lowers", c)
     end
-    return ok
+    return c[3]
   end
 
   local function input_proj(x, w_ih, b_ih)
@@ -249,7 +249,7 @@ return function(nn, F)
         zeros = zeros or ltc.zeros({ B, H }, x:dtype())
         return zeros
       end
-      if mode ~= "RNN" and fused_ok(mode, x) then
+      if mode ~= "RNN" and fused_ok(self, mode, x) then
         return self:_fused_layers(x, h0, c0, init, unbatched)
       end
       -- the layer's input as a list of T steps [B, in]: each step's input projection is its

@@ -434,18 +434,21 @@ function M.install(core)
       return raw(a, b, ...)
     end
   end
-  -- Replaces op `name` (function, method and metamethod) by check(raw).
+  -- Replaces op `name` (function, method and the metamethods that ops.yaml's `operator:` key
+  -- binds to it, found as the tensor metatable's entries holding its binding) by check(raw).
   local mt = core.metatable
-  local function guard(name, meta, check)
+  local function guard(name, check)
     local raw = core[name]
     local fn = check(raw)
     core[name] = fn
     if methods[name] == raw then methods[name] = fn
     elseif methods[name] then methods[name] = check(methods[name]) end
-    mt[meta] = mt[meta] == raw and fn or check(mt[meta])
+    for k, v in pairs(mt) do
+      if v == raw and type(k) == "string" and k:sub(1, 2) == "__" then mt[k] = fn end
+    end
   end
-  guard("pow", "__pow", pow_checked)
-  guard("sub", "__sub", sub_checked)
+  guard("pow", pow_checked)
+  guard("sub", sub_checked)
 end
 
 return M

@@ -8,6 +8,8 @@
 --
 -- step() builds the update as lazy IR and assigns it to each parameter in place (the
 -- parameter tensors keep their identity, so modules and the optimizer keep seeing them).
+-- maximize = true (SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, as PyTorch 1.13)
+-- steps along the gradient instead of against it (the formula gets -grad; no C update).
 -- The state (momentum buffers, Adam's moments and step count) is made at the first step
 -- and updated in place after it, so a step captured by ltc.jit replays correctly (a
 -- replay only refreshes tensors that existed before the capture).
@@ -118,6 +120,9 @@ local function class(name, defaults, update)
           raise(string.format("%s: %s must be a number >= 0 (got %s)", name, k, tostring(d[k])))
         end
       end
+      if d.maximize ~= nil and type(d.maximize) ~= "boolean" then
+        raise(string.format("%s: maximize must be a boolean (got %s)", name, ltc.typename(d.maximize)))
+      end
       for _, k in ipairs { "alpha", "rho" } do
         if d[k] ~= nil and (type(d[k]) ~= "number" or d[k] < 0 or d[k] > 1) then
           raise(string.format("%s: %s must be in [0, 1] (got %s)", name, k, tostring(d[k])))
@@ -154,6 +159,7 @@ local function step_param(p, grad, state, update, g)
     end
   end
   if not st then st = {}; state[p] = st end
+  if g.maximize then grad = -grad end -- PyTorch's maximize: ascend the objective
   assign(p, update(p, grad, st, g), "data")
 end
 
@@ -171,7 +177,7 @@ local function step_groups(self)
     local params = g.params
     local j, n = 1, #params
     while j <= n do
-      if foreach then
+      if foreach and not g.maximize then
         j = foreach(params, state, j, g)
         if j == nil then break end
       end
@@ -207,7 +213,7 @@ end
 -- PyTorch's SGD: g = grad + wd * p; buf = momentum * buf + (1 - dampening) * g (buf = g at
 -- the first step); g = g + momentum * buf (Nesterov) or buf; p = p - lr * g.
 optim.SGD = class("SGD", { lr = 0.001, momentum = 0, dampening = 0, weight_decay = 0,
-  nesterov = false }, function(p, g, st, o)
+  nesterov = false, maximize = false }, function(p, g, st, o)
   if o.weight_decay ~= 0 then g = g + o.weight_decay * p end
   if o.momentum ~= 0 then
     local buf = st.momentum_buffer
@@ -264,7 +270,7 @@ end
 -- the running maximum of the second moment). The step count is a tensor and the bias
 -- corrections are computed in the graph: a new step count never recompiles.
 optim.Adam = class("Adam", { lr = 0.001, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 0,
-  amsgrad = false },
+  amsgrad = false, maximize = false },
   function(p, g, st, o)
     if o.weight_decay ~= 0 then g = g + o.weight_decay * p end
     return adam_step(p, g, st, o)
@@ -279,7 +285,7 @@ end
 --- optim.AdamW(params, {lr=1e-3, betas, eps=1e-8, weight_decay=1e-2, amsgrad=false}): Adam
 -- with decoupled weight decay p = p * (1 - lr * wd) (PyTorch's AdamW).
 optim.AdamW = class("AdamW", { lr = 0.001, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 0.01,
-  amsgrad = false },
+  amsgrad = false, maximize = false },
   function(p, g, st, o)
     if o.weight_decay ~= 0 then p = p * (1 - live(o, "lr") * o.weight_decay) end
     return adam_step(p, g, st, o)

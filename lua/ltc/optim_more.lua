@@ -179,7 +179,7 @@ return function(optim, class)
   -- centered=false}): sq = alpha sq + (1 - alpha) g^2; avg = sqrt(sq - ga^2 if centered) + eps;
   -- with momentum buf = momentum buf + g / avg and p -= lr buf, else p -= lr g / avg.
   optim.RMSprop = class("RMSprop", { lr = 0.01, alpha = 0.99, eps = 1e-8, weight_decay = 0,
-    momentum = 0, centered = false }, function(p, g, st, o)
+    momentum = 0, centered = false, maximize = false }, function(p, g, st, o)
     g = decay(g, p, o)
     local sq = buf(st, "square_avg", p)
     ema(sq, o.alpha, g * g * (1 - o.alpha))
@@ -202,7 +202,7 @@ return function(optim, class)
   --- optim.Adagrad(params, {lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
   -- eps=1e-10}): sum += g^2; p -= lr / (1 + (step - 1) lr_decay) * g / (sqrt(sum) + eps).
   optim.Adagrad = class("Adagrad", { lr = 0.01, lr_decay = 0, weight_decay = 0,
-    initial_accumulator_value = 0, eps = 1e-10 }, function(p, g, st, o)
+    initial_accumulator_value = 0, eps = 1e-10, maximize = false }, function(p, g, st, o)
     local t = count(st, g)
     g = decay(g, p, o)
     local sum = buf(st, "sum", p, o.initial_accumulator_value)
@@ -213,7 +213,8 @@ return function(optim, class)
 
   --- optim.Adadelta(params, {lr=1, rho=0.9, eps=1e-6, weight_decay=0}): sq = rho sq + (1 -
   -- rho) g^2; d = sqrt(acc + eps) / sqrt(sq + eps) g; acc = rho acc + (1 - rho) d^2; p -= lr d.
-  optim.Adadelta = class("Adadelta", { lr = 1.0, rho = 0.9, eps = 1e-6, weight_decay = 0 },
+  optim.Adadelta = class("Adadelta", { lr = 1.0, rho = 0.9, eps = 1e-6, weight_decay = 0,
+    maximize = false },
     function(p, g, st, o)
       g = decay(g, p, o)
       local sq, acc = buf(st, "square_avg", p), buf(st, "acc_delta", p)
@@ -225,7 +226,8 @@ return function(optim, class)
 
   --- optim.Adamax(params, {lr=2e-3, betas={0.9, 0.999}, eps=1e-8, weight_decay=0}): m = b1 m
   -- + (1 - b1) g; u = max(b2 u, |g| + eps); p -= lr / (1 - b1^t) m / u.
-  optim.Adamax = class("Adamax", { lr = 0.002, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 0 },
+  optim.Adamax = class("Adamax", { lr = 0.002, betas = { 0.9, 0.999 }, eps = 1e-8, weight_decay = 0,
+    maximize = false },
     function(p, g, st, o)
       local b1, b2 = o.betas[1], o.betas[2]
       local t = count(st, g)

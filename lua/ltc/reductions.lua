@@ -178,7 +178,9 @@ function M.install(core)
           return wrapped(t, o.dim == nil and {} or o.dim, c, o.keepdim == true)
         end
       end
-      if type(dim) ~= "table" and type(unbiased) ~= "number" then return op(t, ...) end
+      if type(dim) ~= "table" and (unbiased == nil or type(unbiased) == "boolean") then
+        return op(t, ...)
+      end
       if select("#", ...) > 3 then raise(name .. ": expected at most 4 arguments") end
       local c = unbiased
       if c == nil then c = 1 elseif type(c) == "boolean" then c = c and 1 or 0 end

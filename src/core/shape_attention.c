@@ -142,15 +142,20 @@ ltc_status ltc_shape_attention_packed_backward(const ltc_shape *grad_output, con
     return LTC_OK;
 }
 
-/* dropout_p in [0, 1]; rng_state the generator state {seed, offset}, int64 [2]. */
+/* dropout_p in [0, 1]; rng_state the generator state {seed, offset}, int64 [2], or NULL
+ * (the default generator's, made by the entry). */
 static ltc_status dropout_fits(double p, const ltc_shape *rng) {
     char a[128];
     if (!(p >= 0 && p <= 1))
         return ltc_errorf(LTC_ERR_ARG, "dropout_p must be between 0 and 1, got %g", p);
-    if (rng->dtype != LTC_I64 || rng->ndim != 1 || rng->dims[0] != 2)
+    if (rng && (rng->dtype != LTC_I64 || rng->ndim != 1 || rng->dims[0] != 2))
         return ltc_errorf(LTC_ERR_ARG, "rng_state must be the generator state {seed, offset}, "
                           "int64 [2], got %s %s", ltc_dtype_name(rng->dtype), SHAPE_STR(rng, a));
     return LTC_OK;
+}
+
+int64_t ltc_rng_numel_attention(const ltc_shape *const *in, const ltc_shape *out) {
+    return ltc_shape_numel(&out[1]) * in[1]->dims[in[1]->ndim - 2];
 }
 
 ltc_status ltc_shape_attention_dropout(const ltc_shape *query, const ltc_shape *key,

@@ -291,7 +291,12 @@ ltc_status ltc_shape_attention_backward_mask(const ltc_shape *grad_output, const
                                              const ltc_shape *output, const ltc_shape *logsumexp,
                                              bool is_causal, double scale,
                                              const ltc_shape *attn_mask, ltc_shape *out);
-/* The dropout overloads: dropout_p in [0, 1], rng_state int64 [2] ({seed, offset}). */
+/* The dropout overloads: dropout_p in [0, 1], rng_state int64 [2] ({seed, offset}) or NULL
+ * (the entry then makes the default generator's state, advanced by ltc_rng_numel_attention). */
+/* `random: ltc_rng_numel_attention` (ops.yaml): the numbers the dropout overloads draw, one
+ * per probability of [..., L, S]: the numel of logsumexp [..., L] (out[1]) times S, key's
+ * dim -2 (in[1]). */
+int64_t ltc_rng_numel_attention(const ltc_shape *const *in, const ltc_shape *out);
 ltc_status ltc_shape_attention_dropout(const ltc_shape *query, const ltc_shape *key,
                                        const ltc_shape *value, bool is_causal, double scale,
                                        double dropout_p, const ltc_shape *rng_state,

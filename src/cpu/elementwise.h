@@ -33,6 +33,54 @@ typedef void (*ltc_ew_loop)(int64_t n, void *out, const void *const *in, const i
 /* Elements per chunk of a generated loop (a multiple of every vector width). */
 #define LTC_EW_CHUNK 16
 
+/* ---- the chunked float32 loop of hand-written elementwise kernels ----------------------
+ * The loop codegen/emit_cpu.c writes for every generated op (emit_loop), for a kernel whose
+ * per-element function is C rather than an ops.yaml expr (gelu.c): unit strides run body
+ * once over the whole chunks; a strided or partial chunk is first gathered into a buffer
+ * (padded with its first element) and run as a whole chunk, so body always sees lengths
+ * that are multiples of LTC_EW_CHUNK, a vector math function (libmvec's expf) is never mixed
+ * with its scalar twin in an epilogue, and equal inputs give equal outputs wherever they sit.
+ * body(len, o, x) computes o[i] from x[k][i], i < len, contiguous: an LTC_EW_INLINE function
+ * with LTC_SIMD, so that body and loop are compiled into each LTC_EW_CLONES clone of the
+ * caller (a body left out of line runs at the default level, unvectorized for AVX2). */
+#if defined(__GNUC__)
+#define LTC_EW_INLINE static inline __attribute__((always_inline))
+#else
+#define LTC_EW_INLINE static inline
+#endif
+typedef void (*ltc_ew_body_f32)(int64_t len, float *o, const float *const *x);
+
+/* Elements [i0, i0 + LTC_EW_CHUNK) of x (stride s; m of them real) as one contiguous chunk:
+ * x + i0 itself when whole and unit-stride, else gathered into buf. */
+static inline const float *ltc_ew_chunk_f32(const float *x, int64_t s, int64_t i0, int64_t m,
+                                            float *buf) {
+    if (m == LTC_EW_CHUNK && s == 1) return x + i0;
+    for (int64_t j = 0; j < LTC_EW_CHUNK; j++) buf[j] = x[(i0 + (j < m ? j : 0)) * s];
+    return buf;
+}
+
+LTC_EW_INLINE void ltc_ew_chunks_f32(int64_t n, void *out, const void *const *in,
+                                     const int64_t *stride, int n_in, ltc_ew_body_f32 body) {
+    float *o = out;
+    const float *x[LTC_EW_MAX_IN];
+    bool unit = true;
+    for (int k = 0; k < n_in; k++) x[k] = in[k], unit &= stride[k] == 1;
+    int64_t i0 = 0;
+    if (unit) {
+        i0 = n - n % LTC_EW_CHUNK;
+        body(i0, o, x);
+    }
+    for (; i0 < n; i0 += LTC_EW_CHUNK) {
+        int64_t m = n - i0 < LTC_EW_CHUNK ? n - i0 : LTC_EW_CHUNK;
+        float buf[LTC_EW_MAX_IN][LTC_EW_CHUNK], ob[LTC_EW_CHUNK];
+        const float *X[LTC_EW_MAX_IN];
+        for (int k = 0; k < n_in; k++) X[k] = ltc_ew_chunk_f32(x[k], stride[k], i0, m, buf[k]);
+        body(LTC_EW_CHUNK, m == LTC_EW_CHUNK ? o + i0 : ob, X);
+        if (m < LTC_EW_CHUNK)
+            for (int64_t j = 0; j < m; j++) o[i0 + j] = ob[j];
+    }
+}
+
 /* How the plan's fused steps call an op's generated loop (gen/cpu_ops.c, ltc_cpu_ew_info):
  * the loop for the dtype of operand `dispatch`, with the operands first and then n_attrs
  * attribute values as 0-d float64 inputs (node attribute attr[j], its .f when

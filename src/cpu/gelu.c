@@ -32,72 +32,38 @@ static inline float phi_cdf_f32(float x, float *e) {
     return 0.5f * (1.0f + s) - s * tail;
 }
 
-/* The float32 loops walk whole chunks of LTC_EW_CHUNK elements with LTC_SIMD, and a
- * strided or partial chunk is first gathered into a buffer (padded with its first element),
- * as the generated elementwise loops do (codegen/emit_cpu.c): libmvec's vector expf is never
- * mixed with the scalar expf of a compiler epilogue, so equal inputs give equal outputs
- * wherever they sit (the left tail's erfc / 2 carries expf's last bits: gelu(-3) differed
- * between a vector body and its scalar tail, and median's ties with it: fuzz seed 77). */
-#define CHUNK LTC_EW_CHUNK
-
-/* Elements [i0, i0 + CHUNK) of x (stride s; m < CHUNK of them real) as one contiguous chunk. */
-static inline const float *chunk_f32(const float *x, int64_t s, int64_t i0, int64_t m, float *buf) {
-    if (m == CHUNK && s == 1) return x + i0;
-    for (int64_t j = 0; j < CHUNK; j++) buf[j] = x[(i0 + (j < m ? j : 0)) * s];
-    return buf;
+/* The float32 loops are ltc_ew_chunks_f32 (elementwise.h), the generated loops' chunks:
+ * libmvec's vector expf is never mixed with the scalar expf of a compiler epilogue, so equal
+ * inputs give equal outputs wherever they sit (the left tail's erfc / 2 carries expf's last
+ * bits: gelu(-3) differed between a vector body and its scalar tail, and median's ties with
+ * it: fuzz seed 77). */
+LTC_EW_INLINE void gelu_body(int64_t len, float *o, const float *const *x) {
+    const float *X = x[0];
+    LTC_SIMD
+    for (int64_t i = 0; i < len; i++) {
+        float e;
+        o[i] = X[i] * phi_cdf_f32(X[i], &e);
+    }
 }
 
 LTC_EW_CLONES
 static void gelu_f32(int64_t n, void *out, const void *const *in, const int64_t *stride) {
-    float *o = out;
-    const float *x = in[0];
-    int64_t i0 = 0;
-    if (stride[0] == 1) {
-        i0 = n - n % CHUNK;
-        LTC_SIMD
-        for (int64_t i = 0; i < i0; i++) {
-            float e;
-            o[i] = x[i] * phi_cdf_f32(x[i], &e);
-        }
-    }
-    for (; i0 < n; i0 += CHUNK) {
-        int64_t m = n - i0 < CHUNK ? n - i0 : CHUNK;
-        float xb[CHUNK], ob[CHUNK];
-        const float *X = chunk_f32(x, stride[0], i0, m, xb);
-        LTC_SIMD
-        for (int64_t i = 0; i < CHUNK; i++) {
-            float e;
-            ob[i] = X[i] * phi_cdf_f32(X[i], &e);
-        }
-        for (int64_t j = 0; j < m; j++) o[i0 + j] = ob[j];
-    }
+    ltc_ew_chunks_f32(n, out, in, stride, 1, gelu_body);
 }
 
 /* grad * (Phi(x) + x phi(x)), phi(x) = exp(-x^2 / 2) / sqrt(2 pi). */
+LTC_EW_INLINE void gelu_bw_body(int64_t len, float *o, const float *const *x) {
+    const float *G = x[0], *X = x[1];
+    LTC_SIMD
+    for (int64_t i = 0; i < len; i++) {
+        float e, c = phi_cdf_f32(X[i], &e);
+        o[i] = G[i] * (c + X[i] * 0.39894228040143267794f * e);
+    }
+}
+
 LTC_EW_CLONES
 static void gelu_bw_f32(int64_t n, void *out, const void *const *in, const int64_t *stride) {
-    float *o = out;
-    const float *g = in[0], *x = in[1];
-    int64_t i0 = 0;
-    if (stride[0] == 1 && stride[1] == 1) {
-        i0 = n - n % CHUNK;
-        LTC_SIMD
-        for (int64_t i = 0; i < i0; i++) {
-            float e, c = phi_cdf_f32(x[i], &e);
-            o[i] = g[i] * (c + x[i] * 0.39894228040143267794f * e);
-        }
-    }
-    for (; i0 < n; i0 += CHUNK) {
-        int64_t m = n - i0 < CHUNK ? n - i0 : CHUNK;
-        float gb[CHUNK], xb[CHUNK], ob[CHUNK];
-        const float *G = chunk_f32(g, stride[0], i0, m, gb), *X = chunk_f32(x, stride[1], i0, m, xb);
-        LTC_SIMD
-        for (int64_t i = 0; i < CHUNK; i++) {
-            float e, c = phi_cdf_f32(X[i], &e);
-            ob[i] = G[i] * (c + X[i] * 0.39894228040143267794f * e);
-        }
-        for (int64_t j = 0; j < m; j++) o[i0 + j] = ob[j];
-    }
+    ltc_ew_chunks_f32(n, out, in, stride, 2, gelu_bw_body);
 }
 
 static void gelu_f64(int64_t n, void *out, const void *const *in, const int64_t *stride) {

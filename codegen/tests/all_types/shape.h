@@ -11,3 +11,6 @@ ltc_status ltc_shape_pick_list(const ltc_shape *self, const ltc_shape *others, i
 ltc_status ltc_shape_where3(const ltc_shape *cond, const ltc_shape *x, const ltc_shape *y,
                             ltc_shape *out);
 ltc_status ltc_shape_isneg(const ltc_shape *self, ltc_shape *out);
+ltc_status ltc_shape_draw(const ltc_shape *self, double p, const ltc_shape *rng_state,
+                          ltc_shape *out);
+int64_t ltc_rng_numel_draw(const ltc_shape *const *in, const ltc_shape *out);

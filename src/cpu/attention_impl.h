@@ -9,11 +9,6 @@ static void FN(gather)(T *dst, const T *src, int64_t r0, int64_t r1, int64_t n, 
     for (int64_t r = r0; r < r1; r++) memcpy(dst + r * n, src + r * ld, (size_t)n * sizeof(T));
 }
 
-/* Rows [0, n) of n x e src (row stride ld) transposed into dst [e, n] (row stride ldd). */
-static void FN(gathert)(T *dst, int64_t ldd, const T *src, int64_t n, int64_t e, int64_t ld) {
-    for (int64_t r = 0; r < n; r++)
-        for (int64_t x = 0; x < e; x++) dst[x * ldd + r] = src[r * ld + x];
-}
 
 /* The small-block product of c->small (heads of width E, Ev <= SMALL_E): C[m, n] = alpha *
  * op(A) . B + beta * C (beta 0 or 1; 0 never reads C), B [k, n] row-major (row stride ldb),
@@ -171,7 +166,7 @@ LTC_EW_CLONES static void FN(drop)(const at_ctx *c, int64_t b, int64_t i, int64_
 /* Forward over items [lo, hi) = (batch, block of BR queries): the online softmax. Scratch
  * (from c->scratch, per thread): scores BR x BC, then m, l [BR] and the accumulator BR x Ev;
  * with c->gather, the item's Q [L, E], K [S, E] and V [S, Ev] rows gathered from their
- * strided places (so that the gemms read contiguous blocks). */
+ * strided places (so that the gemms read contiguous blocks); with c->small only K, as K^T. */
 LTC_EW_CLONES static void FN(fwd)(void *p, int64_t lo, int64_t hi, int tid) {
     const at_ctx *c = p;
     int64_t Ev = c->Ev, E = c->E, qb = (c->L + BR - 1) / BR;
@@ -185,14 +180,14 @@ LTC_EW_CLONES static void FN(fwd)(void *p, int64_t lo, int64_t hi, int tid) {
         const T *Q = (const T *)c->q + at_off(c, &c->lq, b), *K = (const T *)c->k + at_off(c, &c->lk, b);
         const T *V = (const T *)c->v + at_off(c, &c->lv, b);
         int64_t ldq = c->lq.ld, ldk = c->lk.ld, ldv = c->lv.ld;
-        if (c->gather) {
+        if (c->small) { /* K^T [E, S]; mmk reads Q and V's rows where they are */
+            FN(gathert)(gk, c->S, K, end, E, ldk);
+            K = gk, ldk = c->S;
+        } else if (c->gather) {
             FN(gather)(gq, Q, i0, i0 + br, E, ldq);
-            if (c->small) /* K^T [E, S] */
-                FN(gathert)(gk, c->S, K, end, E, ldk);
-            else
-                FN(gather)(gk, K, 0, end, E, ldk);
+            FN(gather)(gk, K, 0, end, E, ldk);
             FN(gather)(gv, V, 0, end, Ev, ldv);
-            Q = gq, K = gk, V = gv, ldq = E, ldk = c->small ? c->S : E, ldv = Ev;
+            Q = gq, K = gk, V = gv, ldq = E, ldk = E, ldv = Ev;
         }
         for (int64_t j0 = 0; j0 < end; j0 += BC) {
             int64_t bc = end - j0 < BC ? end - j0 : BC;
@@ -244,7 +239,8 @@ LTC_EW_CLONES static void FN(fwd)(void *p, int64_t lo, int64_t hi, int tid) {
  * that sees it: P recomputed from logsumexp, then dV, dP, dS, dQ and dK by gemm. Scratch:
  * P and dP (BR x BC each), with dropout W = P * factors (BR x BC), then D = rowsum(dO * O)
  * [L]; with c->gather, the item's Q, K, V and dO gathered from their strided places and dQ,
- * dK, dV accumulated contiguous, then written to theirs. */
+ * dK, dV accumulated contiguous, then written to theirs; with c->small only K^T and V^T
+ * gathered, the rest read and accumulated in place. */
 LTC_EW_CLONES static void FN(bwd)(void *p, int64_t lo, int64_t hi, int tid) {
     const at_ctx *c = p;
     int64_t L = c->L, S = c->S, E = c->E, Ev = c->Ev;
@@ -267,15 +263,15 @@ LTC_EW_CLONES static void FN(bwd)(void *p, int64_t lo, int64_t hi, int tid) {
                 d += dO[i * ldo + e] * O[i * ldo + e];
             D[i] = d;
         }
-        if (c->gather) {
+        /* with c->small, V^T [Ev, S] (dP's right operand) */
+        const T *Vt = gv;
+        if (c->small) { /* K^T and V^T; mmk reads and writes the other rows where they are */
+            FN(gathert)(gkt, S, K, S, E, ldk);
+            FN(gathert)(gv, S, V, S, Ev, ldv);
+        } else if (c->gather) {
             FN(gather)(gq, Q, 0, L, E, ldq);
             FN(gather)(gk, K, 0, S, E, ldk);
-            if (c->small) { /* K^T [E, S] as well, V^T [Ev, S] only */
-                FN(gathert)(gkt, S, K, S, E, ldk);
-                FN(gathert)(gv, S, V, S, Ev, ldv);
-            } else {
-                FN(gather)(gv, V, 0, S, Ev, ldv);
-            }
+            FN(gather)(gv, V, 0, S, Ev, ldv);
             FN(gather)(go, dO, 0, L, Ev, ldo);
             Q = gq, K = gk, V = gv, dO = go, dQ = gdq, dK = gdk, dV = gdv;
             ldq = ldk = E, ldv = ldo = Ev;
@@ -302,7 +298,7 @@ LTC_EW_CLONES static void FN(bwd)(void *p, int64_t lo, int64_t hi, int tid) {
                 if (c->small) { /* V is V^T [Ev, S] */
                     FN(mmk)(true, bc, Ev, br, 1, c->dropout ? W : P, bc, dO + i0 * ldo, ldo, 1,
                             dV + j0 * ldv, ldv, lim, NOLIM);
-                    FN(mmk)(false, br, bc, Ev, 1, dO + i0 * ldo, ldo, V + j0, S, 0, dP, bc, NOLIM,
+                    FN(mmk)(false, br, bc, Ev, 1, dO + i0 * ldo, ldo, Vt + j0, S, 0, dP, bc, NOLIM,
                             lim);
                 } else {
                     mm(c->dt, true, false, bc, Ev, br, 1.0, c->dropout ? W : P, bc,
@@ -343,7 +339,7 @@ LTC_EW_CLONES static void FN(bwd)(void *p, int64_t lo, int64_t hi, int tid) {
                 }
             }
         }
-        if (c->gather) {
+        if (c->gather && !c->small) {
             for (int64_t i = 0; i < L; i++)
                 memcpy((T *)c->dq + oq + i * c->lq.ld, gdq + i * E, (size_t)E * sizeof(T));
             for (int64_t j = 0; j < S; j++) {

@@ -175,8 +175,9 @@ LTC_EW_CLONES static void FN(fwd)(void *p, int64_t lo, int64_t hi, int tid) {
     for (int64_t it = lo; it < hi; it++) {
         int64_t b = it / qb, i0 = it % qb * BR, br = c->L - i0 < BR ? c->L - i0 : BR;
         for (int64_t r = 0; r < br; r++) m[r] = -INFINITY, l[r] = 0;
-        memset(acc, 0, (size_t)(br * Ev) * sizeof(T));
         int64_t end = key_end(c, i0, br);
+        /* the first block's P . V writes acc (beta 0); with no key at all, zeros */
+        if (end == 0) memset(acc, 0, (size_t)(br * Ev) * sizeof(T));
         const T *Q = (const T *)c->q + at_off(c, &c->lq, b), *K = (const T *)c->k + at_off(c, &c->lk, b);
         const T *V = (const T *)c->v + at_off(c, &c->lv, b);
         int64_t ldq = c->lq.ld, ldk = c->lk.ld, ldv = c->lv.ld;
@@ -209,7 +210,7 @@ LTC_EW_CLONES static void FN(fwd)(void *p, int64_t lo, int64_t hi, int tid) {
                 for (int64_t j = 0; j < bc; j++)
                     sum += row[j];
                 T alpha = EXP(m[r] - mn);
-                if (alpha != 1) {
+                if (alpha != 1 && j0 > 0) {
                     T *a = acc + r * Ev;
                     LTC_SIMD for (int64_t e = 0; e < Ev; e++) a[e] *= alpha;
                 }
@@ -218,9 +219,11 @@ LTC_EW_CLONES static void FN(fwd)(void *p, int64_t lo, int64_t hi, int tid) {
                 if (c->dropout) FN(drop)(c, b, i0 + r, j0, bc, row, row);
             }
             if (c->small)
-                FN(mmk)(false, br, Ev, bc, 1, s, bc, V + j0 * ldv, ldv, 1, acc, Ev, lim, NOLIM);
+                FN(mmk)(false, br, Ev, bc, 1, s, bc, V + j0 * ldv, ldv, j0 == 0 ? 0 : 1, acc, Ev,
+                        lim, NOLIM);
             else
-                mm(c->dt, false, false, br, Ev, bc, 1.0, s, bc, V + j0 * ldv, ldv, 1.0, acc, Ev);
+                mm(c->dt, false, false, br, Ev, bc, 1.0, s, bc, V + j0 * ldv, ldv,
+                   j0 == 0 ? 0.0 : 1.0, acc, Ev);
         }
         int64_t ldo = c->lo.ld;
         T *out = (T *)c->out + at_off(c, &c->lo, b) + i0 * ldo, *lse = (T *)c->lse + b * c->L + i0;
@@ -279,9 +282,14 @@ LTC_EW_CLONES static void FN(bwd)(void *p, int64_t lo, int64_t hi, int tid) {
         /* the scores' K (transposed with c->small) and its row stride */
         const T *Ks = c->small ? gkt : K;
         int64_t ldks = c->small ? S : ldk;
-        for (int64_t i = 0; i < L; i++) memset(dQ + i * ldq, 0, (size_t)E * sizeof(T));
-        for (int64_t j = 0; j < S; j++) memset(dK + j * ldk, 0, (size_t)E * sizeof(T));
-        for (int64_t j = 0; j < S; j++) memset(dV + j * ldv, 0, (size_t)Ev * sizeof(T));
+        /* with c->small (L == S), the first product into each row of dQ (key block 0) and of
+         * dK and dV (its first query block) writes it with beta 0: no zeroing of the strided
+         * rows (a twentieth of the kernel's time) */
+        if (!c->small) {
+            for (int64_t i = 0; i < L; i++) memset(dQ + i * ldq, 0, (size_t)E * sizeof(T));
+            for (int64_t j = 0; j < S; j++) memset(dK + j * ldk, 0, (size_t)E * sizeof(T));
+            for (int64_t j = 0; j < S; j++) memset(dV + j * ldv, 0, (size_t)Ev * sizeof(T));
+        }
         for (int64_t j0 = 0; j0 < S; j0 += BC) {
             int64_t bc = S - j0 < BC ? S - j0 : BC;
             /* causal: query i sees key j when j <= i, so blocks with i0 + br <= j0 see none */
@@ -296,8 +304,8 @@ LTC_EW_CLONES static void FN(bwd)(void *p, int64_t lo, int64_t hi, int tid) {
                     if (c->dropout) FN(drop)(c, b, i0 + r, j0, bc, row, W + r * bc);
                 }
                 if (c->small) { /* V is V^T [Ev, S] */
-                    FN(mmk)(true, bc, Ev, br, 1, c->dropout ? W : P, bc, dO + i0 * ldo, ldo, 1,
-                            dV + j0 * ldv, ldv, lim, NOLIM);
+                    FN(mmk)(true, bc, Ev, br, 1, c->dropout ? W : P, bc, dO + i0 * ldo, ldo,
+                            i0 == first ? 0 : 1, dV + j0 * ldv, ldv, lim, NOLIM);
                     FN(mmk)(false, br, bc, Ev, 1, dO + i0 * ldo, ldo, Vt + j0, S, 0, dP, bc, NOLIM,
                             lim);
                 } else {
@@ -327,10 +335,10 @@ LTC_EW_CLONES static void FN(bwd)(void *p, int64_t lo, int64_t hi, int tid) {
                     sc = 1;
                 }
                 if (c->small) {
-                    FN(mmk)(false, br, E, bc, (T)sc, P, bc, K + j0 * ldk, ldk, 1, dQ + i0 * ldq,
-                            ldq, lim, NOLIM);
-                    FN(mmk)(true, bc, E, br, (T)sc, P, bc, Q + i0 * ldq, ldq, 1, dK + j0 * ldk,
-                            ldk, lim, NOLIM);
+                    FN(mmk)(false, br, E, bc, (T)sc, P, bc, K + j0 * ldk, ldk, j0 == 0 ? 0 : 1,
+                            dQ + i0 * ldq, ldq, lim, NOLIM);
+                    FN(mmk)(true, bc, E, br, (T)sc, P, bc, Q + i0 * ldq, ldq, i0 == first ? 0 : 1,
+                            dK + j0 * ldk, ldk, lim, NOLIM);
                 } else {
                     mm(c->dt, false, false, br, E, bc, sc, P, bc, K + j0 * ldk, ldk, 1.0,
                        dQ + i0 * ldq, ldq);

@@ -165,9 +165,8 @@ for step = first_step, first_step + opts.steps - 1 do
   nn.utils.clip_grad_norm_(model:parameters(), 5)
   opt:step()
   state = detach(state)
-  -- a full collection first: this step's tensors that are unreachable but not yet collected
-  -- would otherwise be outputs of the graph, which then differs from step to step
-  collectgarbage()
+  -- (no collectgarbage(): the sync runs a young collection of Lua's generational GC, which
+  -- finds this step's unreachable tensors so that they do not become outputs of its graph)
   ltc.sync()
   losses[#losses + 1] = loss:item()
   if step == warmup then t_warm, warm_compiles = clock(), ltc.metrics.counter("UncachedCompile") end

@@ -141,7 +141,8 @@ for step = 1, opts.steps do
   nn.utils.clip_grad_norm_(model:parameters(), 1.0)
   opt:step()
   sched:step()
-  collectgarbage() -- unreachable tensors of this step must not become outputs of its graph
+  -- (no collectgarbage(): the sync runs a young collection of Lua's generational GC, which
+  -- finds this step's unreachable tensors so that they do not become outputs of its graph)
   ltc.sync()
   losses[step] = loss:item()
   if step == 3 then t_warm, warm_compiles = clock(), ltc.metrics.counter("UncachedCompile") end

@@ -421,3 +421,42 @@ describe("plan folds", function()
     assert.is_true(max_rel_diff(c, r) < 1e-5)
   end)
 end)
+
+describe("a fused group of many members on fewer elements than a split of elements takes", function()
+  after_each(function()
+    ltc.set_backend("cpu")
+    ltc.config.LTC_NUM_THREADS = 0
+    ltc.config.LTC_GEMM_SPLIT = 2
+  end)
+
+  -- an AdamW-like update, 12+ members over 20001 elements (10 blocks): shared out over the
+  -- threads by work (LTC_GEMM_SPLIT 1: always), the same bits as on one thread and within
+  -- float32 rounding of the reference backend; the sum over all elements too
+  it("gives one thread's bits on two threads, and the reference's values", function()
+    local n = 20001
+    local rnd = lcg(7)
+    local dp, dg, dm, dv = values(n, rnd), values(n, rnd), values(n, rnd), values(n, rnd)
+    for i = 1, n do dv[i] = math.abs(dv[i]) end
+    local function run(backend, threads, split)
+      ltc.set_backend(backend)
+      ltc.config.LTC_NUM_THREADS, ltc.config.LTC_GEMM_SPLIT = threads, split
+      local p, g, m, v = ltc.tensor(dp), ltc.tensor(dg), ltc.tensor(dm), ltc.tensor(dv)
+      local m2 = m * 0.9 + g * 0.1
+      local v2 = v * 0.95 + g * g * 0.05
+      local p2 = p * 0.9997 - m2 / (v2:sqrt() * 1.3 + 1e-8) * 0.003
+      local s = (p2 * p2):sum()
+      local text = backend == "cpu" and ltc.debug.backend_text(p2, m2, v2, s) or ""
+      return { p2:totable(), m2:totable(), v2:totable(), { s:item() } }, text
+    end
+    local one = run("cpu", 1, 1)
+    local two, text = run("cpu", 2, 1)
+    local timed = run("cpu", 2, 2)
+    local ref = run("ref", 0, 2)
+    assert.truthy(text:find("fused%(mul, mul"), text)
+    for i = 1, 4 do
+      assert.are.same(one[i], two[i], "output " .. i .. " on two threads")
+      assert.are.same(one[i], timed[i], "output " .. i .. " timed")
+      assert.is_true(max_rel_diff(one[i], ref[i]) < 1e-5, "output " .. i .. " against the reference")
+    end
+  end)
+end)

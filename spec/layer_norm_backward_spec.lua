@@ -132,4 +132,38 @@ describe("layer_norm_backward", function()
     msg = err(function() ltc.layer_norm_backward(x, x, { 3 }, w, -1) end)
     assert.truthy(msg:find("eps must be >= 0", 1, true), msg)
   end)
+
+  -- rows go to the threads in chunks of 16K elements (norm.c): [1024, 128] in 8, odd sizes
+  -- with a short last chunk and block; the bits do not depend on the thread count (the
+  -- weight and bias sums add fixed blocks of rows in block order) and agree with the
+  -- reference backend
+  it("gives the same bits on one and two threads, and the reference's values", function()
+    local saved = ltc.config.LTC_NUM_THREADS
+    for _, size in ipairs { { 16, 64, 128 }, { 1031, 129 }, { 3, 700, 33 } } do
+      local n = size[#size]
+      ltc.manual_seed(5)
+      local x, g = ltc.randn(size), ltc.randn(size)
+      local w, b = ltc.randn(n), ltc.randn(n)
+      local xt, gt, wt, bt = x:totable(), g:totable(), w:totable(), b:totable()
+      local function run(backend, threads)
+        ltc.set_backend(backend)
+        ltc.config.LTC_NUM_THREADS = threads
+        local X, G = ltc.tensor(xt, "float32"), ltc.tensor(gt, "float32")
+        local W, B = ltc.tensor(wt, "float32"), ltc.tensor(bt, "float32")
+        local out = ltc.nn.functional.layer_norm(X, { n }, W, B, 1e-5)
+        local dx, dw, db = ltc.layer_norm_backward(G, X, { n }, W, 1e-5)
+        return { out:totable(), dx:totable(), dw:totable(), db:totable() }
+      end
+      local ok, res = pcall(function()
+        return { run("cpu", 1), run("cpu", 2), run("ref", 0) }
+      end)
+      ltc.config.LTC_NUM_THREADS = saved
+      assert(ok, res)
+      local what = table.concat(size, "x")
+      for i = 1, 4 do
+        assert.are.same(res[1][i], res[2][i], what .. " result " .. i .. " on two threads")
+        close(res[3][i], res[1][i], 1e-4, what .. " result " .. i .. " against the reference")
+      end
+    end
+  end)
 end)

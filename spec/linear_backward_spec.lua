@@ -64,11 +64,12 @@ describe("linear_backward", function()
   end)
 
   -- f() on one thread, then on two with the row blocks on the threads (LTC_GEMM_SPLIT 1),
-  -- then on two without (0): the blocks give the same bits as one call
+  -- then on two without (0), then twice timed (2: the first call of a size splits, the
+  -- second runs as one call on one OpenBLAS thread): the blocks give the same bits as one call
   local function on_threads(f)
     local saved, split = ltc.config.LTC_NUM_THREADS, ltc.config.LTC_GEMM_SPLIT
     local runs = {}
-    for i, c in ipairs { { 1, 2 }, { 2, 1 }, { 2, 0 } } do
+    for i, c in ipairs { { 1, 2 }, { 2, 1 }, { 2, 0 }, { 2, 2 }, { 2, 2 } } do
       ltc.config.LTC_NUM_THREADS, ltc.config.LTC_GEMM_SPLIT = c[1], c[2]
       local ok, res = pcall(f)
       if not ok then
@@ -80,6 +81,8 @@ describe("linear_backward", function()
     ltc.config.LTC_NUM_THREADS, ltc.config.LTC_GEMM_SPLIT = saved, split
     assert.are.same(runs[3], runs[2])
     assert.are.same(runs[1], runs[2])
+    assert.are.same(runs[4], runs[2])
+    assert.are.same(runs[5], runs[2])
     return runs
   end
 

@@ -9,11 +9,6 @@ static void FN(gather)(T *dst, const T *src, int64_t r0, int64_t r1, int64_t n, 
     for (int64_t r = r0; r < r1; r++) memcpy(dst + r * n, src + r * ld, (size_t)n * sizeof(T));
 }
 
-/* Rows [0, n) of n x e src (row stride ld) transposed into dst [e, n] (row stride ldd). */
-static void FN(gathert)(T *dst, int64_t ldd, const T *src, int64_t n, int64_t e, int64_t ld) {
-    for (int64_t r = 0; r < n; r++)
-        for (int64_t x = 0; x < e; x++) dst[x * ldd + r] = src[r * ld + x];
-}
 
 /* The small-block product of c->small (heads of width E, Ev <= SMALL_E): C[m, n] = alpha *
  * op(A) . B + beta * C (beta 0 or 1; 0 never reads C), B [k, n] row-major (row stride ldb),
@@ -171,7 +166,7 @@ LTC_EW_CLONES static void FN(drop)(const at_ctx *c, int64_t b, int64_t i, int64_
 /* Forward over items [lo, hi) = (batch, block of BR queries): the online softmax. Scratch
  * (from c->scratch, per thread): scores BR x BC, then m, l [BR] and the accumulator BR x Ev;
  * with c->gather, the item's Q [L, E], K [S, E] and V [S, Ev] rows gathered from their
- * strided places (so that the gemms read contiguous blocks). */
+ * strided places (so that the gemms read contiguous blocks); with c->small only K, as K^T. */
 LTC_EW_CLONES static void FN(fwd)(void *p, int64_t lo, int64_t hi, int tid) {
     const at_ctx *c = p;
     int64_t Ev = c->Ev, E = c->E, qb = (c->L + BR - 1) / BR;
@@ -180,19 +175,20 @@ LTC_EW_CLONES static void FN(fwd)(void *p, int64_t lo, int64_t hi, int tid) {
     for (int64_t it = lo; it < hi; it++) {
         int64_t b = it / qb, i0 = it % qb * BR, br = c->L - i0 < BR ? c->L - i0 : BR;
         for (int64_t r = 0; r < br; r++) m[r] = -INFINITY, l[r] = 0;
-        memset(acc, 0, (size_t)(br * Ev) * sizeof(T));
         int64_t end = key_end(c, i0, br);
+        /* the first block's P . V writes acc (beta 0); with no key at all, zeros */
+        if (end == 0) memset(acc, 0, (size_t)(br * Ev) * sizeof(T));
         const T *Q = (const T *)c->q + at_off(c, &c->lq, b), *K = (const T *)c->k + at_off(c, &c->lk, b);
         const T *V = (const T *)c->v + at_off(c, &c->lv, b);
         int64_t ldq = c->lq.ld, ldk = c->lk.ld, ldv = c->lv.ld;
-        if (c->gather) {
+        if (c->small) { /* K^T [E, S]; mmk reads Q and V's rows where they are */
+            FN(gathert)(gk, c->S, K, end, E, ldk);
+            K = gk, ldk = c->S;
+        } else if (c->gather) {
             FN(gather)(gq, Q, i0, i0 + br, E, ldq);
-            if (c->small) /* K^T [E, S] */
-                FN(gathert)(gk, c->S, K, end, E, ldk);
-            else
-                FN(gather)(gk, K, 0, end, E, ldk);
+            FN(gather)(gk, K, 0, end, E, ldk);
             FN(gather)(gv, V, 0, end, Ev, ldv);
-            Q = gq, K = gk, V = gv, ldq = E, ldk = c->small ? c->S : E, ldv = Ev;
+            Q = gq, K = gk, V = gv, ldq = E, ldk = E, ldv = Ev;
         }
         for (int64_t j0 = 0; j0 < end; j0 += BC) {
             int64_t bc = end - j0 < BC ? end - j0 : BC;
@@ -214,7 +210,7 @@ LTC_EW_CLONES static void FN(fwd)(void *p, int64_t lo, int64_t hi, int tid) {
                 for (int64_t j = 0; j < bc; j++)
                     sum += row[j];
                 T alpha = EXP(m[r] - mn);
-                if (alpha != 1) {
+                if (alpha != 1 && j0 > 0) {
                     T *a = acc + r * Ev;
                     LTC_SIMD for (int64_t e = 0; e < Ev; e++) a[e] *= alpha;
                 }
@@ -223,9 +219,11 @@ LTC_EW_CLONES static void FN(fwd)(void *p, int64_t lo, int64_t hi, int tid) {
                 if (c->dropout) FN(drop)(c, b, i0 + r, j0, bc, row, row);
             }
             if (c->small)
-                FN(mmk)(false, br, Ev, bc, 1, s, bc, V + j0 * ldv, ldv, 1, acc, Ev, lim, NOLIM);
+                FN(mmk)(false, br, Ev, bc, 1, s, bc, V + j0 * ldv, ldv, j0 == 0 ? 0 : 1, acc, Ev,
+                        lim, NOLIM);
             else
-                mm(c->dt, false, false, br, Ev, bc, 1.0, s, bc, V + j0 * ldv, ldv, 1.0, acc, Ev);
+                mm(c->dt, false, false, br, Ev, bc, 1.0, s, bc, V + j0 * ldv, ldv,
+                   j0 == 0 ? 0.0 : 1.0, acc, Ev);
         }
         int64_t ldo = c->lo.ld;
         T *out = (T *)c->out + at_off(c, &c->lo, b) + i0 * ldo, *lse = (T *)c->lse + b * c->L + i0;
@@ -244,7 +242,8 @@ LTC_EW_CLONES static void FN(fwd)(void *p, int64_t lo, int64_t hi, int tid) {
  * that sees it: P recomputed from logsumexp, then dV, dP, dS, dQ and dK by gemm. Scratch:
  * P and dP (BR x BC each), with dropout W = P * factors (BR x BC), then D = rowsum(dO * O)
  * [L]; with c->gather, the item's Q, K, V and dO gathered from their strided places and dQ,
- * dK, dV accumulated contiguous, then written to theirs. */
+ * dK, dV accumulated contiguous, then written to theirs; with c->small only K^T and V^T
+ * gathered, the rest read and accumulated in place. */
 LTC_EW_CLONES static void FN(bwd)(void *p, int64_t lo, int64_t hi, int tid) {
     const at_ctx *c = p;
     int64_t L = c->L, S = c->S, E = c->E, Ev = c->Ev;
@@ -267,15 +266,15 @@ LTC_EW_CLONES static void FN(bwd)(void *p, int64_t lo, int64_t hi, int tid) {
                 d += dO[i * ldo + e] * O[i * ldo + e];
             D[i] = d;
         }
-        if (c->gather) {
+        /* with c->small, V^T [Ev, S] (dP's right operand) */
+        const T *Vt = gv;
+        if (c->small) { /* K^T and V^T; mmk reads and writes the other rows where they are */
+            FN(gathert)(gkt, S, K, S, E, ldk);
+            FN(gathert)(gv, S, V, S, Ev, ldv);
+        } else if (c->gather) {
             FN(gather)(gq, Q, 0, L, E, ldq);
             FN(gather)(gk, K, 0, S, E, ldk);
-            if (c->small) { /* K^T [E, S] as well, V^T [Ev, S] only */
-                FN(gathert)(gkt, S, K, S, E, ldk);
-                FN(gathert)(gv, S, V, S, Ev, ldv);
-            } else {
-                FN(gather)(gv, V, 0, S, Ev, ldv);
-            }
+            FN(gather)(gv, V, 0, S, Ev, ldv);
             FN(gather)(go, dO, 0, L, Ev, ldo);
             Q = gq, K = gk, V = gv, dO = go, dQ = gdq, dK = gdk, dV = gdv;
             ldq = ldk = E, ldv = ldo = Ev;
@@ -283,9 +282,14 @@ LTC_EW_CLONES static void FN(bwd)(void *p, int64_t lo, int64_t hi, int tid) {
         /* the scores' K (transposed with c->small) and its row stride */
         const T *Ks = c->small ? gkt : K;
         int64_t ldks = c->small ? S : ldk;
-        for (int64_t i = 0; i < L; i++) memset(dQ + i * ldq, 0, (size_t)E * sizeof(T));
-        for (int64_t j = 0; j < S; j++) memset(dK + j * ldk, 0, (size_t)E * sizeof(T));
-        for (int64_t j = 0; j < S; j++) memset(dV + j * ldv, 0, (size_t)Ev * sizeof(T));
+        /* with c->small (L == S), the first product into each row of dQ (key block 0) and of
+         * dK and dV (its first query block) writes it with beta 0: no zeroing of the strided
+         * rows (a twentieth of the kernel's time) */
+        if (!c->small) {
+            for (int64_t i = 0; i < L; i++) memset(dQ + i * ldq, 0, (size_t)E * sizeof(T));
+            for (int64_t j = 0; j < S; j++) memset(dK + j * ldk, 0, (size_t)E * sizeof(T));
+            for (int64_t j = 0; j < S; j++) memset(dV + j * ldv, 0, (size_t)Ev * sizeof(T));
+        }
         for (int64_t j0 = 0; j0 < S; j0 += BC) {
             int64_t bc = S - j0 < BC ? S - j0 : BC;
             /* causal: query i sees key j when j <= i, so blocks with i0 + br <= j0 see none */
@@ -300,9 +304,9 @@ LTC_EW_CLONES static void FN(bwd)(void *p, int64_t lo, int64_t hi, int tid) {
                     if (c->dropout) FN(drop)(c, b, i0 + r, j0, bc, row, W + r * bc);
                 }
                 if (c->small) { /* V is V^T [Ev, S] */
-                    FN(mmk)(true, bc, Ev, br, 1, c->dropout ? W : P, bc, dO + i0 * ldo, ldo, 1,
-                            dV + j0 * ldv, ldv, lim, NOLIM);
-                    FN(mmk)(false, br, bc, Ev, 1, dO + i0 * ldo, ldo, V + j0, S, 0, dP, bc, NOLIM,
+                    FN(mmk)(true, bc, Ev, br, 1, c->dropout ? W : P, bc, dO + i0 * ldo, ldo,
+                            i0 == first ? 0 : 1, dV + j0 * ldv, ldv, lim, NOLIM);
+                    FN(mmk)(false, br, bc, Ev, 1, dO + i0 * ldo, ldo, Vt + j0, S, 0, dP, bc, NOLIM,
                             lim);
                 } else {
                     mm(c->dt, true, false, bc, Ev, br, 1.0, c->dropout ? W : P, bc,
@@ -331,10 +335,10 @@ LTC_EW_CLONES static void FN(bwd)(void *p, int64_t lo, int64_t hi, int tid) {
                     sc = 1;
                 }
                 if (c->small) {
-                    FN(mmk)(false, br, E, bc, (T)sc, P, bc, K + j0 * ldk, ldk, 1, dQ + i0 * ldq,
-                            ldq, lim, NOLIM);
-                    FN(mmk)(true, bc, E, br, (T)sc, P, bc, Q + i0 * ldq, ldq, 1, dK + j0 * ldk,
-                            ldk, lim, NOLIM);
+                    FN(mmk)(false, br, E, bc, (T)sc, P, bc, K + j0 * ldk, ldk, j0 == 0 ? 0 : 1,
+                            dQ + i0 * ldq, ldq, lim, NOLIM);
+                    FN(mmk)(true, bc, E, br, (T)sc, P, bc, Q + i0 * ldq, ldq, i0 == first ? 0 : 1,
+                            dK + j0 * ldk, ldk, lim, NOLIM);
                 } else {
                     mm(c->dt, false, false, br, E, bc, sc, P, bc, K + j0 * ldk, ldk, 1.0,
                        dQ + i0 * ldq, ldq);
@@ -343,7 +347,7 @@ LTC_EW_CLONES static void FN(bwd)(void *p, int64_t lo, int64_t hi, int tid) {
                 }
             }
         }
-        if (c->gather) {
+        if (c->gather && !c->small) {
             for (int64_t i = 0; i < L; i++)
                 memcpy((T *)c->dq + oq + i * c->lq.ld, gdq + i * E, (size_t)E * sizeof(T));
             for (int64_t j = 0; j < S; j++) {

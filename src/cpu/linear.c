@@ -24,21 +24,22 @@ static bool split_gemm(int64_t macs) {
     return ltc_cpu_threads() > 1 && macs >= LTC_GEMM_SPLIT && !*deterministic;
 }
 
-/* Whether this call splits (*timed: it is timed, for ltc_cpu_split_end). From LTC_GEMM_SMALL
- * multiply-adds it always splits, untimed (LTC_GEMM_SPLIT=0 aside): the one call would run
- * OpenBLAS's own threads, whose workers spin on after it on the cores the next kernel's
- * threads need, a cost the call's own time does not show (a [1024,512] gelu_backward after
- * linear_backward took 0.44-0.57 ms, 0.32-0.37 after the split one; tiny_gpt's step went from
- * 60 to 97 ms in a run where the timing chose OpenBLAS's threads). Below it, where the one
- * call runs on this thread, the timing chooses. */
-static bool split_now(ltc_cpu_split_t *sp, bool *timed, int64_t macs, uint64_t key) {
+/* Whether this call splits (*timed: it is timed, for ltc_cpu_split_end); the timing chooses
+ * (threads.h). The other way is one call on this thread alone (*single): never OpenBLAS's own
+ * threads (LTC_GEMM_SPLIT=0 aside), whose workers spin on after it on the cores the next
+ * kernel's threads need, a cost the call's own time does not show (a [1024,512]
+ * gelu_backward after linear_backward took 0.44-0.57 ms, 0.32-0.37 after the split one;
+ * tiny_gpt's step went from 60 to 97 ms in a run where the timing chose OpenBLAS's threads).
+ * Splitting was untimed from LTC_GEMM_SMALL multiply-adds, but when other processes hold the
+ * cores a worker that took a block may not run for milliseconds while this thread waits:
+ * tiny_gpt's step took 191 ms on two threads against 142 on one (load average 4-5), most of
+ * it in these GEMMs. */
+static bool split_now(ltc_cpu_split_t *sp, bool *timed, bool *single, int64_t macs,
+                      uint64_t key) {
     static int64_t *mode;
     if (!mode) mode = ltc_config_slot("LTC_GEMM_SPLIT");
+    *single = *mode != 0 && macs >= LTC_GEMM_SMALL;
     if (!*timed) return false;
-    if (macs >= LTC_GEMM_SMALL) {
-        *timed = false;
-        return *mode != 0;
-    }
     return ltc_cpu_split_begin(sp, key);
 }
 
@@ -85,14 +86,16 @@ static ltc_status linear(const ltc_kernel_args *a, bool bias) {
         memset(y, 0, (size_t)m * row);
     if (!k) return LTC_OK;
     ltc_cpu_split_t sp;
-    bool timed = split_gemm(m * n * k) && m >= 2 * LTC_PAR_MIN_CHUNKS;
-    if (split_now(&sp, &timed, m * n * k, split_key(1 + dt, m, n, k))) {
+    bool timed = split_gemm(m * n * k) && m >= 2 * LTC_PAR_MIN_CHUNKS, single;
+    if (split_now(&sp, &timed, &single, m * n * k, split_key(1 + dt, m, n, k))) {
         lin_ctx c = {dt, m, n, k, LTC_PAR_MIN_CHUNKS, a->in[0], a->in[1], y};
         ltc_cpu_blas_single(true);
         ltc_cpu_parallel_for(c.blocks, 1, lin_task, &c);
         ltc_cpu_blas_single(false);
     } else {
+        if (single) ltc_cpu_blas_single(true);
         gemm(dt, true, m, n, k, 1.0, a->in[0], a->in[1], 1.0, y);
+        if (single) ltc_cpu_blas_single(false);
     }
     if (timed) ltc_cpu_split_end(&sp);
     return LTC_OK;
@@ -198,8 +201,8 @@ ltc_status ltc_cpu_kernel_linear_backward(const ltc_kernel_args *a) {
         return LTC_OK;
     }
     ltc_cpu_split_t sp;
-    bool timed = split_gemm(rows * in * out) && out >= 2 * LTC_PAR_MIN_CHUNKS;
-    if (split_now(&sp, &timed, rows * in * out,
+    bool timed = split_gemm(rows * in * out) && out >= 2 * LTC_PAR_MIN_CHUNKS, single;
+    if (split_now(&sp, &timed, &single, rows * in * out,
                   split_key(3 + a->in_shapes[0].dtype + 16 * skip_dx + 32 * skip_dw, rows, in,
                             out))) {
         c.nx = skip_dx ? 0 : skip_dw ? LTC_PAR_MIN_CHUNKS : 2;
@@ -208,7 +211,9 @@ ltc_status ltc_cpu_kernel_linear_backward(const ltc_kernel_args *a) {
         ltc_cpu_parallel_for(c.nx + c.nw, 1, lb_task, &c);
         ltc_cpu_blas_single(false);
     } else {
+        if (single) ltc_cpu_blas_single(true);
         lb_task(&c, 0, c.nx + c.nw, 0);
+        if (single) ltc_cpu_blas_single(false);
     }
     if (timed) ltc_cpu_split_end(&sp);
     return LTC_OK;

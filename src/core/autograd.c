@@ -489,6 +489,9 @@ ltc_status ltc_ag_record(int op, const ltc_ag_arg *args, int n_args, ltc_tensor 
         }
     }
     fn->saves_values = true;
+    fn->ok_formulas = false;
+    for (int i = 0; i < n_args; i++) fn->ok_formulas |= d->has_formula[i];
+    for (int i = 0; i < n_args; i++) fn->ok_formulas &= !fn->needs[i] || d->has_formula[i];
     if (!st && d->save_result) {
         if (!(fn->out_values = calloc((size_t)n_outs, sizeof *fn->out_values)))
             st = ltc_errorf(LTC_ERR_NOMEM, "%s: out of memory recording for autograd", d->name);

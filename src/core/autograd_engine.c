@@ -416,7 +416,7 @@ static ltc_status run_node_here(ltc_grad_fn *fn, bool retain) {
         fn->gbuf[r] = NULL;
         ltc_tensor *o = fn->outs[r];
         if (grads[r] && o && o->ag && o->ag->fn == fn && o->ag->nr == r) {
-            if ((st = run_hooks(o, &grads[r]))) break;
+            if (o->ag->n_hooks && (st = run_hooks(o, &grads[r]))) break;
             if (o->ag->retains_grad && !capturing)
                 st = accumulate(o, ltc_tensor_retain(grads[r]));
         }
@@ -513,7 +513,8 @@ static ltc_status walk(ltc_tensor *const *roots, ltc_tensor **gs, int n_roots, b
         for (int r = 0; r < fn->n_outputs; r++) any |= fn->gbuf[r] != NULL;
         if (any) st = run_node(fn, retain);
     }
-    for (int i = 0; i < n; i++) { /* after a failure: the gradients in flight */
+    for (int i = 0; st && i < n; i++) { /* after a failure: the gradients in flight (on
+                                          * success every node ran and took its own) */
         ltc_grad_fn *fn = order[i];
         for (int r = 0; r < fn->n_outputs; r++) {
             ltc_tensor_release(fn->gbuf[r]);

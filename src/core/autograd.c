@@ -489,9 +489,13 @@ ltc_status ltc_ag_record(int op, const ltc_ag_arg *args, int n_args, ltc_tensor 
         }
     }
     fn->saves_values = true;
-    fn->ok_formulas = false;
-    for (int i = 0; i < n_args; i++) fn->ok_formulas |= d->has_formula[i];
-    for (int i = 0; i < n_args; i++) fn->ok_formulas &= !fn->needs[i] || d->has_formula[i];
+    /* a formula at all, and one for every argument needing a gradient (else backward raises) */
+    bool any_formula = false, all_needed = true;
+    for (int i = 0; i < n_args; i++) {
+        any_formula |= d->has_formula[i];
+        all_needed &= !fn->needs[i] || d->has_formula[i];
+    }
+    fn->ok_formulas = any_formula && all_needed;
     if (!st && d->save_result) {
         if (!(fn->out_values = calloc((size_t)n_outs, sizeof *fn->out_values)))
             st = ltc_errorf(LTC_ERR_NOMEM, "%s: out of memory recording for autograd", d->name);

@@ -414,6 +414,16 @@ bool ltc_ag_wants_list(ltc_tensor *const *ts, int n) {
     return false;
 }
 
+/* ltc_ag_edge_of without its call for a tensor that is no stale view (the common case). */
+static inline ltc_status edge_fast(ltc_tensor *t, ltc_edge *e) {
+    if (ltc_ag_stale(t)) return ltc_ag_edge_of(t, e);
+    const ltc_ag_meta *m = t->ag;
+    if (!m || !m->requires_grad) *e = (ltc_edge){0};
+    else if (m->fn) *e = (ltc_edge){.fn = m->fn, .nr = m->nr};
+    else *e = (ltc_edge){.leaf = t};
+    return LTC_OK;
+}
+
 static int count_saved(const ltc_ag_arg *args, int n_args) {
     int k = 0;
     for (int i = 0; i < n_args; i++)
@@ -437,7 +447,7 @@ ltc_status ltc_ag_record(int op, const ltc_ag_arg *args, int n_args, ltc_tensor 
     for (int i = 0, k = 0; i < n_args && !st; i++) {
         bool need = false;
         if (args[i].kind == LTC_AG_TENSOR) {
-            if (!(st = ltc_ag_edge_of(args[i].t, &edges[k]))) need = edges[k].fn || edges[k].leaf;
+            if (!(st = edge_fast(args[i].t, &edges[k]))) need = edges[k].fn || edges[k].leaf;
             k++;
         } else if (args[i].kind == LTC_AG_LIST) {
             for (int j = 0; j < args[i].n && !st; j++, k++)

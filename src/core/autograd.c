@@ -316,9 +316,12 @@ ltc_status ltc_ag_save(ltc_grad_fn *fn, int i, ltc_tensor *t, const ltc_edge *e)
     ltc_value v;
     ltc_status st = ltc_tensor_value(t, &v);
     if (st) return st;
-    if ((st = add_saver(t, fn, i))) return st;
+    /* (a Lua number's weak scalar is never written in place and has no history: nothing
+     * to preserve, so it is not registered with its savers) */
+    bool number = t->weak && !t->base;
+    if (!number && (st = add_saver(t, fn, i))) return st;
     fn->saved[i].kept = true;
-    fn->saved[i].registered = true;
+    fn->saved[i].registered = !number;
     fn->saved[i].t = ltc_tensor_retain(t);
     fn->saved[i].version = ltc_ag_version(t);
     fn->saved[i].value = v;

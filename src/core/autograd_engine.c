@@ -294,8 +294,8 @@ static bool args_current(ltc_grad_fn *fn, ltc_tensor **results) {
         if (kind == LTC_AG_LIST) return false;
         if (kind != LTC_AG_TENSOR) continue;
         const ag_saved *s = &fn->saved[k++];
-        if (s->kept && !(s->t && s->registered && ltc_ag_version(s->t) == s->version &&
-                         !s->t->failed))
+        if (s->kept && !(s->t && (s->registered || (s->t->weak && !s->t->base)) &&
+                         ltc_ag_version(s->t) == s->version && !s->t->failed))
             return false;
     }
     for (int r = 0; d->save_result && r < fn->n_outputs; r++) {

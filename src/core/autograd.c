@@ -316,9 +316,12 @@ ltc_status ltc_ag_save(ltc_grad_fn *fn, int i, ltc_tensor *t, const ltc_edge *e)
     ltc_value v;
     ltc_status st = ltc_tensor_value(t, &v);
     if (st) return st;
-    if ((st = add_saver(t, fn, i))) return st;
+    /* (a Lua number's weak scalar is never written in place and has no history: nothing
+     * to preserve, so it is not registered with its savers) */
+    bool number = t->weak && !t->base;
+    if (!number && (st = add_saver(t, fn, i))) return st;
     fn->saved[i].kept = true;
-    fn->saved[i].registered = true;
+    fn->saved[i].registered = !number;
     fn->saved[i].t = ltc_tensor_retain(t);
     fn->saved[i].version = ltc_ag_version(t);
     fn->saved[i].value = v;
@@ -414,6 +417,16 @@ bool ltc_ag_wants_list(ltc_tensor *const *ts, int n) {
     return false;
 }
 
+/* ltc_ag_edge_of without its call for a tensor that is no stale view (the common case). */
+static inline ltc_status edge_fast(ltc_tensor *t, ltc_edge *e) {
+    if (ltc_ag_stale(t)) return ltc_ag_edge_of(t, e);
+    const ltc_ag_meta *m = t->ag;
+    if (!m || !m->requires_grad) *e = (ltc_edge){0};
+    else if (m->fn) *e = (ltc_edge){.fn = m->fn, .nr = m->nr};
+    else *e = (ltc_edge){.leaf = t};
+    return LTC_OK;
+}
+
 static int count_saved(const ltc_ag_arg *args, int n_args) {
     int k = 0;
     for (int i = 0; i < n_args; i++)
@@ -437,7 +450,7 @@ ltc_status ltc_ag_record(int op, const ltc_ag_arg *args, int n_args, ltc_tensor 
     for (int i = 0, k = 0; i < n_args && !st; i++) {
         bool need = false;
         if (args[i].kind == LTC_AG_TENSOR) {
-            if (!(st = ltc_ag_edge_of(args[i].t, &edges[k]))) need = edges[k].fn || edges[k].leaf;
+            if (!(st = edge_fast(args[i].t, &edges[k]))) need = edges[k].fn || edges[k].leaf;
             k++;
         } else if (args[i].kind == LTC_AG_LIST) {
             for (int j = 0; j < args[i].n && !st; j++, k++)
@@ -489,6 +502,13 @@ ltc_status ltc_ag_record(int op, const ltc_ag_arg *args, int n_args, ltc_tensor 
         }
     }
     fn->saves_values = true;
+    /* a formula at all, and one for every argument needing a gradient (else backward raises) */
+    bool any_formula = false, all_needed = true;
+    for (int i = 0; i < n_args; i++) {
+        any_formula |= d->has_formula[i];
+        all_needed &= !fn->needs[i] || d->has_formula[i];
+    }
+    fn->ok_formulas = any_formula && all_needed;
     if (!st && d->save_result) {
         if (!(fn->out_values = calloc((size_t)n_outs, sizeof *fn->out_values)))
             st = ltc_errorf(LTC_ERR_NOMEM, "%s: out of memory recording for autograd", d->name);

@@ -58,6 +58,7 @@ struct ltc_grad_fn {
     ltc_value *out_values;   /* save_result: the outputs' values (retained) */
     bool freed;              /* the saved values were released (backward without retain) */
     bool saves_values;       /* while recording: the argument being saved is read by a formula */
+    bool ok_formulas;        /* AG_OP: a formula exists for every argument that needs one */
     /* AG_COPY_SLICES: the view ops from base to view, the view's shape (owned) */
     ltc_view_step *steps;
     int n_steps;

@@ -128,7 +128,8 @@ static ltc_status fit(ltc_tensor *g, const ltc_shape *s, ltc_tensor **out) {
     ltc_status st = LTC_OK;
     ltc_tensor *x = NULL;
     bool same = g->shape.ndim == s->ndim &&
-                ltc_shape_numel(&g->shape) == ltc_shape_numel(s);
+                (!memcmp(g->shape.dims, s->dims, sizeof *s->dims * (size_t)s->ndim) ||
+                 ltc_shape_numel(&g->shape) == ltc_shape_numel(s));
     if (!same) {
         for (int k = g->shape.ndim - s->ndim; k > 0 && !st; k--) {
             if (!(st = ltc_sum(g, 1, false, &x))) {
@@ -282,9 +283,36 @@ nomem:
     return ltc_errorf(LTC_ERR_NOMEM, "backward: out of memory");
 }
 
+/* Whether fn's recorded arguments can go to its backward as they are: no tensor lists, every
+ * saved tensor (and result, when read) still holding its value at record time with the
+ * history it had (what ltc_ag_unpack would return), and the C formula to run. */
+static bool args_current(ltc_grad_fn *fn, ltc_tensor **results) {
+    const ltc_derivative *d = fn->d;
+    if (!d->backward || (foreign_always && foreign)) return false;
+    for (int i = 0, k = 0; i < fn->n_args; i++) {
+        ltc_ag_kind kind = fn->args[i].kind;
+        if (kind == LTC_AG_LIST) return false;
+        if (kind != LTC_AG_TENSOR) continue;
+        const ag_saved *s = &fn->saved[k++];
+        if (s->kept && !(s->t && (s->registered || (s->t->weak && !s->t->base)) &&
+                         ltc_ag_version(s->t) == s->version && !s->t->failed))
+            return false;
+    }
+    for (int r = 0; d->save_result && r < fn->n_outputs; r++) {
+        ltc_tensor *o = fn->outs[r];
+        if (!(o && ltc_ag_version(o) == fn->out_versions[r] && !o->failed)) return false;
+        results[r] = o;
+    }
+    return true;
+}
+
 /* Calls an op node's backward: its arguments with the saved values unpacked. */
 static ltc_status op_backward(ltc_grad_fn *fn, ltc_tensor *const *grads, ltc_ag_grad *g) {
     const ltc_derivative *d = fn->d;
+    ltc_tensor *r_fast[SMALL];
+    /* the common case: the recorded arguments (tensors borrowed from saved) as they are */
+    if (fn->n_outputs < SMALL && fn->ok_formulas && args_current(fn, r_fast))
+        return d->backward(fn->args, r_fast, grads, fn->needs, g);
     bool any = false;
     for (int i = 0; i < fn->n_args; i++) any |= d->has_formula[i];
     if (!any)
@@ -373,10 +401,12 @@ static ltc_status run_node_here(ltc_grad_fn *fn, bool retain) {
     ltc_tensor *grads_small[SMALL];
     ltc_ag_grad g_small[SMALL];
     ltc_tensor **grads = fn->n_outputs < SMALL
-                             ? memset(grads_small, 0, sizeof *grads * (size_t)fn->n_outputs)
+                             ? grads_small
                              : calloc((size_t)fn->n_outputs + 1, sizeof *grads);
-    ltc_ag_grad *g = fn->n_args < SMALL ? memset(g_small, 0, sizeof *g * (size_t)fn->n_args)
-                                        : calloc((size_t)fn->n_args + 1, sizeof *g);
+    ltc_ag_grad *g = fn->n_args < SMALL ? g_small : calloc((size_t)fn->n_args + 1, sizeof *g);
+    /* (only the entries used are cleared: this runs once per node of every backward) */
+    for (int r = 0; grads == grads_small && r < fn->n_outputs; r++) grads[r] = NULL;
+    for (int i = 0; g == g_small && i < fn->n_args; i++) g[i] = (ltc_ag_grad){0};
     if (!grads || !g) {
         st = ltc_errorf(LTC_ERR_NOMEM, "backward: out of memory");
         goto done;
@@ -386,7 +416,7 @@ static ltc_status run_node_here(ltc_grad_fn *fn, bool retain) {
         fn->gbuf[r] = NULL;
         ltc_tensor *o = fn->outs[r];
         if (grads[r] && o && o->ag && o->ag->fn == fn && o->ag->nr == r) {
-            if ((st = run_hooks(o, &grads[r]))) break;
+            if (o->ag->n_hooks && (st = run_hooks(o, &grads[r]))) break;
             if (o->ag->retains_grad && !capturing)
                 st = accumulate(o, ltc_tensor_retain(grads[r]));
         }
@@ -483,7 +513,8 @@ static ltc_status walk(ltc_tensor *const *roots, ltc_tensor **gs, int n_roots, b
         for (int r = 0; r < fn->n_outputs; r++) any |= fn->gbuf[r] != NULL;
         if (any) st = run_node(fn, retain);
     }
-    for (int i = 0; i < n; i++) { /* after a failure: the gradients in flight */
+    for (int i = 0; st && i < n; i++) { /* after a failure: the gradients in flight (on
+                                          * success every node ran and took its own) */
         ltc_grad_fn *fn = order[i];
         for (int r = 0; r < fn->n_outputs; r++) {
             ltc_tensor_release(fn->gbuf[r]);

@@ -9,6 +9,7 @@
  * by content, and which parameter feeds which use is part of the hash: t0*t1+t2 and
  * t0*t2+t1 are one graph fed in different orders, t0*t0 and t0*t1 are two graphs.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
@@ -46,12 +47,58 @@ typedef struct {
 static _Thread_local uint32_t epoch; /* each thread walks its own tensors' nodes */
 static int64_t *c_markstep, *c_cached, *c_uncached;
 
-static void graph_free(graph *g) {
+/* The arrays of this thread's last graph, kept for the next one (a traced step's graph is
+ * much the same each time: no allocation, no growing by copies, in the steady state). One
+ * pointer of thread-local storage (src/core keeps its TLS small); freed at thread exit. */
+static _Thread_local graph *spare;
+static pthread_key_t spare_key;
+static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
+
+static void arrays_free(graph *g) {
     free(g->post);
     free(g->params);
     free(g->roots);
     free(g->tensors);
     free(g->stack);
+}
+
+static void spare_exit(void *p) {
+    arrays_free(p);
+    free(p);
+}
+
+static void make_spare_key(void) { (void)pthread_key_create(&spare_key, spare_exit); }
+
+/* g (with no arrays yet) takes the spare arrays, emptied. */
+static void graph_take_spare(graph *g) {
+    if (!spare || g->post || g->params || g->roots || g->tensors || g->stack) return;
+    g->post = spare->post, g->cap = spare->cap;
+    g->params = spare->params, g->cap_params = spare->cap_params;
+    g->roots = spare->roots, g->cap_roots = spare->cap_roots;
+    g->tensors = spare->tensors, g->cap_tensors = spare->cap_tensors;
+    g->stack = spare->stack, g->cap_stack = spare->cap_stack;
+    memset(spare, 0, sizeof *spare);
+}
+
+static void graph_free(graph *g) {
+    if (!spare && (spare = calloc(1, sizeof *spare))) {
+        pthread_once(&spare_once, make_spare_key);
+        if (pthread_setspecific(spare_key, spare)) {
+            free(spare);
+            spare = NULL;
+        }
+    }
+    if (spare && !spare->post && !spare->params && !spare->roots && !spare->tensors &&
+        !spare->stack) {
+        graph kept = {.post = g->post, .cap = g->cap, .params = g->params,
+                      .cap_params = g->cap_params, .roots = g->roots,
+                      .cap_roots = g->cap_roots, .tensors = g->tensors,
+                      .cap_tensors = g->cap_tensors, .stack = g->stack,
+                      .cap_stack = g->cap_stack};
+        *spare = kept;
+    } else {
+        arrays_free(g);
+    }
     memset(g, 0, sizeof *g);
 }
 
@@ -102,29 +149,19 @@ nomem:
     return ltc_errorf(LTC_ERR_NOMEM, "sync: out of memory walking the graph");
 }
 
-/* The sizes of this thread's last post order (nodes, parameters, walk depth): the next walk
- * starts with arrays that size rather than growing them by copies (a traced step's graph is
- * much the same each time). */
-static _Thread_local int hint_n, hint_params, hint_depth;
-
-/* The post order of the roots, with its arrays sized from the hints (then updated). */
+/* The post order of the roots (its arrays are the last graph's, graph_take_spare). */
 static ltc_status walk_roots(graph *g) {
-    bool ok = (!hint_n || grow((void **)&g->post, &g->cap, hint_n, sizeof *g->post)) &&
-              (!hint_params ||
-               grow((void **)&g->params, &g->cap_params, hint_params, sizeof *g->params)) &&
-              (!hint_depth || grow((void **)&g->stack, &g->cap_stack, hint_depth, sizeof *g->stack));
-    if (!ok) return ltc_errorf(LTC_ERR_NOMEM, "sync: out of memory walking the graph");
     for (int i = 0; i < g->n_roots; i++) {
         ltc_status st = post_order_from(g, g->roots[i].node);
         if (st) return st;
     }
-    hint_n = g->n, hint_params = g->n_params, hint_depth = g->cap_stack;
     return LTC_OK;
 }
 
 /* Collects pending tensors and their distinct values, then the post order: every live
  * tensor of this thread, or (only != NULL) just the `n_only` tensors of `only`. */
 static ltc_status collect_from(graph *g, ltc_tensor *const *only, int n_only) {
+    graph_take_spare(g);
     epoch++;
     int k = 0;
     for (ltc_tensor *t = only ? (n_only ? only[0] : NULL) : ltc_live_first(); t;
@@ -163,6 +200,7 @@ static ltc_status collect_from(graph *g, ltc_tensor *const *only, int n_only) {
 static ltc_status collect(graph *g) { return collect_from(g, NULL, 0); }
 
 static ltc_status collect_given(graph *g, ltc_tensor *const *ts, int n) {
+    graph_take_spare(g);
     epoch++;
     for (int i = 0; i < n; i++) {
         ltc_value v;

@@ -39,6 +39,13 @@ static ltc_status broadcast3(const ltc_shape *a, const ltc_shape *b, const ltc_s
 }
 
 ltc_status ltc_broadcast_shapes(const ltc_shape *a, const ltc_shape *b, ltc_shape *out) {
+    /* a 0-d operand (a Lua number's scalar, most often) takes the other's size */
+    const ltc_shape *only = b->ndim == 0 ? a : a->ndim == 0 ? b : NULL;
+    if (only) {
+        if (out != only) memcpy(out->dims, only->dims, sizeof(int64_t) * (size_t)only->ndim);
+        out->ndim = only->ndim;
+        return LTC_OK;
+    }
     int n = a->ndim > b->ndim ? a->ndim : b->ndim;
     int64_t dims[LTC_MAX_DIMS];
     for (int i = 0; i < n; i++) {

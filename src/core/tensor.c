@@ -1,6 +1,7 @@
 /* tensor.c - lazy tensors: lifetime, the live-tensor list, values, host transfer. */
 #include <pthread.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "core.h"
@@ -34,7 +35,8 @@ static ltc_tensor *tensor_alloc(const ltc_shape *shape) {
         ltc_errorf(LTC_ERR_NOMEM, "out of memory for a tensor");
         return NULL;
     }
-    memset(t, 0, sizeof *t);
+    /* (ag_meta is cleared when first used, ltc_ag_meta_of) */
+    memset(t, 0, offsetof(ltc_tensor, ag_meta));
     t->refcount = 1;
     t->shape = *shape;
     t->backend = ltc_backend_default();

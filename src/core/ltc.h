@@ -46,6 +46,20 @@ ltc_status ltc_error_prefix(ltc_status st, const char *op);
 void ltc_error_set_node(int post_index);
 int ltc_error_node(void);
 
+/* User-facing op names for runtime errors (PyTorch LTC keeps the user's op in node
+ * metadata). A composite op (written over other ops, such as index_fill over one_hot) is
+ * traced between ltc_op_scope_enter(name, hint) and ltc_op_scope_exit(); every node made
+ * meanwhile on this thread carries the outermost scope's name (nested scopes count depth
+ * only). When such a node fails while the graph runs ("one_hot: index 5 out of range ..."),
+ * the sync's error names the user's op instead: "index_fill: index 5 out of range ...",
+ * with the hint, if any, after the name ("masked_scatter: <hint>: index 7 ..."). The name
+ * is not part of any hash: a cached computation serves both. Enter fails only when out of
+ * memory (the scope still counts, so exit stays paired). */
+ltc_status ltc_op_scope_enter(const char *name, const char *hint);
+void ltc_op_scope_exit(void);
+/* The current outermost scope's interned label ("name" or "name: hint"), NULL if none. */
+const char *ltc_op_scope_label(void);
+
 /* ---- dtypes ----------------------------------------------------------------------- */
 
 typedef enum {

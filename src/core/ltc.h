@@ -82,6 +82,10 @@ typedef enum {
 /* "float32", "float64", "int32", "int64", "bool", "uint8", "int8", "int16", "float16",
  * "bfloat16". */
 const char *ltc_dtype_name(ltc_dtype dt);
+/* v as the shortest %g text that reads back as the same value of dtype dt (float32: as a
+ * float; other dtypes: as a double), "nan" for any NaN; for error messages naming a value
+ * (1.0000001 outside [0, 1] must not print as 1). Writes buf (32 bytes) and returns it. */
+const char *ltc_value_text(char buf[32], double v, ltc_dtype dt);
 /* Short names used in IR text: "f32", "f64", "i32", "i64", "bool", "u8", "i8", "i16", "f16",
  * "bf16". */
 const char *ltc_dtype_short(ltc_dtype dt);

@@ -92,3 +92,20 @@ describe("run-time value checks", function()
     end)
   end
 end)
+
+-- OpenCL's bernoulli kernel sets the error flag (its position; the value stays on the device).
+local O = dofile("spec/support/opencl.lua")
+describe("bernoulli on opencl", function()
+  if not O.avail then
+    pending("skipped: " .. tostring(O.why):gsub("\n.*", ""))
+    return
+  end
+  O.ocl.open()
+  it("raises for a probability outside [0, 1] or NaN, and draws the ends", function()
+    assert.are.equal("bernoulli: all probabilities (self) should be between 0 and 1: element 2 is not",
+      err(function() return ltc.bernoulli(ltc.tensor({ 0.5, 1.5, 0.5 }):to("opencl:0")):totable() end))
+    assert.are.equal("bernoulli: all probabilities (self) should be between 0 and 1: element 1 is not",
+      err(function() return ltc.bernoulli(ltc.tensor({ 0 / 0 }):to("opencl:0")):totable() end))
+    assert.are.same({ 0, 1, 1 }, ltc.bernoulli(ltc.tensor({ 0, 1, 1 }):to("opencl:0")):totable())
+  end)
+end)

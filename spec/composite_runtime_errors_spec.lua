@@ -1,5 +1,6 @@
 -- Runtime errors of composite ops name the op the user called. index_fill is traced as
--- one_hot, take_along_dim as gather, index_copy as scatter, masked_scatter as gather: an index
+-- one_hot, take_along_dim as gather, index_copy as scatter, masked_scatter as gather, the
+-- functionals of ltc.nn.functional as the ops they are written with: an index
 -- out of range is found when the graph runs, by the internal op's kernel. Its nodes carry the
 -- composite's name (core._op_scope, ltc_op_scope_enter), and the sync's error names it, with
 -- the offending value and the valid range, on every backend; the runtime stays usable.
@@ -60,6 +61,23 @@ describe("a runtime error of a composite op", function()
         end)
         assert.are.equal("masked_scatter: mask has more true values than source has elements (the "
           .. "index is the count of a true value): index 3 out of range (1..2; indices are 1-based)", e)
+      end)
+
+      it("names the functional of ltc.nn.functional (and the module calling it), not its internal op", function()
+        local F, x, t = ltc.nn.functional, ltc.zeros({ 2, 3 }), I { 1, 5 }
+        -- with class weights, cross_entropy and nll_loss gather the weights: no longer "gather:"
+        assert.are.equal("cross_entropy: index 5 out of range (1..3; indices are 1-based)",
+          err(function() return F.cross_entropy(x, t, { weight = ltc.ones({ 3 }) }):item() end))
+        assert.are.equal("cross_entropy: index 5 out of range (1..3; indices are 1-based)",
+          err(function() return ltc.nn.CrossEntropyLoss({ label_smoothing = 0.1 })(x, t):item() end))
+        assert.are.equal("nll_loss: index 5 out of range (1..3; indices are 1-based)",
+          err(function() return F.nll_loss(x, t, { weight = ltc.ones({ 3 }) }):item() end))
+        -- nn.Embedding calls F.embedding (an index_select)
+        assert.are.equal("embedding: index 5 out of range (1..3; indices are 1-based)",
+          err(function() return ltc.nn.Embedding(3, 2)(t):totable() end))
+        -- the op's own message stays when the op is the functional itself
+        assert.are.equal("cross_entropy: target 5 out of range for 3 classes (labels are 1-based)",
+          err(function() return F.cross_entropy(x, t):item() end))
       end)
 
       it("leaves the runtime usable: the rest of the step is computed, later syncs work", function()

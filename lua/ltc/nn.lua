@@ -129,6 +129,7 @@ do
     return a
   end
   local wraps = require("ltc.help").wraps
+  local op_scope = require("ltc.core")._op_scope
   F = setmetatable({}, {
     __newindex = function(t, name, fn)
       local value = fn
@@ -144,7 +145,10 @@ do
         for i, a in ipairs(list or {}) do if a == "inplace" then inplace_at = i end end
         -- no table per call unless spread has work: an options table last, or an inplace
         -- argument (every step's path)
+        -- traced under an op scope (core._op_scope): an internal op's error when the graph
+        -- runs (cross_entropy's gather, embedding's index_select) names the functional
         value = function(...)
+          local _ <close> = op_scope(name)
           local n = select("#", ...)
           if list and n >= 2 and (is_options((select(n, ...))) or (inplace_at and n >= inplace_at)) then
             local a = spread(name, list, ...)

@@ -155,12 +155,19 @@ static _Thread_local int scope_depth;
 static _Thread_local const char *scope_label; /* the outermost scope's, interned */
 
 ltc_status ltc_op_scope_enter(const char *name, const char *hint) {
-    if (scope_depth++ > 0) return LTC_OK; /* the outermost call names the nodes */
+    bool refine = false; /* a nested scope of the outermost's name adds its hint */
+    if (scope_depth++ > 0) {
+        size_t n = strlen(name);
+        refine = hint && *hint && scope_label && !strncmp(scope_label, name, n) &&
+                 scope_label[n] == 0;
+        if (!refine) return LTC_OK; /* the outermost call names the nodes */
+    }
     char buf[512];
     if (hint && *hint) snprintf(buf, sizeof buf, "%s: %s", name, hint);
     else snprintf(buf, sizeof buf, "%s", name);
-    scope_label = ltc_debug_intern(buf);
-    return scope_label ? LTC_OK : ltc_errorf(LTC_ERR_NOMEM, "%s: out of memory", name);
+    const char *label = ltc_debug_intern(buf);
+    if (label || !refine) scope_label = label;
+    return label ? LTC_OK : ltc_errorf(LTC_ERR_NOMEM, "%s: out of memory", name);
 }
 
 void ltc_op_scope_exit(void) {

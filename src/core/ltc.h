@@ -50,7 +50,9 @@ int ltc_error_node(void);
  * metadata). A composite op (written over other ops, such as index_fill over one_hot) is
  * traced between ltc_op_scope_enter(name, hint) and ltc_op_scope_exit(); every node made
  * meanwhile on this thread carries the outermost scope's name (nested scopes count depth
- * only). When such a node fails while the graph runs ("one_hot: index 5 out of range ..."),
+ * only, except that one of the outermost's own name may add its hint, kept until the
+ * outermost exits: ltc.nn.functional's wrapper names binary_cross_entropy, whose body adds
+ * what its check means). When such a node fails while the graph runs ("one_hot: index 5 out of range ..."),
  * the sync's error names the user's op instead: "index_fill: index 5 out of range ...",
  * with the hint, if any, after the name ("masked_scatter: <hint>: index 7 ..."). The name
  * is not part of any hash: a cached computation serves both. Enter fails only when out of

@@ -372,6 +372,7 @@ local cases = {
     gradcheck(function(w) return ltc.embedding(w, ltc.tensor({ { 2, 1 }, { 2, 2 } }, "int64")) end, { A })
   end,
   clone = function() gradcheck(function(a) return a:clone() * 2 end, { A }) end,
+  assert_in_range = function() gradcheck(function(a) return a:assert_in_range(-5, 5) * 3 end, { A }) end,
   contiguous = function() gradcheck(function(a) return a:t():contiguous() end, { A }) end,
   dropout = function()
     gradcheck(function(a) return ltc.dropout(a, 0.3, false) end, { A })

@@ -61,7 +61,7 @@ describe("ltc.help", function()
     -- a functional that is an op (its argument checks wrap the binding) and a composite one
     local F = ltc.nn.functional
     assert.truthy(ltc.doc(F.avg_pool2d):find("^## avg_pool2d\n"), ltc.doc(F.avg_pool2d))
-    assert.truthy(ltc.doc("pad"):find("Composite: `lua/ltc/nn.lua`", 1, true))
+    assert.truthy(ltc.doc("pad"):find("Composite: `lua/ltc/nn_functional.lua`", 1, true))
     assert.truthy(ltc.doc(F.pad):find("^nn.functional.pad: F.pad%(x, pad"))
     local none, why = ltc.doc(print)
     assert.is_nil(none)

@@ -202,7 +202,7 @@ function A.install(c)
   end
 
   -- t[i] on a tensor of 2 or more dims is the view select(1, i), recorded like select
-  mt.__select = function(t, i) return core.select(t, 1, i) end -- t[i], dim > 1 (ltc_lua.c)
+  mt.__select = function(t, i) return core.select(t, 1, i) end -- t[i], dim > 1 (ltc_values.c)
 
   local getters = mt.__getters or {}
   local setters = mt.__setters or {}

@@ -10,9 +10,17 @@ local type, mtype = type, math.type
 function M.install(core)
   local methods = core.methods
   local is_tensor = function(v) return getmetatable(v) == core.metatable end
-  local function def(name, fn, method)
-    core[name] = fn
-    if method then methods[name] = fn end
+  -- Each op here is traced under an op scope (core._op_scope), so that an error of one of its
+  -- internal ops when the graph runs (one_hot's, gather's index out of range) names it.
+  -- hint, when given, goes after the name in such errors (what the internal index means).
+  local op_scope = core._op_scope
+  local function def(name, fn, method, hint)
+    local op = function(...)
+      local _ <close> = op_scope(name, hint)
+      return fn(...)
+    end
+    core[name] = op
+    if method then methods[name] = op end
   end
   -- raised at the caller's line, however deep in this file (core._raise)
   local function fail(name, fmt, ...) core._raise(name .. ": " .. string.format(fmt, ...)) end
@@ -106,7 +114,7 @@ function M.install(core)
 
   --- t:masked_scatter(mask, source): a copy of t where the positions with mask true (mask
   -- broadcasts to t) take source's elements in row-major order (source has at least as many
-  -- elements as mask has true values; too few is an error of gather when the graph runs). No
+  -- elements as mask has true values; too few is an error when the graph runs). No
   -- sync: the k-th true position reads source's element k (a running count of mask). PyTorch
   -- Tensor.masked_scatter; t:masked_scatter_ writes in place.
   def("masked_scatter", function(t, mask, source)
@@ -120,7 +128,7 @@ function M.install(core)
     -- beyond source's elements is an index out of range when the gather runs
     local picked = source:reshape({ -1 }):to(t:dtype()):gather(1, m:cumsum(1):clamp(1))
     return core.where(m, picked, t:reshape({ -1 })):reshape(t:size())
-  end, true)
+  end, true, "mask has more true values than source has elements (the index is the count of a true value)")
 
   --- t:unfold(dim, size, step): every window of `size` elements along dim, `step` apart: dim
   -- becomes the number of windows, (n - size) // step + 1, and a last dim of `size` is added.

@@ -257,7 +257,7 @@ package.loaded["ltc"] = M
 M.nn = require "ltc.nn"
 M.optim = require "ltc.optim"
 M.data = require "ltc.data"
--- Doc comments of functions written in C (src/lua/ltc_lua.c), for ltc.help:
+-- Doc comments of functions written in C (src/lua/ltc_values.c, ltc_runtime.c), for ltc.help:
 --- ltc.sync(): runs every pending computation (the graph of all live tensors with pending
 -- values) now, as PyTorch/XLA's mark_step; reading a value (t:item(), t:totable(), printing)
 -- syncs too.

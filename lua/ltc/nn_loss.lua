@@ -6,6 +6,7 @@
 -- The formulas follow PyTorch's ATen (aten/src/ATen/native/Loss.cpp, LossNLL.cpp); the
 -- specs compare with values torch computed (spec/fixtures/losses.lua).
 local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
+local op_scope = require("ltc.core")._op_scope -- names binary_cross_entropy in its run-time error
 local ltc = require "ltc"
 
 local reductions = { none = 0, mean = 1, sum = 2 }
@@ -194,11 +195,14 @@ return function(nn, F)
 
   --- F.binary_cross_entropy(input, target [, {weight, reduction}]): probabilities in [0, 1]
   -- and targets of the same size: -w (t log x + (1 - t) log(1 - x)), each log clamped at
-  -- -100 as PyTorch does. An input outside [0, 1] gives NaN where PyTorch raises (the values
-  -- are only known when the graph runs, as for bernoulli).
+  -- -100 as PyTorch does. An input outside [0, 1] (or NaN) is an error at the sync that
+  -- computes the loss, as PyTorch raises: assert_in_range checks it when the graph runs,
+  -- under an op scope that names binary_cross_entropy (its values are only known then).
   function F.binary_cross_entropy(input, target, opts)
     local o, code = options("binary_cross_entropy", opts, nil, "weight")
     same_size("binary_cross_entropy", input, target)
+    local _ <close> = op_scope("binary_cross_entropy", "all elements of input should be between 0 and 1")
+    input = input:assert_in_range(0, 1)
     local l = -(target * input:log():clamp(-100) + (1 - target) * (1 - input):log():clamp(-100))
     if o.weight then l = l * o.weight end
     return reduce(l, code)

@@ -28,6 +28,13 @@ const char *ltc_dtype_name(ltc_dtype dt) {
     return dt >= 0 && dt < LTC_DTYPE_COUNT ? names[dt] : "?";
 }
 
+/* A value for a message (%g; the core's finds the shortest text that reads back). */
+const char *ltc_value_text(char buf[32], double v, ltc_dtype dt) {
+    (void)dt;
+    snprintf(buf, 32, "%g", v);
+    return buf;
+}
+
 /* Bytes per element. */
 size_t ltc_dtype_size(ltc_dtype dt) {
     static const size_t sizes[] = {4, 8, 4, 8, 1};

@@ -90,6 +90,7 @@ local function valid_tensor(op, a, first)
   if op.name == "index_add" and n == "source" then return ltc.ones(2, 3) end
   if op.name == "scatter_add" and n == "src" then return ltc.ones(2, 3) end
   if op.name == "one_hot" then return ltc.tensor({ 1, 2 }, "int64") end
+  if op.full_name == "bernoulli" then return ltc.tensor({ { 0, 0.5, 1 }, { 0.25, 0.75, 1 } }) end -- probabilities
   return ltc.tensor({ { 1, 2, 3 }, { 4, 5, 6 } })
 end
 
@@ -112,6 +113,7 @@ local function valid_arg(op, a, k)
     if a.name == "root" then return 0 end -- a rank: 0 is the only one of a single process
     return 1
   end
+  if op.name == "assert_in_range" then return a.name == "low" and 0.0 or 10.0 end -- self is 1..6
   if ty == "float" or ty == "float?" then return 0.5 end
   if ty == "bool" then return false end
   if ty == "ScalarType" or ty == "ScalarType?" then return "float32" end

@@ -217,6 +217,8 @@ void ltc_debug_note_compile(const ltc_lowering_ctx *ctx, ltc_hash h);
 void ltc_debug_metrics_reset(void);
 /* debug.c: the interned source location for a new node of `op`, or NULL (LTC_IR_DEBUG off). */
 const char *ltc_debug_source(int op);
+/* debug.c: one process-lifetime copy of s (equal strings, one pointer); NULL out of memory. */
+const char *ltc_debug_intern(const char *s);
 
 /* Small blocks from per-thread free lists (slab.c): tensors and IR nodes. ltc_slab_alloc
  * returns n bytes (uninitialised; NULL when out of memory), ltc_slab_free takes them back

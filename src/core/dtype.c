@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ltc.h"
@@ -248,4 +249,14 @@ void ltc_dtype_convert_elem(void *dst, ltc_dtype dd, int64_t di, const void *src
     } else {
         ltc_dtype_store_i64(dst, dd, di, ltc_dtype_load_i64(src, sd, si));
     }
+}
+
+const char *ltc_value_text(char buf[32], double v, ltc_dtype dt) {
+    if (v != v) return strcpy(buf, "nan");
+    for (int prec = 6; prec <= 17; prec++) {
+        snprintf(buf, 32, "%.*g", prec, v);
+        double r = strtod(buf, NULL);
+        if (dt == LTC_F32 ? (float)r == (float)v : r == v) break;
+    }
+    return buf;
 }

@@ -10,6 +10,7 @@
  * t0*t2+t1 are one graph fed in different orders, t0*t0 and t0*t1 are two graphs.
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
@@ -334,6 +335,20 @@ static _Thread_local bool trimming;
 int64_t ltc_computed_bytes(void) { return __atomic_load_n(&computed_bytes, __ATOMIC_RELAXED); }
 
 /* Hashes, looks up or compiles, executes and installs a collected graph. */
+/* A node that failed while g ran and was traced by a composite op (ltc_op_scope_enter):
+ * the message names the op the user called, not the internal one ("one_hot: index 5 out of
+ * range" from index_fill becomes "index_fill: index 5 out of range"). */
+static void name_user_op(const graph *g) {
+    int f = ltc_error_node();
+    if (f < 0 || f >= g->n || !g->post[f]->user_op) return;
+    const char *label = g->post[f]->user_op, *msg = ltc_last_error(), *inner = ltc_op_name(g->post[f]->op);
+    size_t n = strlen(inner);
+    if (!strncmp(msg, inner, n) && msg[n] == ':' && msg[n + 1] == ' ') msg += n + 2;
+    char tmp[1024];
+    snprintf(tmp, sizeof tmp, "%s", msg);
+    ltc_errorf(LTC_ERR_ARG, "%s: %s", label, tmp); /* the status is run_graph's */
+}
+
 static ltc_status run_graph(graph *g) {
     ltc_computation *held = NULL;
     ltc_data **args = NULL, **outs = NULL, **moved = NULL;
@@ -385,7 +400,10 @@ static ltc_status run_graph(graph *g) {
     double t0 = ltc_now_ns();
     st = ltc_execute(c, args, outs); /* on b, or the composite of an eager fallback */
     ltc_metric_add_sample("ExecuteTime", ltc_now_ns() - t0);
-    if (st) goto done;
+    if (st) {
+        name_user_op(g);
+        goto done;
+    }
     int64_t made = 0;
     for (int i = 0; i < g->n_roots; i++) made += outs[i] ? (int64_t)outs[i]->nbytes : 0;
     __atomic_add_fetch(&computed_bytes, made, __ATOMIC_RELAXED);

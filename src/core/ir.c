@@ -1,4 +1,5 @@
 /* ir.c - IR nodes: construction, local hashing, reference counting. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -144,8 +145,36 @@ ltc_node *ltc_node_new_checked(int op, const ltc_value *operands, int n_operands
     }
     n->hash = local_hash(n);
     n->source = ltc_debug_source(op); /* LTC_IR_DEBUG: where Lua traced it */
+    if (op != LTC_OP_DEVICE_DATA) n->user_op = ltc_op_scope_label();
     return n;
 }
+
+/* ---- the user's op of composite ops (ltc_op_scope_enter) ---------------------------- */
+
+static _Thread_local int scope_depth;
+static _Thread_local const char *scope_label; /* the outermost scope's, interned */
+
+ltc_status ltc_op_scope_enter(const char *name, const char *hint) {
+    bool refine = false; /* a nested scope of the outermost's name adds its hint */
+    if (scope_depth++ > 0) {
+        size_t n = strlen(name);
+        refine = hint && *hint && scope_label && !strncmp(scope_label, name, n) &&
+                 scope_label[n] == 0;
+        if (!refine) return LTC_OK; /* the outermost call names the nodes */
+    }
+    char buf[512];
+    if (hint && *hint) snprintf(buf, sizeof buf, "%s: %s", name, hint);
+    else snprintf(buf, sizeof buf, "%s", name);
+    const char *label = ltc_debug_intern(buf);
+    if (label || !refine) scope_label = label;
+    return label ? LTC_OK : ltc_errorf(LTC_ERR_NOMEM, "%s: out of memory", name);
+}
+
+void ltc_op_scope_exit(void) {
+    if (scope_depth > 0 && --scope_depth == 0) scope_label = NULL;
+}
+
+const char *ltc_op_scope_label(void) { return scope_label; }
 
 ltc_node *ltc_node_retain(ltc_node *n) {
     if (n) n->refcount++;

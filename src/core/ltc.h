@@ -46,6 +46,22 @@ ltc_status ltc_error_prefix(ltc_status st, const char *op);
 void ltc_error_set_node(int post_index);
 int ltc_error_node(void);
 
+/* User-facing op names for runtime errors (PyTorch LTC keeps the user's op in node
+ * metadata). A composite op (written over other ops, such as index_fill over one_hot) is
+ * traced between ltc_op_scope_enter(name, hint) and ltc_op_scope_exit(); every node made
+ * meanwhile on this thread carries the outermost scope's name (nested scopes count depth
+ * only, except that one of the outermost's own name may add its hint, kept until the
+ * outermost exits: ltc.nn.functional's wrapper names binary_cross_entropy, whose body adds
+ * what its check means). When such a node fails while the graph runs ("one_hot: index 5 out of range ..."),
+ * the sync's error names the user's op instead: "index_fill: index 5 out of range ...",
+ * with the hint, if any, after the name ("masked_scatter: <hint>: index 7 ..."). The name
+ * is not part of any hash: a cached computation serves both. Enter fails only when out of
+ * memory (the scope still counts, so exit stays paired). */
+ltc_status ltc_op_scope_enter(const char *name, const char *hint);
+void ltc_op_scope_exit(void);
+/* The current outermost scope's interned label ("name" or "name: hint"), NULL if none. */
+const char *ltc_op_scope_label(void);
+
 /* ---- dtypes ----------------------------------------------------------------------- */
 
 typedef enum {
@@ -68,6 +84,10 @@ typedef enum {
 /* "float32", "float64", "int32", "int64", "bool", "uint8", "int8", "int16", "float16",
  * "bfloat16". */
 const char *ltc_dtype_name(ltc_dtype dt);
+/* v as the shortest %g text that reads back as the same value of dtype dt (float32: as a
+ * float; other dtypes: as a double), "nan" for any NaN; for error messages naming a value
+ * (1.0000001 outside [0, 1] must not print as 1). Writes buf (32 bytes) and returns it. */
+const char *ltc_value_text(char buf[32], double v, ltc_dtype dt);
 /* Short names used in IR text: "f32", "f64", "i32", "i64", "bool", "u8", "i8", "i16", "f16",
  * "bf16". */
 const char *ltc_dtype_short(ltc_dtype dt);

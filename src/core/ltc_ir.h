@@ -74,6 +74,8 @@ struct ltc_node {
     ltc_attr *attrs;     /* n_attrs */
     ltc_data *data;      /* LTC_OP_DEVICE_DATA only: the parameter's data (retained) */
     const char *source;  /* optional "file:line" of the Lua code that made it (static) */
+    const char *user_op; /* the op the user called when a composite traced it (interned,
+                          * static; NULL outside ltc_op_scope_enter): names runtime errors */
     /* executor scratch, valid during one sync */
     uint32_t mark;
     int32_t index;

@@ -177,6 +177,8 @@ ltc_status ltc_shape_nll_loss_backward(const ltc_shape *grad_output, const ltc_s
                                        ltc_shape *out);
 ltc_status ltc_shape_mse_loss(const ltc_shape *self, const ltc_shape *target, int64_t reduction,
                               ltc_shape *out);
+/* assert_in_range: self's shape and dtype (any numeric dtype; low <= high, neither NaN). */
+ltc_status ltc_shape_assert_in_range(const ltc_shape *self, double low, double high, ltc_shape *out);
 
 /* ---- neural-network functions (shape_nn.c) -------------------------------------------------- */
 ltc_status ltc_shape_softmax(const ltc_shape *self, int64_t dim, ltc_shape *out);

@@ -53,3 +53,12 @@ ltc_status ltc_shape_mse_loss(const ltc_shape *self, const ltc_shape *target, in
     if (reduction != 0) out->ndim = 0;
     return LTC_OK;
 }
+
+ltc_status ltc_shape_assert_in_range(const ltc_shape *self, double low, double high, ltc_shape *out) {
+    if (!(low <= high))
+        return ltc_errorf(LTC_ERR_ARG, "low (%g) must be <= high (%g), neither NaN", low, high);
+    if (self->dtype == LTC_BOOL)
+        return ltc_errorf(LTC_ERR_ARG, "self must be a numeric tensor, got bool");
+    *out = *self;
+    return LTC_OK;
+}

@@ -191,8 +191,14 @@ ltc_status ltc_cpu_kernel_randint(const ltc_kernel_args *a) {
     return LTC_OK;
 }
 
+static ltc_status bad_probability(int64_t i, double p, ltc_dtype dt) {
+    char t[32];
+    return ltc_errorf(LTC_ERR_ARG, "all probabilities (self) should be between 0 and 1: element "
+                      "%lld is %s", (long long)i + 1, ltc_value_text(t, p, dt));
+}
+
 /* bernoulli(Tensor self): 1 where the uniform draw i (in self's dtype) is below self[i],
- * else 0 (a probability above 1 gives 1, below 0 or NaN 0). */
+ * else 0. A probability outside [0, 1] or NaN is an error (as PyTorch), before any draw. */
 ltc_status ltc_cpu_kernel_bernoulli(const ltc_kernel_args *a) {
     uint64_t seed, offset;
     rng_state(a, &seed, &offset);
@@ -202,10 +208,14 @@ ltc_status ltc_cpu_kernel_bernoulli(const ltc_kernel_args *a) {
         const float *p = a->in[0];
         float *y = a->out[0];
         for (int64_t i = 0; i < n; i++)
+            if (!(p[i] >= 0 && p[i] <= 1)) return bad_probability(i, p[i], s->dtype);
+        for (int64_t i = 0; i < n; i++)
             y[i] = ltc_rng_uniform_f32(seed, offset, i) < p[i];
     } else {
         const double *p = a->in[0];
         double *y = a->out[0];
+        for (int64_t i = 0; i < n; i++)
+            if (!(p[i] >= 0 && p[i] <= 1)) return bad_probability(i, p[i], s->dtype);
         for (int64_t i = 0; i < n; i++)
             y[i] = ltc_rng_uniform_f64(seed, offset, i) < p[i];
     }

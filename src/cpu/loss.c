@@ -1,5 +1,6 @@
 /* loss.c - CPU kernels of the classification losses: nll_loss, cross_entropy (log_softmax
- * and nll_loss in one pass) and their backward ops. Input [N, C] (or [C] with a 0-d
+ * and nll_loss in one pass) and their backward ops; assert_in_range, the run-time check of
+ * loss inputs. Input [N, C] (or [C] with a 0-d
  * target), float32 or float64, 1-based int64/int32 class labels; reduction 0 none, 1 mean,
  * 2 sum (attrs[0]). A label outside 1..C is a run-time error.
  *
@@ -278,4 +279,38 @@ ltc_status ltc_cpu_kernel_nll_loss_backward(const ltc_kernel_args *a) {
 
 ltc_status ltc_cpu_kernel_cross_entropy_backward(const ltc_kernel_args *a) {
     return loss_backward(a, true, "cross_entropy_backward");
+}
+
+/* ---- assert_in_range ------------------------------------------------------------------ */
+
+static ltc_status not_in_range(int64_t i, double v, ltc_dtype dt, double lo, double hi) {
+    char t[32];
+    return ltc_errorf(LTC_ERR_ARG, "element %lld is %s, not in [%g, %g]", (long long)i + 1,
+                      ltc_value_text(t, v, dt), lo, hi);
+}
+
+/* assert_in_range(self, low, high): out = self once every element is in [low, high]
+ * (attrs[0], attrs[1]); NaN fails. The first element outside is the error. */
+ltc_status ltc_cpu_kernel_assert_in_range(const ltc_kernel_args *a) {
+    const ltc_shape *s = &a->in_shapes[0];
+    int64_t n = ltc_shape_numel(s);
+    double lo = a->attrs[0].f, hi = a->attrs[1].f;
+    if (s->dtype == LTC_F32) {
+        const float *x = a->in[0];
+        for (int64_t i = 0; i < n; i++)
+            if (!(x[i] >= lo && x[i] <= hi)) return not_in_range(i, x[i], s->dtype, lo, hi);
+    } else if (s->dtype == LTC_F64) {
+        const double *x = a->in[0];
+        for (int64_t i = 0; i < n; i++)
+            if (!(x[i] >= lo && x[i] <= hi)) return not_in_range(i, x[i], s->dtype, lo, hi);
+    } else {
+        size_t es = ltc_dtype_size(s->dtype);
+        for (int64_t i = 0; i < n; i++) {
+            double v;
+            ltc_cpu_convert(&v, LTC_F64, (const char *)a->in[0] + (size_t)i * es, s->dtype, 1);
+            if (!(v >= lo && v <= hi)) return not_in_range(i, v, s->dtype, lo, hi);
+        }
+    }
+    if (a->out[0] != a->in[0]) memcpy(a->out[0], a->in[0], ltc_shape_nbytes(s));
+    return LTC_OK;
 }

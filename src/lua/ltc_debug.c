@@ -349,6 +349,24 @@ static int l_raise(lua_State *L) {
     return lua_error(L);
 }
 
+/* core._op_scope(name [, hint]): the nodes traced until the returned value is closed carry
+ * name as the user's op (ltc_op_scope_enter), so that a runtime error of an internal op names
+ * the composite the user called. For a to-be-closed variable, which exits the scope on
+ * return and on error alike: `local _ <close> = core._op_scope("index_fill")`. The value
+ * is one shared table whose __close is ltc_op_scope_exit. */
+static int l_op_scope(lua_State *L) {
+    const char *name = luaL_checkstring(L, 1), *hint = luaL_optstring(L, 2, NULL);
+    (void)ltc_op_scope_enter(name, hint); /* out of memory: no name, still paired */
+    lua_pushvalue(L, lua_upvalueindex(1));
+    return 1;
+}
+
+static int l_op_scope_close(lua_State *L) {
+    (void)L;
+    ltc_op_scope_exit();
+    return 0;
+}
+
 /* core._set_source_skip(prefix, ...): frames whose source starts with one of the prefixes
  * (at most 4) are skipped. Internal (ltc.debug sets lua/ltc/ once): it was public as
  * ltc.debug_set_source_skip, where a call with no prefixes put every error at a line of
@@ -479,6 +497,13 @@ void ltcL_open_debug(lua_State *L) {
         dbg = d;
     }
     luaL_setfuncs(L, debug_functions, 0);
+    lua_newtable(L); /* the closer of core._op_scope */
+    lua_createtable(L, 0, 1);
+    lua_pushcfunction(L, l_op_scope_close);
+    lua_setfield(L, -2, "__close");
+    lua_setmetatable(L, -2);
+    lua_pushcclosure(L, l_op_scope, 1);
+    lua_setfield(L, -2, "_op_scope");
     lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
     hook.L = lua_tothread(L, -1);
     lua_pop(L, 1);

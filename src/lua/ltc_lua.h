@@ -1,5 +1,5 @@
 /*
- * ltc_lua.h - helpers shared by the hand-written binding (ltc_lua.c) and the generated
+ * ltc_lua.h - helpers shared by the hand-written binding (src/lua/) and the generated
  * one (gen/lua_ops.c). Argument checking happens once, at the boundary; the checks raise
  * Lua errors that name the function and the argument.
  */
@@ -111,6 +111,19 @@ int ltcL_error(lua_State *L);
 /* The same, as "<op>: message" unless the message already starts with "<op>:". */
 int ltcL_error_prefixed(lua_State *L, const char *op);
 
+/* ltc_construct.c: adds tensor, result_type, _set_ and _strides to the table on top. */
+void ltcL_open_construct(lua_State *L);
+/* ltc_values.c: adds sync, assign_, fill_, _read_elem and _check_value to the table on top;
+ * ltcL_open_value_methods adds item, totable, size, dim, numel, dtype, copy_ and has_value
+ * to the methods table on top. The tensor metatable's __len, __index (upvalues: methods, the
+ * metatable) and __newindex (upvalue: the metatable) are the three below. */
+void ltcL_open_values(lua_State *L);
+void ltcL_open_value_methods(lua_State *L);
+int ltcL_tensor_len(lua_State *L);
+int ltcL_tensor_index(lua_State *L);
+int ltcL_tensor_newindex(lua_State *L);
+/* ltc_runtime.c: adds the RNG, metrics, config, backend and file functions to that table. */
+void ltcL_open_runtime(lua_State *L);
 /* ltc_debug.c: adds the debug and config functions to the table on top of the stack and
  * installs the LTC_IR_DEBUG source hook for this state. */
 void ltcL_open_debug(lua_State *L);

@@ -116,6 +116,9 @@ static ltc_status check_error(ocl_comp *c, ocl_buf *err) {
     int i = (int)v[0] - 1;
     if (i < 0 || i >= c->n_steps) return ltc_errorf(LTC_ERR_ARG, "opencl: bad error flag");
     const ocl_step *s = &c->steps[i];
+    if (s->op == LTC_OP_BERNOULLI)
+        return ltc_errorf(LTC_ERR_ARG, "bernoulli: all probabilities (self) should be between 0 "
+                          "and 1: element %lld is not", (long long)v[1]);
     if (s->op == LTC_OP_CROSS_ENTROPY || s->op == LTC_OP_CROSS_ENTROPY_BACKWARD ||
         s->op == LTC_OP_NLL_LOSS || s->op == LTC_OP_NLL_LOSS_BACKWARD)
         return ltc_errorf(LTC_ERR_ARG, "%s: target %lld out of range for %lld classes (labels "

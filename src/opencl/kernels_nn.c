@@ -399,7 +399,8 @@ void ocl_src_philox(ocl_sb *b, bool fp64) {
     ocl_sb_printf(b, "\n");
 }
 
-/* kind 'u' rand, 'n' randn, 'b' bernoulli (in: probabilities), 'p' bernoulli.p (scalar
+/* kind 'u' rand, 'n' randn, 'b' bernoulli (in: probabilities, checked: the error flag and
+ * step follow n), 'p' bernoulli.p (scalar
  * p), 'd' dropout (in: x; q = 1 - p, drop_all when p == 1), 'i' randint (low, span). The
  * generator state {seed, offset} is the last buffer; element i uses counter offset + i. */
 void ocl_k_random(ocl_sb *b, const char *name, char kind, ltc_dtype dt, bool fp64) {
@@ -413,6 +414,7 @@ void ocl_k_random(ocl_sb *b, const char *name, char kind, ltc_dtype dt, bool fp6
     if (kind == 'p' || kind == 'd') ocl_sb_printf(b, ", %s q", ut);
     if (kind == 'd') ocl_sb_printf(b, ", long drop_all");
     if (kind == 'i') ocl_sb_printf(b, ", long low, long span");
+    if (kind == 'b') ocl_sb_printf(b, ", __global long *err, long step");
     ocl_sb_printf(b, ") {\n    long i = get_global_id(0);\n    if (i >= n) return;\n");
     switch (kind) {
     case 'u': ocl_sb_printf(b, "    out[i] = (%s)%s;\n", t, u); break;
@@ -420,7 +422,10 @@ void ocl_k_random(ocl_sb *b, const char *name, char kind, ltc_dtype dt, bool fp6
         ocl_sb_printf(b, "    out[i] = (%s)%s;\n", t,
                       fp64 ? "ltc_normal_f64(st, i)" : "ltc_normal_f32(st, i)");
         break;
-    case 'b': ocl_sb_printf(b, "    out[i] = %s < in[i] ? 1 : 0;\n", u); break;
+    case 'b': /* a probability outside [0, 1] or NaN sets the error flag (err[1]: its position) */
+        ocl_sb_printf(b, "    if (!(in[i] >= 0 && in[i] <= 1)) { err[0] = step + 1; err[1] = i + 1; }\n"
+                         "    out[i] = %s < in[i] ? 1 : 0;\n", u);
+        break;
     case 'p': ocl_sb_printf(b, "    out[i] = %s < q ? 1 : 0;\n", u); break;
     case 'd':
         ocl_sb_printf(b, "    out[i] = drop_all ? in[i] * 0 : in[i] * (%s)(%s < q) / q;\n", t, u);

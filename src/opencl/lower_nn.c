@@ -357,6 +357,11 @@ static ltc_status lower_random(lw *w, const ltc_node *n, int out) {
     if (kind == 'b' || kind == 'd') lw_arg_buf(s, 'b', lw_opslot(w, n, 0));
     lw_arg_buf(s, 'b', lw_opslot(w, n, n->n_operands - 1));
     lw_arg_long(s, numel);
+    if (kind == 'b') { /* the error flag (exec.c names a probability outside [0, 1]) */
+        lw_arg_buf(s, 'e', -1);
+        lw_arg_long(s, w->c->n_steps - 1);
+        s->checks = true;
+    }
     char qk = os->dtype == LTC_F32 ? 'f' : 'd';
     if (kind == 'p')
         s->args[s->n_args++] = (ocl_arg){.kind = qk, .f = qk == 'f' ? (double)(float)n->attrs[0].f

@@ -111,11 +111,18 @@ static double uniform_as(ltc_dtype dt, const int64_t *st, int64_t i) {
                          : ltc_rng_uniform_f64((uint64_t)st[0], (uint64_t)st[1], i);
 }
 
-/* bernoulli(Tensor self): 1 where the uniform draw i is below self[i], else 0 (so a
- * probability above 1 gives 1, below 0 or NaN 0). */
+/* bernoulli(Tensor self): 1 where the uniform draw i is below self[i], else 0; a
+ * probability outside [0, 1] or NaN is an error (as PyTorch), before any draw. */
 ltc_status ltc_ref_kernel_bernoulli(const ltc_kernel_args *a) {
     const ltc_shape *s = &a->in_shapes[0];
     const int64_t *st = a->in[a->n_in - 1];
+    for (int64_t i = 0; i < ltc_shape_numel(s); i++) {
+        double p = ltc_ref_get(a->in[0], s->dtype, i);
+        char t[32];
+        if (!(p >= 0 && p <= 1))
+            return ltc_errorf(LTC_ERR_ARG, "all probabilities (self) should be between 0 and 1: "
+                              "element %lld is %s", (long long)i + 1, ltc_value_text(t, p, s->dtype));
+    }
     for (int64_t i = 0; i < ltc_shape_numel(s); i++) {
         double p = ltc_ref_get(a->in[0], s->dtype, i);
         ltc_ref_set(a->out[0], s->dtype, i, uniform_as(s->dtype, st, i) < p);

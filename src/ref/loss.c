@@ -1,5 +1,5 @@
 /* loss.c - reference kernels of the losses and linear layers: nll_loss, cross_entropy and
- * their backward ops (written from the definitions: log_softmax through log(sum(exp)) with
+ * their backward ops, assert_in_range (written from the definitions: log_softmax through log(sum(exp)) with
  * the max subtracted), linear, its backward and addmm (triple loops). Labels are 1-based. */
 #include <math.h>
 
@@ -158,5 +158,21 @@ ltc_status ltc_ref_kernel_mse_loss(const ltc_kernel_args *a) {
         total += d * d;
     }
     if (red) ltc_ref_set(a->out[0], xs->dtype, 0, red == 1 ? total / (double)n : total);
+    return LTC_OK;
+}
+
+/* assert_in_range(self, low, high): a copy of self once every element is in [attrs[0],
+ * attrs[1]] (NaN is not); the first element outside is the error. */
+ltc_status ltc_ref_kernel_assert_in_range(const ltc_kernel_args *a) {
+    const ltc_shape *s = &a->in_shapes[0];
+    double lo = a->attrs[0].f, hi = a->attrs[1].f;
+    for (int64_t i = 0; i < ltc_shape_numel(s); i++) {
+        double v = ltc_ref_get(a->in[0], s->dtype, i);
+        char t[32];
+        if (!(v >= lo && v <= hi))
+            return ltc_errorf(LTC_ERR_ARG, "element %lld is %s, not in [%g, %g]", (long long)i + 1,
+                              ltc_value_text(t, v, s->dtype), lo, hi);
+        ltc_ref_copy(a->out[0], s->dtype, i, a->in[0], s->dtype, i);
+    }
     return LTC_OK;
 }

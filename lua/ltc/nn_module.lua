@@ -1,0 +1,453 @@
+--- ltc.nn's module machinery (PyTorch's nn.Module): nn.Module and nn.class, registration of
+-- parameters, buffers and submodules on assignment, calls with forward hooks, traversal
+-- (parameters, named_modules, ...), train/eval, zero_grad, dtype conversion (to, double,
+-- float), state_dict/load_state_dict and describe (tostring). Added by lua/ltc/nn.lua:
+-- require("ltc.nn_module")(nn, F).
+local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
+local ltc = require "ltc"
+
+return function(nn, F)
+  ---------------------------------------------------------------------------------------------
+  -- modules
+
+  local Module = {}
+  Module.__index = Module
+  nn.Module = Module
+
+  -- A module instance keeps its registered parameters, buffers and submodules out of its own
+  -- fields, in m._slots (name -> value), with their names in registration order in m._params,
+  -- m._buffers and m._modules; m.name finds them through the class's __index. So every
+  -- assignment to a registered name goes through __newindex, as PyTorch's __setattr__ does.
+
+  --- nn.is_module(v): true when v is an ltc.nn module instance.
+  local function is_module(v)
+    return type(v) == "table" and type(rawget(v, "_slots")) == "table"
+      and type(v.forward) == "function"
+  end
+  nn.is_module = is_module
+
+  -- A parameter to register on assignment: a leaf tensor that requires grad (PyTorch's
+  -- nn.Parameter). nn.Parameter(t) marks t so (t:requires_grad_()) and returns it.
+  local function is_param(v)
+    return ltc.is_tensor(v) and v.requires_grad and v.is_leaf
+  end
+  function nn.Parameter(t, requires_grad)
+    if not ltc.is_tensor(t) then raise("Parameter: a tensor expected, got " .. type(t)) end
+    if requires_grad == false then return t end
+    if not t.is_leaf then t = t:detach() end
+    return t:requires_grad_()
+  end
+
+  local function remove_name(list, name)
+    for i, n in ipairs(list) do
+      if n == name then table.remove(list, i); return true end
+    end
+    return false
+  end
+
+  -- Which list of m holds name ("_params", "_buffers", "_modules"), or nil.
+  local function kind_of(m, name)
+    for _, kind in ipairs { "_params", "_buffers", "_modules" } do
+      for _, n in ipairs(rawget(m, kind)) do if n == name then return kind end end
+    end
+    return nil
+  end
+
+  local function class_name(m)
+    return ((getmetatable(m).__name or "Module"):gsub("^ltc%.nn%.", ""))
+  end
+
+  -- m.name = v: a module registers as a submodule, a leaf tensor that requires grad as a
+  -- parameter; assigning to a registered name replaces the value (nil keeps the name, as
+  -- PyTorch's `self.bias = None`); a value of another kind unregisters it. Anything else is a
+  -- plain field.
+  local function module_newindex(self, k, v)
+    if math.type(k) == "integer" and kind_of(self, tostring(k)) then k = tostring(k) end
+    local slots = rawget(self, "_slots")
+    local kind = type(k) == "string" and kind_of(self, k)
+    if kind == "_modules" and (v == nil or is_module(v)) then slots[k] = v; return end
+    if kind == "_params" and (v == nil or ltc.is_tensor(v)) then
+      if v ~= nil and not v.requires_grad then v = nn.Parameter(v) end
+      if v ~= nil then ltc.debug.tag(v, class_name(self) .. "." .. k) end
+      slots[k] = v
+      return
+    end
+    if kind == "_buffers" and (v == nil or ltc.is_tensor(v)) then slots[k] = v; return end
+    if kind then remove_name(rawget(self, kind), k); slots[k] = nil end
+    if type(k) == "string" and is_module(v) then
+      self:add_module(k, v)
+    elseif type(k) == "string" and is_param(v) then
+      self:register_parameter(k, v)
+    else
+      rawset(self, k, v)
+    end
+  end
+
+  local core_ = require "ltc.core"
+  local scope_enter = core_.debug_scope_enter
+
+  -- m(...): forward, with the hooks of register_forward_pre_hook / register_forward_hook. With
+  -- LTC_IR_DEBUG=1 the core notes the module that runs, so a node's source line names it
+  -- ("train.lua:12 in 1.fc (Linear)"; src/lua/ltc_debug.c).
+  local function module_call(self, ...)
+    scope_enter(self)
+    local pre, post = rawget(self, "_forward_pre_hooks"), rawget(self, "_forward_hooks")
+    if not pre and not post then return self:forward(...) end
+    local args = table.pack(...)
+    for _, h in ipairs(pre or {}) do
+      local r = h.fn(self, args)
+      if r ~= nil then args = type(r) == "table" and not ltc.is_tensor(r) and r or { r, n = 1 } end
+    end
+    local out = table.pack(self:forward(table.unpack(args, 1, args.n or #args)))
+    for _, h in ipairs(post or {}) do
+      local r = h.fn(self, args, out[1])
+      if r ~= nil then out[1] = r end
+    end
+    return table.unpack(out, 1, out.n)
+  end
+
+  -- A module runs on its input's device: ltc.follow's rule, inlined here so that a module call
+  -- is one Lua frame when the input is where new tensors go already (every step's path).
+  local follow_args, device_guard = core_._follow_args, core_._device_guard
+  local function finish(prev, ok, ...)
+    device_guard(prev)
+    if not ok then raise((...)) end
+    return ...
+  end
+  local function call_module(self, ...)
+    local moved, prev = follow_args(self, ...)
+    if moved then return finish(prev, pcall(module_call, self, ...)) end
+    if rawget(self, "_forward_pre_hooks") or rawget(self, "_forward_hooks") then
+      return module_call(self, ...)
+    end
+    scope_enter(self)
+    return self:forward(...)
+  end
+
+  -- a hook handle: handle:remove() takes the hook out of its list
+  local function add_hook(self, field, fn, what)
+    if type(fn) ~= "function" then raise(what .. ": a function expected, got " .. type(fn)) end
+    local list = rawget(self, field)
+    if not list then list = {}; rawset(self, field, list) end
+    local h = { fn = fn }
+    list[#list + 1] = h
+    return { remove = function()
+      for i, x in ipairs(list) do if x == h then table.remove(list, i); break end end
+      if #list == 0 then rawset(self, field, nil) end
+    end }
+  end
+
+  --- nn.class(name [, parent]): a module class; calling it makes an instance and runs __init.
+  -- In __init, `self.fc = nn.Linear(...)` registers a submodule and `self.w =
+  -- nn.Parameter(t)` a parameter (see "Writing a module" in the README).
+  function nn.class(name, parent)
+    if type(name) ~= "string" then
+      raise("nn.class: bad argument #1 (the class name, a string, expected, got " .. type(name) .. ")")
+    end
+    if parent ~= nil and not (type(parent) == "table" and rawget(parent, "__index")) then
+      raise("nn.class: bad argument #2 (a module class to derive from expected, got "
+        .. ltc.typename(parent) .. ")")
+    end
+    local cls = {}
+    -- class members first, then registered parameters, buffers and submodules; m[i] is the
+    -- child named tostring(i) (Sequential's m[1])
+    cls.__index = function(self, k)
+      local v = cls[k]
+      if v ~= nil then return v end
+      local slots = rawget(self, "_slots")
+      v = slots[k]
+      if v == nil and math.type(k) == "integer" then return slots[tostring(k)] end
+      return v
+    end
+    cls.__newindex = module_newindex
+    cls.__len = function(self) return #rawget(self, "_modules") end
+    cls.__name = "ltc.nn." .. name
+    cls.__call = call_module -- on its input's device (ltc.follow's rule)
+    cls.__tostring = function(self) return self:describe() end
+    return setmetatable(cls, {
+      __index = parent or Module,
+      __call = function(c, ...)
+        local o = setmetatable({ _params = {}, _buffers = {}, _modules = {}, _slots = {},
+          training = true }, c)
+        o:__init(...)
+        return o
+      end,
+    })
+  end
+
+  function Module:__init() end
+
+  --- m:register_forward_hook(fn): after every call m(...), fn(m, inputs, output) runs (inputs:
+  -- the arguments as a table with n); a non-nil result replaces the output (the first
+  -- result). m:register_forward_pre_hook(fn): before every call, fn(m, inputs); a non-nil
+  -- result replaces the arguments (a table of them, or one tensor). Both return a handle whose
+  -- remove() takes the hook off (PyTorch's RemovableHandle).
+  function Module:register_forward_hook(fn)
+    return add_hook(self, "_forward_hooks", fn, "register_forward_hook")
+  end
+  function Module:register_forward_pre_hook(fn)
+    return add_hook(self, "_forward_pre_hooks", fn, "register_forward_pre_hook")
+  end
+
+  --- m:register_parameter(name, t): t (a float tensor, or nil for an absent one such as a
+  -- bias=false Linear's bias) becomes a parameter: a leaf that requires grad, found as m[name],
+  -- listed by parameters() and state_dict(). It is tagged "Class.name" ("Linear.weight") for
+  -- ltc.debug's drawings (render's `names = model` gives the full path, "1.weight").
+  function Module:register_parameter(name, t)
+    if t ~= nil then t = ltc.debug.tag(nn.Parameter(t), class_name(self) .. "." .. name) end
+    local kind = kind_of(self, name)
+    if kind ~= "_params" then
+      if kind then remove_name(self[kind], name) end
+      self._params[#self._params + 1] = name
+    end
+    self._slots[name] = t
+    return t
+  end
+
+  --- m:register_buffer(name, t): t (a tensor that is not trained, such as BatchNorm's running
+  -- statistics) is stored as m[name], listed by buffers() and saved by state_dict().
+  function Module:register_buffer(name, t)
+    if t ~= nil and not ltc.is_tensor(t) then
+      raise(string.format("%s: buffer %s must be a tensor or nil, not %s", class_name(self), name,
+        type(t)))
+    end
+    local kind = kind_of(self, name)
+    if kind ~= "_buffers" then
+      if kind then remove_name(self[kind], name) end
+      self._buffers[#self._buffers + 1] = name
+    end
+    self._slots[name] = t
+    return t
+  end
+
+  --- m:add_module(name, child): child is stored as m[name] and its parameters are m's.
+  -- Raises "<owner>: module <name> is a <type>, not an ltc.nn module" unless child is a module;
+  -- `level` as error()'s, counted from the caller of check_module.
+  local function check_module(owner, name, child, level)
+    if not is_module(child) then
+      raise(string.format("%s: module %s is a %s, not an ltc.nn module", class_name(owner), name,
+        type(child)))
+    end
+  end
+
+  function Module:add_module(name, child)
+    check_module(self, name, child, 2)
+    local kind = kind_of(self, name)
+    if kind ~= "_modules" then
+      if kind then remove_name(self[kind], name) end
+      self._modules[#self._modules + 1] = name
+    end
+    self._slots[name] = child
+    return child
+  end
+
+  --- m:named_children(): list of {name, module} of the direct submodules, in order.
+  function Module:named_children()
+    local out = {}
+    for _, n in ipairs(self._modules) do
+      local c = self._slots[n]
+      if c ~= nil then out[#out + 1] = { n, c } end
+    end
+    return out
+  end
+
+  --- m:children(): the direct submodules in order.
+  function Module:children()
+    local cs = {}
+    for i, nc in ipairs(self:named_children()) do cs[i] = nc[2] end
+    return cs
+  end
+
+  --- m:named_modules(): list of {name, module}: m itself (name "") and every submodule, depth
+  -- first, each once (PyTorch's order).
+  function Module:named_modules(prefix, out, seen)
+    out, seen, prefix = out or {}, seen or {}, prefix or ""
+    if seen[self] then return out end
+    seen[self] = true
+    out[#out + 1] = { prefix, self }
+    for _, nc in ipairs(self:named_children()) do
+      nc[2]:named_modules(prefix == "" and nc[1] or prefix .. "." .. nc[1], out, seen)
+    end
+    return out
+  end
+
+  --- m:modules(): m and all its submodules (depth first), as named_modules without names.
+  function Module:modules()
+    local ms = {}
+    for i, nm in ipairs(self:named_modules()) do ms[i] = nm[2] end
+    return ms
+  end
+
+  -- {name, tensor} pairs of the `kind` list ("_params" or "_buffers") of m and its submodules.
+  local function named_tensors(m, kind, prefix, out, seen)
+    for _, n in ipairs(m[kind]) do
+      local t = m._slots[n]
+      if t ~= nil and not seen[t] then
+        seen[t] = true
+        out[#out + 1] = { prefix .. n, t }
+      end
+    end
+    for _, nc in ipairs(m:named_children()) do
+      named_tensors(nc[2], kind, prefix .. nc[1] .. ".", out, seen)
+    end
+    return out
+  end
+
+  --- m:named_parameters(): list of {name, tensor} with dotted names ("1.weight"), in
+  -- registration order, submodules depth first; a tensor shared by two modules once.
+  function Module:named_parameters(prefix)
+    return named_tensors(self, "_params", prefix or "", {}, {})
+  end
+
+  --- m:parameters(): the parameter tensors, in the order of named_parameters.
+  function Module:parameters()
+    local ps = {}
+    for i, np in ipairs(self:named_parameters()) do ps[i] = np[2] end
+    return ps
+  end
+
+  --- m:named_buffers() / m:buffers(): as named_parameters / parameters, for the buffers.
+  function Module:named_buffers(prefix)
+    return named_tensors(self, "_buffers", prefix or "", {}, {})
+  end
+  function Module:buffers()
+    local bs = {}
+    for i, nb in ipairs(self:named_buffers()) do bs[i] = nb[2] end
+    return bs
+  end
+
+  --- m:apply(fn): calls fn(module) for every submodule (children first) and then m (PyTorch's
+  -- order, as used for custom initialisation); returns m.
+  function Module:apply(fn)
+    for _, c in ipairs(self:children()) do c:apply(fn) end
+    fn(self)
+    return self
+  end
+
+  --- m:train([mode]) / m:eval(): training mode on (default) or off, for m and its children.
+  function Module:train(mode)
+    if mode == nil then mode = true end
+    self.training = mode
+    for _, c in ipairs(self:children()) do c:train(mode) end
+    return self
+  end
+
+  function Module:eval() return self:train(false) end
+
+  --- m:zero_grad(): every parameter's grad becomes nil.
+  function Module:zero_grad()
+    for _, p in ipairs(self:parameters()) do p.grad = nil end
+  end
+
+  local float_dtypes = { float32 = true, float64 = true, float16 = true, bfloat16 = true }
+
+  --- m:to(dtype_or_device): every parameter and floating-point buffer converted by t:to(arg)
+  -- (a dtype name such as "float64"; a device, where the tensor's `to` takes one). Parameters
+  -- are replaced by new leaves that require grad (an optimizer made before the conversion
+  -- still holds the old ones: make it after, as PyTorch advises); grads are dropped. Integer
+  -- buffers keep their dtype. Returns m. m:double() and m:float() are m:to("float64") and
+  -- m:to("float32").
+  local int_dtypes = { uint8 = true, int8 = true, int16 = true, int32 = true, int64 = true, bool = true }
+  function Module:to(arg)
+    if int_dtypes[arg] then
+      raise(string.format("Module.to: only floating dtypes (float32, float64, float16, bfloat16) "
+        .. "convert a module, got %s (parameters must stay floating to require grad)", arg))
+    end
+    for _, m in ipairs(self:modules()) do
+      for _, n in ipairs(m._params) do
+        local p = m._slots[n]
+        if p ~= nil then
+          local q = ltc.no_grad(function() return p:to(arg) end)
+          if q ~= p then m._slots[n] = nn.Parameter(q:detach()) end
+        end
+      end
+      for _, n in ipairs(m._buffers) do
+        local b = m._slots[n]
+        if b ~= nil and (float_dtypes[b:dtype()] or not float_dtypes[arg]) then
+          m._slots[n] = b:to(arg)
+        end
+      end
+    end
+    return self
+  end
+  function Module:double() return self:to("float64") end
+  function Module:float() return self:to("float32") end
+  --- m:half(), m:bfloat16(): m:to("float16"), m:to("bfloat16") (as t:half(), t:bfloat16()).
+  function Module:half() return self:to("float16") end
+  function Module:bfloat16() return self:to("bfloat16") end
+
+  --- m:state_dict(): {name = tensor} for every parameter and buffer (the tensors themselves,
+  -- not copies), with dotted names.
+  function Module:state_dict()
+    local sd = {}
+    for _, np in ipairs(self:named_parameters()) do sd[np[1]] = np[2] end
+    for _, nb in ipairs(self:named_buffers()) do sd[nb[1]] = nb[2] end
+    return sd
+  end
+
+  --- m:load_state_dict(sd [, strict=true]): copies sd's tensors into the parameters and
+  -- buffers in place (cast to each one's dtype; sizes must match). With strict, missing or
+  -- unexpected names are errors.
+  function Module:load_state_dict(sd, strict)
+    if type(sd) ~= "table" then
+      raise("load_state_dict: bad argument #1 (a state dict, a table of tensors, expected, got "
+        .. ltc.typename(sd) .. ")")
+    end
+    if strict == nil then strict = true end
+    local known = {}
+    local entries = self:named_parameters()
+    for _, nb in ipairs(self:named_buffers()) do entries[#entries + 1] = nb end
+    for _, np in ipairs(entries) do
+      local name, p = np[1], np[2]
+      known[name] = true
+      local v = sd[name]
+      if v == nil then
+        if strict then
+          -- a PyTorch state dict numbers Sequential's and ModuleList's children from 0
+          local zero = name:gsub("%f[%w](%d+)%f[%W]", function(d) return tostring(tonumber(d) - 1) end)
+          local hint = zero ~= name and sd[zero] ~= nil and string.format(" (the state dict has '%s': "
+            .. "ltc numbers the children of Sequential and ModuleList from 1, as Torch7, PyTorch "
+            .. "from 0; add 1 to each number in its names)", zero) or ""
+          raise("load_state_dict: missing parameter '" .. name .. "'" .. hint)
+        end
+      else
+        if not ltc.is_tensor(v) then
+          raise(string.format("load_state_dict: '%s' is %s, not a tensor", name, ltc.typename(v)))
+        end
+        local ps, vs = p:size(), v:size()
+        local same = #ps == #vs
+        for i = 1, #ps do same = same and ps[i] == vs[i] end
+        if not same then
+          raise(string.format("load_state_dict: '%s' has size %s, the module's %s", name,
+            table.concat(vs, "x"), table.concat(ps, "x")))
+        end
+        ltc.no_grad(function() p.data = v:to(p:dtype()) end)
+      end
+    end
+    if strict then
+      for name in pairs(sd) do
+        if not known[name] then raise("load_state_dict: unexpected parameter '" .. name .. "'") end
+      end
+    end
+    return self
+  end
+
+  function Module:extra_repr() return "" end
+
+  function Module:describe(indent)
+    indent = indent or ""
+    local name = class_name(self)
+    local children = self:named_children()
+    if #children == 0 then return name .. "(" .. self:extra_repr() .. ")" end
+    local lines = { name .. "(" }
+    local extra = self:extra_repr()
+    if extra ~= "" then lines[#lines + 1] = indent .. "  " .. extra end
+    for _, nc in ipairs(children) do
+      lines[#lines + 1] = indent .. "  (" .. nc[1] .. "): " .. nc[2]:describe(indent .. "  ")
+    end
+    lines[#lines + 1] = indent .. ")"
+    return table.concat(lines, "\n")
+  end
+
+  nn._private.check_module = check_module
+end

@@ -625,7 +625,12 @@ function Gen:op_stmt1()
   local texts, uses = self:args_for(op, self_var)
   if texts[1] == nil then texts[1] = "1.5" end
   -- an overload Lua reaches with a nil in one place (conv2d.nobias: conv2d(x, w, nil, ...))
-  if op.nil_at then table.insert(texts, op.nil_at, "nil") end
+  -- (optional arguments before it that args_for left out are nils too: the dropout overload of
+  -- scaled_dot_product_attention, nil_at 8, with its optional rng_state 7th)
+  if op.nil_at then
+    for i = #texts + 1, op.nil_at - 1 do texts[i] = "nil" end
+    table.insert(texts, op.nil_at, "nil")
+  end
   local defs, lhs = {}, {}
   for r = 1, op.returns do
     local id = self:new_id()

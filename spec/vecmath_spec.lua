@@ -56,9 +56,10 @@ describe("vectorized elementwise math", function()
       assert(math.abs(bw64[i] - want_bw) <= 1e-12 * math.abs(want_bw))
       assert(math.abs(bw[i] - want_bw) <= 1e-3 * math.abs(want_bw),
         string.format("gelu_backward(%g): %.7g, want %.7g", x, bw[i], want_bw))
-      -- the forward keeps the formula's own error in the tail (0.16% at -5, 3% at -8, where
-      -- gelu is -5e-15; PyTorch's float32 is further off there)
-      assert(x < -6 or math.abs(fw[i] - fw64[i]) <= 5e-3 * math.abs(fw64[i]),
+      -- the forward's erfc keeps its relative precision in the tail (CI fuzz seed 208830:
+      -- gelu(-4) was 4.7e-4 off, the old formula's 1.5e-7 absolute error; now 3e-6; the
+      -- rounding of x^2 / 2 in float32 leaves 2e-5 at -12)
+      assert(math.abs(fw[i] - fw64[i]) <= 3e-5 * math.abs(fw64[i]),
         string.format("gelu(%g): %.7g, want %.7g", x, fw[i], fw64[i]))
     end
   end)

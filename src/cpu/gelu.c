@@ -1,12 +1,11 @@
 /* gelu.c - CPU kernels of gelu and gelu_backward (exact form, PyTorch's approximate='none').
  *
- * float32 evaluates erf as PyTorch's vectorized CPU kernel does (Abramowitz and Stegun
- * 7.1.26: 1 - t (a1 + t (a2 + ...)) exp(-z^2) with t = 1 / (1 + p |z|), absolute error below
- * 1.5e-7; the left tail without PyTorch's cancellation, see phi_cdf_f32), so that the loop vectorizes with one exp per element, shared in the backward by
- * the density: libmvec's erff cost 1.5 ns per element, two thirds of a tiny_gpt step's gelu
- * time. float64 calls erfc (Phi = erfc(-x / sqrt(2)) / 2, no cancellation in the left tail,
- * as the reference backend has it). Same-shape operands run in chunks on the worker threads; other
- * shapes (broadcasting) go through the elementwise driver. */
+ * float32 evaluates Phi from a polynomial and one vector exp per element (see phi_cdf_f32
+ * and phi_cdf_exp_f32), so that the loops vectorize: libmvec's erff cost
+ * 1.5 ns per element, two thirds of a tiny_gpt step's gelu time. float64 calls erfc
+ * (Phi = erfc(-x / sqrt(2)) / 2, no cancellation in the left tail, as the reference backend
+ * has it). Same-shape operands run in chunks on the worker threads; other shapes
+ * (broadcasting) go through the elementwise driver. */
 #include <math.h>
 
 #include "elementwise.h"
@@ -15,19 +14,43 @@
 
 #define GELU_GRAIN 16384 /* elements per chunk handed to a thread */
 
-/* Phi(x) = (1 + erf(x / sqrt(2))) / 2 for float32; *e gets exp(-x^2 / 2). The formula gives
- * erfc(|z|) = poly * exp(-z^2); for x < 0, Phi = erfc(|z|) / 2 is taken from it directly, not
- * as (1 - erf(|z|)) / 2, whose float32 subtraction left gelu_backward at x = -5 0.16% off
- * (2.8% at -6; now 6e-5 and 1e-4: fuzz seed 1, program 1579). */
-static inline float phi_cdf_f32(float x, float *e) {
+/* Phi(x) = erfc(-x / sqrt(2)) / 2 for float32. erfc(|z|) is Numerical Recipes' erfcc
+ * (Chebyshev fit: t exp(-z^2 + P(t)), t = 1 / (1 + |z| / 2), fractional error below 1.2e-7),
+ * so the left tail keeps its relative precision: 3e-6 at x = -4, 1.8e-5 at -12.4 (the float32
+ * rounding of z^2). Abramowitz and Stegun 7.1.26, PyTorch's vectorized erf, is 1.5e-7 off in
+ * absolute terms only: 4.7e-4 of gelu(-4) and 3.6e-2 of the tail at |x| = 12.8 (CI fuzz seed
+ * 208830: int64 -4 / gelu(-4) differed from the reference by 15 in 31574). */
+static inline float phi_cdf_f32(float x) {
+    float z = x * 0.70710678118654752440f, az = fabsf(z);
+    float t = 1.0f / (1.0f + 0.5f * az);
+    float p = -1.26551223f +
+              t * (1.00002368f +
+                   t * (0.37409196f +
+                        t * (0.09678418f +
+                             t * (-0.18628806f +
+                                  t * (0.27886807f +
+                                       t * (-1.13520398f +
+                                            t * (1.48851587f + t * (-0.82215223f + t * 0.17087277f))))))));
+    float tail = 0.5f * t * expf(p - az * az); /* erfc(|z|) / 2 */
+    /* z < 0: tail; else 1 - tail, through the sign s (0.5 (1 + s) is 0 or 1 exactly): a
+     * comparison here, as ?: or as a number, kept the loops from vectorizing (10x slower) */
+    float s = copysignf(1.0f, z);
+    return 0.5f * (1.0f + s) - s * tail;
+}
+
+/* Phi(x) for the backward, which also needs the density's exp(-x^2 / 2) (*e): Abramowitz and
+ * Stegun 7.1.26 (PyTorch's vectorized erf), erfc(|z|) = poly(t) exp(-z^2), one exp shared by
+ * both (NR's form above would need a second: the backward took 1.7x as long). Its error is
+ * 1.5e-7 absolute, so relative in the left tail: 6e-5 of gelu_backward at x = -5, 1e-4 at
+ * -6 (fuzz seed 1, program 1579, when the tail was still 1 - erf); gelu_backward is in the
+ * fuzz's list of rounding-sensitive ops for it. */
+static inline float phi_cdf_exp_f32(float x, float *e) {
     float z = x * 0.70710678118654752440f, az = fabsf(z);
     float t = 1.0f / (1.0f + 0.3275911f * az);
     float poly = t * (0.254829592f +
                       t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
     *e = expf(-z * z);
     float tail = 0.5f * poly * *e; /* erfc(|z|) / 2 */
-    /* z < 0: tail; else 1 - tail, through the sign s (0.5 (1 + s) is 0 or 1 exactly): a
-     * comparison here, as ?: or as a number, kept the loops from vectorizing (10x slower) */
     float s = copysignf(1.0f, z);
     return 0.5f * (1.0f + s) - s * tail;
 }
@@ -41,8 +64,7 @@ LTC_EW_INLINE void gelu_body(int64_t len, float *o, const float *const *x) {
     const float *X = x[0];
     LTC_SIMD
     for (int64_t i = 0; i < len; i++) {
-        float e;
-        o[i] = X[i] * phi_cdf_f32(X[i], &e);
+        o[i] = X[i] * phi_cdf_f32(X[i]);
     }
 }
 
@@ -56,7 +78,7 @@ LTC_EW_INLINE void gelu_bw_body(int64_t len, float *o, const float *const *x) {
     const float *G = x[0], *X = x[1];
     LTC_SIMD
     for (int64_t i = 0; i < len; i++) {
-        float e, c = phi_cdf_f32(X[i], &e);
+        float e, c = phi_cdf_exp_f32(X[i], &e);
         o[i] = G[i] * (c + X[i] * 0.39894228040143267794f * e);
     }
 }

@@ -267,13 +267,6 @@ describe("lr_scheduler", function()
         S.CosineAnnealingLR(o, { T_max = 15 }) }, milestones = { 5 } })
     end,
   }
-  for name, make in pairs(cases) do
-    it("matches PyTorch's lrs and momenta: " .. name, function()
-      local lrs, moms = follow(make, 25)
-      close(fx.sched[name].lrs, lrs, 1e-12)
-      close(fx.sched[name].moms, moms, 1e-12)
-    end)
-  end
   -- PyTorch's positional arguments (fresh-eyes tester: they raised "options must be a table")
   local positional = {
     StepLR = function(o) return S.StepLR(o, 4, 0.5) end,
@@ -288,12 +281,16 @@ describe("lr_scheduler", function()
       return S.SequentialLR(o, { S.LinearLR(o, 0.1, 1.0, 5), S.CosineAnnealingLR(o, 15) }, { 5 })
     end,
   }
-  for name, make in pairs(positional) do
-    it("takes PyTorch's positional arguments: " .. name, function()
-      local lrs, moms = follow(make, 25)
-      close(fx.sched[name].lrs, lrs, 1e-12)
-      close(fx.sched[name].moms, moms, 1e-12)
-    end)
+  -- both ways of building a schedule give PyTorch's lrs and momenta (one fixture per name)
+  for title, set in pairs { ["matches PyTorch's lrs and momenta: "] = cases,
+                            ["takes PyTorch's positional arguments: "] = positional } do
+    for name, make in pairs(set) do
+      it(title .. name, function()
+        local lrs, moms = follow(make, 25)
+        close(fx.sched[name].lrs, lrs, 1e-12)
+        close(fx.sched[name].moms, moms, 1e-12)
+      end)
+    end
   end
   it("refuses an argument given twice or too many positional arguments", function()
     local opt = ltc.optim.SGD({ ltc.zeros(1):requires_grad_() }, { lr = 0.1 })

@@ -68,3 +68,43 @@ describe("ltc.help", function()
     assert.truthy(why:find("no documentation found", 1, true), why)
   end)
 end)
+
+describe("ltc.help of a value (what a user passes)", function()
+  -- every public function and class of these tables has a doc: before, ltc.help of
+  -- nn.utils.clip_grad_norm_, the schedulers, ltc.debug.backend_text (also ltc.debug_backend_text,
+  -- a name tried first) and the loss modules named in a list said "no doc comment"
+  it("finds one for every function and class of nn, nn.functional, nn.utils, optim, lr_scheduler, autograd, debug, data", function()
+    local missing = {}
+    for _, path in ipairs({ "nn", "nn.functional", "nn.utils", "optim", "optim.lr_scheduler",
+      "autograd", "debug", "data" }) do
+      local t = ltc
+      for part in path:gmatch("[^.]+") do t = t[part] end
+      for k, v in pairs(t) do
+        local mt = type(v) == "table" and getmetatable(v)
+        if type(k) == "string" and k:sub(1, 1) ~= "_" and (type(v) == "function" or (mt and mt.__call)) then
+          if not ltc.doc(v) then missing[#missing + 1] = path .. "." .. k end
+        end
+      end
+    end
+    table.sort(missing)
+    assert.are.same({}, missing)
+  end)
+
+  it("gives the right text", function()
+    local F = ltc.nn.functional
+    local want = {
+      { ltc.nn.utils.clip_grad_norm_, "clip_grad_norm_%(params, max_norm" },
+      { ltc.nn.utils.clip_grad_value_, "clip_grad_value_%(params, clip_value%)" },
+      { ltc.optim.lr_scheduler.StepLR, "StepLR%(opt" },
+      { ltc.debug.backend_text, "ltc%.debug%.backend_text%(t" },
+      { ltc.nn.MSELoss, "nn%.MSELoss" }, { ltc.nn.GELU, "nn%.GELU%(" },
+      { F.unfold, "## im2col" }, { F.fold, "## col2im" }, { F.relu, "## relu" },
+      { F.dropout, "F%.dropout%(x" }, { ltc.autograd.grad, "autograd%.grad%(" },
+    }
+    for _, w in ipairs(want) do
+      local d, why = ltc.doc(w[1])
+      assert(d, w[2] .. ": " .. tostring(why))
+      assert(d:find(w[2]), w[2] .. " found the wrong doc: " .. d:sub(1, 160))
+    end
+  end)
+end)

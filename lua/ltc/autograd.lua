@@ -152,9 +152,11 @@ function A.is_grad_enabled() return AG.is_grad_enabled() end
 --- ltc.set_grad_enabled(flag): switches recording on or off; returns the previous mode.
 function A.set_grad_enabled(flag) return AG.set_grad_enabled(flag and true or false) end
 
+--- ltc.autograd.requires_grad(t): whether t requires grad (t.requires_grad).
 function A.requires_grad(t) return AG.requires_grad(t) end
 --- The generated derivative entries by full op name (gen/derivatives.lua: the Lua formulas).
 function A.derivatives() return formulas() end
+--- ltc.autograd.grad_fn_name(t): the name of the op that made t ("mul"), nil for a leaf.
 function A.grad_fn_name(t) return (AG.grad_fn(t)) end
 --- The number of view steps autograd keeps for t (0 when t is no view or a detached alias).
 function A.view_steps(t) return core.debug_view_steps(t) end

@@ -125,36 +125,71 @@ local function named_comment(name)
       end
     end
   end
+  -- a class among others in a list ("--- nn.CrossEntropyLoss, nn.NLLLoss, nn.MSELoss, ...")
+  if name:find(".", 1, true) then
+    for _, b in ipairs(doc_blocks()) do
+      for _, l in ipairs(b.lines) do
+        local i = 1
+        while true do
+          local a, e = l:find(name, i, true)
+          if not a then break end
+          if (a == 1 or not l:sub(a - 1, a - 1):match("[%w_.]")) and not l:sub(e + 1, e + 1):match("[%w_]") then
+            return b.text
+          end
+          i = a + 1
+        end
+      end
+    end
+  end
   return nil
 end
 
--- Where a function value lives in ltc's tables: "softmax" (an op), "nn.Linear", ...
-local function key_of(t, f, prefix)
-  if type(t) ~= "table" then return nil end
-  for k, v in pairs(t) do if v == f and type(k) == "string" then return prefix .. k end end
+-- Where a function value lives in ltc's tables: "softmax" (an op), "nn.Linear", ... Every
+-- name it has, the top level first ("debug_backend_text" and then "debug.backend_text").
+local subtables = { "nn", "nn.functional", "nn.utils", "optim", "optim.lr_scheduler", "autograd",
+  "debug", "metrics", "jit", "io", "data" }
+local function key_of(t, f, prefix, out)
+  if type(t) ~= "table" then return end
+  local ks = {}
+  for k, v in pairs(t) do if v == f and type(k) == "string" then ks[#ks + 1] = prefix .. k end end
+  table.sort(ks)
+  for _, k in ipairs(ks) do out[#out + 1] = k end
 end
-local function name_of(f, ltc)
-  local name = key_of(ltc, f, "") or key_of(core.methods, f, "")
-  for _, sub in ipairs({ "nn", "optim", "debug", "metrics", "jit", "io" }) do
-    local t = rawget(ltc, sub)
-    name = name or key_of(t, f, sub .. ".")
-    if sub == "nn" and type(t) == "table" then
-      name = name or key_of(t.functional, f, "nn.functional.")
-    end
+local function names_of(f, ltc)
+  local out = {}
+  key_of(ltc, f, "", out)
+  key_of(core.methods, f, "", out)
+  for _, sub in ipairs(subtables) do
+    local t = ltc
+    for part in sub:gmatch("[^.]+") do t = type(t) == "table" and rawget(t, part) or nil end
+    key_of(t, f, sub .. ".", out)
   end
-  return name
+  return out
 end
+local function name_of(f, ltc) return names_of(f, ltc)[1] end
 
 --- M.wraps[wrapper] = fn: wrapper only checks arguments and calls fn, whose doc comment is
 -- the documentation (ltc.nn.functional's argument checks).
 M.wraps = setmetatable({}, { __mode = "k" })
 
+-- The op reference's section for one of names: the name itself, an op's short name, and
+-- for nn.functional.<op> defined over the op (F.relu) the op's.
+local function op_doc_of(names, functional)
+  for _, name in ipairs(names) do
+    local short = name:match("([%w_]+)$")
+    local d = op_doc(name) or (not name:find("%.") and op_doc(short))
+      or (functional and name:match("^nn%.functional%.[%w_]+$") and op_doc(short))
+    if d then return d end
+  end
+end
+
 --- M.doc(x): the documentation as a string, or nil and why not.
 function M.doc(x)
   local ltc = require "ltc"
-  local name, f = nil, nil
+  local names, f = {}, nil
   if type(x) == "string" then
-    name = x:gsub("^ltc%.", ""):gsub("^[%a_][%w_]*:", "")
+    local name = x:gsub("^ltc%.", ""):gsub("^[%a_][%w_]*:", "")
+    names[1] = name
     f = ltc[name] or core.methods[name]
     if not f then
       local ok, v = pcall(function()
@@ -166,12 +201,12 @@ function M.doc(x)
     end
   elseif type(x) == "function" or type(x) == "table" then
     f = x
-    name = name_of(x, ltc)
+    names = names_of(x, ltc)
   else
     return nil, "ltc.help: a function or a name expected, got " .. type(x)
   end
-  local short = name and name:match("([%w_]+)$")
-  local d = name and (op_doc(name) or (short and not name:find("%.") and op_doc(short)))
+  local name = names[1]
+  local d = op_doc_of(names)
   if d then return d end
   if type(f) == "table" and type(getmetatable(f)) == "table" and getmetatable(f).__call then
     local init = rawget(f, "__init") or (type(rawget(f, "__index")) == "table" and rawget(f, "__index").__init)
@@ -180,12 +215,18 @@ function M.doc(x)
   local class_init = type(x) == "table" or (type(x) == "string" and type(f) == "table")
   local where
   if type(f) == "function" then
-    while M.wraps[f] do f = M.wraps[f] end
+    -- a wrapper of an op's binding or composite (F.avg_pool2d of ltc.avg_pool2d, F.fold of
+    -- ltc.col2im, itself a device guard's wrapper): the op's doc
+    while M.wraps[f] do
+      f = M.wraps[f]
+      local ns = names_of(f, ltc) -- and the names of what wraps f (ltc.im2col of im2col)
+      for w, g in pairs(M.wraps) do
+        if g == f then for _, n in ipairs(names_of(w, ltc)) do ns[#ns + 1] = n end end
+      end
+      d = op_doc_of(ns)
+      if d then return d end
+    end
     local info = debug.getinfo(f, "S")
-    -- a wrapper of an op's binding (F.avg_pool2d of ltc.avg_pool2d): the op's doc
-    local op = info.what == "C" and f ~= x and name_of(f, ltc)
-    d = op and op_doc(op)
-    if d then return d end
     if info.what == "Lua" and info.source:sub(1, 1) == "@" then
       -- a class made by a factory shares its __init: its own doc names it
       local c = not class_init and comment_above(info.source:sub(2), info.linedefined)
@@ -193,11 +234,15 @@ function M.doc(x)
       where = info.short_src .. ":" .. info.linedefined
     end
   end
-  local c = name and named_comment(name)
-  if c then return name .. ": " .. c end
+  d = op_doc_of(names, true)
+  if d then return d end
+  for _, n in ipairs(names) do
+    local c = named_comment(n)
+    if c then return n .. ": " .. c end
+  end
   if type(f) == "function" and where then
     local info = debug.getinfo(f, "S")
-    c = comment_above(info.source:sub(2), info.linedefined)
+    local c = comment_above(info.source:sub(2), info.linedefined)
     if c then return (name and (name .. ": ") or "") .. c end
     return nil, "ltc.help: " .. (name or "this function") .. " has no doc comment (" .. where .. ")"
   end

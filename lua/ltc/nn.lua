@@ -194,6 +194,7 @@ local function check_options(fname, opts, allowed, level)
   return opts
 end
 nn.check_options = check_options
+--- nn.option_set(name, ...): the set {name = true, ...} of an nn function's option names.
 local function set(...)
   local s = {}
   for _, k in ipairs { ... } do s[k] = true end

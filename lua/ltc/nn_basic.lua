@@ -147,6 +147,8 @@ return function(nn, F)
     if repr then cls.extra_repr = repr end
     return cls
   end
+  --- nn.ReLU(), nn.GELU([approximate="none"|"tanh"]), nn.Tanh(), nn.Sigmoid(): the activations
+  -- as modules (F.relu, F.gelu, F.tanh, F.sigmoid); options as PyTorch's (inplace=true raises).
   nn.ReLU = activation("ReLU", F.relu, { "inplace" })
   nn.GELU = activation("GELU", F.gelu, { "approximate" }, function(self)
     return self.approximate and self.approximate ~= "none" and "approximate='" .. self.approximate .. "'" or ""

@@ -116,6 +116,9 @@ static ltc_status check_error(ocl_comp *c, ocl_buf *err) {
     int i = (int)v[0] - 1;
     if (i < 0 || i >= c->n_steps) return ltc_errorf(LTC_ERR_ARG, "opencl: bad error flag");
     const ocl_step *s = &c->steps[i];
+    /* the failing node, in the graph's post order: the executor then names the op the user
+     * called when a composite traced it (index_fill's one_hot), as on the CPU backend */
+    ltc_error_set_node(s->node);
     if (s->op == LTC_OP_BERNOULLI)
         return ltc_errorf(LTC_ERR_ARG, "bernoulli: all probabilities (self) should be between 0 "
                           "and 1: element %lld is not", (long long)v[1]);

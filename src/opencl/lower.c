@@ -56,6 +56,7 @@ ocl_step *lw_new_step(lw *w, ocl_step_kind kind, int op, int out) {
     s->out = out;
     s->n_out = 1;
     s->bias = -1;
+    s->node = w->cur_node;
     return s;
 }
 
@@ -686,7 +687,7 @@ ltc_status ocl_lower(const ltc_lowering_ctx *ctx, ocl_comp **out) {
         c->root_slots[r] = w.slot_of[ni] + ctx->roots[r].index;
     }
     plan_fusion(&w);
-    for (int i = 0; i < nn && !st; i++) st = lower_node(&w, i);
+    for (int i = 0; i < nn && !st; i++) w.cur_node = i, st = lower_node(&w, i);
     if (st) goto fail;
     /* the program: the preamble then every kernel under its name */
     if (c->n_kernels) {

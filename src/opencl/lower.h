@@ -25,6 +25,7 @@ typedef struct lw {
     int cap_slots, cap_steps;
     char **bodies;  /* kernel sources with the placeholder name */
     int cap_kernels;
+    int cur_node;   /* the node being lowered: each step made records it (ocl_step.node) */
 } lw;
 
 /* The placeholder a kernel body names itself by (every occurrence becomes its name). */

@@ -139,6 +139,7 @@ typedef struct ocl_step {
     int n_in;
     int in[1];
     bool checks;           /* writes the error flag (index ranges) */
+    int node;              /* the node lowered (its post-order index): named when it fails */
 } ocl_step;
 
 typedef struct ocl_slot {

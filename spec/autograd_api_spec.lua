@@ -107,6 +107,21 @@ describe("t:register_hook(fn)", function()
     close(w.grad, { 2, 2 })
   end)
 
+  it("runs once on a leaf's whole gradient when the leaf is used more than once", function()
+    -- torch 1.13: x.register_hook(lambda g: g + 1); (x * x + x).sum().backward() calls the
+    -- hook once, x.grad = 2x + 1 + 1 = [4, 6, 8] (it ran once per use of x: [6, 8, 10])
+    local x = ltc.tensor({ 1, 2, 3 }, "float64"):requires_grad_()
+    local calls = 0
+    x:register_hook(function(g) calls = calls + 1; return g + 1 end)
+    ;(x * x + x):sum():backward()
+    assert.are.equal(1, calls)
+    close(x.grad, { 4, 6, 8 })
+    -- a second backward accumulates a second hooked gradient: [4, 6, 8] + [4, 6, 8]
+    ;(x * x + x):sum():backward()
+    assert.are.equal(2, calls)
+    close(x.grad, { 8, 12, 16 })
+  end)
+
   it("changes the gradient a non-leaf passes on", function()
     local x = ltc.tensor({ 1, 2 }, "float64"):requires_grad_()
     local h = x * 3

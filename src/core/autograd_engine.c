@@ -196,20 +196,65 @@ done:
     return st;
 }
 
+/* Leaf t's gradient g (taken over), its hooks run: into t's grad, or autograd.grad's capture. */
+static ltc_status deliver(ltc_tensor *t, ltc_tensor *g) {
+    ltc_status st = run_hooks(t, &g);
+    if (st) {
+        ltc_tensor_release(g);
+        return st;
+    }
+    if (!capturing) return accumulate(t, g);
+    for (int k = 0; k < capturing->n && !st; k++)
+        if (capturing->edges[k].leaf == t) st = capture_add(k, g);
+    ltc_tensor_release(g);
+    return st;
+}
+
+/* The leaves with hooks that one backward reached: the gradient of each is summed over all
+ * its edges and its hooks run once, on the sum, when the walk ends (PyTorch's hooks of a
+ * leaf are pre-hooks of its AccumulateGrad node: `y = x * x` calls x's hook once with 2x g,
+ * not once per operand). */
+typedef struct held_leaf {
+    ltc_tensor *leaf, *g; /* references of their own */
+} held_leaf;
+typedef struct held_leaves {
+    held_leaf *v;
+    int n, cap;
+} held_leaves;
+static _Thread_local held_leaves *held; /* the running walk's (NULL outside a walk) */
+
+static ltc_status hold(ltc_tensor *t, ltc_tensor *g) {
+    for (int i = 0; i < held->n; i++) {
+        if (held->v[i].leaf != t) continue;
+        ltc_tensor *sum = NULL;
+        ltc_status st = ltc_add(held->v[i].g, g, &sum);
+        ltc_tensor_release(g);
+        if (st) return st;
+        ltc_tensor_release(held->v[i].g);
+        held->v[i].g = sum;
+        return LTC_OK;
+    }
+    if (held->n == held->cap) {
+        int cap = held->cap ? held->cap * 2 : 8;
+        held_leaf *v = realloc(held->v, sizeof *v * (size_t)cap);
+        if (!v) {
+            ltc_tensor_release(g);
+            return ltc_errorf(LTC_ERR_NOMEM, "backward: out of memory");
+        }
+        held->v = v;
+        held->cap = cap;
+    }
+    held->v[held->n++] = (held_leaf){.leaf = ltc_tensor_retain(t), .g = g};
+    return LTC_OK;
+}
+
 /* Sends g (taken over) along edge e into an input of shape s. */
 static ltc_status route(const ltc_edge *e, ltc_tensor *g, const ltc_shape *s) {
     ltc_status st = fit(g, s, &g);
     if (st) return st;
     if (e->leaf) {
-        if ((st = run_hooks(e->leaf, &g))) {
-            ltc_tensor_release(g);
-            return st;
-        }
-        if (!capturing) return accumulate(e->leaf, g);
-        for (int k = 0; k < capturing->n && !st; k++)
-            if (capturing->edges[k].leaf == e->leaf) st = capture_add(k, g);
-        ltc_tensor_release(g);
-        return st;
+        if (held && e->leaf->ag && e->leaf->ag->n_hooks) return hold(e->leaf, g);
+        return deliver(e->leaf, g);
     }
     ltc_grad_fn *fn = e->fn;
     ltc_tensor *prev = fn->gbuf[e->nr];
@@ -477,6 +522,8 @@ done:
 /* Backward from roots[0..n) with gradients gs (new references, taken over). */
 static ltc_status walk(ltc_tensor *const *roots, ltc_tensor **gs, int n_roots, bool retain) {
     ltc_status st = LTC_OK;
+    held_leaves mine = {0}, *outer = held;
+    held = &mine;
     ltc_grad_fn **tops = calloc((size_t)n_roots + 1, sizeof *tops);
     ltc_grad_fn **order = NULL;
     int n = 0;
@@ -513,6 +560,13 @@ static ltc_status walk(ltc_tensor *const *roots, ltc_tensor **gs, int n_roots, b
         for (int r = 0; r < fn->n_outputs; r++) any |= fn->gbuf[r] != NULL;
         if (any) st = run_node(fn, retain);
     }
+    held = outer; /* a hook may run a backward of its own */
+    for (int i = 0; i < mine.n; i++) {
+        if (!st) st = deliver(mine.v[i].leaf, mine.v[i].g);
+        else ltc_tensor_release(mine.v[i].g);
+        ltc_tensor_release(mine.v[i].leaf);
+    }
+    free(mine.v);
     for (int i = 0; st && i < n; i++) { /* after a failure: the gradients in flight (on
                                           * success every node ran and took its own) */
         ltc_grad_fn *fn = order[i];

@@ -6,6 +6,11 @@ local ltc = require "ltc"
 local close = dofile("spec/support/close.lua")
 local fx = dofile("spec/fixtures/nn_optim.lua")
 local S = ltc.optim.lr_scheduler
+-- the schedules below step without an optimizer step: their order warning is checked on its
+-- own at the end ("warns once when ..."), not printed
+local warned = {}
+local default_warn = S.warn
+S.warn = function(msg) warned[#warned + 1] = msg end
 
 local function T(v) return ltc.tensor(v, "float64") end
 
@@ -298,7 +303,8 @@ describe("lr_scheduler", function()
       "StepLR: got multiple values for 'step_size' (positional and in the options table)")
     assert.has_error(function() S.StepLR(opt, 2, 0.1, 3) end,
       "StepLR: takes at most 2 positional arguments after the optimizer (step_size, gamma), got 3")
-    assert.has_error(function() S.StepLR(opt, "x") end, "StepLR: step_size must be a positive integer (got x)")
+    assert.has_error(function() S.StepLR(opt, "x") end,
+      'StepLR: step_size must be a positive integer (got the string "x")')
     -- the positional order survives an unknown-option error (which lists the names sorted)
     assert.has_error(function() S.StepLR(opt, { stepsize = 3 }) end,
       "StepLR: unknown option 'stepsize' (known: gamma, step_size)")
@@ -353,6 +359,33 @@ describe("lr_scheduler", function()
   end)
 end)
 
+describe("lr_scheduler's order check", function()
+  it("warns once when sched:step() comes before any opt:step(), as PyTorch", function()
+    -- torch 1.13: UserWarning "Detected call of `lr_scheduler.step()` before
+    -- `optimizer.step()`" (the lr still changes: 0.1 -> 0.05 here, as below)
+    local p = ltc.zeros(1):requires_grad_()
+    local opt = ltc.optim.SGD({ p }, { lr = 0.1 })
+    local s = S.StepLR(opt, 1, 0.5)
+    local before = #warned
+    s:step()
+    s:step()
+    assert.are.equal(before + 1, #warned)
+    assert.matches("StepLR:step%(%) was called before the optimizer's step%(%)", warned[#warned])
+    close(opt.lr, 0.025)
+    -- opt:step() first: no warning, nor for a second scheduler of a stepped optimizer
+    local opt2 = ltc.optim.SGD({ p }, { lr = 0.1 })
+    local s2 = S.CosineAnnealingLR(opt2, 10)
+    p.grad = ltc.ones(1)
+    opt2:step()
+    s2:step()
+    S.ExponentialLR(opt2, 0.9):step()
+    assert.are.equal(before + 1, #warned)
+    -- ReduceLROnPlateau does not check (PyTorch 1.13's does not either)
+    S.ReduceLROnPlateau(ltc.optim.SGD({ p }, { lr = 0.1 })):step(1)
+    assert.are.equal(before + 1, #warned)
+  end)
+end)
+
 -- the fixtures are large Lua tables: free them after this file, so later specs that
 -- collect garbage often do not walk them on every collection
-teardown(function() fx = nil end)
+teardown(function() fx = nil; S.warn = default_warn end)

@@ -78,7 +78,8 @@ describe("RNN, LSTM and GRU", function()
     assert.has_error(function() m(ltc.zeros(5, 2, 2)) end,
       "LSTM: input of size [5, 2, 2] must be 2-d or 3-d with a last dim of input_size 3")
     assert.has_error(function() m(ltc.zeros(5, 2, 3), { ltc.zeros(1, 3, 4), ltc.zeros(1, 2, 4) }) end,
-      "LSTM: h0 has size [1, 3, 4], expected [1, 2, 4]")
+      "LSTM: h0 has size [1, 3, 4], expected [1, 2, 4] ([num_layers, batch, hidden_size]: num_layers 1, "
+        .. "batch 2 (dim 2 of the input [seq, batch, input_size], batch_first = false), hidden_size 4)")
     assert.has_error(function() nn.GRU(3, 4, { layers = 2 }) end,
       "GRU: unknown option 'layers' (known: batch_first, bias, bidirectional, dropout, num_layers)")
     assert.has_error(function() nn.RNN(3, 4, { nonlinearity = "sigmoid" }) end,

@@ -104,8 +104,25 @@ local function class(name, allowed, init, lr)
   return cls
 end
 
+--- M.warn(msg): where the schedulers' warnings go (stderr; a spec may replace it).
+function M.warn(msg) io.stderr:write(msg, "\n") end
+
+-- The user's first sched:step() before any opt:step(): warned once per optimizer, as
+-- PyTorch warns ("Detected call of lr_scheduler.step() before optimizer.step()"): the first
+-- value of the schedule is then skipped. (The constructor's own step is at epoch -1.)
+local function check_order(self, name)
+  local opt = self.optimizer
+  if self.last_epoch == 0 and not opt._stepped and not opt._order_warned then
+    opt._order_warned = true
+    M.warn(string.format("ltc.optim.lr_scheduler: %s:step() was called before the optimizer's "
+      .. "step(): call opt:step() first, then sched:step(), as in PyTorch since 1.1 (this order "
+      .. "skips the first value of the learning-rate schedule)", name))
+  end
+end
+
 --- sched:step([epoch]): the next epoch (or `epoch`), whose lr is written to every group.
 function Scheduler:step(epoch)
+  if epoch == nil then check_order(self, self.name) end
   self.last_epoch = epoch or self.last_epoch + 1
   self._last_lr = {}
   for i, g in ipairs(self.optimizer.param_groups) do
@@ -136,7 +153,8 @@ end
 
 local function positive_int(fname, what, v)
   if math.type(v) ~= "integer" or v < 1 then
-    raise(string.format("%s: %s must be a positive integer (got %s)", fname, what, tostring(v)))
+    raise(string.format("%s: %s must be a positive integer (got %s)", fname, what,
+      type(v) == "string" and string.format("the string %q", v) or tostring(v)))
   end
 end
 
@@ -214,6 +232,7 @@ M.CosineAnnealingWarmRestarts = class("CosineAnnealingWarmRestarts", { "T_0", "T
     return self.eta_min + (base - self.eta_min) * (1 + cos(pi * self.T_cur / self.T_i)) / 2
   end)
 function M.CosineAnnealingWarmRestarts:step(epoch)
+  if epoch == nil then check_order(self, "CosineAnnealingWarmRestarts") end
   if epoch == nil and self.last_epoch < 0 then epoch = 0 end
   if epoch == nil then
     epoch = self.last_epoch + 1
@@ -347,6 +366,7 @@ getmetatable(M.SequentialLR).__call = function(c, opt, ...)
 end
 function M.SequentialLR:step()
   if self._schedulers == nil then return end -- the generic constructor's initial step
+  check_order(self, "SequentialLR")
   self.last_epoch = self.last_epoch + 1
   local idx = 1
   for _, m in ipairs(self.milestones) do if m <= self.last_epoch then idx = idx + 1 end end

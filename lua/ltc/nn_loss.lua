@@ -51,6 +51,20 @@ return function(nn, F)
     local nd = input:dim()
     if nd < 1 then raise(fname .. ": input must have at least 1 dim (got a 0-d tensor)") end
     local C = nd == 1 and input:size(1) or input:size(2)
+    if nd > 2 and ltc.is_tensor(target) and int_dtypes[target:dtype()] then
+      -- class indices of an [N, C, d1, ...] input are [N, d1, ...] (PyTorch's "expected
+      -- target size"): a sequence model's [N, T, C] logits need transpose(2, 3) first
+      local s, ts, want = input:size(), target:size(), {}
+      for d = 1, nd do if d ~= 2 then want[#want + 1] = s[d] end end
+      local ok = #ts == #want
+      for d = 1, #want do ok = ok and ts[d] == want[d] end
+      if not ok then
+        raise(string.format("%s: input [%s] is [N, C, d1, ...] with C = %d classes in dim 2, so the "
+          .. "target should be [%s], got [%s] (logits [N, T, C] of a sequence: "
+          .. "input:transpose(2, 3), or reshape both to [N * T, C] and [N * T])", fname,
+          table.concat(s, ", "), C, table.concat(want, ", "), table.concat(ts, ", ")))
+      end
+    end
     local x = input
     if nd == 1 then x = input:reshape({ 1, C })
     elseif nd > 2 then

@@ -19,6 +19,49 @@ return function(nn, F)
 
   local gates = { RNN = 1, LSTM = 4, GRU = 3 }
 
+  -- The options of a constructor called with PyTorch's positional arguments after
+  -- hidden_size (nn.LSTM(10, 20, 2), nn.GRUCell(4, 8, false)), an options table
+  -- (nn.LSTM(10, 20, {num_layers = 2})), or both (nn.LSTM(10, 20, 2, {batch_first = true})):
+  -- `order` names the positions; one table, checked against `allowed`.
+  local function options_of(name, order, allowed, ...)
+    local n, opts = select("#", ...), {}
+    local last = n > 0 and select(n, ...) or nil
+    local n_pos = type(last) == "table" and n - 1 or n
+    if n_pos > #order then
+      raise(string.format("%s: takes at most %d positional argument%s after hidden_size (%s), got %d",
+        name, #order, #order == 1 and "" or "s", table.concat(order, ", "), n_pos))
+    end
+    for i = 1, n_pos do
+      local v = select(i, ...)
+      if type(v) == "table" then
+        raise(string.format("%s: argument #%d (%s) must be a %s, not a table (an options table "
+          .. "comes last)", name, i + 2, order[i], order[i] == "nonlinearity" and "string"
+          or ((order[i] == "bias" or order[i] == "batch_first" or order[i] == "bidirectional")
+            and "boolean" or "number")))
+      end
+      opts[order[i]] = v
+    end
+    if type(last) == "table" then
+      check_options(name, last, allowed, 4)
+      for k, v in pairs(last) do
+        if opts[k] ~= nil then
+          raise(string.format("%s: got multiple values for '%s' (positional and in the options table)", name, k))
+        end
+        opts[k] = v
+      end
+    elseif n_pos == 0 and last ~= nil then
+      check_options(name, last, allowed, 4)
+    end
+    for k, v in pairs(opts) do
+      local want = (k == "bias" or k == "batch_first" or k == "bidirectional") and "boolean"
+        or k == "nonlinearity" and "string" or "number"
+      if type(v) ~= want then
+        raise(string.format("%s: %s must be a %s, got %s", name, k, want, ltc.typename(v)))
+      end
+    end
+    return opts
+  end
+
   -- One time step of `mode` from the input projection xw [B, G*H] (x W_ih^T + b_ih), the
   -- state h [B, H] (and c for LSTM) and the recurrent weights. Returns h' (and c').
   local function step(mode, xw, h, c, w_hh, b_hh, H, nonlinearity)
@@ -88,17 +131,19 @@ return function(nn, F)
     end
   end
 
-  local function check_state(name, what, t, want, w)
+  local function check_state(name, what, t, want, w, why)
     if not ltc.is_tensor(t) then
-      raise(string.format("%s: %s must be a tensor, got %s", name, what, type(t)))
+      raise(string.format("%s: %s must be a tensor, got %s%s", name, what, type(t),
+        type(t) == "table" and (name == "GRU" or name == "RNN") and " (the state of a GRU or RNN is one "
+          .. "tensor h0; a table {h0, c0} is an LSTM's)" or ""))
     end
     check_dtype(name, what, t, w)
     local s = t:size()
     local ok = #s == #want
     for i = 1, #want do ok = ok and s[i] == want[i] end
     if not ok then
-      raise(string.format("%s: %s has size [%s], expected [%s]", name, what, table.concat(s, ", "),
-        table.concat(want, ", ")))
+      raise(string.format("%s: %s has size [%s], expected [%s]%s", name, what, table.concat(s, ", "),
+        table.concat(want, ", "), why or ""))
     end
   end
 
@@ -108,12 +153,12 @@ return function(nn, F)
   local function cell_class(mode)
     local name = mode .. "Cell"
     local cls = nn.class(name)
-    function cls:__init(input_size, hidden_size, opts)
+    function cls:__init(input_size, hidden_size, ...)
       check_size(name, "input_size", input_size)
       check_size(name, "hidden_size", hidden_size)
       local allowed = mode == "RNN" and set("bias", "nonlinearity") or set("bias")
-      if type(opts) == "boolean" then opts = { bias = opts } end
-      opts = check_options(name, opts, allowed, 3)
+      local opts = options_of(name, mode == "RNN" and { "bias", "nonlinearity" } or { "bias" },
+        allowed, ...)
       self.nonlinearity = opts.nonlinearity or "tanh"
       if self.nonlinearity ~= "tanh" and self.nonlinearity ~= "relu" then
         raise(name .. ": nonlinearity must be 'tanh' or 'relu', not '" .. tostring(self.nonlinearity) .. "'")
@@ -172,6 +217,7 @@ return function(nn, F)
 
   --- nn.RNNCell(input_size, hidden_size [, {bias=true, nonlinearity="tanh"}]),
   -- nn.LSTMCell(input_size, hidden_size [, {bias}]), nn.GRUCell(...): one step; see forward.
+  -- PyTorch's positional arguments work too: nn.RNNCell(4, 8, true, "relu"), nn.GRUCell(4, 8, false).
   nn.RNNCell = cell_class("RNN")
   nn.LSTMCell = cell_class("LSTM")
   nn.GRUCell = cell_class("GRU")
@@ -181,12 +227,15 @@ return function(nn, F)
 
   local function seq_class(mode)
     local cls = nn.class(mode)
-    function cls:__init(input_size, hidden_size, opts)
+    function cls:__init(input_size, hidden_size, ...)
       check_size(mode, "input_size", input_size)
       check_size(mode, "hidden_size", hidden_size)
       local allowed = set("num_layers", "bias", "batch_first", "dropout", "bidirectional")
       if mode == "RNN" then allowed.nonlinearity = true end
-      opts = check_options(mode, opts, allowed, 3)
+      -- PyTorch's positional order (RNN has nonlinearity second)
+      local order = mode == "RNN" and { "num_layers", "nonlinearity", "bias", "batch_first",
+        "dropout", "bidirectional" } or { "num_layers", "bias", "batch_first", "dropout", "bidirectional" }
+      local opts = options_of(mode, order, allowed, ...)
       local L = opts.num_layers or 1
       check_size(mode, "num_layers", L)
       local p = opts.dropout or 0
@@ -233,16 +282,29 @@ return function(nn, F)
       if mode == "LSTM" then
         if state ~= nil then
           if type(state) ~= "table" or getmetatable(state) == ltc.Tensor then
-            raise("LSTM: the state must be a table {h0, c0}")
+            raise("LSTM: the state must be a table {h0, c0}, got " .. (ltc.is_tensor(state)
+              and "a tensor of size [" .. table.concat(state:size(), ", ") .. "] (a GRU's or RNN's state is one tensor; an LSTM's is two)"
+              or ltc.typename(state)))
           end
           h0, c0 = state[1], state[2]
+          if (h0 == nil) ~= (c0 == nil) then
+            raise("LSTM: the state must be a table {h0, c0} of both tensors (or nil for zeros), got "
+              .. (h0 == nil and "no h0" or "no c0"))
+          end
         end
       else
         h0 = state
       end
       local want = unbatched and { L * D, H } or { L * D, B, H }
-      if h0 ~= nil then check_state(mode, "h0", h0, want, self.weight_ih_l0); if unbatched then h0 = h0:unsqueeze(2) end end
-      if c0 ~= nil then check_state(mode, "c0", c0, want, self.weight_ih_l0); if unbatched then c0 = c0:unsqueeze(2) end end
+      -- how `want` follows from the module and the input: a wrong batch size is most often
+      -- batch_first set one way and the input laid out the other
+      local why = string.format(" ([num_layers%s, %shidden_size]: num_layers %d%s%s, hidden_size %d)",
+        D == 2 and " * 2 (bidirectional)" or "", unbatched and "" or "batch, ", L,
+        unbatched and "" or string.format(", batch %d (dim %d of the input [%s], batch_first = %s)",
+          B, self.batch_first and 1 or 2, self.batch_first and "batch, seq, input_size" or "seq, batch, input_size",
+          tostring(self.batch_first)), "", H)
+      if h0 ~= nil then check_state(mode, "h0", h0, want, self.weight_ih_l0, why); if unbatched then h0 = h0:unsqueeze(2) end end
+      if c0 ~= nil then check_state(mode, "c0", c0, want, self.weight_ih_l0, why); if unbatched then c0 = c0:unsqueeze(2) end end
       local zeros
       local function init(s, idx)
         if s then return s:select(1, idx) end
@@ -364,7 +426,10 @@ return function(nn, F)
   --- nn.RNN(input_size, hidden_size [, {num_layers=1, nonlinearity="tanh", bias=true,
   -- batch_first=false, dropout=0, bidirectional=false}]), nn.LSTM(...), nn.GRU(...) (no
   -- nonlinearity): PyTorch's modules; parameters weight_ih_l<k>[_reverse], weight_hh_l<k>,
-  -- bias_ih_l<k>, bias_hh_l<k>. dropout applies between layers while training.
+  -- bias_ih_l<k>, bias_hh_l<k>. dropout applies between layers while training. PyTorch's
+  -- positional arguments work too, with or without a trailing options table:
+  -- nn.LSTM(10, 20, 2), nn.GRU(10, 20, 2, true, true) (num_layers, bias, batch_first),
+  -- nn.LSTM(10, 20, 2, {batch_first = true}); nn.RNN's second is nonlinearity, as PyTorch's.
   nn.RNN = seq_class("RNN")
   nn.LSTM = seq_class("LSTM")
   nn.GRU = seq_class("GRU")

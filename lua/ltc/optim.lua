@@ -203,6 +203,8 @@ function Optimizer:step()
         #groups > 1 and " (parameter group " .. i .. ")" or ""))
     end
   end
+  -- for lr_scheduler's order check; set once, so ltc.jit's guards see no change after call 1
+  if not self._stepped then self._stepped = true end
   local prev = core._ag.set_grad_enabled(false)
   local ok, err = pcall(step_groups, self)
   core._ag.set_grad_enabled(prev)

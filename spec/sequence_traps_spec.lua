@@ -1,0 +1,142 @@
+-- What a PyTorch or Torch7 user types wrong first with the sequence APIs (issue 15's
+-- new-user pass): PyTorch's positional constructor arguments of the recurrent modules, states
+-- of the wrong shape or kind, batch_first one way and the data the other, attention masks of
+-- the wrong shape or dtype, class targets of the wrong dtype, range or layout, checkpoints of
+-- another shape, a scheduler stepped before its optimizer. Each is a Lua error naming the
+-- module or op and the sizes (or, where PyTorch only warns, a warning), and the runtime stays
+-- usable after it.
+local ltc = require "ltc"
+local nn, F = ltc.nn, ltc.nn.functional
+local err = dofile("spec/support/err.lua")
+
+describe("the recurrent modules' constructors", function()
+  it("take PyTorch's positional arguments after hidden_size", function()
+    -- torch: nn.LSTM(4, 8, 2) has 2 layers; nn.GRU(4, 8, 2, False, True, 0.5, True) no
+    -- bias, batch_first, dropout 0.5, bidirectional: 8 weights (2 layers x 2 directions x ih, hh)
+    -- (before: "LSTM: options must be a table, not number")
+    local lstm = nn.LSTM(4, 8, 2)
+    assert.are.equal(2, lstm.num_layers)
+    assert.are.equal(8, #lstm:parameters()) -- weight_ih, weight_hh, bias_ih, bias_hh per layer
+    local gru = nn.GRU(4, 8, 2, false, true, 0.5, true)
+    assert.are.same({ 2, false, true, 0.5, true }, { gru.num_layers, gru.bias, gru.batch_first,
+      gru.dropout, gru.bidirectional })
+    assert.are.equal(8, #gru:parameters())
+    -- torch: nn.RNN(4, 8, 3, 'relu'): nonlinearity is RNN's second
+    local rnn = nn.RNN(4, 8, 3, "relu")
+    assert.are.same({ 3, "relu" }, { rnn.num_layers, rnn.nonlinearity })
+    -- with a trailing options table
+    local l2 = nn.LSTM(4, 8, 2, { batch_first = true })
+    assert.are.same({ 2, true }, { l2.num_layers, l2.batch_first })
+    assert.are.same({ 3, 5, 8 }, l2(ltc.zeros(3, 5, 4)):size())
+    -- the cells: nn.GRUCell(4, 8, False) has no bias; nn.RNNCell(4, 8, True, 'relu')
+    assert.are.equal(2, #nn.GRUCell(4, 8, false):parameters())
+    assert.are.equal("relu", nn.RNNCell(4, 8, true, "relu").nonlinearity)
+  end)
+
+  it("name a positional argument of the wrong kind, too many, or one given twice", function()
+    assert.matches("LSTM: num_layers must be a number, got string", err(function() nn.LSTM(4, 8, "2") end))
+    assert.matches("LSTM: takes at most 5 positional arguments after hidden_size %(num_layers, bias, "
+      .. "batch_first, dropout, bidirectional%), got 6", err(function() nn.LSTM(4, 8, 2, true, false, 0, false, 5) end))
+    assert.matches("LSTM: got multiple values for 'num_layers' %(positional and in the options table%)",
+      err(function() nn.LSTM(4, 8, 2, { num_layers = 3 }) end))
+    assert.matches("GRUCell: bias must be a boolean, got number", err(function() nn.GRUCell(4, 8, 3) end))
+    assert.matches("GRU: unknown option 'layers'", err(function() nn.GRU(4, 8, { layers = 2 }) end))
+  end)
+end)
+
+describe("recurrent states of the wrong shape or kind", function()
+  local lstm = nn.LSTM(4, 8, 2)
+  local gru = nn.GRU(4, 8, 2, { batch_first = true })
+  local x = ltc.randn(5, 3, 4) -- [T, N, C]: seq-first
+
+  it("say how the expected size follows from the module and the input (batch_first)", function()
+    assert.are.equal("LSTM: h0 has size [2, 5, 8], expected [2, 3, 8] ([num_layers, batch, hidden_size]: "
+      .. "num_layers 2, batch 3 (dim 2 of the input [seq, batch, input_size], batch_first = false), hidden_size 8)",
+      err(function() lstm(x, { ltc.zeros(2, 5, 8), ltc.zeros(2, 5, 8) }) end):gsub("^[^:]*:%d+: ", ""))
+    -- the same data to a batch_first GRU: batch is dim 1 (5)
+    assert.matches("GRU: h0 has size %[2, 3, 8%], expected %[2, 5, 8%] %(.*batch 5 %(dim 1 of the input "
+      .. "%[batch, seq, input_size%], batch_first = true%)", err(function() gru(x, ltc.zeros(2, 3, 8)) end))
+    assert.matches("num_layers %* 2 %(bidirectional%)",
+      err(function() nn.GRU(4, 8, 1, true, false, 0, true)(x, ltc.zeros(1, 3, 8)) end))
+  end)
+
+  it("name an LSTM state without c0, a tensor for an LSTM and a table for a GRU", function()
+    -- torch: lstm(x, (h0,)) raises (hx must be a tuple of two)
+    assert.matches("LSTM: the state must be a table {h0, c0} of both tensors %(or nil for zeros%), got no c0",
+      err(function() lstm(x, { ltc.zeros(2, 3, 8) }) end))
+    assert.matches("LSTM: the state must be a table {h0, c0}, got a tensor of size %[2, 3, 8%]",
+      err(function() lstm(x, ltc.zeros(2, 3, 8)) end))
+    assert.matches("GRU: h0 must be a tensor, got table %(the state of a GRU or RNN is one tensor h0",
+      err(function() gru(x, { ltc.zeros(2, 5, 8), ltc.zeros(2, 5, 8) }) end))
+  end)
+end)
+
+describe("attention masks of the wrong shape or dtype", function()
+  local q = ltc.randn(2, 5, 8)
+  it("name the module or op, the mask's size and the expected one", function()
+    local mha = nn.MultiheadAttention(8, 2, { batch_first = true })
+    assert.matches("MultiheadAttention: the 2%-d attn_mask is %[4, 5%], but should be %[5, 5%]",
+      err(function() mha(q, q, q, { attn_mask = ltc.zeros(4, 5, "bool") }) end))
+    assert.matches("MultiheadAttention: only bool and floating attn_mask are supported, got int64",
+      err(function() mha(q, q, q, { attn_mask = ltc.zeros(5, 5, "int64") }) end))
+    assert.matches("key_padding_mask must be %[N, S%] = %[2, 5%], got %[5, 2%]",
+      err(function() mha(q, q, q, { key_padding_mask = ltc.zeros(5, 2, "bool") }) end))
+    assert.matches("scaled_dot_product_attention: attn_mask %[4,4%] does not broadcast to the scores %[2,5,5%]",
+      err(function() F.scaled_dot_product_attention(q, q, q, ltc.zeros(4, 4, "bool")) end))
+    assert.matches("attn_mask must be bool or query's dtype float32, got int32",
+      err(function() F.scaled_dot_product_attention(q, q, q, ltc.zeros(5, 5, "int32")) end))
+  end)
+end)
+
+describe("class targets", function()
+  local logits = ltc.randn(4, 3)
+  it("of a float dtype, out of range, 0-based or of another layout name the op and values", function()
+    assert.matches("cross_entropy: target must be int64 or int32 class indices, got float32",
+      err(function() F.cross_entropy(logits, ltc.tensor({ 1., 2, 3, 1 })) end))
+    assert.matches("cross_entropy: target 4 out of range for 3 classes %(labels are 1%-based%)",
+      err(function() return F.cross_entropy(logits, ltc.tensor({ 1, 2, 3, 4 }, "int64")):item() end))
+    assert.matches("cross_entropy: target 0 out of range for 3 classes %(labels are 1%-based%)",
+      err(function() return nn.CrossEntropyLoss()(logits, ltc.tensor({ 0, 1, 2, 1 }, "int64")):item() end))
+    -- torch: F.cross_entropy(randn(2, 5, 3), ones(2, 5)) raises "Expected target size [2, 3],
+    -- got [2, 5]" (before: "target has 10 labels for 6 rows of input")
+    assert.matches("cross_entropy: input %[2, 5, 3%] is %[N, C, d1, ...%] with C = 5 classes in dim 2, so "
+      .. "the target should be %[2, 3%], got %[2, 5%] %(logits %[N, T, C%] of a sequence: input:transpose%(2, 3%)",
+      err(function() F.cross_entropy(ltc.randn(2, 5, 3), ltc.ones(2, 5, "int64")) end))
+    assert.matches("nll_loss: input %[2, 5, 3%] is %[N, C, d1, ...%]",
+      err(function() F.nll_loss(ltc.randn(2, 5, 3), ltc.ones(2, 5, "int64")) end))
+    -- the right layout computes: [N, T, C] logits transposed
+    local y = ltc.ones(2, 5, "int64")
+    local l = F.cross_entropy(ltc.zeros(2, 5, 3):transpose(2, 3), y):item()
+    assert.is_true(math.abs(l - math.log(3)) < 1e-6)
+  end)
+end)
+
+describe("checkpoints of another shape", function()
+  it("name the parameter and both sizes", function()
+    local path = os.tmpname() .. ".npz"
+    ltc.save(path, nn.LSTM(4, 8, 2):state_dict())
+    assert.matches("load_state_dict: 'weight_ih_l0' has size 32x4, the module's 64x4",
+      err(function() nn.LSTM(4, 16, 2):load_state_dict(ltc.load(path)) end))
+    assert.matches("load_state_dict: unexpected parameter '[%w_]+_l1'",
+      err(function() nn.LSTM(4, 8, 1):load_state_dict(ltc.load(path)) end))
+    local m = nn.Linear(4, 3)
+    local opt = ltc.optim.Adam(m:parameters())
+    m(ltc.randn(2, 4)):sum():backward()
+    opt:step()
+    ltc.save(path, { opt = opt:state_dict() })
+    local opt2 = ltc.optim.Adam(nn.Linear(4, 6):parameters())
+    assert.matches("Adam.load_state_dict: state 'exp_avg' of parameter 1 has 12 elements, the parameter 24",
+      err(function() opt2:load_state_dict(ltc.load(path).opt) end))
+    os.remove(path)
+  end)
+end)
+
+describe("after all of these", function()
+  it("the runtime computes on", function()
+    local lstm = nn.LSTM(4, 8, 2)
+    local out, st = lstm(ltc.randn(5, 3, 4))
+    assert.are.same({ 5, 3, 8 }, out:size())
+    assert.are.same({ 2, 3, 8 }, st[2]:size())
+    assert.are.equal(6, (ltc.ones(2) * 3):sum():item())
+  end)
+end)

@@ -125,9 +125,33 @@ describe("checkpoints of another shape", function()
     opt:step()
     ltc.save(path, { opt = opt:state_dict() })
     local opt2 = ltc.optim.Adam(nn.Linear(4, 6):parameters())
-    assert.matches("Adam.load_state_dict: state 'exp_avg' of parameter 1 has 12 elements, the parameter 24",
+    assert.matches("Adam.load_state_dict: state 'exp_avg[%w_]*' of parameter 1 has 12 elements, the parameter 24",
       err(function() opt2:load_state_dict(ltc.load(path).opt) end))
     os.remove(path)
+  end)
+end)
+
+describe("an elementwise loss whose target broadcasts against the input", function()
+  it("warns once per loss function, as PyTorch, and computes PyTorch's broadcast value", function()
+    -- torch: F.mse_loss(ones(4, 1), zeros(4)) warns "Using a target size (torch.Size([4])) that
+    -- is different to the input size (torch.Size([4, 1]))" and gives 1.0 over a [4, 4] loss;
+    -- smooth_l1_loss([[0.5], [2]], [0, 1]) = 0.5625, huber_loss(..., delta=0.7) = 0.465
+    local warned, prev = {}, nn.warn
+    nn.warn = function(msg) warned[#warned + 1] = msg end
+    local ok, e = pcall(function()
+      assert.are.equal(1, F.mse_loss(ltc.ones(4, 1), ltc.zeros(4)):item())
+      F.mse_loss(ltc.ones(4, 1), ltc.zeros(4))
+      assert.are.equal(1, #warned)
+      assert.matches("^mse_loss: using a target size %(%[4%]%) that is different to the input size %(%[4, 1%]%)", warned[1])
+      local x, t = ltc.tensor({ { 0.5 }, { 2 } }), ltc.tensor({ 0, 1 })
+      assert.is_true(math.abs(F.smooth_l1_loss(x, t):item() - 0.5625) < 1e-6)
+      assert.is_true(math.abs(nn.HuberLoss({ delta = 0.7 })(x, t):item() - 0.465) < 1e-6)
+      assert.are.equal(3, #warned)
+      F.l1_loss(ltc.ones(2), ltc.zeros(2)) -- the same size: no warning
+      assert.are.equal(3, #warned)
+    end)
+    nn.warn = prev
+    assert(ok, e)
   end)
 end)
 

@@ -169,9 +169,28 @@ return function(nn, F)
     return code == 0 and r:reshape(out_shape(input)) or r
   end
 
+  --- nn.warn(msg): where ltc.nn's warnings go (stderr; a spec may replace it).
+  nn.warn = nn.warn or function(msg) io.stderr:write(msg, "\n") end
+
+  -- PyTorch's warning when an elementwise loss broadcasts target against input ([N, 1]
+  -- predictions and [N] targets give an [N, N] loss): once per loss function.
+  local warned = {}
+  local function warn_broadcast(fname, input, target)
+    if warned[fname] or not (ltc.is_tensor(input) and ltc.is_tensor(target)) then return end
+    local si, st = input:size(), target:size()
+    local same = #si == #st
+    for i = 1, #si do same = same and si[i] == st[i] end
+    if same then return end
+    warned[fname] = true
+    nn.warn(string.format("%s: using a target size ([%s]) that is different to the input size "
+      .. "([%s]): broadcasting them will likely give wrong results; make them the same size "
+      .. "(as PyTorch warns)", fname, table.concat(st, ", "), table.concat(si, ", ")))
+  end
+
   --- F.mse_loss(input, target [, {reduction}]): (input - target)^2.
   function F.mse_loss(input, target, opts)
     local _, code = options("mse_loss", opts, nil)
+    warn_broadcast("mse_loss", input, target)
     local d = input - target
     return reduce(d * d, code)
   end
@@ -179,6 +198,7 @@ return function(nn, F)
   --- F.l1_loss(input, target [, {reduction}]): |input - target|.
   function F.l1_loss(input, target, opts)
     local _, code = options("l1_loss", opts, nil)
+    warn_broadcast("l1_loss", input, target)
     return reduce((input - target):abs(), code)
   end
 
@@ -186,6 +206,7 @@ return function(nn, F)
   -- beta, |d| - 0.5 beta elsewhere (beta = 0 is the L1 loss).
   function F.smooth_l1_loss(input, target, opts)
     local o, code = options("smooth_l1_loss", opts, nil, "beta")
+    warn_broadcast("smooth_l1_loss", input, target)
     local beta = o.beta or 1.0
     if type(beta) ~= "number" or beta < 0 then
       raise("smooth_l1_loss: beta must be a number >= 0, got " .. tostring(beta))
@@ -199,6 +220,7 @@ return function(nn, F)
   -- delta (|d| - 0.5 delta) elsewhere.
   function F.huber_loss(input, target, opts)
     local o, code = options("huber_loss", opts, nil, "delta")
+    warn_broadcast("huber_loss", input, target)
     local delta = o.delta or 1.0
     if type(delta) ~= "number" or delta <= 0 then
       raise("huber_loss: delta must be a number > 0, got " .. tostring(delta))

@@ -119,6 +119,21 @@ describe("checkpoints of another shape", function()
       err(function() nn.LSTM(4, 16, 2):load_state_dict(ltc.load(path)) end))
     assert.matches("load_state_dict: unexpected parameter '[%w_]+_l1'",
       err(function() nn.LSTM(4, 8, 1):load_state_dict(ltc.load(path)) end))
+    -- a whole checkpoint tree passed for the state dict it holds
+    ltc.save(path, { model = nn.LSTM(4, 8, 2):state_dict(), step = 3 })
+    assert.matches("load_state_dict: missing parameter 'weight_ih_l0' %(the table holds it under 'model': "
+      .. "a checkpoint%? pass its state dict, such as ltc.load%(path%).model%)",
+      err(function() nn.LSTM(4, 8, 2):load_state_dict(ltc.load(path)) end))
+    -- strict = false returns what did not match, as PyTorch's missing_keys, unexpected_keys
+    local lstm1 = nn.LSTM(4, 8, 1)
+    ltc.save(path, nn.LSTM(4, 8, 2):state_dict())
+    local same, missing, unexpected = lstm1:load_state_dict(ltc.load(path), false)
+    assert.are.equal(lstm1, same)
+    assert.are.same({}, missing)
+    assert.are.same({ "bias_hh_l1", "bias_ih_l1", "weight_hh_l1", "weight_ih_l1" }, unexpected)
+    local _, missing2 = nn.LSTM(4, 8, 2):load_state_dict({ weight_ih_l0 = ltc.zeros(32, 4) }, false)
+    assert.are.same({ "bias_hh_l0", "bias_hh_l1", "bias_ih_l0", "bias_ih_l1", "weight_hh_l0",
+      "weight_hh_l1", "weight_ih_l1" }, missing2)
     local m = nn.Linear(4, 3)
     local opt = ltc.optim.Adam(m:parameters())
     m(ltc.randn(2, 4)):sum():backward()

@@ -387,14 +387,15 @@ return function(nn, F)
 
   --- m:load_state_dict(sd [, strict=true]): copies sd's tensors into the parameters and
   -- buffers in place (cast to each one's dtype; sizes must match). With strict, missing or
-  -- unexpected names are errors.
+  -- unexpected names are errors. Returns m, then the missing and the unexpected names (sorted
+  -- lists: PyTorch's missing_keys, unexpected_keys).
   function Module:load_state_dict(sd, strict)
     if type(sd) ~= "table" then
       raise("load_state_dict: bad argument #1 (a state dict, a table of tensors, expected, got "
         .. ltc.typename(sd) .. ")")
     end
     if strict == nil then strict = true end
-    local known = {}
+    local known, missing, unexpected = {}, {}, {}
     local entries = self:named_parameters()
     for _, nb in ipairs(self:named_buffers()) do entries[#entries + 1] = nb end
     for _, np in ipairs(entries) do
@@ -408,8 +409,22 @@ return function(nn, F)
           local hint = zero ~= name and sd[zero] ~= nil and string.format(" (the state dict has '%s': "
             .. "ltc numbers the children of Sequential and ModuleList from 1, as Torch7, PyTorch "
             .. "from 0; add 1 to each number in its names)", zero) or ""
+          -- a whole checkpoint (ltc.save(path, {model = m:state_dict(), opt = ...})) passed
+          -- for the state dict it holds
+          if hint == "" then
+            local keys = {}
+            for k, v in pairs(sd) do
+              if type(v) == "table" and not ltc.is_tensor(v) and ltc.is_tensor(v[name]) then keys[#keys + 1] = k end
+            end
+            table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+            if keys[1] ~= nil then
+              hint = string.format(" (the table holds it under '%s': a checkpoint? pass its state dict, "
+                .. "such as ltc.load(path).%s)", tostring(keys[1]), tostring(keys[1]))
+            end
+          end
           raise("load_state_dict: missing parameter '" .. name .. "'" .. hint)
         end
+        missing[#missing + 1] = name
       else
         if not ltc.is_tensor(v) then
           raise(string.format("load_state_dict: '%s' is %s, not a tensor", name, ltc.typename(v)))
@@ -424,12 +439,15 @@ return function(nn, F)
         ltc.no_grad(function() p.data = v:to(p:dtype()) end)
       end
     end
-    if strict then
-      for name in pairs(sd) do
-        if not known[name] then raise("load_state_dict: unexpected parameter '" .. name .. "'") end
+    for name in pairs(sd) do
+      if not known[name] then
+        if strict then raise("load_state_dict: unexpected parameter '" .. tostring(name) .. "'") end
+        unexpected[#unexpected + 1] = tostring(name)
       end
     end
-    return self
+    table.sort(missing)
+    table.sort(unexpected)
+    return self, missing, unexpected
   end
 
   function Module:extra_repr() return "" end

@@ -9,8 +9,8 @@ local S = ltc.optim.lr_scheduler
 -- the schedules below step without an optimizer step: their order warning is checked on its
 -- own at the end ("warns once when ..."), not printed
 local warned = {}
-local default_warn = S.warn
-S.warn = function(msg) warned[#warned + 1] = msg end
+local default_warn = S._warn
+S._warn = function(msg) warned[#warned + 1] = msg end
 
 local function T(v) return ltc.tensor(v, "float64") end
 
@@ -388,4 +388,4 @@ end)
 
 -- the fixtures are large Lua tables: free them after this file, so later specs that
 -- collect garbage often do not walk them on every collection
-teardown(function() fx = nil; S.warn = default_warn end)
+teardown(function() fx = nil; S._warn = default_warn end)

@@ -104,8 +104,8 @@ local function class(name, allowed, init, lr)
   return cls
 end
 
---- M.warn(msg): where the schedulers' warnings go (stderr; a spec may replace it).
-function M.warn(msg) io.stderr:write(msg, "\n") end
+--- M._warn(msg): where the schedulers' warnings go (stderr; a spec may replace it).
+function M._warn(msg) io.stderr:write(msg, "\n") end
 
 -- The user's first sched:step() before any opt:step(): warned once per optimizer, as
 -- PyTorch warns ("Detected call of lr_scheduler.step() before optimizer.step()"): the first
@@ -114,7 +114,7 @@ local function check_order(self, name)
   local opt = self.optimizer
   if self.last_epoch == 0 and not opt._stepped and not opt._order_warned then
     opt._order_warned = true
-    M.warn(string.format("ltc.optim.lr_scheduler: %s:step() was called before the optimizer's "
+    M._warn(string.format("ltc.optim.lr_scheduler: %s:step() was called before the optimizer's "
       .. "step(): call opt:step() first, then sched:step(), as in PyTorch since 1.1 (this order "
       .. "skips the first value of the learning-rate schedule)", name))
   end

@@ -169,22 +169,43 @@ return function(nn, F)
     return code == 0 and r:reshape(out_shape(input)) or r
   end
 
-  --- nn.warn(msg): where ltc.nn's warnings go (stderr; a spec may replace it).
-  nn.warn = nn.warn or function(msg) io.stderr:write(msg, "\n") end
+  --- nn._warn(msg): where ltc.nn's warnings go (stderr; a spec may replace it).
+  nn._warn = nn._warn or function(msg) io.stderr:write(msg, "\n") end
+
+  -- The user's line that called into ltc ("train.lua:12"): the first Lua frame outside
+  -- ltc's own files (this file's folder).
+  local ltc_dir = debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "\0"
+  local function user_line()
+    for level = 3, 64 do
+      local info = debug.getinfo(level, "Sl")
+      if not info then break end
+      if info.what ~= "C" and info.source:sub(1, #ltc_dir + 1) ~= "@" .. ltc_dir then
+        return info.short_src .. ":" .. tostring(info.currentline)
+      end
+    end
+    return "?"
+  end
 
   -- PyTorch's warning when an elementwise loss broadcasts target against input ([N, 1]
-  -- predictions and [N] targets give an [N, N] loss): once per loss function.
+  -- predictions and [N] targets give an [N, N] loss): once per line that calls the loss, as
+  -- Python's warnings show each location once.
   local warned = {}
   local function warn_broadcast(fname, input, target)
-    if warned[fname] or not (ltc.is_tensor(input) and ltc.is_tensor(target)) then return end
+    if not (ltc.is_tensor(input) and ltc.is_tensor(target)) then return end
     local si, st = input:size(), target:size()
-    local same = #si == #st
+    local same, fits = #si == #st, true
     for i = 1, #si do same = same and si[i] == st[i] end
-    if same then return end
-    warned[fname] = true
-    nn.warn(string.format("%s: using a target size ([%s]) that is different to the input size "
-      .. "([%s]): broadcasting them will likely give wrong results; make them the same size "
-      .. "(as PyTorch warns)", fname, table.concat(st, ", "), table.concat(si, ", ")))
+    for i = 1, math.min(#si, #st) do -- from the last dim: equal or 1 (else the op raises)
+      local a, b = si[#si + 1 - i], st[#st + 1 - i]
+      fits = fits and (a == b or a == 1 or b == 1)
+    end
+    if same or not fits then return end
+    local at = user_line()
+    if warned[fname .. " " .. at] then return end
+    warned[fname .. " " .. at] = true
+    nn._warn(string.format("%s: %s: using a target size ([%s]) that is different to the input "
+      .. "size ([%s]): broadcasting them will likely give wrong results; make them the same size "
+      .. "(as PyTorch warns)", at, fname, table.concat(st, ", "), table.concat(si, ", ")))
   end
 
   --- F.mse_loss(input, target [, {reduction}]): (input - target)^2.

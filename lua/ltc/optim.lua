@@ -72,6 +72,55 @@ local function groups_of(params, defaults, name)
   return groups
 end
 
+-- PyTorch's positional order of each optimizer's arguments after params (torch 1.13):
+-- SGD(params, 0.1, 0.9) is lr 0.1, momentum 0.9.
+local pytorch_order = {
+  SGD = { "lr", "momentum", "dampening", "weight_decay", "nesterov" },
+  Adam = { "lr", "betas", "eps", "weight_decay", "amsgrad" },
+  AdamW = { "lr", "betas", "eps", "weight_decay", "amsgrad" },
+  RMSprop = { "lr", "alpha", "eps", "weight_decay", "momentum", "centered" },
+  Adagrad = { "lr", "lr_decay", "weight_decay", "initial_accumulator_value", "eps" },
+  Adadelta = { "lr", "rho", "eps", "weight_decay" },
+  Adamax = { "lr", "betas", "eps", "weight_decay" },
+  NAdam = { "lr", "betas", "eps", "weight_decay", "momentum_decay" },
+  RAdam = { "lr", "betas", "eps", "weight_decay" },
+}
+
+-- The options of an optimizer called as PyTorch's, positionally (Adam(params, 0.01, {0.9,
+-- 0.99})), with an options table (Adam(params, {lr = 0.01})) or both (SGD(params, 0.1,
+-- {momentum = 0.9})). A trailing table is the options unless it is a list (betas).
+local function options_of(name, defaults, ...)
+  local n = select("#", ...)
+  local last = n > 0 and select(n, ...) or nil
+  local has_opts = type(last) == "table" and last[1] == nil
+  local n_pos = has_opts and n - 1 or n
+  local order = {}
+  for _, k in ipairs(pytorch_order[name] or { "lr" }) do
+    if defaults[k] == nil then break end
+    order[#order + 1] = k
+  end
+  if n_pos > #order then
+    raise(string.format("%s: takes at most %d positional argument%s after params (%s), got %d; "
+      .. "give the others in an options table", name, #order, #order == 1 and "" or "s",
+      table.concat(order, ", "), n_pos))
+  end
+  local opts = {}
+  for i = 1, n_pos do
+    local v = select(i, ...)
+    if v ~= nil then opts[order[i]] = v end
+  end
+  if has_opts then
+    for k, v in pairs(last) do
+      if opts[k] ~= nil then
+        raise(string.format("%s: got multiple values for '%s' (positional and in the options table)",
+          name, tostring(k)))
+      end
+      opts[k] = v
+    end
+  end
+  return opts
+end
+
 local function class(name, defaults, update)
   defaults.params = nil
   update = follow(update) -- a parameter's state (buffers, step counts) on its device
@@ -91,19 +140,19 @@ local function class(name, defaults, update)
   cls.update = update
   setmetatable(cls, {
     __index = Optimizer,
-    __call = function(c, params, opts)
-      if opts ~= nil and type(opts) ~= "table" then
-        raise(string.format("%s: bad argument #2 (a table of options expected, got %s)", name,
-          ltc.typename(opts)))
-      end
-      opts = opts or {}
+    __call = function(c, params, ...)
+      local opts = options_of(name, defaults, ...)
       for k in pairs(opts) do
         if defaults[k] == nil then raise(string.format("%s: unknown option '%s'", name, k)) end
       end
       local d = {}
       for k, v in pairs(defaults) do d[k] = v end
       for k, v in pairs(opts) do d[k] = v end
-      if type(d.lr) ~= "number" or d.lr < 0 then raise(name .. ": lr must be a number >= 0") end
+      if type(d.lr) ~= "number" or d.lr < 0 then
+        raise(string.format("%s: lr must be a number >= 0 (got %s)", name,
+          type(d.lr) == "string" and string.format("the string %q", d.lr) or ltc.typename(d.lr) == "number"
+            and tostring(d.lr) or ltc.typename(d.lr)))
+      end
       -- PyTorch's checks: 0 <= beta < 1, eps >= 0, weight_decay >= 0, momentum >= 0
       if d.betas ~= nil then
         local b = d.betas

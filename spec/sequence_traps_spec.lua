@@ -44,6 +44,36 @@ describe("the recurrent modules' constructors", function()
   end)
 end)
 
+describe("the other modules' constructors", function()
+  it("take PyTorch's positional arguments too (they raised 'options must be a table')", function()
+    -- torch 1.13: MultiheadAttention(8, 2, 0.1, False): dropout 0.1, no in_proj_bias;
+    -- TransformerEncoderLayer(8, 2, 16, 0.2, 'gelu', 1e-6, True, True): linear1 8 -> 16,
+    -- norm_first; Embedding(10, 3, 0): padding_idx 0 (1 in ltc, 1-based);
+    -- Conv1d(1, 16, 3, 2, 1) and ConvTranspose2d(1, 16, 3, 2, 1, 1) on [1, 1, 4, 4]: [1, 16, 8, 8]
+    local mha = nn.MultiheadAttention(8, 2, 0.1, false)
+    assert.are.same({ 0.1, true }, { mha.dropout, mha.in_proj_bias == nil })
+    local enc = nn.TransformerEncoderLayer(8, 2, 16, 0.2, "gelu", 1e-6, true, true)
+    assert.are.same({ 16, true }, { enc.linear1.out_features, enc.norm_first })
+    assert.are.same({ 2, 5, 8 }, enc(ltc.randn(2, 5, 8)):size()) -- batch_first
+    assert.are.equal(1, nn.Embedding(10, 3, 1).padding_idx)
+    local c1 = nn.Conv1d(1, 16, 3, 2, 1)
+    assert.are.same({ 2, 1 }, { c1.stride, c1.padding })
+    assert.are.same({ 1, 16, 8, 8 }, nn.ConvTranspose2d(1, 16, 3, 2, 1, 1)(ltc.ones(1, 1, 4, 4)):size())
+    local bn = nn.BatchNorm1d(8, 1e-3, 0.2)
+    assert.are.same({ 1e-3, 0.2 }, { bn.eps, bn.momentum })
+    assert.are.equal(1e-6, nn.LayerNorm(8, 1e-6).eps)
+    assert.are.equal(1e-3, nn.GroupNorm(2, 8, 1e-3).eps)
+    -- a trailing options table still works alone and after positional ones
+    assert.is_true(nn.MultiheadAttention(8, 2, { batch_first = true }).batch_first)
+    assert.is_true(nn.MultiheadAttention(8, 2, 0.0, true, { batch_first = true }).batch_first)
+    assert.matches("Embedding: takes at most 1 positional argument after embedding_dim %(padding_idx%), got 2",
+      err(function() nn.Embedding(8, 3, 1, 2) end))
+    assert.matches("BatchNorm2d: affine must be a boolean, got string",
+      err(function() nn.BatchNorm2d(8, 1e-3, 0.2, "yes") end))
+    assert.matches("Conv1d: unknown option 'foo'", err(function() nn.Conv1d(1, 2, 3, { foo = 1 }) end))
+  end)
+end)
+
 describe("the optimizers' constructors", function()
   it("take PyTorch's positional arguments after params, with or without an options table", function()
     -- torch: SGD([p], 0.1, 0.9) with p = [1, 2] and grad [1, 1] twice: buf 1 then 1.9,

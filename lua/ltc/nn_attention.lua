@@ -13,6 +13,7 @@
 local core = require "ltc.core"
 local raise = core._raise -- an error at the caller's line, outside lua/ltc/
 local ltc = require "ltc"
+local ctor_args = require "ltc.nn_positional" -- PyTorch's positional constructor arguments
 
 return function(nn, F)
   local check_options, set, check_size = nn.check_options, nn.option_set, nn.check_size
@@ -132,13 +133,14 @@ return function(nn, F)
   -- nn.MultiheadAttention: key_padding_mask [N, S] and a bool attn_mask [L, S] mark with true
   -- what must NOT be attended; a float attn_mask is added to the scores.
   nn.MultiheadAttention = nn.class("MultiheadAttention")
-  function nn.MultiheadAttention:__init(E, heads, opts)
+  function nn.MultiheadAttention:__init(E, heads, ...)
     check_size("MultiheadAttention", "embed_dim", E)
     check_size("MultiheadAttention", "num_heads", heads)
     if E % heads ~= 0 then
       raise(string.format("MultiheadAttention: embed_dim %d must be divisible by num_heads %d", E, heads))
     end
-    opts = check_options("MultiheadAttention", opts, set("dropout", "bias", "batch_first", "kdim", "vdim"), 3)
+    local opts = check_options("MultiheadAttention", ctor_args("MultiheadAttention", "num_heads",
+      { "dropout", "bias" }, ...), set("dropout", "bias", "batch_first", "kdim", "vdim"), 3)
     local kdim, vdim = opts.kdim or E, opts.vdim or E
     check_size("MultiheadAttention", "kdim", kdim)
     check_size("MultiheadAttention", "vdim", vdim)
@@ -361,9 +363,11 @@ return function(nn, F)
   -- submodule names (self_attn, linear1, linear2, norm1, norm2). layer(src [, {src_mask,
   -- src_key_padding_mask, is_causal}]).
   nn.TransformerEncoderLayer = nn.class("TransformerEncoderLayer")
-  function nn.TransformerEncoderLayer:__init(d, nhead, opts)
-    opts = check_options("TransformerEncoderLayer", opts, set("dim_feedforward", "dropout",
-      "activation", "layer_norm_eps", "batch_first", "norm_first", "bias"), 3)
+  function nn.TransformerEncoderLayer:__init(d, nhead, ...)
+    local order = { "dim_feedforward", "dropout", "activation", "layer_norm_eps", "batch_first",
+      "norm_first", "bias" }
+    local opts = check_options("TransformerEncoderLayer", ctor_args("TransformerEncoderLayer",
+      "nhead", order, ...), set(table.unpack(order)), 3)
     local ff, p = opts.dim_feedforward or 2048, opts.dropout or 0.1
     local act = opts.activation or "relu"
     if act ~= "relu" and act ~= "gelu" then

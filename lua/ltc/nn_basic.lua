@@ -4,6 +4,7 @@
 -- F), after nn_module.lua; nn_layers.lua holds more.
 local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local ltc = require "ltc"
+local positional = require "ltc.nn_positional" -- PyTorch's positional constructor arguments
 
 return function(nn, F)
   local check_options, set, check_size = nn.check_options, nn.option_set, nn.check_size
@@ -215,8 +216,9 @@ return function(nn, F)
   --- nn.LayerNorm(normalized_shape [, {eps=1e-5, elementwise_affine=true, bias=true}]): weight
   -- 1, bias 0.
   nn.LayerNorm = nn.class("LayerNorm")
-  function nn.LayerNorm:__init(shape, opts)
-    opts = check_options("LayerNorm", opts, set("eps", "elementwise_affine", "bias"), 3)
+  function nn.LayerNorm:__init(shape, ...)
+    local opts = check_options("LayerNorm", positional("LayerNorm", "normalized_shape",
+      { "eps", "elementwise_affine", "bias" }, ...), set("eps", "elementwise_affine", "bias"), 3)
     if math.type(shape) == "integer" then shape = { shape } end
     local ok = type(shape) == "table" and #shape > 0
     for i = 1, ok and #shape or 0 do ok = ok and math.type(shape[i]) == "integer" and shape[i] >= 0 end
@@ -244,10 +246,11 @@ return function(nn, F)
   -- (PyTorch); indices are 1-based. With padding_idx (1-based, negative from the end), that
   -- row starts at zero and gets no gradient (PyTorch).
   nn.Embedding = nn.class("Embedding")
-  function nn.Embedding:__init(num, dim, opts)
+  function nn.Embedding:__init(num, dim, ...)
     check_size("Embedding", "num_embeddings", num)
     check_size("Embedding", "embedding_dim", dim)
-    opts = check_options("Embedding", opts, set("padding_idx"), 3)
+    local opts = check_options("Embedding", positional("Embedding", "embedding_dim", { "padding_idx" }, ...),
+      set("padding_idx"), 3)
     local pad = opts.padding_idx
     if pad ~= nil then
       if math.type(pad) ~= "integer" or pad == 0 or pad > num or pad < -num then

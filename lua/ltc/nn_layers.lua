@@ -6,6 +6,7 @@
 -- compares them with PyTorch.
 local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local ltc = require "ltc"
+local positional = require "ltc.nn_positional" -- PyTorch's positional constructor arguments
 
 return function(nn, F)
   local check_options, set, check_size = nn.check_options, nn.option_set, nn.check_size
@@ -223,9 +224,10 @@ return function(nn, F)
 
   local function batch_norm_class(name, dims)
     local cls = nn.class(name)
-    function cls:__init(num_features, opts)
+    function cls:__init(num_features, ...)
       check_size(name, "num_features", num_features)
-      opts = check_options(name, opts, set("eps", "momentum", "affine", "track_running_stats"), 3)
+      local order = { "eps", "momentum", "affine", "track_running_stats" }
+      local opts = check_options(name, positional(name, "num_features", order, ...), set(table.unpack(order)), 3)
       self.num_features, self.eps, self.momentum = num_features, opts.eps or 1e-5, opts.momentum or 0.1
       self.affine = opts.affine ~= false
       self.track_running_stats = opts.track_running_stats ~= false
@@ -298,11 +300,12 @@ return function(nn, F)
 
   --- nn.GroupNorm(num_groups, num_channels [, {eps=1e-5, affine=true}]).
   nn.GroupNorm = nn.class("GroupNorm")
-  function nn.GroupNorm:__init(G, C, opts)
+  function nn.GroupNorm:__init(G, C, ...)
     check_size("GroupNorm", "num_groups", G)
     check_size("GroupNorm", "num_channels", C)
     if C % G ~= 0 then raise(string.format("GroupNorm: num_channels %d must be divisible by num_groups %d", C, G)) end
-    opts = check_options("GroupNorm", opts, set("eps", "affine"), 3)
+    local opts = check_options("GroupNorm", positional("GroupNorm", "num_channels", { "eps", "affine" }, ...),
+      set("eps", "affine"), 3)
     self.num_groups, self.num_channels, self.eps = G, C, opts.eps or 1e-5
     self.affine = opts.affine ~= false
     if self.affine then
@@ -415,11 +418,12 @@ return function(nn, F)
   --- nn.Conv1d(in_channels, out_channels, kernel_size [, {stride, padding, dilation, groups,
   -- bias}]): weight [out, in / groups, kernel_size] and bias uniform in +-1/sqrt(fan_in).
   nn.Conv1d = nn.class("Conv1d")
-  function nn.Conv1d:__init(cin, cout, k, opts)
+  function nn.Conv1d:__init(cin, cout, k, ...)
     check_size("Conv1d", "in_channels", cin)
     check_size("Conv1d", "out_channels", cout)
     check_size("Conv1d", "kernel_size", k)
-    opts = check_options("Conv1d", opts, conv_opts, 3)
+    local opts = check_options("Conv1d", positional("Conv1d", "kernel_size",
+      { "stride", "padding", "dilation", "groups", "bias" }, ...), conv_opts, 3)
     self.cin, self.cout, self.k = cin, cout, k
     self.stride, self.padding = opts.stride or 1, opts.padding or 0
     self.dilation, self.groups = opts.dilation or 1, opts.groups or 1
@@ -469,11 +473,12 @@ return function(nn, F)
   -- output_padding, groups, bias, dilation}]): weight [in, out / groups, kh, kw] and bias
   -- uniform in +-1/sqrt(out / groups * kh * kw) (PyTorch's fan_in of the transposed weight).
   nn.ConvTranspose2d = nn.class("ConvTranspose2d")
-  function nn.ConvTranspose2d:__init(cin, cout, k, opts)
+  function nn.ConvTranspose2d:__init(cin, cout, k, ...)
     check_size("ConvTranspose2d", "in_channels", cin)
     check_size("ConvTranspose2d", "out_channels", cout)
-    opts = check_options("ConvTranspose2d", opts,
-      set("stride", "padding", "output_padding", "groups", "bias", "dilation"), 3)
+    local order = { "stride", "padding", "output_padding", "groups", "bias", "dilation" }
+    local opts = check_options("ConvTranspose2d", positional("ConvTranspose2d", "kernel_size", order, ...),
+      set(table.unpack(order)), 3)
     local kk = pair(k)
     nn.check_size("ConvTranspose2d", "kernel_size", kk[1])
     nn.check_size("ConvTranspose2d", "kernel_size", kk[2])

@@ -12,55 +12,13 @@
 local core = require "ltc.core"
 local raise = core._raise -- an error at the caller's line, outside lua/ltc/
 local ltc = require "ltc"
+local positional = require "ltc.nn_positional" -- nn.LSTM(10, 20, 2): PyTorch's positional order
 
 return function(nn, F)
   local check_options, set, check_size = nn.check_options, nn.option_set, nn.check_size
   local uniform = nn.init.uniform
 
   local gates = { RNN = 1, LSTM = 4, GRU = 3 }
-
-  -- The options of a constructor called with PyTorch's positional arguments after
-  -- hidden_size (nn.LSTM(10, 20, 2), nn.GRUCell(4, 8, false)), an options table
-  -- (nn.LSTM(10, 20, {num_layers = 2})), or both (nn.LSTM(10, 20, 2, {batch_first = true})):
-  -- `order` names the positions; one table, checked against `allowed`.
-  local function options_of(name, order, allowed, ...)
-    local n, opts = select("#", ...), {}
-    local last = n > 0 and select(n, ...) or nil
-    local n_pos = type(last) == "table" and n - 1 or n
-    if n_pos > #order then
-      raise(string.format("%s: takes at most %d positional argument%s after hidden_size (%s), got %d",
-        name, #order, #order == 1 and "" or "s", table.concat(order, ", "), n_pos))
-    end
-    for i = 1, n_pos do
-      local v = select(i, ...)
-      if type(v) == "table" then
-        raise(string.format("%s: argument #%d (%s) must be a %s, not a table (an options table "
-          .. "comes last)", name, i + 2, order[i], order[i] == "nonlinearity" and "string"
-          or ((order[i] == "bias" or order[i] == "batch_first" or order[i] == "bidirectional")
-            and "boolean" or "number")))
-      end
-      opts[order[i]] = v
-    end
-    if type(last) == "table" then
-      check_options(name, last, allowed, 4)
-      for k, v in pairs(last) do
-        if opts[k] ~= nil then
-          raise(string.format("%s: got multiple values for '%s' (positional and in the options table)", name, k))
-        end
-        opts[k] = v
-      end
-    elseif n_pos == 0 and last ~= nil then
-      check_options(name, last, allowed, 4)
-    end
-    for k, v in pairs(opts) do
-      local want = (k == "bias" or k == "batch_first" or k == "bidirectional") and "boolean"
-        or k == "nonlinearity" and "string" or "number"
-      if type(v) ~= want then
-        raise(string.format("%s: %s must be a %s, got %s", name, k, want, ltc.typename(v)))
-      end
-    end
-    return opts
-  end
 
   -- One time step of `mode` from the input projection xw [B, G*H] (x W_ih^T + b_ih), the
   -- state h [B, H] (and c for LSTM) and the recurrent weights. Returns h' (and c').
@@ -157,8 +115,8 @@ return function(nn, F)
       check_size(name, "input_size", input_size)
       check_size(name, "hidden_size", hidden_size)
       local allowed = mode == "RNN" and set("bias", "nonlinearity") or set("bias")
-      local opts = options_of(name, mode == "RNN" and { "bias", "nonlinearity" } or { "bias" },
-        allowed, ...)
+      local opts = check_options(name, positional(name, "hidden_size",
+        mode == "RNN" and { "bias", "nonlinearity" } or { "bias" }, ...), allowed, 3)
       self.nonlinearity = opts.nonlinearity or "tanh"
       if self.nonlinearity ~= "tanh" and self.nonlinearity ~= "relu" then
         raise(name .. ": nonlinearity must be 'tanh' or 'relu', not '" .. tostring(self.nonlinearity) .. "'")
@@ -235,7 +193,7 @@ return function(nn, F)
       -- PyTorch's positional order (RNN has nonlinearity second)
       local order = mode == "RNN" and { "num_layers", "nonlinearity", "bias", "batch_first",
         "dropout", "bidirectional" } or { "num_layers", "bias", "batch_first", "dropout", "bidirectional" }
-      local opts = options_of(mode, order, allowed, ...)
+      local opts = check_options(mode, positional(mode, "hidden_size", order, ...), allowed, 3)
       local L = opts.num_layers or 1
       check_size(mode, "num_layers", L)
       local p = opts.dropout or 0

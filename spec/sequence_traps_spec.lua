@@ -72,6 +72,19 @@ describe("the other modules' constructors", function()
       err(function() nn.BatchNorm2d(8, 1e-3, 0.2, "yes") end))
     assert.matches("Conv1d: unknown option 'foo'", err(function() nn.Conv1d(1, 2, 3, { foo = 1 }) end))
   end)
+
+  it("of the losses with a class weight take it first, as PyTorch's nn.CrossEntropyLoss(w)", function()
+    -- torch: CrossEntropyLoss(w)(x, y) = 1.3481909; with ignore_index=2 (3 here) 0.9749569
+    local w = ltc.tensor({ 1., 2, 0.5 })
+    local x, y = ltc.tensor({ { 0.2, -1.0, 0.5 }, { 1.5, 0.3, -0.2 } }), ltc.tensor({ 1, 3 }, "int64")
+    assert.is_true(math.abs(nn.CrossEntropyLoss(w)(x, y):item() - 1.3481909) < 1e-6)
+    assert.is_true(math.abs(nn.CrossEntropyLoss(w, { ignore_index = 3 })(x, y):item() - 0.9749569) < 1e-6)
+    assert.is_true(math.abs(nn.NLLLoss(w)(x:log_softmax(2), y):item() - 1.3481909) < 1e-6)
+    assert.matches("CrossEntropyLoss: got multiple values for 'weight'",
+      err(function() nn.CrossEntropyLoss(w, { weight = w }) end))
+    assert.matches("CrossEntropyLoss: takes one options table %(PyTorch's keyword arguments%), got 2 arguments",
+      err(function() nn.CrossEntropyLoss({ label_smoothing = 0.1 }, 3) end))
+  end)
 end)
 
 describe("the optimizers' constructors", function()

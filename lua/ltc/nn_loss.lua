@@ -319,9 +319,28 @@ return function(nn, F)
   end
 
   -- A loss module: __init(opts) checks the options of `fname` and forward passes them on.
+  -- A tensor first is the class weight, PyTorch's first positional argument
+  -- (nn.CrossEntropyLoss(w), nn.CrossEntropyLoss(w, {ignore_index = 1})).
   local function loss_class(name, fn, allowed)
     local cls = nn.class(name)
-    function cls:__init(opts)
+    function cls:__init(opts, more, ...)
+      if ltc.is_tensor(opts) and allowed[1] == "weight" then
+        if select("#", ...) > 0 or (more ~= nil and type(more) ~= "table") then
+          raise(string.format("%s: takes the weight and then an options table, got %d arguments",
+            name, select("#", ...) + 2))
+        end
+        local o = { weight = opts }
+        for k, v in pairs(more or {}) do
+          if k == "weight" then
+            raise(name .. ": got multiple values for 'weight' (positional and in the options table)")
+          end
+          o[k] = v
+        end
+        opts = o
+      elseif more ~= nil then
+        raise(string.format("%s: takes one options table (PyTorch's keyword arguments), got %d arguments",
+          name, select("#", ...) + 2))
+      end
       self.options = check_options(name, opts, set("reduction", table.unpack(allowed)), 4)
       self.reduction = self.options.reduction or "mean"
     end

@@ -104,9 +104,19 @@ end
 local first_step = 1
 local resumed_state
 if opts.resume ~= "" then
-  local t = ltc.load(opts.resume)
-  model:load_state_dict(t.model)
-  opt:load_state_dict(t.opt)
+  local ok, e = pcall(function()
+    local t = ltc.load(opts.resume)
+    model:load_state_dict(t.model)
+    opt:load_state_dict(t.opt)
+    return t
+  end)
+  if not ok then -- a missing file, or one written with other --hidden, --embed or --chars
+    io.stderr:write(string.format("char_lstm: --resume %s: %s (a checkpoint of this example, "
+      .. "written with the same --hidden, --embed and data?)\n", opts.resume,
+      tostring(e):gsub("^[^:]*:%d+: ", "")))
+    os.exit(1)
+  end
+  local t = e
   first_step = t.step + 1
   if t.h and t.c then resumed_state = { t.h, t.c } end
   print(string.format("resumed from %s at step %d", opts.resume, first_step))

@@ -16,7 +16,16 @@ function M.options(name, opts, usage)
       os.exit(2)
     end
     local v = a[i + 1]
-    opts[key] = type(opts[key]) == "number" and (math.tointeger(tonumber(v)) or tonumber(v)) or v
+    if type(opts[key]) == "number" then
+      local x = tonumber(v)
+      if not x then
+        io.stderr:write(string.format("%s: --%s takes a number, got '%s'\nusage: %s.lua %s\n", name,
+          a[i]:sub(3), v, name, usage))
+        os.exit(2)
+      end
+      v = math.tointeger(x) or x
+    end
+    opts[key] = v
     i = i + 2
   end
   return opts

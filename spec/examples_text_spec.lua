@@ -48,4 +48,31 @@ describe("examples/char_lstm.lua", function()
     assert.is_true(ok, out)
     assert.truthy(out:find("%(%d+%.%d ms/step after warm%-up%)"), out)
   end)
+
+  it("names a bad option value and a checkpoint of another model, without a traceback", function()
+    -- "--steps x" ran on to "attempt to sub a 'string' with a 'number'"; a --resume of another
+    -- --hidden ended in load_state_dict's traceback
+    local p = io.popen("bin/ltc examples/tiny_gpt.lua --steps x 2>&1")
+    local out = p:read("a")
+    local _, _, code = p:close()
+    assert.are.equal(2, code)
+    assert.truthy(out:find("tiny_gpt: --steps takes a number, got 'x'", 1, true), out)
+    if not io.open("/usr/share/games/fortunes/fortunes") then return pending("no fortunes") end
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p " .. dir))
+    local args = "--batch 4 --seq 8 --chars 20000 --embed 8 --eval-every 0 --sample 10 --plot "
+      .. dir .. "/l.svg --checkpoint " .. dir .. "/c.npz"
+    p = io.popen("bin/ltc examples/char_lstm.lua --steps 1 --hidden 16 " .. args .. " 2>&1")
+    out = p:read("a") -- (read before close: an unread pipe ends the writer with SIGPIPE)
+    assert(p:close(), out)
+    p = io.popen("bin/ltc examples/char_lstm.lua --steps 1 --hidden 8 --resume " .. dir .. "/c.npz " .. args .. " 2>&1")
+    out = p:read("a")
+    _, _, code = p:close()
+    os.execute("rm -rf " .. dir)
+    assert.are.equal(1, code)
+    assert.truthy(out:find("char_lstm: %-%-resume .-c%.npz: load_state_dict: 'lstm%.weight_ih_l0' has size "
+      .. "64x8, the module's 32x8 %(a checkpoint of this example, written with the same %-%-hidden"), out)
+    assert.is_nil(out:find("stack traceback", 1, true), out)
+  end)
 end)

@@ -130,8 +130,11 @@ describe("a Lua-written function", function()
     raised_here(err(function() local _ = ltc.data.mnist({}) end), "mnist", "got table")
     raised_here(err(function() local _ = ltc.io.load_npz(nil) end), "load_npz", "got nil")
     raised_here(err(function() local _ = ltc.tensor(nil) end), "tensor", "got nil")
-    raised_here(err(function() local _ = ltc.optim.Adam({ ltc.ones(1) }, 5) end), "Adam",
-      "bad argument #2", "got number")
+    -- (a number second is the lr, PyTorch's positional form: Adam(params, 5) is valid)
+    raised_here(err(function() local _ = ltc.optim.Adam({ ltc.ones(1) }, "x") end), "Adam",
+      "lr must be a number >= 0", 'got the string "x"')
+    raised_here(err(function() local _ = ltc.optim.Adam({ ltc.ones(1) }, 5, { lr = 1 }) end), "Adam",
+      "got multiple values for 'lr'")
   end)
 
   it("keeps working for good arguments", function()

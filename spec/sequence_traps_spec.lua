@@ -33,6 +33,22 @@ describe("the recurrent modules' constructors", function()
     assert.are.equal("relu", nn.RNNCell(4, 8, true, "relu").nonlinearity)
   end)
 
+  it("warn, as PyTorch, that dropout does nothing with one layer", function()
+    -- torch: nn.LSTM(4, 8, 1, dropout=0.5) warns "dropout option adds dropout after all but
+    -- last recurrent layer, so non-zero dropout expects num_layers greater than 1"
+    local warned, prev = {}, nn._warn
+    nn._warn = function(msg) warned[#warned + 1] = msg end
+    local ok, e = pcall(function()
+      nn.LSTM(4, 8, 1, true, false, 0.5)
+      nn.GRU(4, 8, { num_layers = 2, dropout = 0.5 })
+      nn.RNN(4, 8, { dropout = 0 })
+    end)
+    nn._warn = prev
+    assert(ok, e)
+    assert.are.equal(1, #warned)
+    assert.matches("^LSTM: dropout=0.5 with num_layers=1 does nothing", warned[1])
+  end)
+
   it("name a positional argument of the wrong kind, too many, or one given twice", function()
     assert.matches("LSTM: num_layers must be a number, got string", err(function() nn.LSTM(4, 8, "2") end))
     assert.matches("LSTM: takes at most 5 positional arguments after hidden_size %(num_layers, bias, "

@@ -200,6 +200,10 @@ return function(nn, F)
       if type(p) ~= "number" or not (p >= 0 and p <= 1) then
         raise(string.format("%s: dropout must be between 0 and 1, got %s", mode, tostring(p)))
       end
+      if p > 0 and L == 1 then -- PyTorch warns the same
+        nn._warn(string.format("%s: dropout=%g with num_layers=1 does nothing: dropout applies "
+          .. "between recurrent layers, after all but the last", mode, p))
+      end
       self.nonlinearity = opts.nonlinearity or "tanh"
       if self.nonlinearity ~= "tanh" and self.nonlinearity ~= "relu" then
         raise(mode .. ": nonlinearity must be 'tanh' or 'relu', not '" .. tostring(self.nonlinearity) .. "'")

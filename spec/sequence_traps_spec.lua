@@ -96,6 +96,16 @@ describe("the other modules' constructors", function()
     assert.is_true(math.abs(nn.CrossEntropyLoss(w)(x, y):item() - 1.3481909) < 1e-6)
     assert.is_true(math.abs(nn.CrossEntropyLoss(w, { ignore_index = 3 })(x, y):item() - 0.9749569) < 1e-6)
     assert.is_true(math.abs(nn.NLLLoss(w)(x:log_softmax(2), y):item() - 1.3481909) < 1e-6)
+    -- the functionals too: torch F.cross_entropy(x, y, w) (weight is its third positional)
+    assert.is_true(math.abs(F.cross_entropy(x, y, w):item() - 1.3481909) < 1e-6)
+    assert.is_true(math.abs(F.cross_entropy(x, y, w, { ignore_index = 3 }):item() - 0.9749569) < 1e-6)
+    assert.is_true(math.abs(F.cross_entropy(x, y, nil, { ignore_index = 3 }):item() - 0.9749569) < 1e-6)
+    assert.is_true(math.abs(F.nll_loss(x:log_softmax(2), y, w):item() - 1.3481909) < 1e-6)
+    -- torch: F.binary_cross_entropy(x.sigmoid(), x.sigmoid().round(), tensor([1., 2, 3])) = 0.9585722
+    assert.is_true(math.abs(F.binary_cross_entropy(x:sigmoid(), x:sigmoid():round(), ltc.tensor({ 1., 2, 3 })):item()
+      - 0.9585722) < 1e-6)
+    assert.matches("cross_entropy: after the weight comes an options table, not number",
+      err(function() return F.cross_entropy(x, y, w, 3) end))
     assert.matches("CrossEntropyLoss: got multiple values for 'weight'",
       err(function() nn.CrossEntropyLoss(w, { weight = w }) end))
     assert.matches("CrossEntropyLoss: takes one options table %(PyTorch's keyword arguments%), got 2 arguments",

@@ -30,6 +30,29 @@ return function(nn, F)
     return opts, code
   end
 
+  -- PyTorch's positional weight (F.cross_entropy(x, y, w), also followed by an options table:
+  -- F.cross_entropy(x, y, w, {ignore_index = 1})) as the options table the loss reads.
+  local function weight_first(fname, w, more)
+    if not ltc.is_tensor(w) and not (w == nil and more ~= nil) then
+      if more ~= nil then
+        raise(string.format("%s: takes the class weight (a tensor or nil), then an options table; "
+          .. "got %s and %s", fname, ltc.typename(w), ltc.typename(more)))
+      end
+      return w
+    end
+    if more ~= nil and type(more) ~= "table" then
+      raise(string.format("%s: after the weight comes an options table, not %s", fname, ltc.typename(more)))
+    end
+    local o = { weight = w }
+    for k, v in pairs(more or {}) do
+      if k == "weight" and w ~= nil then
+        raise(fname .. ": got multiple values for 'weight' (positional and in the options table)")
+      end
+      o[k] = v
+    end
+    return o
+  end
+
   local function reduce(loss, code)
     if code == 0 then return loss elseif code == 1 then return loss:mean() else return loss:sum() end
   end
@@ -107,7 +130,8 @@ return function(nn, F)
   -- [N, C] or [N, C, d1, ...] (or [C]) and 1-based int64 labels [N] / [N, d1, ...]. With
   -- weight [C] each term is scaled by the weight of its label and "mean" divides by the sum of
   -- those weights; labels equal to ignore_index add nothing (PyTorch).
-  function F.nll_loss(input, target, opts)
+  function F.nll_loss(input, target, opts, more)
+    opts = weight_first("nll_loss", opts, more)
     local o, code = options("nll_loss", opts, nil, "weight", "ignore_index")
     if not o.weight and not o.ignore_index and input:dim() == 2 then
       return ltc.nll_loss(input, target, code)
@@ -123,8 +147,11 @@ return function(nn, F)
   -- reduction}]): logits [N, C] or [N, C, d1, ...] (or [C]); target either 1-based int64
   -- labels [N, d1, ...] or class probabilities of input's size (a float tensor). weight [C]
   -- rescales classes; label_smoothing in [0, 1] mixes the target with the uniform
-  -- distribution. Without options on [N, C] it is one fused op forward and backward.
-  function F.cross_entropy(input, target, opts)
+  -- distribution. Without options on [N, C] it is one fused op forward and backward. The
+  -- weight may come third, as PyTorch's positional argument: F.cross_entropy(x, y, w [, opts])
+  -- (also for nll_loss, binary_cross_entropy and binary_cross_entropy_with_logits).
+  function F.cross_entropy(input, target, opts, more)
+    opts = weight_first("cross_entropy", opts, more)
     local o, code = options("cross_entropy", opts, nil, "weight", "ignore_index", "label_smoothing")
     local eps = o.label_smoothing or 0
     if type(eps) ~= "number" or eps < 0 or eps > 1 then
@@ -255,7 +282,8 @@ return function(nn, F)
   -- -100 as PyTorch does. An input outside [0, 1] (or NaN) is an error at the sync that
   -- computes the loss, as PyTorch raises: assert_in_range checks it when the graph runs,
   -- under an op scope that names binary_cross_entropy (its values are only known then).
-  function F.binary_cross_entropy(input, target, opts)
+  function F.binary_cross_entropy(input, target, opts, more)
+    opts = weight_first("binary_cross_entropy", opts, more)
     local o, code = options("binary_cross_entropy", opts, nil, "weight")
     same_size("binary_cross_entropy", input, target)
     local _ <close> = op_scope("binary_cross_entropy", "all elements of input should be between 0 and 1")
@@ -269,7 +297,8 @@ return function(nn, F)
   -- the sigmoid and the binary cross entropy in one stable formula: -w (pw t log s(x) + (1 -
   -- t) log s(-x)), pos_weight (broadcast over the last dim, one per class) weighting the
   -- positive term.
-  function F.binary_cross_entropy_with_logits(input, target, opts)
+  function F.binary_cross_entropy_with_logits(input, target, opts, more)
+    opts = weight_first("binary_cross_entropy_with_logits", opts, more)
     local o, code = options("binary_cross_entropy_with_logits", opts, nil, "weight", "pos_weight")
     same_size("binary_cross_entropy_with_logits", input, target)
     -- log s(x) = -(max(-x, 0) + log1p(exp(-|x|))); log s(-x) = log s(x) - x

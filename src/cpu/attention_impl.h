@@ -152,6 +152,22 @@ LTC_EW_CLONES static T FN(rowsum)(const T *row, int64_t n) {
     for (int64_t l = 0; l < V64W; l++) sum += t[l];
     return sum;
 }
+
+/* The sum of x[j] * y[j], j < n, as rowsum adds (the backward's D = rowsum(dO * O): its omp
+ * simd reduction was three quarters of the backward's own time). */
+LTC_EW_CLONES static T FN(rowdot)(const T *x, const T *y, int64_t n) {
+    FN(v64) a = {0}, u, v;
+    int64_t j = 0;
+    for (; j + V64W <= n; j += V64W) {
+        memcpy(&u, x + j, sizeof u), memcpy(&v, y + j, sizeof v);
+        a += u * v;
+    }
+    T t[V64W], sum = 0;
+    memcpy(t, &a, sizeof t);
+    for (; j < n; j++) t[0] += x[j] * y[j];
+    for (int64_t l = 0; l < V64W; l++) sum += t[l];
+    return sum;
+}
 #undef V64W
 
 /* Scores block s[br, bc] = scale * Q[i0.., :] . K[j0.., :]^T (Q and K item b's rows, with row
@@ -301,13 +317,7 @@ LTC_EW_CLONES static void FN(bwd)(void *p, int64_t lo, int64_t hi, int tid) {
         const T *dO = (const T *)c->go + oo, *O = (const T *)c->o + oo;
         const T *lse = (const T *)c->lse + b * L;
         T *dQ = (T *)c->dq + oq, *dK = (T *)c->dk + ok, *dV = (T *)c->dv + ov;
-        for (int64_t i = 0; i < L; i++) {
-            T d = 0;
-#pragma omp simd reduction(+ : d)
-            for (int64_t e = 0; e < Ev; e++)
-                d += dO[i * ldo + e] * O[i * ldo + e];
-            D[i] = d;
-        }
+        for (int64_t i = 0; i < L; i++) D[i] = FN(rowdot)(dO + i * ldo, O + i * ldo, Ev);
         /* with c->small, V^T [Ev, S] (dP's right operand) */
         const T *Vt = gv;
         if (c->small) { /* K^T and V^T; mmk reads and writes the other rows where they are */

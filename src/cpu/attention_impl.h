@@ -173,8 +173,9 @@ LTC_EW_CLONES static T FN(rowdot)(const T *x, const T *y, int64_t n) {
 /* Scores block s[br, bc] = scale * Q[i0.., :] . K[j0.., :]^T (Q and K item b's rows, with row
  * strides ldq and ldk; with c->small, K is given transposed, [E, S] with row stride ldk), masked: -inf where causal hides key j from query i or a bool mask is
  * false, plus a float mask's value. */
-static void FN(scores)(const at_ctx *c, int64_t b, int64_t i0, int64_t br, int64_t j0,
-                       int64_t bc, T *s, const T *Q, int64_t ldq, const T *K, int64_t ldk) {
+LTC_EW_CLONES static void FN(scores)(const at_ctx *c, int64_t b, int64_t i0, int64_t br,
+                                     int64_t j0, int64_t bc, T *s, const T *Q, int64_t ldq,
+                                     const T *K, int64_t ldk) {
     /* scale 0: gemm's alpha 0 would not read Q and K at all (BLAS), so the product is
      * scaled after it, as PyTorch's (q k^T) * scale: inf * 0 and NaN * 0 give NaN */
     if (c->small)
@@ -206,9 +207,11 @@ static void FN(scores)(const at_ctx *c, int64_t b, int64_t i0, int64_t br, int64
         }
     }
     if (c->causal)
-        for (int64_t r = 0; r < br; r++)
-            for (int64_t j = i0 + r + 1 - j0 < 0 ? 0 : i0 + r + 1 - j0; j < bc; j++)
-                s[r * bc + j] = -INFINITY;
+        for (int64_t r = 0; r < br; r++) {
+            T *row = s + r * bc;
+            LTC_SIMD for (int64_t j = i0 + r + 1 - j0 < 0 ? 0 : i0 + r + 1 - j0; j < bc; j++)
+                row[j] = -INFINITY;
+        }
 }
 
 /* dst[0..n) = src[0..n) times the dropout factors of scores (b, i, j0..j0+n): 1 / (1 - p) where

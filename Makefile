@@ -143,8 +143,14 @@ $(BUILD)/kernels_test: spec/c/kernels_test.c spec/c/kernel_stubs.c $(wildcard sr
 	$(CC) $(CPPFLAGS) $(LTC_CFLAGS) $(CFLAGS) -o $@ spec/c/kernels_test.c spec/c/kernel_stubs.c \
 	  $(filter-out src/cpu/cpu_backend.c src/cpu/plan.c src/cpu/fuse.c src/cpu/fold.c src/cpu/threads.c src/cpu/capture.c src/cpu/collective.c,$(wildcard src/cpu/*.c)) src/core/rng.c $(LDLIBS)
 
-test-c: $(BUILD)/kernels_test
+# The timed split choice of src/cpu/threads.c, with the core's configuration stubbed.
+$(BUILD)/split_test: spec/c/split_test.c src/cpu/threads.c src/cpu/threads.h
+	$(CC) $(INC_cpu) $(LTC_CFLAGS) $(CFLAGS) -o $@ spec/c/split_test.c src/cpu/threads.c \
+	  -lopenblas -lpthread
+
+test-c: $(BUILD)/kernels_test $(BUILD)/split_test
 	$(BUILD)/kernels_test
+	$(BUILD)/split_test
 
 # Graph capture modes and concurrent capture/replay with real threads (a Lua state each).
 $(BUILD)/graph_threads_test: spec/c/graph_threads_test.c

@@ -36,7 +36,8 @@ static option options[] = {
      "CPU backend: the GEMMs of linear and linear_backward from 1M multiply-adds as row blocks "
      "on the threads: 0 never, 1 always, 2 when timing the two ways shows it pays"},
     {"LTC_PROFILE", 0, 0, 1,
-     "CPU backend: time each plan step; ltc.debug.backend_text shows the mean time per step"},
+     "CPU backend: time each plan step; ltc.debug.backend_text shows the mean and fastest "
+     "time per step"},
     {"LTC_DETERMINISTIC", 0, 0, 1,
      "results independent of the thread count: OpenBLAS GEMMs run on one thread "
      "(ltc.use_deterministic_algorithms)"},

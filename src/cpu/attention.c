@@ -200,12 +200,14 @@ static void gathert_f64(double *dst, int64_t ldd, const double *src, int64_t n, 
  * ltc_rng_uniform_f32 (w0's top 24 bits) and _f64 (the top 53 bits of w) make it. */
 #define UNIFORM(w) ((float)((w) >> 40) * (1.0f / 16777216.0f))
 #define T float
+#define IT int32_t
 #define SFX f32
 #define EXP expf
 #define EXP_MIN -87.0f
 #define EXP_ZERO 1.7e-38f
 #include "attention_impl.h"
 #undef T
+#undef IT
 #undef SFX
 #undef EXP
 #undef EXP_MIN
@@ -214,12 +216,14 @@ static void gathert_f64(double *dst, int64_t ldd, const double *src, int64_t n, 
 
 #define UNIFORM(w) ((double)((w) >> 11) * (1.0 / 9007199254740992.0))
 #define T double
+#define IT int64_t
 #define SFX f64
 #define EXP exp
 #define EXP_MIN -708.0
 #define EXP_ZERO 3.4e-308
 #include "attention_impl.h"
 #undef T
+#undef IT
 #undef SFX
 #undef EXP
 #undef EXP_MIN

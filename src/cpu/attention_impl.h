@@ -1,6 +1,7 @@
 /*
  * attention_impl.h - the blocked loops of attention.c for one element type, included once per
- * type with T (float, double), SFX (f32, f64) and EXP (expf, exp) defined. Not a header of
+ * type with T (float, double), IT (int32_t, int64_t: an integer of T's size), SFX (f32, f64)
+ * and EXP (expf, exp) defined. Not a header of
  * its own: attention.c holds the context struct, the mask look-up and the kernels.
  */
 
@@ -106,11 +107,75 @@ LTC_EW_CLONES static void FN(expz)(T *row, int64_t n, T z) {
     LTC_SIMD for (int64_t j = 0; j < n; j++) row[j] = row[j] < EXP_ZERO ? 0 : row[j];
 }
 
+/* The largest of row[0..n) and the sum of row[0..n), over vectors of 64 bytes: NaN entries
+ * are skipped by the maximum (`x > m ? x : m`, as before) and the maximum is the same in
+ * any order, so its lanes meet in a tree; the sum keeps one partial per lane (the remainder
+ * in lane 0) added in lane order, the order of GCC's omp simd reduction in the AVX-512
+ * clone, without its per-row lane array (16 scalar stores read back as one vector, a
+ * stalled store forwarding, then a scalar loop): those reductions were half the forward's
+ * own time in tiny_gpt (rows of 64). */
+typedef T FN(v64) __attribute__((vector_size(64)));
+typedef IT FN(m64) __attribute__((vector_size(64))); /* a lane mask of v64 */
+#define V64W ((int64_t)(64 / sizeof(T)))
+LTC_EW_CLONES static T FN(rowmax)(const T *row, int64_t n) {
+    T mx = -INFINITY;
+    int64_t j = 0;
+    if (n >= V64W) {
+        FN(v64) a = (FN(v64)){0} - (T)INFINITY, b;
+        for (; j + V64W <= n; j += V64W) {
+            memcpy(&b, row + j, sizeof b);
+            FN(m64) gt = b > a, ab, bb; /* a = b > a ? b : a, lane by lane */
+            memcpy(&ab, &a, sizeof ab), memcpy(&bb, &b, sizeof bb);
+            ab = (bb & gt) | (ab & ~gt);
+            memcpy(&a, &ab, sizeof a);
+        }
+        T t[V64W];
+        memcpy(t, &a, sizeof t);
+        for (int64_t w = V64W / 2; w > 0; w /= 2)
+            for (int64_t l = 0; l < w; l++) t[l] = t[l + w] > t[l] ? t[l + w] : t[l];
+        mx = t[0];
+    }
+    for (; j < n; j++) mx = row[j] > mx ? row[j] : mx;
+    return mx;
+}
+
+LTC_EW_CLONES static T FN(rowsum)(const T *row, int64_t n) {
+    FN(v64) a = {0}, b;
+    int64_t j = 0;
+    for (; j + V64W <= n; j += V64W) {
+        memcpy(&b, row + j, sizeof b);
+        a += b;
+    }
+    T t[V64W], sum = 0;
+    memcpy(t, &a, sizeof t);
+    for (; j < n; j++) t[0] += row[j];
+    for (int64_t l = 0; l < V64W; l++) sum += t[l];
+    return sum;
+}
+
+/* The sum of x[j] * y[j], j < n, as rowsum adds (the backward's D = rowsum(dO * O): its omp
+ * simd reduction was three quarters of the backward's own time). */
+LTC_EW_CLONES static T FN(rowdot)(const T *x, const T *y, int64_t n) {
+    FN(v64) a = {0}, u, v;
+    int64_t j = 0;
+    for (; j + V64W <= n; j += V64W) {
+        memcpy(&u, x + j, sizeof u), memcpy(&v, y + j, sizeof v);
+        a += u * v;
+    }
+    T t[V64W], sum = 0;
+    memcpy(t, &a, sizeof t);
+    for (; j < n; j++) t[0] += x[j] * y[j];
+    for (int64_t l = 0; l < V64W; l++) sum += t[l];
+    return sum;
+}
+#undef V64W
+
 /* Scores block s[br, bc] = scale * Q[i0.., :] . K[j0.., :]^T (Q and K item b's rows, with row
  * strides ldq and ldk; with c->small, K is given transposed, [E, S] with row stride ldk), masked: -inf where causal hides key j from query i or a bool mask is
  * false, plus a float mask's value. */
-static void FN(scores)(const at_ctx *c, int64_t b, int64_t i0, int64_t br, int64_t j0,
-                       int64_t bc, T *s, const T *Q, int64_t ldq, const T *K, int64_t ldk) {
+LTC_EW_CLONES static void FN(scores)(const at_ctx *c, int64_t b, int64_t i0, int64_t br,
+                                     int64_t j0, int64_t bc, T *s, const T *Q, int64_t ldq,
+                                     const T *K, int64_t ldk) {
     /* scale 0: gemm's alpha 0 would not read Q and K at all (BLAS), so the product is
      * scaled after it, as PyTorch's (q k^T) * scale: inf * 0 and NaN * 0 give NaN */
     if (c->small)
@@ -142,9 +207,11 @@ static void FN(scores)(const at_ctx *c, int64_t b, int64_t i0, int64_t br, int64
         }
     }
     if (c->causal)
-        for (int64_t r = 0; r < br; r++)
-            for (int64_t j = i0 + r + 1 - j0 < 0 ? 0 : i0 + r + 1 - j0; j < bc; j++)
-                s[r * bc + j] = -INFINITY;
+        for (int64_t r = 0; r < br; r++) {
+            T *row = s + r * bc;
+            LTC_SIMD for (int64_t j = i0 + r + 1 - j0 < 0 ? 0 : i0 + r + 1 - j0; j < bc; j++)
+                row[j] = -INFINITY;
+        }
 }
 
 /* dst[0..n) = src[0..n) times the dropout factors of scores (b, i, j0..j0+n): 1 / (1 - p) where
@@ -195,20 +262,14 @@ LTC_EW_CLONES static void FN(fwd)(void *p, int64_t lo, int64_t hi, int tid) {
             int64_t lim = c->causal ? i0 - j0 : NOLIM; /* mmk's: keys past a query have P 0 */
             FN(scores)(c, b, i0, br, j0, bc, s, Q, ldq, K, ldk);
             for (int64_t r = 0; r < br; r++) {
-                T *row = s + r * bc, mx = -INFINITY;
-#pragma omp simd reduction(max : mx)
-                for (int64_t j = 0; j < bc; j++)
-                    mx = row[j] > mx ? row[j] : mx;
+                T *row = s + r * bc, mx = FN(rowmax)(row, bc);
                 T mn = mx > m[r] ? mx : m[r];
                 if (mn == -INFINITY) { /* nothing seen yet: this block adds nothing */
                     memset(row, 0, (size_t)bc * sizeof(T));
                     continue;
                 }
                 FN(expz)(row, bc, mn);
-                T sum = 0;
-#pragma omp simd reduction(+ : sum)
-                for (int64_t j = 0; j < bc; j++)
-                    sum += row[j];
+                T sum = FN(rowsum)(row, bc);
                 T alpha = EXP(m[r] - mn);
                 if (alpha != 1 && j0 > 0) {
                     T *a = acc + r * Ev;
@@ -259,13 +320,7 @@ LTC_EW_CLONES static void FN(bwd)(void *p, int64_t lo, int64_t hi, int tid) {
         const T *dO = (const T *)c->go + oo, *O = (const T *)c->o + oo;
         const T *lse = (const T *)c->lse + b * L;
         T *dQ = (T *)c->dq + oq, *dK = (T *)c->dk + ok, *dV = (T *)c->dv + ov;
-        for (int64_t i = 0; i < L; i++) {
-            T d = 0;
-#pragma omp simd reduction(+ : d)
-            for (int64_t e = 0; e < Ev; e++)
-                d += dO[i * ldo + e] * O[i * ldo + e];
-            D[i] = d;
-        }
+        for (int64_t i = 0; i < L; i++) D[i] = FN(rowdot)(dO + i * ldo, O + i * ldo, Ev);
         /* with c->small, V^T [Ev, S] (dP's right operand) */
         const T *Vt = gv;
         if (c->small) { /* K^T and V^T; mmk reads and writes the other rows where they are */

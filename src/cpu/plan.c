@@ -343,7 +343,10 @@ ltc_status ltc_cpu_plan_run_with(cpu_plan *p, ltc_data *const *args, ltc_data **
             goto fail;
         }
         if (prof) {
-            __atomic_fetch_add(&sp->prof_ns, now_ns() - t0, __ATOMIC_RELAXED);
+            uint64_t dt = now_ns() - t0;
+            uint64_t mn = __atomic_load_n(&sp->prof_min_ns, __ATOMIC_RELAXED);
+            if (!mn || dt < mn) __atomic_store_n(&sp->prof_min_ns, dt, __ATOMIC_RELAXED);
+            __atomic_fetch_add(&sp->prof_ns, dt, __ATOMIC_RELAXED);
             __atomic_fetch_add(&sp->prof_runs, 1, __ATOMIC_RELAXED);
         }
     }
@@ -420,7 +423,8 @@ char *ltc_cpu_plan_text(const cpu_plan *p, const char *backend) {
                 len += (size_t)snprintf(out + len, cap - len, "@%zu", bf->offset);
         }
         if (sp->prof_runs)
-            len += (size_t)snprintf(out + len, cap - len, "  [%.1f us x %llu]",
+            len += (size_t)snprintf(out + len, cap - len, "  (min %.1f us)  [%.1f us x %llu]",
+                                    (double)sp->prof_min_ns * 1e-3,
                                     (double)sp->prof_ns / (double)sp->prof_runs * 1e-3,
                                     (unsigned long long)sp->prof_runs);
         len += (size_t)snprintf(out + len, cap - len, "\n");

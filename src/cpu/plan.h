@@ -45,6 +45,8 @@ typedef struct {
     struct ltc_fused *fused; /* a fused step's group (fuse.h), passed as the kernel's ctx;
                               * owned. NULL for a one-kernel step */
     uint64_t prof_ns, prof_runs; /* LTC_PROFILE: wall time spent in this step, and runs */
+    uint64_t prof_min_ns;        /* LTC_PROFILE: its fastest run (0: none yet), the figure
+                                  * least moved by other processes on a shared machine */
     const char *source;   /* LTC_IR_DEBUG: "file:line" of the Lua code that traced the node
                            * (static; of the first graph compiled to this plan), or NULL */
 } plan_step;

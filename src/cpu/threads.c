@@ -283,8 +283,12 @@ void ltc_cpu_parallel_for(int64_t n, int64_t grain, ltc_cpu_range_fn fn, void *c
  * ~4 calls of that way, each sample capped at 2x the mean: one late worker or preempted
  * call moves it by a quarter at most, a lasting change in a few calls). Slots are
  * direct-mapped by key; a new key takes the slot over. Races between threads only blur
- * the figures. */
-#define SPLIT_SLOTS 64
+ * the figures. A step has tens of keys (tiny_gpt: about 30, its GEMMs' sizes and AdamW's
+ * update of each weight): with 64 slots two of its GEMM kinds shared slots with two AdamW
+ * updates, took them over from each other every step, so that each call was a first call
+ * again (which splits) and was never timed; with SPLIT_SLOTS_LOG 10 a clash is rare. */
+#define SPLIT_SLOTS_LOG 10
+#define SPLIT_SLOTS (1 << SPLIT_SLOTS_LOG)
 typedef struct {
     _Atomic uint64_t key;
     _Atomic uint32_t calls;
@@ -297,7 +301,7 @@ bool ltc_cpu_split_begin(ltc_cpu_split_t *s, uint64_t key) {
     static int64_t *mode;
     if (!mode) mode = ltc_config_slot("LTC_GEMM_SPLIT");
     key |= 1; /* 0 marks an unused slot */
-    split_slot *sl = &split_slots[(key * 0x9E3779B97F4A7C15u) >> 58];
+    split_slot *sl = &split_slots[(key * 0x9E3779B97F4A7C15u) >> (64 - SPLIT_SLOTS_LOG)];
     if (atomic_load_explicit(&sl->key, memory_order_relaxed) != key) {
         atomic_store_explicit(&sl->calls, 0, memory_order_relaxed);
         for (int i = 0; i < 2; i++) {

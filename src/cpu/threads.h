@@ -78,7 +78,9 @@ typedef void (*ltc_cpu_range_fn)(void *ctx, int64_t lo, int64_t hi, int tid);
  * the kernel and its sizes) is timed both ways as it runs and takes the faster on average,
  * trying the other way again every LTC_SPLIT_PROBE calls (every 4 x LTC_SPLIT_PROBE when
  * it was more than 1.5x slower). Begin returns whether this call splits; end records its
- * time. LTC_GEMM_SPLIT 0 or 1 fixes the answer (never, always). */
+ * time. After a split on a quiet machine the workers linger (spin) for the next one, and a
+ * split that had to wake them is timed again on the next call (threads.c). LTC_GEMM_SPLIT
+ * 0 or 1 fixes the answer (never, always). */
 #define LTC_SPLIT_PROBE 16
 typedef struct {
     void *slot;

@@ -33,7 +33,7 @@ static option options[] = {
      "runs direct AVX-512 kernels where the CPU has AVX-512 (0: im2col and OpenBLAS, as every "
      "other conv2d)"},
     {"LTC_GEMM_SPLIT", 2, 0, 2,
-     "CPU backend: the GEMMs of linear (from 256K multiply-adds) and linear_backward (from 1M) as row blocks "
+     "CPU backend: the GEMMs of linear and linear_backward from 1M multiply-adds as row blocks "
      "on the threads: 0 never, 1 always, 2 when timing the two ways shows it pays"},
     {"LTC_PROFILE", 0, 0, 1,
      "CPU backend: time each plan step; ltc.debug.backend_text shows the mean time per step"},

@@ -14,14 +14,14 @@ static void gemm(ltc_dtype dt, bool bt, int64_t m, int64_t n, int64_t k, double 
 }
 
 /* Whether a product of `macs` multiply-adds may go to the pool's threads as row blocks,
- * each on one OpenBLAS thread: with worker threads, from `from` multiply-adds,
+ * each on one OpenBLAS thread: with worker threads, from LTC_GEMM_SPLIT multiply-adds,
  * never under LTC_DETERMINISTIC (kept to one thread, as for ltc_cpu_gemm). The blocks give
  * the same bits as one call (OpenBLAS sums each element along k alike), so whether a call
  * splits is left to split_now. */
-static bool split_gemm(int64_t macs, int64_t from) {
+static bool split_gemm(int64_t macs) {
     static int64_t *deterministic;
     if (!deterministic) deterministic = ltc_config_slot("LTC_DETERMINISTIC");
-    return ltc_cpu_threads() > 1 && macs >= from && !*deterministic;
+    return ltc_cpu_threads() > 1 && macs >= LTC_GEMM_SPLIT && !*deterministic;
 }
 
 /* Whether this call splits (*timed: it is timed, for ltc_cpu_split_end); the timing chooses
@@ -86,7 +86,7 @@ static ltc_status linear(const ltc_kernel_args *a, bool bias) {
         memset(y, 0, (size_t)m * row);
     if (!k) return LTC_OK;
     ltc_cpu_split_t sp;
-    bool timed = split_gemm(m * n * k, LTC_GEMM_SPLIT_LINEAR) && m >= 2 * LTC_PAR_MIN_CHUNKS, single;
+    bool timed = split_gemm(m * n * k) && m >= 2 * LTC_PAR_MIN_CHUNKS, single;
     if (split_now(&sp, &timed, &single, m * n * k, split_key(1 + dt, m, n, k))) {
         lin_ctx c = {dt, m, n, k, LTC_PAR_MIN_CHUNKS, a->in[0], a->in[1], y};
         ltc_cpu_blas_single(true);
@@ -201,7 +201,7 @@ ltc_status ltc_cpu_kernel_linear_backward(const ltc_kernel_args *a) {
         return LTC_OK;
     }
     ltc_cpu_split_t sp;
-    bool timed = split_gemm(rows * in * out, LTC_GEMM_SPLIT) && out >= 2 * LTC_PAR_MIN_CHUNKS, single;
+    bool timed = split_gemm(rows * in * out) && out >= 2 * LTC_PAR_MIN_CHUNKS, single;
     if (split_now(&sp, &timed, &single, rows * in * out,
                   split_key(3 + a->in_shapes[0].dtype + 16 * skip_dx + 32 * skip_dw, rows, in,
                             out))) {

@@ -28,13 +28,12 @@ const char *ltc_cpu_blas_core(void);
  * 40 us on two; 256x256x64 (4.2M) 65 us and 56 us; 256x256x128 119 us and 88 us. Under load
  * two threads lose more (41-160 us for the first). */
 #define LTC_GEMM_SMALL ((int64_t)1 << 22)
-/* From this many multiply-adds, linear_backward shares a product's row blocks out to the
- * pool's threads, each block on one OpenBLAS thread (see linear.c); linear from a quarter
- * of it (LTC_GEMM_SPLIT_LINEAR): mlp-step's 256x10x128 forward took 11-12 us split against
- * 15 on one thread, on the loaded machine, where its backward (dX and a 10-row dW as two
- * blocks each) lost, 22.6 against 17. Both ways are timed as they run (below). */
+/* From this many multiply-adds, linear and linear_backward share a product's row blocks out
+ * to the pool's threads, each block on one OpenBLAS thread (see linear.c). Not lower:
+ * mlp-step's 256x10x128 forward (327K) took 9-12 us split against 15 on one thread while
+ * a core was free, but 34 against 20.5 with both cores loaded, where the timing (below)
+ * still chose to split it, and its backward lost either way (22.6 against 17). */
 #define LTC_GEMM_SPLIT ((int64_t)1 << 20)
-#define LTC_GEMM_SPLIT_LINEAR ((int64_t)1 << 18)
 void ltc_cpu_gemm(int dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
                   const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C,
                   int64_t ldc);

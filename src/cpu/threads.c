@@ -155,9 +155,9 @@ static _Atomic uint64_t linger_until;
 /* Workers linger only on a quiet machine: on the loaded one (other processes using 1.3
  * cores) a spinning worker took time from other work, our own caller included:
  * mlp-step's median went from about 200 to 340-410 us a step. Quiet: other processes used
- * less than a quarter of a core over the last QUIET_NS or more (/proc/stat's busy time less this process's,
- * getrusage), read at most once per QUIET_NS by the thread that splits. Where that cannot
- * be read, workers never linger. */
+ * less than a quarter of a core over the last QUIET_NS or more (/proc/stat's busy time
+ * less this process's, from getrusage), read at most once per QUIET_NS by the thread that
+ * splits. Where that cannot be read, workers never linger. */
 #define QUIET_NS 200000000
 static pthread_mutex_t quiet_mu = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic uint64_t quiet_next; /* when to read again */

@@ -109,6 +109,40 @@ describe("a runtime error of a composite op", function()
           err(function() return ltc.zeros({ 4 }):gather(1, I { 5 }):totable() end))
       end)
 
+      it("names the same with a label made once (core._op_label) as with the name each call", function()
+        local core = require "ltc.core"
+        local fill, hinted = core._op_label("fill"), core._op_label("fill", "the hint")
+        local function bad() return ltc.zeros({ 2 }):index_fill(1, I { 3 }, 1) end
+        local function run(...)
+          local scopes = { ... }
+          local function enter(i)
+            if i > #scopes then return bad() end
+            local _ <close> = core._op_scope(table.unpack(scopes[i]))
+            return enter(i + 1)
+          end
+          return err(function() return enter(1):totable() end)
+        end
+        for _, case in ipairs {
+          { "fill: index 3 out of range (1..2; indices are 1-based)", { fill }, { "fill" } },
+          { "fill: the hint: index 3 out of range (1..2; indices are 1-based)", { hinted }, { "fill", "the hint" } },
+          -- a nested scope of the outermost's name adds its hint; another name changes nothing
+          { "fill: the hint: index 3 out of range (1..2; indices are 1-based)", { fill }, { hinted } },
+          { "fill: index 3 out of range (1..2; indices are 1-based)", { fill }, { core._op_label("other", "h") } },
+          { "fill: the hint: index 3 out of range (1..2; indices are 1-based)", { hinted }, { fill } },
+        } do
+          local want, outer, inner = case[1], case[2], case[3]
+          local function args(s) return type(s[1]) == "string" and s or { s[1] } end
+          assert.are.equal(want, run(args(outer), args(inner)))
+          -- the string forms give the same
+          local function str(s)
+            if type(s[1]) == "string" then return s end
+            return s[1] == fill and { "fill" } or s[1] == hinted and { "fill", "the hint" } or { "other", "h" }
+          end
+          assert.are.equal(want, run(str(outer), str(inner)))
+        end
+        assert.has_error(function() core._op_label({}) end)
+      end)
+
       it("ends the scope when the composite raises at trace time", function()
         assert.has_error(function() ltc.zeros({ 2 }):index_fill(9, I { 1 }, 0) end)
         assert.has_error(function() ltc.zeros({ 2 }):take_along_dim(I { 1 }, "x") end)

@@ -13,10 +13,11 @@ function M.install(core)
   -- Each op here is traced under an op scope (core._op_scope), so that an error of one of its
   -- internal ops when the graph runs (one_hot's, gather's index out of range) names it.
   -- hint, when given, goes after the name in such errors (what the internal index means).
-  local op_scope = core._op_scope
+  local op_scope, op_label = core._op_scope, core._op_label
   local function def(name, fn, method, hint)
+    local label = op_label(name, hint)
     local op = function(...)
-      local _ <close> = op_scope(name, hint)
+      local _ <close> = op_scope(label)
       return fn(...)
     end
     core[name] = op

@@ -129,7 +129,8 @@ do
     return a
   end
   local wraps = require("ltc.help").wraps
-  local op_scope = require("ltc.core")._op_scope
+  local core = require("ltc.core")
+  local op_scope, op_label = core._op_scope, core._op_label
   F = setmetatable({}, {
     __newindex = function(t, name, fn)
       local value = fn
@@ -146,9 +147,11 @@ do
         -- no table per call unless spread has work: an options table last, or an inplace
         -- argument (every step's path)
         -- traced under an op scope (core._op_scope): an internal op's error when the graph
-        -- runs (cross_entropy's gather, embedding's index_select) names the functional
+        -- runs (cross_entropy's gather, embedding's index_select) names the functional;
+        -- its label is made here, once
+        local label = op_label(name)
         value = function(...)
-          local _ <close> = op_scope(name)
+          local _ <close> = op_scope(label)
           local n = select("#", ...)
           if list and n >= 2 and (is_options((select(n, ...))) or (inplace_at and n >= inplace_at)) then
             local a = spread(name, list, ...)

@@ -6,7 +6,9 @@
 -- The formulas follow PyTorch's ATen (aten/src/ATen/native/Loss.cpp, LossNLL.cpp); the
 -- specs compare with values torch computed (spec/fixtures/losses.lua).
 local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
-local op_scope = require("ltc.core")._op_scope -- names binary_cross_entropy in its run-time error
+local core = require("ltc.core")
+local op_scope = core._op_scope -- names binary_cross_entropy in its run-time error
+local bce_label = core._op_label("binary_cross_entropy", "all elements of input should be between 0 and 1")
 local ltc = require "ltc"
 
 local reductions = { none = 0, mean = 1, sum = 2 }
@@ -286,7 +288,7 @@ return function(nn, F)
     opts = weight_first("binary_cross_entropy", opts, more)
     local o, code = options("binary_cross_entropy", opts, nil, "weight")
     same_size("binary_cross_entropy", input, target)
-    local _ <close> = op_scope("binary_cross_entropy", "all elements of input should be between 0 and 1")
+    local _ <close> = op_scope(bce_label)
     input = input:assert_in_range(0, 1)
     local l = -(target * input:log():clamp(-100) + (1 - target) * (1 - input):log():clamp(-100))
     if o.weight then l = l * o.weight end

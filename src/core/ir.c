@@ -154,6 +154,14 @@ ltc_node *ltc_node_new_checked(int op, const ltc_value *operands, int n_operands
 static _Thread_local int scope_depth;
 static _Thread_local const char *scope_label; /* the outermost scope's, interned */
 
+static ltc_status label_of(const char *name, const char *hint, const char **out) {
+    char buf[512];
+    if (hint && *hint) snprintf(buf, sizeof buf, "%s: %s", name, hint);
+    else snprintf(buf, sizeof buf, "%s", name);
+    *out = ltc_debug_intern(buf);
+    return *out ? LTC_OK : ltc_errorf(LTC_ERR_NOMEM, "%s: out of memory", name);
+}
+
 ltc_status ltc_op_scope_enter(const char *name, const char *hint) {
     bool refine = false; /* a nested scope of the outermost's name adds its hint */
     if (scope_depth++ > 0) {
@@ -162,12 +170,23 @@ ltc_status ltc_op_scope_enter(const char *name, const char *hint) {
                  scope_label[n] == 0;
         if (!refine) return LTC_OK; /* the outermost call names the nodes */
     }
-    char buf[512];
-    if (hint && *hint) snprintf(buf, sizeof buf, "%s: %s", name, hint);
-    else snprintf(buf, sizeof buf, "%s", name);
-    const char *label = ltc_debug_intern(buf);
+    const char *label;
+    ltc_status st = label_of(name, hint, &label);
     if (label || !refine) scope_label = label;
-    return label ? LTC_OK : ltc_errorf(LTC_ERR_NOMEM, "%s: out of memory", name);
+    return st;
+}
+
+ltc_status ltc_op_label_make(const char *name, const char *hint, ltc_op_label *out) {
+    ltc_status st = label_of(name, NULL, &out->name);
+    if (!st) st = label_of(name, hint, &out->label);
+    return st;
+}
+
+void ltc_op_scope_enter_label(const ltc_op_label *l) {
+    /* as ltc_op_scope_enter: labels are interned, so "the outermost is l's bare name" is a
+     * pointer comparison, and a label with a hint differs from its name */
+    if (scope_depth++ > 0 && !(l->label != l->name && scope_label == l->name)) return;
+    scope_label = l->label;
 }
 
 void ltc_op_scope_exit(void) {

@@ -59,6 +59,15 @@ int ltc_error_node(void);
  * memory (the scope still counts, so exit stays paired). */
 ltc_status ltc_op_scope_enter(const char *name, const char *hint);
 void ltc_op_scope_exit(void);
+/* A scope's label made once (interned "name" and "name: hint"), for callers that enter the
+ * same scope often: ltc_op_scope_enter_label(l) is ltc_op_scope_enter(name, hint) without
+ * the formatting and interning. Make fails only when out of memory; the strings are static. */
+typedef struct ltc_op_label {
+    const char *name;  /* interned name */
+    const char *label; /* interned "name: hint", or name without a hint */
+} ltc_op_label;
+ltc_status ltc_op_label_make(const char *name, const char *hint, ltc_op_label *out);
+void ltc_op_scope_enter_label(const ltc_op_label *l);
 /* The current outermost scope's interned label ("name" or "name: hint"), NULL if none. */
 const char *ltc_op_scope_label(void);
 

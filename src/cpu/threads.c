@@ -3,6 +3,9 @@
 
 #include <cblas.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <sys/resource.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -140,18 +143,98 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-/* Spins up to SPIN_NS until done(arg) holds; false if it still does not, or at once when
- * the pool is told to be quiet. */
-static bool spin_until(bool (*done)(void *), void *arg) {
-    uint64_t t0 = 0;
+/* Until when workers keep spinning past SPIN_NS (ns, now_ns): a timed split chose the
+ * threads (ltc_cpu_split_begin), so another split call is likely soon, and waking a
+ * sleeping worker costs the caller 10-15 us in the futex call and the worker 13-25 us more
+ * before it runs (measured on this 2-core VM): a 2M multiply-add linear split over two
+ * cores took 36 us with the worker spinning and 62 us when it had to be woken, against 52
+ * on one thread. A lingering worker yields the core now and then (sched_yield), so a
+ * thread that shares its core (ours or another process's) runs meanwhile. */
+#define LINGER_NS 500000
+static _Atomic uint64_t linger_until;
+/* Workers linger only on a quiet machine: on the loaded one (other processes using 1.3
+ * cores) a spinning worker took time from other work, our own caller included:
+ * mlp-step's median went from about 200 to 340-410 us a step. Quiet: other processes used
+ * less than a quarter of a core over the last QUIET_NS or more (/proc/stat's busy time
+ * less this process's, from getrusage), read at most once per QUIET_NS by the thread that
+ * splits. Where that cannot be read, workers never linger. */
+#define QUIET_NS 200000000
+static pthread_mutex_t quiet_mu = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic uint64_t quiet_next; /* when to read again */
+static _Atomic bool machine_quiet;
+
+/* The machine's busy and total jiffies (first line of /proc/stat); false if unreadable. */
+static bool read_stat(uint64_t *busy, uint64_t *total) {
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f) return false;
+    unsigned long long v[8] = {0};
+    int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+                   &v[3], &v[4], &v[5], &v[6], &v[7]);
+    fclose(f);
+    if (n < 5) return false;
+    *total = 0;
+    for (int i = 0; i < 8; i++) *total += v[i];
+    *busy = *total - v[3] - v[4]; /* less idle and iowait; steal counts as busy */
+    return true;
+}
+
+static bool quiet_now(uint64_t now) {
+    if (now < atomic_load_explicit(&quiet_next, memory_order_relaxed) ||
+        pthread_mutex_trylock(&quiet_mu))
+        return atomic_load_explicit(&machine_quiet, memory_order_relaxed);
+    static uint64_t last_busy, last_total, last_self, last_at;
+    static long tick_ns;
+    if (!tick_ns) {
+        long hz = sysconf(_SC_CLK_TCK);
+        tick_ns = hz > 0 ? 1000000000 / hz : 10000000;
+    }
+    uint64_t busy, total, self;
+    struct rusage ru;
+    bool ok = read_stat(&busy, &total) && !getrusage(RUSAGE_SELF, &ru);
+    self = ok ? ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * 1000000000u +
+                    ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000u
+              : 0;
+    bool quiet = false;
+    if (ok && last_at) {
+        double others = (double)(busy - last_busy) * (double)tick_ns - (double)(self - last_self);
+        quiet = total > last_total && others < 0.25 * (double)(now - last_at);
+    }
+    if (ok) last_busy = busy, last_total = total, last_self = self, last_at = now;
+    atomic_store_explicit(&machine_quiet, quiet, memory_order_relaxed);
+    atomic_store_explicit(&quiet_next, now + QUIET_NS, memory_order_relaxed);
+    pthread_mutex_unlock(&quiet_mu);
+    return quiet;
+}
+
+/* And a lingering worker that the OS takes off its core (between two of its clock reads
+ * more than PREEMPTED_NS pass, where 64 pauses take a microsecond or two) shares its core
+ * with other work: workers do not linger for CONTENDED_NS after that. */
+#define PREEMPTED_NS 100000
+#define CONTENDED_NS 50000000
+static _Atomic uint64_t contended_until;
+
+/* Spins up to SPIN_NS (a worker with `linger`: up to linger_until if later) until
+ * done(arg) holds; false if it still does not, or at once when the pool is told to be
+ * quiet. */
+static bool spin_until(bool (*done)(void *), void *arg, bool linger) {
+    uint64_t t0 = 0, last = 0;
     for (unsigned i = 0;; i++) {
         if (done(arg)) return true;
         if (atomic_load_explicit(&pool.quiet, memory_order_relaxed)) return false;
         cpu_relax();
         if ((i & 63) == 63) {
             uint64_t t = now_ns();
-            if (!t0) t0 = t;
-            else if (t - t0 > SPIN_NS) return false;
+            if (linger && last && t - last > PREEMPTED_NS)
+                atomic_store_explicit(&contended_until, t + CONTENDED_NS, memory_order_relaxed);
+            last = t;
+            if (!t0) {
+                t0 = t;
+            } else if (t - t0 > SPIN_NS) {
+                if (!linger || t > atomic_load_explicit(&linger_until, memory_order_relaxed) ||
+                    t < atomic_load_explicit(&contended_until, memory_order_relaxed))
+                    return false;
+                if ((i & 1023) == 1023) sched_yield();
+            }
         }
     }
 }
@@ -192,7 +275,7 @@ static void *worker(void *arg) {
     int tid = (int)(intptr_t)arg;
     uint64_t seen = 0;
     for (;;) {
-        if (!spin_until(new_generation, &seen)) {
+        if (!spin_until(new_generation, &seen, true)) {
             pthread_mutex_lock(&pool.mu);
             pool.sleepers++;
             while (atomic_load(&pool.generation) == seen) pthread_cond_wait(&pool.work_cv, &pool.mu);
@@ -230,6 +313,7 @@ static int grow(int want) {
 
 /* The caller's wait: every chunk claimed is finished (the caller's own count `mine`). */
 static int64_t job_chunks, job_mine;
+static _Thread_local unsigned split_wakes; /* parallel_for calls that woke sleeping workers */
 static bool all_done(void *unused) {
     (void)unused;
     uint64_t w = atomic_load_explicit(&pool.word, memory_order_acquire);
@@ -263,11 +347,14 @@ void ltc_cpu_parallel_for(int64_t n, int64_t grain, ltc_cpu_range_fn fn, void *c
     job_chunks = chunks;
     atomic_store(&pool.word, job_word(gen, 0, chunks, want));
     atomic_store_explicit(&pool.generation, gen, memory_order_release);
-    if (want > 0 && pool.sleepers) pthread_cond_broadcast(&pool.work_cv);
+    if (want > 0 && pool.sleepers) {
+        pthread_cond_broadcast(&pool.work_cv);
+        split_wakes++;
+    }
     pthread_mutex_unlock(&pool.mu);
     job_mine = 0;
     job_mine = run_chunks(gen, 0);
-    if (!spin_until(all_done, NULL)) {
+    if (!spin_until(all_done, NULL, false)) {
         pthread_mutex_lock(&pool.mu);
         pool.waiting = true;
         while (!all_done(NULL)) pthread_cond_wait(&pool.done_cv, &pool.mu);
@@ -294,6 +381,7 @@ typedef struct {
     _Atomic uint32_t calls;
     _Atomic uint64_t ns[2];
     _Atomic uint32_t n[2];
+    _Atomic bool retry; /* the last split call woke the workers: the next one splits too */
 } split_slot;
 static split_slot split_slots[SPLIT_SLOTS];
 
@@ -312,8 +400,11 @@ bool ltc_cpu_split_begin(ltc_cpu_split_t *s, uint64_t key) {
     }
     uint32_t c = atomic_fetch_add_explicit(&sl->calls, 1, memory_order_relaxed);
     bool split;
+    s->retried = false;
     if (*mode != 2) {
         split = *mode == 1;
+    } else if (atomic_exchange_explicit(&sl->retry, false, memory_order_relaxed)) {
+        split = s->retried = true;
     } else if (atomic_load_explicit(&sl->n[0], memory_order_relaxed) < 2 ||
         atomic_load_explicit(&sl->n[1], memory_order_relaxed) < 2) {
         split = c % 2 == 0; /* split first: the first call of a size tries the threads */
@@ -328,7 +419,10 @@ bool ltc_cpu_split_begin(ltc_cpu_split_t *s, uint64_t key) {
     }
     s->slot = sl;
     s->split = split;
+    s->wakes = split_wakes;
     s->t0 = now_ns();
+    if (split && quiet_now(s->t0))
+        atomic_store_explicit(&linger_until, s->t0 + LINGER_NS, memory_order_relaxed);
     return split;
 }
 
@@ -336,6 +430,13 @@ void ltc_cpu_split_end(ltc_cpu_split_t *s) {
     split_slot *sl = s->slot;
     uint64_t dt = now_ns() - s->t0;
     int w = s->split;
+    /* a split that had to wake the workers measured the wake-up, which the next split
+     * (within LINGER_NS, the workers spinning) does not pay: that one is measured instead,
+     * unless it is that retry already */
+    if (w && split_wakes != s->wakes && !s->retried) {
+        atomic_store_explicit(&sl->retry, true, memory_order_relaxed);
+        return;
+    }
     uint32_t n = atomic_load_explicit(&sl->n[w], memory_order_relaxed);
     uint64_t mean = atomic_load_explicit(&sl->ns[w], memory_order_relaxed);
     if (n == 0) {

@@ -29,7 +29,10 @@ const char *ltc_cpu_blas_core(void);
  * two threads lose more (41-160 us for the first). */
 #define LTC_GEMM_SMALL ((int64_t)1 << 22)
 /* From this many multiply-adds, linear and linear_backward share a product's row blocks out
- * to the pool's threads, each block on one OpenBLAS thread (see linear.c). */
+ * to the pool's threads, each block on one OpenBLAS thread (see linear.c). Not lower:
+ * mlp-step's 256x10x128 forward (327K) took 9-12 us split against 15 on one thread while
+ * a core was free, but 34 against 20.5 with both cores loaded, where the timing (below)
+ * still chose to split it, and its backward lost either way (22.6 against 17). */
 #define LTC_GEMM_SPLIT ((int64_t)1 << 20)
 void ltc_cpu_gemm(int dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
                   const void *A, int64_t lda, const void *B, int64_t ldb, double beta, void *C,
@@ -74,11 +77,14 @@ typedef void (*ltc_cpu_range_fn)(void *ctx, int64_t lo, int64_t hi, int tid);
  * the kernel and its sizes) is timed both ways as it runs and takes the faster on average,
  * trying the other way again every LTC_SPLIT_PROBE calls (every 4 x LTC_SPLIT_PROBE when
  * it was more than 1.5x slower). Begin returns whether this call splits; end records its
- * time. LTC_GEMM_SPLIT 0 or 1 fixes the answer (never, always). */
+ * time. After a split on a quiet machine the workers linger (spin) for the next one, and a
+ * split that had to wake them is timed again on the next call (threads.c). LTC_GEMM_SPLIT
+ * 0 or 1 fixes the answer (never, always). */
 #define LTC_SPLIT_PROBE 16
 typedef struct {
     void *slot;
-    bool split;
+    bool split, retried;
+    unsigned wakes;
     uint64_t t0;
 } ltc_cpu_split_t;
 bool ltc_cpu_split_begin(ltc_cpu_split_t *s, uint64_t key);

@@ -349,15 +349,38 @@ static int l_raise(lua_State *L) {
     return lua_error(L);
 }
 
-/* core._op_scope(name [, hint]): the nodes traced until the returned value is closed carry
- * name as the user's op (ltc_op_scope_enter), so that a runtime error of an internal op names
- * the composite the user called. For a to-be-closed variable, which exits the scope on
- * return and on error alike: `local _ <close> = core._op_scope("index_fill")`. The value
- * is one shared table whose __close is ltc_op_scope_exit. */
+/* core._op_scope(name [, hint]) or core._op_scope(label): the nodes traced until the
+ * returned value is closed carry name as the user's op (ltc_op_scope_enter), so that a
+ * runtime error of an internal op names the composite the user called. For a to-be-closed
+ * variable, which exits the scope on return and on error alike:
+ * `local _ <close> = core._op_scope("index_fill")`. The value is one shared table whose
+ * __close is ltc_op_scope_exit. A label from core._op_label(name [, hint]), made once where
+ * the wrapper is defined, spares every call the formatting and interning of the name. */
+typedef struct {
+    ltc_op_label l;
+    const void *tag; /* &label_tag: a label, not another userdata of this size */
+} label_box;
+static const char label_tag;
+
 static int l_op_scope(lua_State *L) {
-    const char *name = luaL_checkstring(L, 1), *hint = luaL_optstring(L, 2, NULL);
-    (void)ltc_op_scope_enter(name, hint); /* out of memory: no name, still paired */
+    label_box *b = lua_touserdata(L, 1);
+    if (b && lua_rawlen(L, 1) == sizeof *b && b->tag == &label_tag) {
+        ltc_op_scope_enter_label(&b->l);
+    } else {
+        const char *name = luaL_checkstring(L, 1), *hint = luaL_optstring(L, 2, NULL);
+        (void)ltc_op_scope_enter(name, hint); /* out of memory: no name, still paired */
+    }
     lua_pushvalue(L, lua_upvalueindex(1));
+    return 1;
+}
+
+/* core._op_label(name [, hint]): a label for core._op_scope (a userdata; its strings are
+ * interned for the process's life). Raises when out of memory. */
+static int l_op_label(lua_State *L) {
+    const char *name = luaL_checkstring(L, 1), *hint = luaL_optstring(L, 2, NULL);
+    label_box *b = lua_newuserdatauv(L, sizeof *b, 0);
+    b->tag = &label_tag;
+    if (ltc_op_label_make(name, hint, &b->l)) return ltcL_error(L);
     return 1;
 }
 
@@ -504,6 +527,8 @@ void ltcL_open_debug(lua_State *L) {
     lua_setmetatable(L, -2);
     lua_pushcclosure(L, l_op_scope, 1);
     lua_setfield(L, -2, "_op_scope");
+    lua_pushcfunction(L, l_op_label);
+    lua_setfield(L, -2, "_op_label");
     lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
     hook.L = lua_tothread(L, -1);
     lua_pop(L, 1);

@@ -24,6 +24,7 @@ local live = require("ltc.jit").live -- lr as a graph parameter under ltc.jit (r
 
 local optim = {}
 local core = require "ltc.core"
+local positional = require "ltc.nn_positional" -- PyTorch's positional options (the same helper as ltc.nn's)
 local set_grad, get_grad, assign = core._ag.set_grad, core._ag.grad, core.assign_
 
 local Optimizer = {}
@@ -90,35 +91,12 @@ local pytorch_order = {
 -- 0.99})), with an options table (Adam(params, {lr = 0.01})) or both (SGD(params, 0.1,
 -- {momentum = 0.9})). A trailing table is the options unless it is a list (betas).
 local function options_of(name, defaults, ...)
-  local n = select("#", ...)
-  local last = n > 0 and select(n, ...) or nil
-  local has_opts = type(last) == "table" and last[1] == nil
-  local n_pos = has_opts and n - 1 or n
   local order = {}
   for _, k in ipairs(pytorch_order[name] or { "lr" }) do
     if defaults[k] == nil then break end
     order[#order + 1] = k
   end
-  if n_pos > #order then
-    raise(string.format("%s: takes at most %d positional argument%s after params (%s), got %d; "
-      .. "give the others in an options table", name, #order, #order == 1 and "" or "s",
-      table.concat(order, ", "), n_pos))
-  end
-  local opts = {}
-  for i = 1, n_pos do
-    local v = select(i, ...)
-    if v ~= nil then opts[order[i]] = v end
-  end
-  if has_opts then
-    for k, v in pairs(last) do
-      if opts[k] ~= nil then
-        raise(string.format("%s: got multiple values for '%s' (positional and in the options table)",
-          name, tostring(k)))
-      end
-      opts[k] = v
-    end
-  end
-  return opts
+  return positional(name, "params", order, ...)
 end
 
 local function class(name, defaults, update)

@@ -67,7 +67,14 @@ function A.backward(t, grad, opts)
   if opts then retain, create = opts.retain_graph, opts.create_graph end
   if type(grad) == "number" then grad = core.full(t:size(), grad, t:dtype()) end
   local ok, err = pcall(AG.backward, t, grad, retain or create, create)
-  if not ok then raise(err) end
+  if not ok then
+    local jit = package.loaded["ltc.jit"]
+    if jit and jit.results[t] then
+      err = err .. " (it was returned by an ltc.jit function, whose replays record no "
+        .. "autograd graph: call backward inside the jitted function)"
+    end
+    raise(err)
+  end
   for _, h in ipairs(A.post_backward_hooks) do h(t) end
 end
 

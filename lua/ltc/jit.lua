@@ -209,15 +209,15 @@ end
 -- A string naming what must not change between replays: tensor dtypes and shapes, number
 -- kinds, the other arguments' tostring().
 local function signature(args)
-  local parts = {}
+  local parts = { core._ag.is_grad_enabled() and "grad" or "no_grad" }
   for i = 1, args.n do
     local v = args[i]
     if is_tensor(v) then
-      parts[i] = "T" .. v:dtype() .. "[" .. concat(v:size(), ",") .. "]"
+      parts[i + 1] = "T" .. v:dtype() .. "[" .. concat(v:size(), ",") .. "]"
     elseif type(v) == "number" then
-      parts[i] = "N" .. mtype(v)
+      parts[i + 1] = "N" .. mtype(v)
     else
-      parts[i] = type(v) .. ":" .. tostring(v)
+      parts[i + 1] = type(v) .. ":" .. tostring(v)
     end
   end
   return concat(parts, ";")
@@ -229,6 +229,15 @@ local function off_default(args)
   local here = core.default_device()
   for i = 1, args.n do
     if is_tensor(args[i]) and core.device(args[i]) ~= here then return true end
+  end
+  return false
+end
+
+-- Whether a tensor argument requires grad (fn's backward must reach the caller's tensor,
+-- which a replay, reading a static copy and recording no autograd graph, cannot do).
+local function wants_grad(args)
+  for i = 1, args.n do
+    if is_tensor(args[i]) and args[i].requires_grad then return true end
   end
   return false
 end
@@ -264,8 +273,14 @@ local function fill_statics(statics, args)
 end
 
 -- v with each tensor replaced by a new tensor sharing its data, plain tables copied.
+M.results = setmetatable({}, { __mode = "k" }) -- results whose tensor in fn had a grad_fn
+
 local function share(v, memo)
-  if is_tensor(v) then return core._share(v) end
+  if is_tensor(v) then
+    local s = core._share(v)
+    if v.requires_grad then M.results[s] = true end
+    return s
+  end
   if type(v) ~= "table" or getmetatable(v) ~= nil then return v end
   if memo[v] then return memo[v] end
   local out = {}
@@ -382,6 +397,9 @@ function M.jit(fn, opts)
     local side, kind = changed(before)
     local drop -- why this graph cannot be replayed: the next call captures again
     if cap.new then drop = "a value read through ltc.jit.live for the first time" end
+    if frozen > 0 and not drop then -- replaced state the walk cannot see (a leaf's grad)
+      drop = string.format("the graph reads %d tensor(s) fn replaced", frozen)
+    end
     if side then
       core._counter_add("JitLuaSideEffect", 1)
       if kind ~= "value" then -- new state (a tensor, a table) made or replaced by fn
@@ -394,8 +412,8 @@ function M.jit(fn, opts)
     end
     if frozen > 0 then
       io.stderr:write(string.format("ltc.jit: the captured graph reads %d tensor(s) that "
-        .. "nothing else holds any more: every replay reads their capture-time values (state "
-        .. "replaced in fn instead of updated in place? use x:copy_(new) or mul_/add_)\n",
+        .. "nothing else holds any more (state replaced in fn instead of updated in place? "
+        .. "use x:copy_(new) or mul_/add_): not replayed, the next call captures again\n",
         frozen))
     end
     if drop then
@@ -419,7 +437,7 @@ function M.jit(fn, opts)
   return setmetatable(self, { __call = function(_, ...)
     local args = pack(...)
     self.calls = self.calls + 1
-    if off_default(args) then -- captures run on the default device: fn runs as is elsewhere
+    if off_default(args) or wants_grad(args) then -- fn runs as is: see the header
       core._counter_add("JitUntraced", 1)
       return fn(...)
     end

@@ -1,0 +1,56 @@
+-- ltc.jit with the autograd habits of a PyTorch user: gradients accumulated over calls
+-- (no zero_grad), an argument that requires grad, backward on a returned tensor, a call
+-- under no_grad. Each either replays what an untraced call computes or says why not.
+local ltc = require "ltc"
+
+local function quiet(f)
+  local stderr, said = io.stderr, {}
+  io.stderr = { write = function(_, m) said[#said + 1] = m end } -- luacheck: ignore
+  local ok, e = pcall(f)
+  io.stderr = stderr -- luacheck: ignore
+  assert(ok, e)
+  return table.concat(said)
+end
+
+describe("ltc.jit and autograd", function()
+  it("accumulates a parameter's grad over calls without zero_grad, as untraced", function()
+    local w = ltc.ones(3):requires_grad_()
+    local f = ltc.jit(function(x) local l = (w * x):sum(); l:backward(); return l end)
+    local got = {}
+    quiet(function()
+      for i = 1, 5 do f(ltc.tensor { 1, 2, 3 }); got[i] = w.grad:totable()[3] end
+    end)
+    -- before: the capture cloned the grad into a new tensor, replays kept reading the old
+    -- one: 3, 6, 6, 6, 6
+    assert.same({ 3, 6, 9, 12, 15 }, got)
+  end)
+
+  it("runs fn untraced when an argument requires grad, so its grad reaches the caller", function()
+    local f = ltc.jit(function(x) (x * x):sum():backward(); return x.grad end)
+    local before = ltc.metrics.counter("JitUntraced")
+    for i = 1, 4 do
+      local x = ltc.tensor({ 1, 2, 3 }):mul(i):requires_grad_()
+      local g = f(x)
+      assert.same({ 2 * i, 4 * i, 6 * i }, x.grad:totable())
+      assert.same({ 2 * i, 4 * i, 6 * i }, g:totable()) -- x.grad inside fn too (was nil)
+    end
+    assert.equal(before + 4, ltc.metrics.counter("JitUntraced"))
+  end)
+
+  it("says why backward fails on a tensor a jitted function returned", function()
+    local w = ltc.ones(3):requires_grad_()
+    local f = ltc.jit(function(x) return (w * x):sum() end)
+    local ok, e = pcall(function() f(ltc.ones(3)):backward() end)
+    assert.is_false(ok)
+    assert.matches("backward: .*returned by an ltc.jit function.*call backward inside", e)
+  end)
+
+  it("captures again when called with grad mode switched", function()
+    local f = ltc.jit(function(x) return x * 2 end)
+    for _ = 1, 3 do f(ltc.ones(2)) end
+    local before = ltc.metrics.counter("JitRecapture")
+    ltc.no_grad(function() return f(ltc.ones(2)) end)
+    assert.equal(before + 1, ltc.metrics.counter("JitRecapture"))
+    assert.matches("no_grad", ltc.debug.explain_jit(f))
+  end)
+end)

@@ -8,6 +8,11 @@
 --  * A call with a tensor argument off the default device (t:to("ref")) runs fn as is,
 --    untraced (counter "JitUntraced"): a capture runs on the default device, and replaying
 --    its kernels on another device's data crashed.
+--  * A call with a tensor argument that requires grad runs fn as is, untraced ("JitUntraced"):
+--    a replay reads a static copy and records no autograd graph, so a backward in fn would
+--    never reach the caller's x.grad. Calls under ltc.no_grad and with grad on capture
+--    apart (the grad mode is part of the signature). Tensors fn returns carry no autograd
+--    history (backward on one says so): call backward inside fn.
 --  * Tensor arguments are copied into static input tensors the graph reads (copy_ shares
 --    the data when dtype and shape match, so no copy is made). Their shapes and dtypes are
 --    checked on every call: a change recaptures (counter "JitRecapture").
@@ -47,7 +52,9 @@
 --    every replay. The capture counts such tensors (counter "GraphFrozenInput": read by
 --    the graph, held by nothing else) and ltc.jit warns about them on stderr.
 --  * A capture during which fn made or replaced state (a tensor or table stored where fn
---    can reach it: an optimizer's first momentum buffer) is not replayed: the next call
+--    can reach it: an optimizer's first momentum buffer; a tensor the graph reads that
+--    nothing holds after it, as a leaf's grad that backward accumulated into a new tensor
+--    when no zero_grad came before) is not replayed: the next call
 --    captures again, when the state exists. After 3 such captures in a row fn runs untraced
 --    on every call (counter "JitUntraced"; a warning says why).
 --  * An error inside fn during the capture ends and drops the capture, then is re-raised.

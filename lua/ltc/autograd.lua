@@ -254,7 +254,9 @@ function A.install(c)
   end
   methods.backward = A.backward
   --- t:retain_grad(): a tensor with history keeps its gradient in t.grad at backward
-  -- (PyTorch's retain_grad); t.retains_grad says whether it does.
+  -- (PyTorch's retain_grad); t.retains_grad says whether it does. The gradient kept is the
+  -- one after all of t's hooks ran, in whichever order retain_grad and register_hook came
+  -- (PyTorch 2.x; in 1.13 a hook registered after retain_grad does not change t.grad).
   function methods.retain_grad(t)
     local ok, err = pcall(AG.retain_grad, t)
     if not ok then raise(err) end
@@ -263,6 +265,8 @@ function A.install(c)
   --- t:register_hook(fn): fn(grad) runs whenever the gradient with respect to t is computed,
   -- before it is accumulated or passed on; a tensor it returns replaces the gradient (same
   -- size). Returns a handle whose remove() takes the hook off (PyTorch's register_hook).
+  -- A leaf's hooks also run on the gradient ltc.autograd.grad returns for it (PyTorch 1.13
+  -- returns that gradient without running them); retain_grad: see above.
   function methods.register_hook(t, fn)
     if type(fn) ~= "function" then raise("register_hook: a function expected, got " .. type(fn)) end
     local ok, id = pcall(AG.register_hook, t, fn)

@@ -53,4 +53,16 @@ describe("ltc.jit and autograd", function()
     assert.equal(before + 1, ltc.metrics.counter("JitRecapture"))
     assert.matches("no_grad", ltc.debug.explain_jit(f))
   end)
+
+  it("names ltc.jit and the way out when fn prints a tensor during the capture", function()
+    local f = ltc.jit(function(x) local y = x * 2; print(y); return y end)
+    local p = _G.print
+    _G.print = function() end -- luacheck: ignore
+    f(ltc.ones(2))
+    _G.print = function(...) return tostring(...) end -- luacheck: ignore
+    local ok, e = pcall(f, ltc.ones(2))
+    _G.print = p -- luacheck: ignore
+    assert.is_false(ok)
+    assert.matches("cannot read a tensor's value.*ltc.jit captures fn at its call 2.*relaxed", e)
+  end)
 end)

@@ -394,6 +394,11 @@ function M.jit(fn, opts)
     if not ok then
       g:reset() -- ends the capture if it is still running: nothing half-captured stays
       statics = nil
+      if type(res) == "string" and res:find("cannot read a tensor's value while", 1, true) then
+        res = res .. "; ltc.jit captures fn at its call 2: return the tensor and read it "
+          .. "after the call (print, :item(), :totable() in fn), or ltc.jit(fn, {mode = "
+          .. "\"relaxed\"}) to keep the value read at the capture"
+      end
       error(res, 0)
     end
     self.graph, results, roots = g, res, groots

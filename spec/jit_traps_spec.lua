@@ -65,4 +65,27 @@ describe("ltc.jit and autograd", function()
     assert.is_false(ok)
     assert.matches("cannot read a tensor's value.*ltc.jit captures fn at its call 2.*relaxed", e)
   end)
+
+  it("captures again when a parameter is frozen with requires_grad_(false)", function()
+    local w = ltc.tensor({ 1, 2 }):requires_grad_()
+    local b = ltc.tensor({ 0, 0 }):requires_grad_()
+    local step = function(x)
+      w.grad, b.grad = nil, nil
+      local l = ((w * x + b) ^ 2):sum()
+      l:backward()
+      ltc.no_grad(function()
+        w:sub_(w.grad * 0.1)
+        if b.grad then b:sub_(b.grad * 0.1) end
+      end)
+      return l
+    end
+    local f = ltc.jit(step)
+    for _ = 1, 3 do f(ltc.ones(2)) end
+    b:requires_grad_(false)
+    local b_before = b:totable()
+    for _ = 1, 2 do f(ltc.ones(2)) end
+    assert.same(b_before, b:totable()) -- before: the replays kept updating b
+    assert.matches("upvalue b%.requires_grad changed %(true %-> false%)", ltc.debug.explain_jit(f))
+  end)
 end)
+

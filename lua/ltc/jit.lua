@@ -27,9 +27,9 @@
 --    are everything reachable from fn's upvalues and from table arguments: table fields
 --    (read rawly), the upvalues of the Lua functions found there, globals (fn's _ENV) except
 --    loaded modules; Lua functions of ltc and of installed libraries are not entered, tensors
---    and other userdata are compared by identity. A changed value (`opt.lr = 0`,
---    `model:eval()` flipping `training` flags, `cfg.scale = 3`, a new tensor in a table, a
---    local upvalue reassigned) recaptures before the call, counted as "JitRecapture" and
+--    and other userdata are compared by identity, a tensor's requires_grad flag too. A
+--    changed value (`opt.lr = 0`, `model:eval()` flipping `training` flags, `cfg.scale = 3`,
+--    a new tensor in a table, `p:requires_grad_(false)`, a local upvalue reassigned) recaptures before the call, counted as "JitRecapture" and
 --    "JitGuardRecapture"; f.recaptures lists the reasons (ltc.debug.explain_jit(f) prints
 --    them). Values read through ltc.jit.live(tbl, key) (ltc.optim's lr) are parameters of
 --    the graph instead: each replay reads their current value, only a change of their Lua
@@ -121,7 +121,7 @@ end
 -- A walker over the values reachable from roots (a list of {name, value}) in a fixed order:
 -- table fields (rawly: no metamethods), the upvalues of Lua functions that are not ltc's own
 -- or an installed library's; tensors and other userdata are compared by identity, never
--- entered, and so are the tables in skip. A value that live[container][key] marks is read
+-- entered (a tensor's requires_grad follows it as a field), and so are the tables in skip. A value that live[container][key] marks is read
 -- live: only its number kind counts. walker(vals, cmp): without cmp the values are stored
 -- in vals; with it they are compared with vals and the walk stops at the first difference.
 -- Returns the count of values seen, the index and value of the first difference (or nil),
@@ -145,6 +145,9 @@ local function path_to(roots, live, skip, target)
     if n == target then return path_of(keys, kinds, depth) end
     local lv = live[container]
     if lv and lv[key] then return nil end
+    if is_tensor(v) then -- its requires_grad follows it (src/lua/ltc_jitwalk.c)
+      return visit(v, "requires_grad", "field", v.requires_grad, depth + 1)
+    end
     local tv = type(v)
     if (tv == "table" or tv == "function") and not seen[v] and not skip[v] then
       seen[v] = true

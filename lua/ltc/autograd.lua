@@ -233,6 +233,13 @@ function A.install(c)
     AG.set_grad(t, g)
   end
   setters.data = function(t, v)
+    if core.is_tensor(v) and (v:dtype() ~= t:dtype() or core.device(v) ~= core.device(t)) then
+      -- PyTorch's t.data = v across dtypes or devices: t takes v's dtype, device and values
+      -- in place (before: v was cast and copied into t, so t stayed where it was)
+      local ok, err = pcall(c._set_data, t, AG.detach(v))
+      if not ok then raise(err) end
+      return
+    end
     local prev = AG.set_grad_enabled(false)
     local ok, err = pcall(c.assign_, t, v, "data")
     AG.set_grad_enabled(prev)

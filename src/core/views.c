@@ -316,6 +316,24 @@ ltc_status ltc_tensor_set_(ltc_tensor *t, ltc_tensor *value) {
     return LTC_OK;
 }
 
+ltc_status ltc_tensor_rebind(ltc_tensor *t, ltc_tensor *value) {
+    if (t->base) return ltc_errorf(LTC_ERR_ARG, "data: cannot rebind a view (set its base's)");
+    if (value->failed) return ltc_tensor_failed_error(value);
+    if (ltc_tensor_is_pending(value))
+        return ltc_errorf(LTC_ERR_ARG, "data: the new value is pending (sync it first)");
+    ltc_value v;
+    ltc_status st = ltc_tensor_value(value, &v);
+    if (st) return st;
+    set_value(t, ltc_node_retain(v.node)); /* computed: no history or committed data stays */
+    if (v.index) t->ir.index = v.index;
+    t->shape = value->shape;
+    t->backend = value->backend;
+    t->ordinal = value->ordinal;
+    t->any_device = value->any_device;
+    t->generation++;
+    return LTC_OK;
+}
+
 /* ltc_tensor_assign_raw; uniform: every element of value is the same (fill_), so a view
  * that repeats elements can be written. */
 static ltc_status assign_raw(ltc_tensor *t, ltc_tensor *value, bool uniform) {

@@ -60,5 +60,22 @@ describe("Module:to", function()
     assert.same({ 5, 6 }, p:totable())
     assert.is_true(p.requires_grad)
   end)
+
+  it("t:to(device) hands back t itself when t is there already", function()
+    local t = ltc.ones(2)
+    assert.is_true(rawequal(t, t:to("cpu"))) -- before: a new Lua value for the same tensor
+    assert.is_true(rawequal(t, t:to("cpu:0")))
+    local r = t:to("ref")
+    assert.is_true(rawequal(r, r:to("ref")))
+    assert.is_false(rawequal(t, r))
+  end)
+
+  it("names the devices when t:to() gets a device it does not know (\"cuda\")", function()
+    local ok, e = pcall(function() local r = ltc.ones(2):to("cuda"); return r end)
+    assert.is_false(ok)
+    -- before: only "unknown dtype 'cuda' (expected float32, ...)"
+    assert.matches("unknown dtype 'cuda'.*nor a device: the devices are cpu, ref", e)
+    assert.matches("module_to_spec", e) -- at the caller's line
+  end)
 end)
 

@@ -222,8 +222,20 @@ methods.device = core.device
 -- error naming both.
 local to_dtype = methods.to or core.to
 function methods.to(t, x, ...)
-  if core._is_device(x) then return core._to_device(t, x) end
-  return to_dtype(t, x, ...)
+  if core._is_device(x) then
+    local d = core.device(t) -- there already: t itself (the same Lua value, as PyTorch's `is`)
+    if d == x or d == x .. ":0" then return t end
+    return core._to_device(t, x)
+  end
+  if type(x) ~= "string" then return to_dtype(t, x, ...) end
+  local ok, r = pcall(to_dtype, t, x, ...)
+  if ok then return r end
+  if type(r) == "string" and r:find("unknown dtype", 1, true) then -- t:to("cuda")
+    local names = table.concat(core.backends(), ", ")
+    r = r:gsub("%)$", "") .. "; nor a device: the devices are " .. names
+      .. (names:find("opencl", 1, true) and ")" or "; `require \"ltc.opencl\"` adds opencl)")
+  end
+  raise(r)
 end
 M.to = methods.to
 

@@ -89,3 +89,25 @@ describe("ltc.jit and autograd", function()
   end)
 end)
 
+describe("a capture that copies a static input into another tensor", function()
+  it("replays buf:copy_(x) with x's new value (the replay left buf with no data)", function()
+    local x, buf = ltc.ones(2), ltc.zeros(2)
+    local g = ltc.Graph { keep_graph = false }
+    g:capture_begin { mode = "thread_local" }
+    buf:copy_(x) -- same size and dtype: buf shares x's data, no computation to record
+    g:capture_end()
+    x:copy_(ltc.ones(2) * 5) -- pending when the replay starts
+    g:replay()
+    assert.same({ 5, 5 }, buf:totable())
+  end)
+
+  it("lets a jitted fn copy its argument into state and return it", function()
+    local buf = ltc.zeros(2)
+    local f = ltc.jit(function(x) buf:copy_(x); return buf end)
+    for i = 1, 4 do
+      assert.same({ i, i }, f(ltc.ones(2) * i):totable()) -- call 3 raised "share: no data"
+      assert.same({ i, i }, buf:totable())
+    end
+  end)
+end)
+

@@ -399,7 +399,7 @@ function M.jit(fn, opts)
       statics = nil
       if type(res) == "string" and res:find("cannot read a tensor's value while", 1, true) then
         res = res .. "; ltc.jit captures fn at its call 2: return the tensor and read it "
-          .. "after the call (print, :item(), :totable() in fn), or ltc.jit(fn, {mode = "
+          .. "after the call (print, :item(), :totable(), t[i] of a 1-d tensor in fn), or ltc.jit(fn, {mode = "
           .. "\"relaxed\"}) to keep the value read at the capture"
       end
       error(res, 0)

@@ -227,7 +227,7 @@ static ltc_status exec_build(const ltc_capture_record *r, cpu_pool *pool, exec *
     if (!x->steps || !x->comps || !x->inst_t || !x->inst_v || !x->inst_d) goto nomem;
     int n_bind = 0;
     for (int i = 0; i < r->n_steps; i++) n_bind += r->steps[i].n_args;
-    x->statics = calloc((size_t)n_bind + 1, sizeof *x->statics);
+    x->statics = calloc((size_t)(n_bind + r->n_installs) + 1, sizeof *x->statics);
     x->rng = calloc((size_t)n_bind + 1, sizeof *x->rng);
     if (!x->statics || !x->rng) goto nomem;
     for (int i = 0; i < r->n_steps; i++, x->n_steps++) {
@@ -263,6 +263,11 @@ static ltc_status exec_build(const ltc_capture_record *r, cpu_pool *pool, exec *
     for (int i = 0; i < r->n_installs; i++, x->n_installs++) {
         x->inst_t[i] = ltc_tensor_retain(r->installs[i].tensor);
         x->inst_v[i] = bind_copy(&r->installs[i].value);
+        if (x->inst_v[i].kind == LTC_BIND_TENSOR) { /* buf:copy_(x) shared x's data: x is read */
+            bool seen = false;
+            for (int j = 0; j < x->n_statics && !seen; j++) seen = x->statics[j] == x->inst_v[i].tensor;
+            if (!seen) x->statics[x->n_statics++] = x->inst_v[i].tensor;
+        }
         if (x->inst_v[i].kind == LTC_BIND_RNG) { /* not expected: a constant then */
             ltc_data_release(x->inst_v[i].data);
             x->inst_v[i].kind = LTC_BIND_CONST;

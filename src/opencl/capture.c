@@ -61,6 +61,12 @@ static ltc_status h_replay(ltc_graph_base *gb) {
                 i = r->n_steps;
                 break;
             }
+    for (int i = 0; i < r->n_installs; i++) /* and those an install reads (buf:copy_(x)) */
+        if (r->installs[i].value.kind == LTC_BIND_TENSOR &&
+            !ltc_tensor_data(r->installs[i].value.tensor)) {
+            if ((st = ltc_sync())) return st;
+            break;
+        }
     uint64_t seed = 0, unused, base = ltc_rng_advance(r->rng_advance);
     ltc_rng_state_get(&seed, &unused);
     ltc_data ***outs = calloc((size_t)r->n_steps + 1, sizeof *outs);

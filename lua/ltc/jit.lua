@@ -21,8 +21,12 @@
 --    value. Use them in tensor ops; a number fn needs as a Lua number (a size, a loop
 --    count, an `if`) must come from an upvalue instead: the capture bakes it in.
 --    An integer argument switching to a float (or back) recaptures.
---  * Other arguments (strings, booleans, tables) are constants of the capture; a change
---    of their tostring() recaptures.
+--  * Plain tables (no metatable) are taken apart: a batch {x = t1, y = t2, list = {...}}
+--    passes its tensors as static inputs too, and a new table of the same shape (keys,
+--    tensor dtypes and sizes, other values) replays; a number in a table is a constant of
+--    the capture (a change recaptures). Past 256 entries or 4 levels it is one value.
+--  * Other arguments (strings, booleans, tables with a metatable such as a module) are
+--    constants of the capture; a change of their tostring() recaptures.
 --  * Guards: the Lua values the capture may have read are checked before every replay. They
 --    are everything reachable from fn's upvalues and from table arguments: table fields
 --    (read rawly), the upvalues of the Lua functions found there, globals (fn's _ENV) except
@@ -216,67 +220,159 @@ local function refresh_live(live)
   end
 end
 
--- A string naming what must not change between replays: tensor dtypes and shapes, number
--- kinds, the other arguments' tostring().
+-- Plain tables (no metatable) among the arguments, such as a batch {x = ..., y = ...}, are
+-- taken apart: their tensors become static inputs too, and their shape (keys, tensor dtypes
+-- and sizes, other values) is part of the signature, so a new batch table of the same shape
+-- replays (it recaptured on every call: a new table is a new value). Past TREE_MAX entries
+-- or TREE_DEPTH levels (or a cycle) a table is one value, as other arguments.
+local TREE_MAX, TREE_DEPTH = 256, 4
+
+local function is_plain(v) return type(v) == "table" and getmetatable(v) == nil end
+
+-- The keys of a plain table in a fixed order (numbers first, then by tostring).
+local function sorted_keys(t)
+  local keys = {}
+  for k in next, t do keys[#keys + 1] = k end
+  table.sort(keys, function(a, b)
+    local ta, tb = type(a), type(b)
+    if ta ~= tb then return ta < tb end
+    if ta == "number" or ta == "string" then return a < b end
+    return tostring(a) < tostring(b)
+  end)
+  return keys
+end
+
+-- The signature of one value (a plain table's by its contents), or nil when a plain table is
+-- too large or too deep to take apart. budget: {n = entries left}.
+local function value_sig(v, depth, budget)
+  if is_tensor(v) then return "T" .. v:dtype() .. "[" .. concat(v:size(), ",") .. "]" end
+  if type(v) == "number" then return "N" .. mtype(v) end
+  if not is_plain(v) or depth > TREE_DEPTH then return type(v) .. ":" .. tostring(v) end
+  local parts = {}
+  for _, k in ipairs(sorted_keys(v)) do
+    budget.n = budget.n - 1
+    if budget.n < 0 then return nil end
+    local x = v[k]
+    local sx
+    if type(x) == "number" then -- a number in a table is a constant of the capture
+      sx = "n" .. mtype(x) .. ":" .. tostring(x)
+    elseif is_plain(x) then
+      if depth == TREE_DEPTH then return nil end
+      sx = value_sig(x, depth + 1, budget)
+      if not sx then return nil end
+    else
+      sx = value_sig(x, depth + 1, budget)
+    end
+    parts[#parts + 1] = type(k) .. ":" .. tostring(k) .. "=" .. sx
+  end
+  return "{" .. concat(parts, ",") .. "}"
+end
+
+-- A string naming what must not change between replays: the grad mode, tensor dtypes and
+-- shapes, number kinds, plain tables' contents, the other arguments' tostring().
+-- Also returns, per argument, whether it is a plain table taken apart.
 local function signature(args)
-  local parts = { core._ag.is_grad_enabled() and "grad" or "no_grad" }
+  local parts, tree = { core._ag.is_grad_enabled() and "grad" or "no_grad" }, {}
   for i = 1, args.n do
     local v = args[i]
-    if is_tensor(v) then
-      parts[i + 1] = "T" .. v:dtype() .. "[" .. concat(v:size(), ",") .. "]"
-    elseif type(v) == "number" then
-      parts[i + 1] = "N" .. mtype(v)
+    local sv = is_plain(v) and value_sig(v, 1, { n = TREE_MAX }) or nil
+    if sv then
+      tree[i] = true
+    elseif is_tensor(v) or type(v) == "number" then
+      sv = value_sig(v, 1)
     else
-      parts[i + 1] = type(v) .. ":" .. tostring(v)
+      sv = type(v) .. ":" .. tostring(v)
     end
+    parts[i + 1] = sv
   end
-  return concat(parts, ";")
+  return concat(parts, ";"), tree
+end
+
+-- Whether pred(t) holds for a tensor among the arguments (also inside plain tables).
+local function any_tensor(args, pred)
+  local function visit(v, depth)
+    if is_tensor(v) then return pred(v) end
+    if depth <= TREE_DEPTH and is_plain(v) then
+      for _, x in next, v do
+        if visit(x, depth + 1) then return true end
+      end
+    end
+    return false
+  end
+  for i = 1, args.n do
+    if visit(args[i], 1) then return true end
+  end
+  return false
 end
 
 -- Whether a tensor argument lives off the default device (a capture there would replay the
 -- default device's kernels on another device's data).
 local function off_default(args)
   local here = core.default_device()
-  for i = 1, args.n do
-    if is_tensor(args[i]) and core.device(args[i]) ~= here then return true end
-  end
-  return false
+  return any_tensor(args, function(t) return core.device(t) ~= here end)
 end
 
 -- Whether a tensor argument requires grad (fn's backward must reach the caller's tensor,
 -- which a replay, reading a static copy and recording no autograd graph, cannot do).
 local function wants_grad(args)
-  for i = 1, args.n do
-    if is_tensor(args[i]) and args[i].requires_grad then return true end
-  end
-  return false
+  return any_tensor(args, function(t) return t.requires_grad end)
 end
 
--- The static inputs for a call's arguments (made once per capture).
-local function make_statics(args)
+local function static_of(v)
+  local s = core.zeros(v:size(), v:dtype())
+  s:copy_(v)
+  return s
+end
+
+-- A plain table's mirror: the same keys, a static tensor for each tensor, nested plain
+-- tables mirrored, other values as they are.
+local function mirror(t)
+  local m = {}
+  for k, x in next, t do
+    if is_tensor(x) then m[k] = static_of(x)
+    elseif is_plain(x) then m[k] = mirror(x)
+    else m[k] = x end
+  end
+  return m
+end
+
+-- Copies the tensors of t (of the mirror's shape: the signature says so) into the mirror's.
+local function fill_mirror(m, t)
+  for k, x in next, m do
+    if is_tensor(x) then x:copy_(t[k])
+    elseif is_plain(x) then fill_mirror(x, t[k]) end
+  end
+end
+
+-- The static inputs for a call's arguments (made once per capture); tree: signature's.
+local function make_statics(args, tree)
   local statics = {}
   for i = 1, args.n do
     local v = args[i]
     if is_tensor(v) then
-      statics[i] = core.zeros(v:size(), v:dtype())
-      statics[i]:copy_(v)
+      statics[i] = static_of(v)
     elseif type(v) == "number" then
       statics[i] = core._weak_scalar(v)
+    elseif tree[i] then
+      statics[i] = mirror(v)
     end
   end
   return statics
 end
 
--- The arguments fn sees: the static tensors, other values as given.
+-- The arguments fn sees: the static tensors (and mirrors), other values as given.
 local function fill_statics(statics, args)
   local call = { n = args.n }
   for i = 1, args.n do
     local s = statics[i]
-    if s then
+    if s == nil then
+      call[i] = args[i]
+    elseif is_tensor(s) then
       s:copy_(args[i])
       call[i] = s
     else
-      call[i] = args[i]
+      fill_mirror(s, args[i])
+      call[i] = s
     end
   end
   return call
@@ -378,8 +474,8 @@ function M.jit(fn, opts)
     core._counter_add("JitRecapture", 1)
   end
 
-  local function capture(args)
-    statics = make_statics(args)
+  local function capture(args, tree)
+    statics = make_statics(args, tree)
     local call = fill_statics(statics, args)
     -- the graph implementation of the backend syncs run on (cpu captures ref too)
     local dev = core.get_backend()
@@ -387,7 +483,7 @@ function M.jit(fn, opts)
     local g = core.Graph { keep_graph = false, device = dev }
     local frozen = core.counter("GraphFrozenInput")
     local cap = { live = live }
-    local groots = guard_roots(fn, args)
+    local groots = guard_roots(fn, call) -- the mirrors of plain-table arguments
     local before = snapshot(groots, {}, self)
     g:capture_begin { mode = opts.mode, pool = opts.pool }
     current = cap
@@ -456,11 +552,11 @@ function M.jit(fn, opts)
       core._counter_add("JitUntraced", 1)
       return fn(...)
     end
-    local s = signature(args)
+    local s, tree = signature(args)
     if self.calls == 1 or self.untraced then -- warm-up: fn as is, numbers as weak scalars
       if self.untraced then core._counter_add("JitUntraced", 1) end
       sig = s
-      local call = fill_statics(make_statics(args), args)
+      local call = fill_statics(make_statics(args, tree), args)
       current = { live = live }
       local ok, res = pcall(function() return pack(fn(unpack(call, 1, call.n))) end)
       current = nil
@@ -483,7 +579,7 @@ function M.jit(fn, opts)
     end
     sig = s
     refresh_live(live)
-    if not self.graph then return capture(args) end
+    if not self.graph then return capture(args, tree) end
     fill_statics(statics, args)
     self.graph:replay()
     core._counter_add("JitReplay", 1)

@@ -79,3 +79,31 @@ describe("Module:to", function()
   end)
 end)
 
+describe("a captured graph after Module:to", function()
+  it("ltc.jit captures again after m:double(), as an untraced call computes", function()
+    local m = model()
+    local f = ltc.jit(function(x) return m(x):sum() end)
+    for _ = 1, 3 do assert.equal(3, f(ltc.ones(1, 2)):item()) end
+    m:double()
+    -- untraced: float32 input, float64 weight is an error; the replay read the float64
+    -- weight's bytes as float32 and returned a number
+    local ok, e = pcall(function() return f(ltc.ones(1, 2)):item() end)
+    assert.is_false(ok)
+    assert.matches("linear: self and weight must have one dtype", e)
+    assert.equal(3, f(ltc.ones(1, 2, "float64")):item())
+  end)
+
+  it("a Graph replay after a static input was converted in place is an error", function()
+    local w, x = ltc.tensor { 1, 2 }, ltc.tensor { 3, 4 }
+    local g = ltc.Graph { keep_graph = false }
+    g:capture_begin { mode = "thread_local" }
+    local y = (w * x):sum()
+    g:capture_end()
+    assert.equal(11, y:item())
+    ltc.no_grad(function() w.data = ltc.tensor({ 1, 2, 3 }, "float64") end)
+    local ok, e = pcall(function() g:replay() end)
+    assert.is_false(ok)
+    assert.matches("does not have the captured shape, dtype or device", e)
+  end)
+end)
+

@@ -33,7 +33,8 @@
 --    loaded modules; Lua functions of ltc and of installed libraries are not entered, tensors
 --    and other userdata are compared by identity, a tensor's requires_grad flag too. A
 --    changed value (`opt.lr = 0`, `model:eval()` flipping `training` flags, `cfg.scale = 3`,
---    a new tensor in a table, `p:requires_grad_(false)`, a local upvalue reassigned) recaptures before the call, counted as "JitRecapture" and
+--    a new tensor in a table, `p:requires_grad_(false)`, a local upvalue reassigned; also
+--    any tensor converted or moved in place since, by m:to() or resize_) recaptures before the call, counted as "JitRecapture" and
 --    "JitGuardRecapture"; f.recaptures lists the reasons (ltc.debug.explain_jit(f) prints
 --    them). Values read through ltc.jit.live(tbl, key) (ltc.optim's lr) are parameters of
 --    the graph instead: each replay reads their current value, only a change of their Lua
@@ -459,6 +460,7 @@ function M.jit(fn, opts)
   opts = opts or {}
   local self = { calls = 0, recaptures = {} }
   local sig, statics, results, roots, guards
+  local rebinds -- core._rebinds() at the capture: m:to() / resize_ since then recaptures
   local live = setmetatable({}, { __mode = "k" }) -- ltc.jit.live's tensors, kept by resets
 
   function self.reset()
@@ -501,6 +503,7 @@ function M.jit(fn, opts)
       error(res, 0)
     end
     self.graph, results, roots = g, res, groots
+    rebinds = core._rebinds()
     guards = snapshot(roots, live, self)
     self.guarded = guards.total
     core._counter_add("JitCapture", 1)
@@ -569,6 +572,8 @@ function M.jit(fn, opts)
     if self.graph then
       if s ~= sig then
         recaptured("arguments " .. sig .. " now " .. s)
+      elseif core._rebinds() ~= rebinds then
+        recaptured("a tensor was converted or moved in place (Module:to, resize_)")
       elseif opts.guards ~= false then
         local why = changed(guards)
         if why then

@@ -170,6 +170,7 @@ typedef struct {
     int n_rng;
     ltc_binding **rng;       /* the RNG bindings */
     uint64_t rng_advance;
+    int64_t rebinds; /* ltc_tensor_rebinds() when built: a change checks the arguments */
 } exec;
 
 static void bind_release(ltc_binding *b) {
@@ -219,6 +220,7 @@ static ltc_status exec_build(const ltc_capture_record *r, cpu_pool *pool, exec *
     ltc_status st = LTC_OK;
     if (!x) goto nomem;
     x->rng_advance = r->rng_advance;
+    x->rebinds = ltc_tensor_rebinds();
     x->steps = calloc((size_t)r->n_steps + 1, sizeof *x->steps);
     x->comps = calloc((size_t)r->n_steps + 1, sizeof *x->comps);
     x->inst_t = calloc((size_t)r->n_installs + 1, sizeof *x->inst_t);
@@ -315,16 +317,20 @@ static ltc_status exec_run(exec *x, cpu_pool *pool, bool debug) {
             state[1] = (int64_t)(base + (uint64_t)x->rng[i]->rng_delta);
         }
     }
+    bool rebound = x->rebinds != ltc_tensor_rebinds();
     for (int i = 0; i < x->n_steps; i++) {
         xstep *s = &x->steps[i];
         for (int k = 0; k < s->n_args; k++) s->args[k] = resolve(x, &s->bind[k]);
-        if (debug) {
+        if (debug || rebound) {
             const ltc_shape *ps = x->comps[i]->param_shapes;
             for (int k = 0; k < s->n_args; k++)
-                if (!s->args[k] || !ltc_shape_equal(&s->args[k]->shape, &ps[k])) {
+                if (!s->args[k] || !ltc_shape_equal(&s->args[k]->shape, &ps[k]) ||
+                    (s->plan && s->args[k]->backend != x->comps[i]->backend)) {
                     release_outs(x, i);
-                    return ltc_errorf(LTC_ERR_STATE, "replay (debug): step %d argument %d does "
-                                      "not have the captured shape", i + 1, k + 1);
+                    return ltc_errorf(LTC_ERR_STATE, "replay: step %d argument %d does not have "
+                                      "the captured shape, dtype or device (a static input "
+                                      "converted or moved in place since the capture: "
+                                      "Module:to, resize_; capture again)", i + 1, k + 1);
                 }
         }
         ltc_computation *c = x->comps[i];

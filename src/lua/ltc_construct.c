@@ -160,6 +160,12 @@ static int l_set_data(lua_State *L) {
     return 1;
 }
 
+/* core._rebinds(): ltc_tensor_rebinds() (ltc.jit recaptures when it changed). */
+static int l_rebinds(lua_State *L) {
+    lua_pushinteger(L, (lua_Integer)ltc_tensor_rebinds());
+    return 1;
+}
+
 /* core._strides(t): PyTorch's strides of t (a table) and its storage offset, or nil when no
  * strides express it (ltc_tensor_strides; stride() and isContiguous() in lua/ltc/torch7.lua). */
 static int l_strides(lua_State *L) {
@@ -177,7 +183,7 @@ static int l_strides(lua_State *L) {
 }
 
 static const luaL_Reg construct_functions[] = {
-    {"tensor", l_tensor}, {"result_type", l_result_type}, {"_set_", l_set_}, {"_set_data", l_set_data}, {"_strides", l_strides},
+    {"tensor", l_tensor}, {"result_type", l_result_type}, {"_set_", l_set_}, {"_set_data", l_set_data}, {"_rebinds", l_rebinds}, {"_strides", l_strides},
     {NULL, NULL},
 };
 

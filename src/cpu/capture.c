@@ -170,7 +170,7 @@ typedef struct {
     int n_rng;
     ltc_binding **rng;       /* the RNG bindings */
     uint64_t rng_advance;
-    int64_t rebinds; /* ltc_tensor_rebinds() when built: a change checks the arguments */
+    int64_t rebinds; /* the record's: a change since checks the arguments */
 } exec;
 
 static void bind_release(ltc_binding *b) {
@@ -220,7 +220,7 @@ static ltc_status exec_build(const ltc_capture_record *r, cpu_pool *pool, exec *
     ltc_status st = LTC_OK;
     if (!x) goto nomem;
     x->rng_advance = r->rng_advance;
-    x->rebinds = ltc_tensor_rebinds();
+    x->rebinds = r->rebinds;
     x->steps = calloc((size_t)r->n_steps + 1, sizeof *x->steps);
     x->comps = calloc((size_t)r->n_steps + 1, sizeof *x->comps);
     x->inst_t = calloc((size_t)r->n_installs + 1, sizeof *x->inst_t);

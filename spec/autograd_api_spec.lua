@@ -130,6 +130,23 @@ describe("t:register_hook(fn)", function()
     close(x.grad, { 3, 3 })
   end)
 
+  it("leaves t.grad after every hook of t, even one registered after retain_grad (2.x)", function()
+    local x = ltc.tensor({ 1, 2 }):requires_grad_()
+    local y = x * 3
+    y:retain_grad()
+    y:register_hook(function(g) return g * 10 end)
+    local z = (y * 1):sum()
+    z:backward()
+    close(y.grad, { 10, 10 }) -- PyTorch 1.13: {1, 1}; 2.x: {10, 10}
+    close(x.grad, { 30, 30 })
+  end)
+
+  it("runs a leaf's hooks on the gradient autograd.grad returns (1.13 does not)", function()
+    local a = ltc.tensor({ 1, 2 }):requires_grad_()
+    a:register_hook(function(g) return g * 100 end)
+    close(ltc.autograd.grad((a * 2):sum(), a), { 200, 200 }) -- PyTorch 1.13: {2, 2}
+  end)
+
   it("raises a hook's error and a wrong size from backward, and stays usable", function()
     local w = ltc.tensor({ 1, 1 }):requires_grad_()
     w:register_hook(function() error("hook failed") end)

@@ -67,7 +67,14 @@ function A.backward(t, grad, opts)
   if opts then retain, create = opts.retain_graph, opts.create_graph end
   if type(grad) == "number" then grad = core.full(t:size(), grad, t:dtype()) end
   local ok, err = pcall(AG.backward, t, grad, retain or create, create)
-  if not ok then raise(err) end
+  if not ok then
+    local jit = package.loaded["ltc.jit"]
+    if jit and jit.results[t] then
+      err = err .. " (it was returned by an ltc.jit function, whose replays record no "
+        .. "autograd graph: call backward inside the jitted function)"
+    end
+    raise(err)
+  end
   for _, h in ipairs(A.post_backward_hooks) do h(t) end
 end
 
@@ -226,6 +233,13 @@ function A.install(c)
     AG.set_grad(t, g)
   end
   setters.data = function(t, v)
+    if core.is_tensor(v) and (v:dtype() ~= t:dtype() or core.device(v) ~= core.device(t)) then
+      -- PyTorch's t.data = v across dtypes or devices: t takes v's dtype, device and values
+      -- in place (before: v was cast and copied into t, so t stayed where it was)
+      local ok, err = pcall(c._set_data, t, AG.detach(v))
+      if not ok then raise(err) end
+      return
+    end
     local prev = AG.set_grad_enabled(false)
     local ok, err = pcall(c.assign_, t, v, "data")
     AG.set_grad_enabled(prev)
@@ -247,7 +261,9 @@ function A.install(c)
   end
   methods.backward = A.backward
   --- t:retain_grad(): a tensor with history keeps its gradient in t.grad at backward
-  -- (PyTorch's retain_grad); t.retains_grad says whether it does.
+  -- (PyTorch's retain_grad); t.retains_grad says whether it does. The gradient kept is the
+  -- one after all of t's hooks ran, in whichever order retain_grad and register_hook came
+  -- (PyTorch 2.x; in 1.13 a hook registered after retain_grad does not change t.grad).
   function methods.retain_grad(t)
     local ok, err = pcall(AG.retain_grad, t)
     if not ok then raise(err) end
@@ -256,6 +272,8 @@ function A.install(c)
   --- t:register_hook(fn): fn(grad) runs whenever the gradient with respect to t is computed,
   -- before it is accumulated or passed on; a tensor it returns replaces the gradient (same
   -- size). Returns a handle whose remove() takes the hook off (PyTorch's register_hook).
+  -- A leaf's hooks also run on the gradient ltc.autograd.grad returns for it (PyTorch 1.13
+  -- returns that gradient without running them); retain_grad: see above.
   function methods.register_hook(t, fn)
     if type(fn) ~= "function" then raise("register_hook: a function expected, got " .. type(fn)) end
     local ok, id = pcall(AG.register_hook, t, fn)

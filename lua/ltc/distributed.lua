@@ -167,7 +167,10 @@ end
 -- Without the C module, t:copy_ of the op.
 local function write_inplace(fn, op, t, arg)
   if not C then return write(t, op(t, arg)) end
-  return fn(t, arg)
+  local ok, r = pcall(fn, t, arg)
+  if ok then return r end
+  -- at the caller's line (it was this file's: luaL_error's position, a line of lua/ltc/)
+  raise(type(r) == "string" and r:gsub("^[^\n]-[/\\]ltc[/\\][%w_]+%.lua:%d+: ", "") or r)
 end
 
 --- dist.all_reduce(t [, op="sum"]): t becomes the elementwise reduction of every rank's t

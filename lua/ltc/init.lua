@@ -222,10 +222,45 @@ methods.device = core.device
 -- error naming both.
 local to_dtype = methods.to or core.to
 function methods.to(t, x, ...)
-  if core._is_device(x) then return core._to_device(t, x) end
-  return to_dtype(t, x, ...)
+  if core._is_device(x) then
+    local d = core.device(t) -- there already: t itself (the same Lua value, as PyTorch's `is`)
+    if d == x or d == x .. ":0" then return t end
+    return core._to_device(t, x)
+  end
+  if type(x) ~= "string" then return to_dtype(t, x, ...) end
+  local ok, r = pcall(to_dtype, t, x, ...)
+  if ok then return r end
+  if type(r) == "string" and r:find("unknown dtype", 1, true) then -- t:to("cuda")
+    local names = table.concat(core.backends(), ", ")
+    r = r:gsub("%)$", "") .. "; nor a device: the devices are " .. names
+      .. (names:find("opencl", 1, true) and ")" or "; `require \"ltc.opencl\"` adds opencl)")
+  end
+  raise(r)
 end
 M.to = methods.to
+
+-- ltc.all_reduce(t, op) and ltc.reduce_scatter(t, op, world_size), the lazy collectives, take
+-- the reduction by name as dist.all_reduce does ("sum", "avg", "max", "min", "prod"), or as
+-- ops.yaml's number (0 sum, 1 avg, 2 max, 3 min, 4 prod).
+local REDUCE_OPS = { sum = 0, avg = 1, mean = 1, max = 2, min = 3, prod = 4, product = 4 }
+for _, name in ipairs { "all_reduce", "reduce_scatter" } do
+  local f = M[name]
+  if f then
+    local function named(t, op, ...)
+      if type(op) == "string" then
+        local n = REDUCE_OPS[op]
+        if not n then
+          raise(string.format("%s: unknown op \"%s\" (expected \"sum\", \"avg\", \"max\", "
+            .. "\"min\" or \"prod\")", name, op))
+        end
+        op = n
+      end
+      return f(t, op, ...)
+    end
+    M[name] = named
+    if methods[name] then methods[name] = named end
+  end
+end
 
 -- Creation functions take a trailing options table {device = "toy:0"} (PyTorch's device=
 -- keyword): the tensor is made under a device guard for that device (this thread only, as

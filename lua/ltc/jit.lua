@@ -8,6 +8,11 @@
 --  * A call with a tensor argument off the default device (t:to("ref")) runs fn as is,
 --    untraced (counter "JitUntraced"): a capture runs on the default device, and replaying
 --    its kernels on another device's data crashed.
+--  * A call with a tensor argument that requires grad runs fn as is, untraced ("JitUntraced"):
+--    a replay reads a static copy and records no autograd graph, so a backward in fn would
+--    never reach the caller's x.grad. Calls under ltc.no_grad and with grad on capture
+--    apart (the grad mode is part of the signature). Tensors fn returns carry no autograd
+--    history (backward on one says so): call backward inside fn.
 --  * Tensor arguments are copied into static input tensors the graph reads (copy_ shares
 --    the data when dtype and shape match, so no copy is made). Their shapes and dtypes are
 --    checked on every call: a change recaptures (counter "JitRecapture").
@@ -16,15 +21,20 @@
 --    value. Use them in tensor ops; a number fn needs as a Lua number (a size, a loop
 --    count, an `if`) must come from an upvalue instead: the capture bakes it in.
 --    An integer argument switching to a float (or back) recaptures.
---  * Other arguments (strings, booleans, tables) are constants of the capture; a change
---    of their tostring() recaptures.
+--  * Plain tables (no metatable) are taken apart: a batch {x = t1, y = t2, list = {...}}
+--    passes its tensors as static inputs too, and a new table of the same shape (keys,
+--    tensor dtypes and sizes, other values) replays; a number in a table is a constant of
+--    the capture (a change recaptures). Past 256 entries or 4 levels it is one value.
+--  * Other arguments (strings, booleans, tables with a metatable such as a module) are
+--    constants of the capture; a change of their tostring() recaptures.
 --  * Guards: the Lua values the capture may have read are checked before every replay. They
 --    are everything reachable from fn's upvalues and from table arguments: table fields
 --    (read rawly), the upvalues of the Lua functions found there, globals (fn's _ENV) except
 --    loaded modules; Lua functions of ltc and of installed libraries are not entered, tensors
---    and other userdata are compared by identity. A changed value (`opt.lr = 0`,
---    `model:eval()` flipping `training` flags, `cfg.scale = 3`, a new tensor in a table, a
---    local upvalue reassigned) recaptures before the call, counted as "JitRecapture" and
+--    and other userdata are compared by identity, a tensor's requires_grad flag too. A
+--    changed value (`opt.lr = 0`, `model:eval()` flipping `training` flags, `cfg.scale = 3`,
+--    a new tensor in a table, `p:requires_grad_(false)`, a local upvalue reassigned; also
+--    any tensor converted or moved in place since, by m:to() or resize_) recaptures before the call, counted as "JitRecapture" and
 --    "JitGuardRecapture"; f.recaptures lists the reasons (ltc.debug.explain_jit(f) prints
 --    them). Values read through ltc.jit.live(tbl, key) (ltc.optim's lr) are parameters of
 --    the graph instead: each replay reads their current value, only a change of their Lua
@@ -47,7 +57,9 @@
 --    every replay. The capture counts such tensors (counter "GraphFrozenInput": read by
 --    the graph, held by nothing else) and ltc.jit warns about them on stderr.
 --  * A capture during which fn made or replaced state (a tensor or table stored where fn
---    can reach it: an optimizer's first momentum buffer) is not replayed: the next call
+--    can reach it: an optimizer's first momentum buffer; a tensor the graph reads that
+--    nothing holds after it, as a leaf's grad that backward accumulated into a new tensor
+--    when no zero_grad came before) is not replayed: the next call
 --    captures again, when the state exists. After 3 such captures in a row fn runs untraced
 --    on every call (counter "JitUntraced"; a warning says why).
 --  * An error inside fn during the capture ends and drops the capture, then is re-raised.
@@ -114,7 +126,7 @@ end
 -- A walker over the values reachable from roots (a list of {name, value}) in a fixed order:
 -- table fields (rawly: no metamethods), the upvalues of Lua functions that are not ltc's own
 -- or an installed library's; tensors and other userdata are compared by identity, never
--- entered, and so are the tables in skip. A value that live[container][key] marks is read
+-- entered (a tensor's requires_grad follows it as a field), and so are the tables in skip. A value that live[container][key] marks is read
 -- live: only its number kind counts. walker(vals, cmp): without cmp the values are stored
 -- in vals; with it they are compared with vals and the walk stops at the first difference.
 -- Returns the count of values seen, the index and value of the first difference (or nil),
@@ -138,6 +150,9 @@ local function path_to(roots, live, skip, target)
     if n == target then return path_of(keys, kinds, depth) end
     local lv = live[container]
     if lv and lv[key] then return nil end
+    if is_tensor(v) then -- its requires_grad follows it (src/lua/ltc_jitwalk.c)
+      return visit(v, "requires_grad", "field", v.requires_grad, depth + 1)
+    end
     local tv = type(v)
     if (tv == "table" or tv == "function") and not seen[v] and not skip[v] then
       seen[v] = true
@@ -206,66 +221,173 @@ local function refresh_live(live)
   end
 end
 
--- A string naming what must not change between replays: tensor dtypes and shapes, number
--- kinds, the other arguments' tostring().
-local function signature(args)
+-- Plain tables (no metatable) among the arguments, such as a batch {x = ..., y = ...}, are
+-- taken apart: their tensors become static inputs too, and their shape (keys, tensor dtypes
+-- and sizes, other values) is part of the signature, so a new batch table of the same shape
+-- replays (it recaptured on every call: a new table is a new value). Past TREE_MAX entries
+-- or TREE_DEPTH levels (or a cycle) a table is one value, as other arguments.
+local TREE_MAX, TREE_DEPTH = 256, 4
+
+local function is_plain(v) return type(v) == "table" and getmetatable(v) == nil end
+
+-- The keys of a plain table in a fixed order (numbers first, then by tostring).
+local function sorted_keys(t)
+  local keys = {}
+  for k in next, t do keys[#keys + 1] = k end
+  table.sort(keys, function(a, b)
+    local ta, tb = type(a), type(b)
+    if ta ~= tb then return ta < tb end
+    if ta == "number" or ta == "string" then return a < b end
+    return tostring(a) < tostring(b)
+  end)
+  return keys
+end
+
+-- The signature of one value (a plain table's by its contents), or nil when a plain table is
+-- too large or too deep to take apart. budget: {n = entries left}.
+local function value_sig(v, depth, budget)
+  if is_tensor(v) then return "T" .. v:dtype() .. "[" .. concat(v:size(), ",") .. "]" end
+  if type(v) == "number" then return "N" .. mtype(v) end
+  if not is_plain(v) or depth > TREE_DEPTH then return type(v) .. ":" .. tostring(v) end
   local parts = {}
+  for _, k in ipairs(sorted_keys(v)) do
+    budget.n = budget.n - 1
+    if budget.n < 0 then return nil end
+    local x = v[k]
+    local sx
+    if type(x) == "number" then -- a number in a table is a constant of the capture
+      sx = "n" .. mtype(x) .. ":" .. tostring(x)
+    elseif is_plain(x) then
+      if depth == TREE_DEPTH then return nil end
+      sx = value_sig(x, depth + 1, budget)
+      if not sx then return nil end
+    else
+      sx = value_sig(x, depth + 1, budget)
+    end
+    parts[#parts + 1] = type(k) .. ":" .. tostring(k) .. "=" .. sx
+  end
+  return "{" .. concat(parts, ",") .. "}"
+end
+
+-- A string naming what must not change between replays: the grad mode, tensor dtypes and
+-- shapes, number kinds, plain tables' contents, the other arguments' tostring().
+-- Also returns, per argument, whether it is a plain table taken apart.
+local function signature(args)
+  local parts, tree = { core._ag.is_grad_enabled() and "grad" or "no_grad" }, {}
   for i = 1, args.n do
     local v = args[i]
-    if is_tensor(v) then
-      parts[i] = "T" .. v:dtype() .. "[" .. concat(v:size(), ",") .. "]"
-    elseif type(v) == "number" then
-      parts[i] = "N" .. mtype(v)
+    local sv = is_plain(v) and value_sig(v, 1, { n = TREE_MAX }) or nil
+    if sv then
+      tree[i] = true
+    elseif is_tensor(v) or type(v) == "number" then
+      sv = value_sig(v, 1)
     else
-      parts[i] = type(v) .. ":" .. tostring(v)
+      sv = type(v) .. ":" .. tostring(v)
     end
+    parts[i + 1] = sv
   end
-  return concat(parts, ";")
+  return concat(parts, ";"), tree
+end
+
+-- Whether pred(t) holds for a tensor among the arguments (also inside plain tables).
+local function any_tensor(args, pred)
+  local function visit(v, depth)
+    if is_tensor(v) then return pred(v) end
+    if depth <= TREE_DEPTH and is_plain(v) then
+      for _, x in next, v do
+        if visit(x, depth + 1) then return true end
+      end
+    end
+    return false
+  end
+  for i = 1, args.n do
+    if visit(args[i], 1) then return true end
+  end
+  return false
 end
 
 -- Whether a tensor argument lives off the default device (a capture there would replay the
 -- default device's kernels on another device's data).
 local function off_default(args)
   local here = core.default_device()
-  for i = 1, args.n do
-    if is_tensor(args[i]) and core.device(args[i]) ~= here then return true end
-  end
-  return false
+  return any_tensor(args, function(t) return core.device(t) ~= here end)
 end
 
--- The static inputs for a call's arguments (made once per capture).
-local function make_statics(args)
+-- Whether a tensor argument requires grad (fn's backward must reach the caller's tensor,
+-- which a replay, reading a static copy and recording no autograd graph, cannot do).
+local function wants_grad(args)
+  return any_tensor(args, function(t) return t.requires_grad end)
+end
+
+local function static_of(v)
+  local s = core.zeros(v:size(), v:dtype())
+  s:copy_(v)
+  return s
+end
+
+-- A plain table's mirror: the same keys, a static tensor for each tensor, nested plain
+-- tables mirrored, other values as they are.
+local function mirror(t)
+  local m = {}
+  for k, x in next, t do
+    if is_tensor(x) then m[k] = static_of(x)
+    elseif is_plain(x) then m[k] = mirror(x)
+    else m[k] = x end
+  end
+  return m
+end
+
+-- Copies the tensors of t (of the mirror's shape: the signature says so) into the mirror's.
+local function fill_mirror(m, t)
+  for k, x in next, m do
+    if is_tensor(x) then x:copy_(t[k])
+    elseif is_plain(x) then fill_mirror(x, t[k]) end
+  end
+end
+
+-- The static inputs for a call's arguments (made once per capture); tree: signature's.
+local function make_statics(args, tree)
   local statics = {}
   for i = 1, args.n do
     local v = args[i]
     if is_tensor(v) then
-      statics[i] = core.zeros(v:size(), v:dtype())
-      statics[i]:copy_(v)
+      statics[i] = static_of(v)
     elseif type(v) == "number" then
       statics[i] = core._weak_scalar(v)
+    elseif tree[i] then
+      statics[i] = mirror(v)
     end
   end
   return statics
 end
 
--- The arguments fn sees: the static tensors, other values as given.
+-- The arguments fn sees: the static tensors (and mirrors), other values as given.
 local function fill_statics(statics, args)
   local call = { n = args.n }
   for i = 1, args.n do
     local s = statics[i]
-    if s then
+    if s == nil then
+      call[i] = args[i]
+    elseif is_tensor(s) then
       s:copy_(args[i])
       call[i] = s
     else
-      call[i] = args[i]
+      fill_mirror(s, args[i])
+      call[i] = s
     end
   end
   return call
 end
 
 -- v with each tensor replaced by a new tensor sharing its data, plain tables copied.
+M.results = setmetatable({}, { __mode = "k" }) -- results whose tensor in fn had a grad_fn
+
 local function share(v, memo)
-  if is_tensor(v) then return core._share(v) end
+  if is_tensor(v) then
+    local s = core._share(v)
+    if v.requires_grad then M.results[s] = true end
+    return s
+  end
   if type(v) ~= "table" or getmetatable(v) ~= nil then return v end
   if memo[v] then return memo[v] end
   local out = {}
@@ -338,6 +460,7 @@ function M.jit(fn, opts)
   opts = opts or {}
   local self = { calls = 0, recaptures = {} }
   local sig, statics, results, roots, guards
+  local rebinds -- core._rebinds() at the capture: m:to() / resize_ since then recaptures
   local live = setmetatable({}, { __mode = "k" }) -- ltc.jit.live's tensors, kept by resets
 
   function self.reset()
@@ -353,8 +476,8 @@ function M.jit(fn, opts)
     core._counter_add("JitRecapture", 1)
   end
 
-  local function capture(args)
-    statics = make_statics(args)
+  local function capture(args, tree)
+    statics = make_statics(args, tree)
     local call = fill_statics(statics, args)
     -- the graph implementation of the backend syncs run on (cpu captures ref too)
     local dev = core.get_backend()
@@ -362,7 +485,7 @@ function M.jit(fn, opts)
     local g = core.Graph { keep_graph = false, device = dev }
     local frozen = core.counter("GraphFrozenInput")
     local cap = { live = live }
-    local groots = guard_roots(fn, args)
+    local groots = guard_roots(fn, call) -- the mirrors of plain-table arguments
     local before = snapshot(groots, {}, self)
     g:capture_begin { mode = opts.mode, pool = opts.pool }
     current = cap
@@ -372,9 +495,15 @@ function M.jit(fn, opts)
     if not ok then
       g:reset() -- ends the capture if it is still running: nothing half-captured stays
       statics = nil
+      if type(res) == "string" and res:find("cannot read a tensor's value while", 1, true) then
+        res = res .. "; ltc.jit captures fn at its call 2: return the tensor and read it "
+          .. "after the call (print, :item(), :totable(), t[i] of a 1-d tensor in fn), or ltc.jit(fn, {mode = "
+          .. "\"relaxed\"}) to keep the value read at the capture"
+      end
       error(res, 0)
     end
     self.graph, results, roots = g, res, groots
+    rebinds = core._rebinds()
     guards = snapshot(roots, live, self)
     self.guarded = guards.total
     core._counter_add("JitCapture", 1)
@@ -382,6 +511,9 @@ function M.jit(fn, opts)
     local side, kind = changed(before)
     local drop -- why this graph cannot be replayed: the next call captures again
     if cap.new then drop = "a value read through ltc.jit.live for the first time" end
+    if frozen > 0 and not drop then -- replaced state the walk cannot see (a leaf's grad)
+      drop = string.format("the graph reads %d tensor(s) fn replaced", frozen)
+    end
     if side then
       core._counter_add("JitLuaSideEffect", 1)
       if kind ~= "value" then -- new state (a tensor, a table) made or replaced by fn
@@ -394,8 +526,8 @@ function M.jit(fn, opts)
     end
     if frozen > 0 then
       io.stderr:write(string.format("ltc.jit: the captured graph reads %d tensor(s) that "
-        .. "nothing else holds any more: every replay reads their capture-time values (state "
-        .. "replaced in fn instead of updated in place? use x:copy_(new) or mul_/add_)\n",
+        .. "nothing else holds any more (state replaced in fn instead of updated in place? "
+        .. "use x:copy_(new) or mul_/add_): not replayed, the next call captures again\n",
         frozen))
     end
     if drop then
@@ -419,15 +551,15 @@ function M.jit(fn, opts)
   return setmetatable(self, { __call = function(_, ...)
     local args = pack(...)
     self.calls = self.calls + 1
-    if off_default(args) then -- captures run on the default device: fn runs as is elsewhere
+    if off_default(args) or wants_grad(args) then -- fn runs as is: see the header
       core._counter_add("JitUntraced", 1)
       return fn(...)
     end
-    local s = signature(args)
+    local s, tree = signature(args)
     if self.calls == 1 or self.untraced then -- warm-up: fn as is, numbers as weak scalars
       if self.untraced then core._counter_add("JitUntraced", 1) end
       sig = s
-      local call = fill_statics(make_statics(args), args)
+      local call = fill_statics(make_statics(args, tree), args)
       current = { live = live }
       local ok, res = pcall(function() return pack(fn(unpack(call, 1, call.n))) end)
       current = nil
@@ -440,6 +572,8 @@ function M.jit(fn, opts)
     if self.graph then
       if s ~= sig then
         recaptured("arguments " .. sig .. " now " .. s)
+      elseif core._rebinds() ~= rebinds then
+        recaptured("a tensor was converted or moved in place (Module:to, resize_)")
       elseif opts.guards ~= false then
         local why = changed(guards)
         if why then
@@ -450,7 +584,7 @@ function M.jit(fn, opts)
     end
     sig = s
     refresh_live(live)
-    if not self.graph then return capture(args) end
+    if not self.graph then return capture(args, tree) end
     fill_statics(statics, args)
     self.graph:replay()
     core._counter_add("JitReplay", 1)

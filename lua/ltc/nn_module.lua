@@ -342,10 +342,11 @@ return function(nn, F)
   local float_dtypes = { float32 = true, float64 = true, float16 = true, bfloat16 = true }
 
   --- m:to(dtype_or_device): every parameter and floating-point buffer converted by t:to(arg)
-  -- (a dtype name such as "float64"; a device, where the tensor's `to` takes one). Parameters
-  -- are replaced by new leaves that require grad (an optimizer made before the conversion
-  -- still holds the old ones: make it after, as PyTorch advises); grads are dropped. Integer
-  -- buffers keep their dtype. Returns m. m:double() and m:float() are m:to("float64") and
+  -- (a dtype name such as "float64"; a device, where the tensor's `to` takes one).
+  -- Parameters are converted in place, as PyTorch's `param.data = param.to(...)`: they keep
+  -- their identity and requires_grad, so an optimizer made before the conversion updates
+  -- them (its state made before stays where it was: a step then names the two devices);
+  -- their grads are converted too. Buffers are replaced. Integer buffers keep their dtype. Returns m. m:double() and m:float() are m:to("float64") and
   -- m:to("float32").
   local int_dtypes = { uint8 = true, int8 = true, int16 = true, int32 = true, int64 = true, bool = true }
   function Module:to(arg)
@@ -357,8 +358,14 @@ return function(nn, F)
       for _, n in ipairs(m._params) do
         local p = m._slots[n]
         if p ~= nil then
+          -- in place, as PyTorch's param.data = fn(param): the Parameter keeps its identity,
+          -- so an optimizer made before m:to() updates the moved parameter (and its grad)
           local q = ltc.no_grad(function() return p:to(arg) end)
-          if q ~= p then m._slots[n] = nn.Parameter(q:detach()) end
+          if q ~= p then
+            require("ltc.core")._set_data(p, q:detach())
+            local g = p.grad
+            if g ~= nil then p.grad = ltc.no_grad(function() return g:to(arg) end) end
+          end
         end
       end
       for _, n in ipairs(m._buffers) do

@@ -56,6 +56,24 @@ expect("third of three", function()
   return a:totable(), b:totable(), c:totable()
 end, "different ops", "collective 3 of 3 in its step", "all_reduce min", "all_reduce max")
 
+-- dist.all_reduce's error is at the caller's line (it was lua/ltc/distributed.lua's)
+do
+  local ok, err = pcall(function()
+    local t = ltc.ones(odd and 4 or 3)
+    dist.all_reduce(t)
+    return t
+  end)
+  err = tostring(err)
+  S.check("dist.all_reduce's mismatch names the script's line",
+    not ok and err:find("mismatch.lua:%d+: ") ~= nil and not err:find("distributed.lua", 1, true),
+    err)
+  local t = ltc.full({ 2 }, rank + 1)
+  dist.all_reduce(t)
+  S.equal("dist.all_reduce after the mismatch", t, { ws * (ws + 1) / 2, ws * (ws + 1) / 2 })
+end
+-- the lazy op takes the reduction's name, as dist.all_reduce (it raised "integer expected")
+S.equal("ltc.all_reduce(t, \"max\")", ltc.all_reduce(ltc.full({ 2 }, rank + 1), "max"), { ws, ws })
+
 -- ranks that agree: one exchange for a step of three collectives, one per collective outside
 -- a step, and the values are right
 do

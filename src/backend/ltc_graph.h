@@ -232,6 +232,9 @@ typedef struct ltc_capture_record {
     int n_installs;
     ltc_capture_install *installs;
     uint64_t rng_advance; /* how far the capture advanced the default generator */
+    int64_t rebinds;      /* ltc_tensor_rebinds() at capture_end: when it changed, a replay
+                           * checks that each static input still has the captured shape,
+                           * dtype and device (Module:to converts parameters in place) */
 } ltc_capture_record;
 
 /* Starts recording the calling thread's syncs. Syncs pending work first (it is not part of

@@ -262,6 +262,16 @@ ltc_status ltc_tensor_assign_(ltc_tensor *t, ltc_tensor *value);
  * sync of the new value leaves t failed rather than restored. LTC_ERR_ARG for a view or
  * another dtype. */
 ltc_status ltc_tensor_set_(ltc_tensor *t, ltc_tensor *value);
+/* PyTorch's `param.data = value` (what nn.Module.to does to each parameter): t (not a view)
+ * takes value's sizes, dtype, device and data in place, keeping its identity and autograd
+ * state (requires_grad, grad, hooks), so an optimizer holding t keeps updating it. value
+ * must be computed (not pending): LTC_ERR_ARG otherwise, and for a view. t's views then
+ * raise when read, as after resize_. */
+ltc_status ltc_tensor_rebind(ltc_tensor *t, ltc_tensor *value);
+/* How many ltc_tensor_set_ and ltc_tensor_rebind calls there were (also counter
+ * "TensorRebind"): a graph replay and ltc.jit compare it with its capture's, as a tensor the
+ * graph reads may then have another shape, dtype or device. */
+int64_t ltc_tensor_rebinds(void);
 /* The strides and storage offset (in elements) PyTorch would give t: those of its view ops
  * applied to its contiguous base (strides.c). False when no strides express t (a `view` of
  * a non-contiguous tensor, which ltc allows and PyTorch refuses). */

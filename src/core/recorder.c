@@ -377,6 +377,7 @@ ltc_status ltc_capture_finish(ltc_capture_record **out) {
     uint64_t seed, now;
     ltc_rng_state_get(&seed, &now);
     r->rng_advance = now - s->rng_begin;
+    r->rebinds = ltc_tensor_rebinds();
     s->rec = NULL;
     session_end();
     *out = r;

@@ -296,6 +296,16 @@ static void set_value(ltc_tensor *t, ltc_node *n) {
     t->ir = (ltc_value){n, 0};
 }
 
+static int64_t rebinds; /* ltc_tensor_set_ and ltc_tensor_rebind so far (atomic) */
+
+int64_t ltc_tensor_rebinds(void) { return __atomic_load_n(&rebinds, __ATOMIC_RELAXED); }
+
+/* A captured graph reading the tensor must not replay as is (ltc_tensor_rebinds). */
+static void note_rebind(void) {
+    __atomic_fetch_add(&rebinds, 1, __ATOMIC_RELAXED);
+    ltc_counter_add("TensorRebind", 1);
+}
+
 ltc_status ltc_tensor_set_(ltc_tensor *t, ltc_tensor *value) {
     if (t->base)
         return ltc_errorf(LTC_ERR_ARG, "resize_: cannot resize a view (resize its base, or a clone)");
@@ -313,6 +323,26 @@ ltc_status ltc_tensor_set_(ltc_tensor *t, ltc_tensor *value) {
     }
     t->shape = value->shape;
     t->generation++;
+    note_rebind();
+    return LTC_OK;
+}
+
+ltc_status ltc_tensor_rebind(ltc_tensor *t, ltc_tensor *value) {
+    if (t->base) return ltc_errorf(LTC_ERR_ARG, "data: cannot rebind a view (set its base's)");
+    if (value->failed) return ltc_tensor_failed_error(value);
+    if (ltc_tensor_is_pending(value))
+        return ltc_errorf(LTC_ERR_ARG, "data: the new value is pending (sync it first)");
+    ltc_value v;
+    ltc_status st = ltc_tensor_value(value, &v);
+    if (st) return st;
+    set_value(t, ltc_node_retain(v.node)); /* computed: no history or committed data stays */
+    if (v.index) t->ir.index = v.index;
+    t->shape = value->shape;
+    t->backend = value->backend;
+    t->ordinal = value->ordinal;
+    t->any_device = value->any_device;
+    t->generation++;
+    note_rebind();
     return LTC_OK;
 }
 

@@ -170,6 +170,7 @@ typedef struct {
     int n_rng;
     ltc_binding **rng;       /* the RNG bindings */
     uint64_t rng_advance;
+    int64_t rebinds; /* the record's: a change since checks the arguments */
 } exec;
 
 static void bind_release(ltc_binding *b) {
@@ -219,6 +220,7 @@ static ltc_status exec_build(const ltc_capture_record *r, cpu_pool *pool, exec *
     ltc_status st = LTC_OK;
     if (!x) goto nomem;
     x->rng_advance = r->rng_advance;
+    x->rebinds = r->rebinds;
     x->steps = calloc((size_t)r->n_steps + 1, sizeof *x->steps);
     x->comps = calloc((size_t)r->n_steps + 1, sizeof *x->comps);
     x->inst_t = calloc((size_t)r->n_installs + 1, sizeof *x->inst_t);
@@ -227,7 +229,7 @@ static ltc_status exec_build(const ltc_capture_record *r, cpu_pool *pool, exec *
     if (!x->steps || !x->comps || !x->inst_t || !x->inst_v || !x->inst_d) goto nomem;
     int n_bind = 0;
     for (int i = 0; i < r->n_steps; i++) n_bind += r->steps[i].n_args;
-    x->statics = calloc((size_t)n_bind + 1, sizeof *x->statics);
+    x->statics = calloc((size_t)(n_bind + r->n_installs) + 1, sizeof *x->statics);
     x->rng = calloc((size_t)n_bind + 1, sizeof *x->rng);
     if (!x->statics || !x->rng) goto nomem;
     for (int i = 0; i < r->n_steps; i++, x->n_steps++) {
@@ -263,6 +265,11 @@ static ltc_status exec_build(const ltc_capture_record *r, cpu_pool *pool, exec *
     for (int i = 0; i < r->n_installs; i++, x->n_installs++) {
         x->inst_t[i] = ltc_tensor_retain(r->installs[i].tensor);
         x->inst_v[i] = bind_copy(&r->installs[i].value);
+        if (x->inst_v[i].kind == LTC_BIND_TENSOR) { /* buf:copy_(x) shared x's data: x is read */
+            bool seen = false;
+            for (int j = 0; j < x->n_statics && !seen; j++) seen = x->statics[j] == x->inst_v[i].tensor;
+            if (!seen) x->statics[x->n_statics++] = x->inst_v[i].tensor;
+        }
         if (x->inst_v[i].kind == LTC_BIND_RNG) { /* not expected: a constant then */
             ltc_data_release(x->inst_v[i].data);
             x->inst_v[i].kind = LTC_BIND_CONST;
@@ -310,16 +317,20 @@ static ltc_status exec_run(exec *x, cpu_pool *pool, bool debug) {
             state[1] = (int64_t)(base + (uint64_t)x->rng[i]->rng_delta);
         }
     }
+    bool rebound = x->rebinds != ltc_tensor_rebinds();
     for (int i = 0; i < x->n_steps; i++) {
         xstep *s = &x->steps[i];
         for (int k = 0; k < s->n_args; k++) s->args[k] = resolve(x, &s->bind[k]);
-        if (debug) {
+        if (debug || rebound) {
             const ltc_shape *ps = x->comps[i]->param_shapes;
             for (int k = 0; k < s->n_args; k++)
-                if (!s->args[k] || !ltc_shape_equal(&s->args[k]->shape, &ps[k])) {
+                if (!s->args[k] || !ltc_shape_equal(&s->args[k]->shape, &ps[k]) ||
+                    (s->plan && s->args[k]->backend != x->comps[i]->backend)) {
                     release_outs(x, i);
-                    return ltc_errorf(LTC_ERR_STATE, "replay (debug): step %d argument %d does "
-                                      "not have the captured shape", i + 1, k + 1);
+                    return ltc_errorf(LTC_ERR_STATE, "replay: step %d argument %d does not have "
+                                      "the captured shape, dtype or device (a static input "
+                                      "converted or moved in place since the capture: "
+                                      "Module:to, resize_; capture again)", i + 1, k + 1);
                 }
         }
         ltc_computation *c = x->comps[i];

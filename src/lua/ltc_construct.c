@@ -150,6 +150,22 @@ static int l_set_(lua_State *L) {
     return 1;
 }
 
+/* core._set_data(t, value): ltc_tensor_rebind (t.data = value across dtypes or devices,
+ * nn.Module.to); syncs a pending value first. Returns t. */
+static int l_set_data(lua_State *L) {
+    ltc_tensor *t = ltcL_checktensor(L, 1, "data"), *v = ltcL_checktensor(L, 2, "data");
+    if (ltc_tensor_is_pending(v) && ltc_sync()) return luaL_error(L, "data: %s", ltc_last_error());
+    if (ltc_tensor_rebind(t, v)) return luaL_error(L, "%s", ltc_last_error());
+    lua_settop(L, 1);
+    return 1;
+}
+
+/* core._rebinds(): ltc_tensor_rebinds() (ltc.jit recaptures when it changed). */
+static int l_rebinds(lua_State *L) {
+    lua_pushinteger(L, (lua_Integer)ltc_tensor_rebinds());
+    return 1;
+}
+
 /* core._strides(t): PyTorch's strides of t (a table) and its storage offset, or nil when no
  * strides express it (ltc_tensor_strides; stride() and isContiguous() in lua/ltc/torch7.lua). */
 static int l_strides(lua_State *L) {
@@ -167,7 +183,7 @@ static int l_strides(lua_State *L) {
 }
 
 static const luaL_Reg construct_functions[] = {
-    {"tensor", l_tensor}, {"result_type", l_result_type}, {"_set_", l_set_}, {"_strides", l_strides},
+    {"tensor", l_tensor}, {"result_type", l_result_type}, {"_set_", l_set_}, {"_set_data", l_set_data}, {"_rebinds", l_rebinds}, {"_strides", l_strides},
     {NULL, NULL},
 };
 

@@ -10,12 +10,16 @@
  *   their number kind counts); skip: tables never entered; libfn: the cache of is_libfn
  *   (function -> boolean), called on a miss. Order and rules are jit.lua's make_walker's:
  *   table fields by `next` (raw), the upvalues of Lua functions that are not library
- *   functions; tensors and other userdata compared by identity and never entered. Returns
+ *   functions; tensors and other userdata compared by identity and never entered, but a
+ *   tensor's requires_grad flag follows it as a field "requires_grad" (freezing a parameter
+ *   changes what backward and the optimizer do: a replay would not). Returns
  *   the count of values seen, the index and value of the first difference (nil when none)
  *   and whether the walk stopped at max values. */
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "ltc_args.h"
+#include "ltc_autograd.h"
 #include "ltc_lua.h"
 
 enum { A_ROOTS = 1, A_VALS, A_CMP, A_LIVE, A_SKIP, A_LIBFN, A_ISLIB, A_MAX, A_SEEN };
@@ -95,6 +99,14 @@ static bool see(lua_State *L, walk *w, int c, int k) {
     }
     int t = lua_type(L, v);
     bool stop = false;
+    ltc_tensor *tensor = t == LUA_TUSERDATA && !islive ? ltcL_testtensor(L, v) : NULL;
+    if (tensor) { /* its requires_grad, as a field of the tensor */
+        lua_pushliteral(L, "requires_grad");
+        lua_pushboolean(L, ltc_requires_grad(tensor));
+        stop = see(L, w, v, v + 1);
+        if (!stop) lua_pop(L, 1); /* the key */
+        else lua_remove(L, v + 1);
+    }
     if (!islive && (t == LUA_TTABLE || t == LUA_TFUNCTION)) {
         lua_pushvalue(L, v);
         bool seen = lua_rawget(L, A_SEEN) != LUA_TNIL;

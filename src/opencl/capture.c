@@ -61,6 +61,25 @@ static ltc_status h_replay(ltc_graph_base *gb) {
                 i = r->n_steps;
                 break;
             }
+    if (r->rebinds != ltc_tensor_rebinds()) /* a static input converted in place since? */
+        for (int i = 0; i < r->n_steps; i++)
+            for (int k = 0; k < r->steps[i].n_args; k++) {
+                const ltc_binding *b = &r->steps[i].args[k];
+                if (b->kind != LTC_BIND_TENSOR) continue;
+                const ltc_tensor *t = b->tensor;
+                if (!ltc_shape_equal(ltc_tensor_shape(t), &r->steps[i].comp->param_shapes[k]) ||
+                    ltc_tensor_device(t).type != r->steps[i].comp->backend->name)
+                    return ltc_errorf(LTC_ERR_STATE, "replay: step %d argument %d does not have "
+                                      "the captured shape, dtype or device (a static input "
+                                      "converted or moved in place since the capture: "
+                                      "Module:to, resize_; capture again)", i + 1, k + 1);
+            }
+    for (int i = 0; i < r->n_installs; i++) /* and those an install reads (buf:copy_(x)) */
+        if (r->installs[i].value.kind == LTC_BIND_TENSOR &&
+            !ltc_tensor_data(r->installs[i].value.tensor)) {
+            if ((st = ltc_sync())) return st;
+            break;
+        }
     uint64_t seed = 0, unused, base = ltc_rng_advance(r->rng_advance);
     ltc_rng_state_get(&seed, &unused);
     ltc_data ***outs = calloc((size_t)r->n_steps + 1, sizeof *outs);

@@ -77,6 +77,14 @@ describe("devices", function()
     assert.are.equal("float64", a:to("float64"):dtype()) -- a dtype still casts
   end)
 
+  it("move back with t:cpu(), PyTorch's Tensor.cpu (t itself on the CPU)", function()
+    local r = ltc.tensor({1.5, -2}, {device = "ref"})
+    local c = r:cpu()
+    assert.are.equal("cpu:0", c:device())
+    assert.are.same({1.5, -2}, c:totable())
+    assert.are.equal(c, c:cpu())
+  end)
+
   it("refuse an op on tensors of two devices, naming the op and both", function()
     local c, r = ltc.tensor({1, 2}), ltc.tensor({1, 2}, {device = "ref"})
     assert.has_error(function() return c + r end,

@@ -238,6 +238,9 @@ function methods.to(t, x, ...)
   raise(r)
 end
 M.to = methods.to
+--- t:cpu(): t on the CPU device, t itself when it is there already (PyTorch's Tensor.cpu;
+-- the same as t:to("cpu")).
+function methods.cpu(t) return methods.to(t, "cpu") end
 
 -- ltc.all_reduce(t, op) and ltc.reduce_scatter(t, op, world_size), the lazy collectives, take
 -- the reduction by name as dist.all_reduce does ("sum", "avg", "max", "min", "prod"), or as

@@ -4,15 +4,7 @@
 local ltc = require "ltc"
 local nn = ltc.nn
 
--- Runs f with io.stderr captured; returns what was written.
-local function quiet(f)
-  local stderr, said = io.stderr, {}
-  io.stderr = { write = function(_, m) said[#said + 1] = m end } -- luacheck: ignore
-  local ok, e = pcall(f)
-  io.stderr = stderr -- luacheck: ignore
-  assert(ok, e)
-  return table.concat(said)
-end
+local quiet = dofile("spec/support/stderr.lua") -- fn run with io.stderr captured
 
 describe("ltc.jit results", function()
   it("hands back tensors inside returned tables as its own, never overwritten", function()

@@ -3,14 +3,7 @@
 -- under no_grad. Each either replays what an untraced call computes or says why not.
 local ltc = require "ltc"
 
-local function quiet(f)
-  local stderr, said = io.stderr, {}
-  io.stderr = { write = function(_, m) said[#said + 1] = m end } -- luacheck: ignore
-  local ok, e = pcall(f)
-  io.stderr = stderr -- luacheck: ignore
-  assert(ok, e)
-  return table.concat(said)
-end
+local quiet = dofile("spec/support/stderr.lua") -- fn run with io.stderr captured
 
 describe("ltc.jit and autograd", function()
   it("accumulates a parameter's grad over calls without zero_grad, as untraced", function()

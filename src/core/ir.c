@@ -162,31 +162,25 @@ static ltc_status label_of(const char *name, const char *hint, const char **out)
     return *out ? LTC_OK : ltc_errorf(LTC_ERR_NOMEM, "%s: out of memory", name);
 }
 
-ltc_status ltc_op_scope_enter(const char *name, const char *hint) {
-    bool refine = false; /* a nested scope of the outermost's name adds its hint */
-    if (scope_depth++ > 0) {
-        size_t n = strlen(name);
-        refine = hint && *hint && scope_label && !strncmp(scope_label, name, n) &&
-                 scope_label[n] == 0;
-        if (!refine) return LTC_OK; /* the outermost call names the nodes */
-    }
-    const char *label;
-    ltc_status st = label_of(name, hint, &label);
-    if (label || !refine) scope_label = label;
-    return st;
-}
-
 ltc_status ltc_op_label_make(const char *name, const char *hint, ltc_op_label *out) {
     ltc_status st = label_of(name, NULL, &out->name);
     if (!st) st = label_of(name, hint, &out->label);
     return st;
 }
 
+/* Labels are interned, so "the outermost is l's bare name" is a pointer comparison, and a
+ * label with a hint differs from its name. */
 void ltc_op_scope_enter_label(const ltc_op_label *l) {
-    /* as ltc_op_scope_enter: labels are interned, so "the outermost is l's bare name" is a
-     * pointer comparison, and a label with a hint differs from its name */
     if (scope_depth++ > 0 && !(l->label != l->name && scope_label == l->name)) return;
     scope_label = l->label;
+}
+
+ltc_status ltc_op_scope_enter(const char *name, const char *hint) {
+    ltc_op_label l;
+    ltc_status st = ltc_op_label_make(name, hint, &l);
+    if (st) scope_depth++; /* out of memory: no name, still paired with the exit */
+    else ltc_op_scope_enter_label(&l);
+    return st;
 }
 
 void ltc_op_scope_exit(void) {

@@ -306,17 +306,13 @@ local function any_tensor(args, pred)
   return false
 end
 
--- Whether a tensor argument lives off the default device (a capture there would replay the
--- default device's kernels on another device's data).
-local function off_default(args)
+-- Whether fn must run as is, untraced: a tensor argument lives off the default device (a
+-- capture there would replay the default device's kernels on another device's data) or
+-- requires grad (fn's backward must reach the caller's tensor, which a replay, reading a
+-- static copy and recording no autograd graph, cannot do).
+local function untraceable(args)
   local here = core.default_device()
-  return any_tensor(args, function(t) return core.device(t) ~= here end)
-end
-
--- Whether a tensor argument requires grad (fn's backward must reach the caller's tensor,
--- which a replay, reading a static copy and recording no autograd graph, cannot do).
-local function wants_grad(args)
-  return any_tensor(args, function(t) return t.requires_grad end)
+  return any_tensor(args, function(t) return t.requires_grad or core.device(t) ~= here end)
 end
 
 local function static_of(v)
@@ -551,7 +547,7 @@ function M.jit(fn, opts)
   return setmetatable(self, { __call = function(_, ...)
     local args = pack(...)
     self.calls = self.calls + 1
-    if off_default(args) or wants_grad(args) then -- fn runs as is: see the header
+    if untraceable(args) then -- fn runs as is: see the header
       core._counter_add("JitUntraced", 1)
       return fn(...)
     end

@@ -64,8 +64,14 @@ describe("linear_backward", function()
   end)
 
   -- f() on one thread, then on two with the row blocks on the threads (LTC_GEMM_SPLIT 1),
-  -- then on two without (0), then twice timed (2: the first call of a size splits, the
-  -- second runs as one call on one OpenBLAS thread): the blocks give the same bits as one call
+  -- then on two without (0: OpenBLAS's own threads), then twice timed (2: the first call of
+  -- a size splits, the second runs as one call on one OpenBLAS thread). OpenBLAS sums each
+  -- element along k in one order on some CPUs whatever the blocks, but not on all: its
+  -- Haswell kernels (chosen on AMD EPYC too) round a [256, 128] x [128, 64] product's rows
+  -- differently as two blocks of 128 than as one call, as they do on 2 threads against 1.
+  -- So the ways agree within float32 rounding of sums of 127-258 products of about 1 (1e-4
+  -- of values up to 25), not always in bits
+  -- (LTC_DETERMINISTIC keeps one thread and one call for bits that never change).
   local function on_threads(f)
     local saved, split = ltc.config.LTC_NUM_THREADS, ltc.config.LTC_GEMM_SPLIT
     local runs = {}
@@ -79,10 +85,7 @@ describe("linear_backward", function()
       runs[i] = res
     end
     ltc.config.LTC_NUM_THREADS, ltc.config.LTC_GEMM_SPLIT = saved, split
-    assert.are.same(runs[3], runs[2])
-    assert.are.same(runs[1], runs[2])
-    assert.are.same(runs[4], runs[2])
-    assert.are.same(runs[5], runs[2])
+    for i = 2, 5 do close(runs[1], runs[i], 1e-4, "way " .. i .. " against one thread") end
     return runs
   end
 

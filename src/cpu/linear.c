@@ -16,8 +16,9 @@ static void gemm(ltc_dtype dt, bool bt, int64_t m, int64_t n, int64_t k, double 
 /* Whether a product of `macs` multiply-adds may go to the pool's threads as row blocks,
  * each on one OpenBLAS thread: with worker threads, from LTC_GEMM_SPLIT multiply-adds,
  * never under LTC_DETERMINISTIC (kept to one thread, as for ltc_cpu_gemm). The blocks give
- * the same bits as one call (OpenBLAS sums each element along k alike), so whether a call
- * splits is left to split_now. */
+ * one call's values within rounding, not always its bits (OpenBLAS 0.3.21's Haswell kernels,
+ * which it also picks on AMD EPYC, round rows differently by block, as they do on 2 threads
+ * against 1), so whether a call splits is left to split_now. */
 static bool split_gemm(int64_t macs) {
     static int64_t *deterministic;
     if (!deterministic) deterministic = ltc_config_slot("LTC_DETERMINISTIC");

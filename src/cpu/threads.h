@@ -70,13 +70,13 @@ typedef void (*ltc_cpu_range_fn)(void *ctx, int64_t lo, int64_t hi, int tid);
 #define LTC_PAR_MIN_CHUNKS 4
 
 /* A timed choice between running a kernel on the calling thread and sharing it out among
- * the pool's threads, for kernels whose bits are the same either way. Two cores run two
- * halves of a GEMM in 55-60% of one's time when both are free, but when other processes
- * hold the cores a worker may not run for milliseconds, and splitting took 1.3-1.8x one
- * thread's time (measured on this shared 2-core machine). So each kind of call (`key`:
- * the kernel and its sizes) is timed both ways as it runs and takes the faster on average,
- * trying the other way again every LTC_SPLIT_PROBE calls (every 4 x LTC_SPLIT_PROBE when
- * it was more than 1.5x slower). Begin returns whether this call splits; end records its
+ * the pool's threads, for kernels whose values are the same either way (in bits, or within
+ * rounding for a GEMM as row blocks: linear.c). Two cores run two halves of a GEMM in
+ * 55-60% of one's time when both are free, but when other processes hold the cores a worker
+ * may not run for milliseconds, and splitting took 1.3-1.8x one thread's time (measured on
+ * this shared 2-core machine). So each kind of call (`key`: the kernel and its sizes) is
+ * timed both ways as it runs and takes the faster on average, trying the other way again
+ * every LTC_SPLIT_PROBE calls (every 4 x LTC_SPLIT_PROBE when it was more than 1.5x slower). Begin returns whether this call splits; end records its
  * time. After a split on a quiet machine the workers linger (spin) for the next one, and a
  * split that had to wake them is timed again on the next call (threads.c). LTC_GEMM_SPLIT
  * 0 or 1 fixes the answer (never, always). */

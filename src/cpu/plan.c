@@ -320,6 +320,8 @@ ltc_status ltc_cpu_plan_run_with(cpu_plan *p, ltc_data *const *args, ltc_data **
         ltc_comm_step_hash(&a, ++n_coll, &coll_hash);
     }
     ltc_comm_plan_begin(n_coll, coll_hash);
+    ltc_cpu_split_run split;
+    ltc_cpu_split_plan_begin(&p->split, &split);
     for (int s = 0; s < p->n_steps; s++) {
         plan_step *sp = &p->steps[s];
         const void *in[64];
@@ -340,6 +342,7 @@ ltc_status ltc_cpu_plan_run_with(cpu_plan *p, ltc_data *const *args, ltc_data **
                 ltc_errorf(st, "%s (the op was traced at %s)", msg, sp->source);
             }
             ltc_error_set_node(sp->node);
+            ltc_cpu_split_plan_end(&p->split, &split, false);
             goto fail;
         }
         if (prof) {
@@ -350,6 +353,7 @@ ltc_status ltc_cpu_plan_run_with(cpu_plan *p, ltc_data *const *args, ltc_data **
             __atomic_fetch_add(&sp->prof_runs, 1, __ATOMIC_RELAXED);
         }
     }
+    ltc_cpu_split_plan_end(&p->split, &split, true);
     return LTC_OK;
 fail:
     for (int r = 0; r < p->n_outputs; r++) {

@@ -13,6 +13,7 @@
 
 #include "ltc_backend.h"
 #include "ltc_kernel.h"
+#include "threads.h"
 
 /* BUF_UNREAD: a result nothing reads and no one gets, of a step whose kernel skips such a
  * result (the backend YAML's skips_unread_outputs, ltc_cpu_skips_unread): the kernel gets
@@ -63,6 +64,7 @@ typedef struct {
     void **ptrs;        /* scratch: each buffer's address during a run */
     int busy;           /* a run uses arena and ptrs (atomic); a concurrent run of the same
                          * plan on another thread gets scratch of its own */
+    ltc_cpu_split_plan split; /* whether its timed kernels all split (threads.h) */
 } cpu_plan;
 
 /* The kernel a step of op with output shape out runs instead of fn (a generated kernel of

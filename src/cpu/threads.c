@@ -384,6 +384,37 @@ typedef struct {
     _Atomic bool retry; /* the last split call woke the workers: the next one splits too */
 } split_slot;
 static split_slot split_slots[SPLIT_SLOTS];
+static _Thread_local int plan_way;        /* the running computation's way (threads.h) */
+static _Thread_local unsigned timed_calls; /* ltc_cpu_split_begin calls on this thread */
+
+/* Running mean of the last ~4 samples, each capped at 2x the mean (see above). */
+static void mean_add(_Atomic uint64_t *ns, _Atomic uint32_t *n, uint64_t dt) {
+    uint32_t k = atomic_load_explicit(n, memory_order_relaxed);
+    uint64_t mean = atomic_load_explicit(ns, memory_order_relaxed);
+    if (k == 0) {
+        mean = dt;
+    } else {
+        if (dt > 2 * mean) dt = 2 * mean;
+        mean = mean - mean / 4 + dt / 4;
+    }
+    atomic_store_explicit(ns, mean, memory_order_relaxed);
+    atomic_store_explicit(n, k + 1, memory_order_relaxed);
+}
+
+/* Which of two timed ways call (or run) number c takes: each in turn (the first: way 1)
+ * until both have 2 samples, then the faster mean, the other every LTC_SPLIT_PROBE calls
+ * (every 4 x LTC_SPLIT_PROBE when it lost by more than half). */
+static int way_choose(_Atomic uint64_t *ns, _Atomic uint32_t *n, uint32_t c) {
+    if (atomic_load_explicit(&n[0], memory_order_relaxed) < 2 ||
+        atomic_load_explicit(&n[1], memory_order_relaxed) < 2)
+        return c % 2 == 0;
+    uint64_t t0 = atomic_load_explicit(&ns[0], memory_order_relaxed);
+    uint64_t t1 = atomic_load_explicit(&ns[1], memory_order_relaxed);
+    int best = t1 < t0;
+    uint64_t lo = best ? t1 : t0, hi = best ? t0 : t1;
+    uint32_t probe = 2 * hi > 3 * lo ? 4 * LTC_SPLIT_PROBE : LTC_SPLIT_PROBE;
+    return c % probe == 0 ? !best : best;
+}
 
 bool ltc_cpu_split_begin(ltc_cpu_split_t *s, uint64_t key) {
     static int64_t *mode;
@@ -401,21 +432,16 @@ bool ltc_cpu_split_begin(ltc_cpu_split_t *s, uint64_t key) {
     uint32_t c = atomic_fetch_add_explicit(&sl->calls, 1, memory_order_relaxed);
     bool split;
     s->retried = false;
+    timed_calls++;
     if (*mode != 2) {
         split = *mode == 1;
+    } else if (plan_way == 1) {
+        split = true; /* the computation's way: untimed here (sl NULL) */
+        sl = NULL;
     } else if (atomic_exchange_explicit(&sl->retry, false, memory_order_relaxed)) {
         split = s->retried = true;
-    } else if (atomic_load_explicit(&sl->n[0], memory_order_relaxed) < 2 ||
-        atomic_load_explicit(&sl->n[1], memory_order_relaxed) < 2) {
-        split = c % 2 == 0; /* split first: the first call of a size tries the threads */
     } else {
-        uint64_t t0 = atomic_load_explicit(&sl->ns[0], memory_order_relaxed);
-        uint64_t t1 = atomic_load_explicit(&sl->ns[1], memory_order_relaxed);
-        bool best = t1 < t0;
-        uint64_t lo = best ? t1 : t0, hi = best ? t0 : t1;
-        /* a way that lost by more than half is tried again 4x less often */
-        uint32_t probe = 2 * hi > 3 * lo ? 4 * LTC_SPLIT_PROBE : LTC_SPLIT_PROBE;
-        split = c % probe == 0 ? !best : best;
+        split = way_choose(sl->ns, sl->n, c); /* the first call of a size tries the threads */
     }
     s->slot = sl;
     s->split = split;
@@ -428,6 +454,7 @@ bool ltc_cpu_split_begin(ltc_cpu_split_t *s, uint64_t key) {
 
 void ltc_cpu_split_end(ltc_cpu_split_t *s) {
     split_slot *sl = s->slot;
+    if (!sl) return;
     uint64_t dt = now_ns() - s->t0;
     int w = s->split;
     /* a split that had to wake the workers measured the wake-up, which the next split
@@ -437,16 +464,35 @@ void ltc_cpu_split_end(ltc_cpu_split_t *s) {
         atomic_store_explicit(&sl->retry, true, memory_order_relaxed);
         return;
     }
-    uint32_t n = atomic_load_explicit(&sl->n[w], memory_order_relaxed);
-    uint64_t mean = atomic_load_explicit(&sl->ns[w], memory_order_relaxed);
-    if (n == 0) {
-        mean = dt;
-    } else {
-        if (dt > 2 * mean) dt = 2 * mean;
-        mean = mean - mean / 4 + dt / 4;
+    mean_add(&sl->ns[w], &sl->n[w], dt);
+}
+
+void ltc_cpu_split_plan_begin(ltc_cpu_split_plan *p, ltc_cpu_split_run *r) {
+    static int64_t *mode;
+    if (!mode) mode = ltc_config_slot("LTC_GEMM_SPLIT");
+    r->saved = plan_way;
+    r->way = -1;
+    plan_way = 0;
+    if (*mode != 2 || atomic_load_explicit(&p->off, memory_order_relaxed) ||
+        ltc_cpu_threads() <= 1)
+        return;
+    uint32_t c = atomic_fetch_add_explicit(&p->runs, 1, memory_order_relaxed);
+    r->way = plan_way = way_choose(p->ns, p->n, c);
+    r->calls = timed_calls;
+    r->t0 = now_ns();
+}
+
+void ltc_cpu_split_plan_end(ltc_cpu_split_plan *p, ltc_cpu_split_run *r, bool ok) {
+    plan_way = r->saved;
+    if (r->way < 0) return;
+    uint64_t dt = now_ns() - r->t0;
+    bool first = atomic_load_explicit(&p->runs, memory_order_relaxed) == 1;
+    if (timed_calls == r->calls) { /* nothing to choose */
+        if (first && ok) atomic_store_explicit(&p->off, true, memory_order_relaxed);
+        return;
     }
-    atomic_store_explicit(&sl->ns[w], mean, memory_order_relaxed);
-    atomic_store_explicit(&sl->n[w], n + 1, memory_order_relaxed);
+    /* the first run pays for first touches (arena, caches): it is not timed */
+    if (ok && !first) mean_add(&p->ns[r->way], &p->n[r->way], dt);
 }
 
 /* ---- BLAS calls ------------------------------------------------------------------------------ */

@@ -7,6 +7,7 @@
 #ifndef LTC_CPU_THREADS_H
 #define LTC_CPU_THREADS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -89,6 +90,29 @@ typedef struct {
 } ltc_cpu_split_t;
 bool ltc_cpu_split_begin(ltc_cpu_split_t *s, uint64_t key);
 void ltc_cpu_split_end(ltc_cpu_split_t *s);
+
+/* The same choice for a whole computation, made per run of it: its timed calls either each
+ * choose as above (way 0) or all split (way 1), and each way's run time is timed as for one
+ * call (a running mean, the losing way tried every LTC_SPLIT_PROBE runs). One call's time
+ * misses what it does to the next: a call that does not split lets the workers go to sleep,
+ * and the next split pays for waking them. tiny_gpt's step took 50.8-53.8 ms with every
+ * split forced and 56.7-63.3 ms with each call timed alone, alternated on a quiet machine.
+ * Begin before a computation's first kernel, end after its last (ok: it ran to the end);
+ * a computation that made no timed call in its first run is left alone after it. The
+ * struct starts zeroed and lives with the computation; races between threads running the
+ * same computation only blur its figures. */
+typedef struct {
+    _Atomic uint64_t ns[2];
+    _Atomic uint32_t n[2], runs;
+    _Atomic bool off;
+} ltc_cpu_split_plan;
+typedef struct {
+    int way, saved; /* way -1: untimed */
+    unsigned calls;
+    uint64_t t0;
+} ltc_cpu_split_run;
+void ltc_cpu_split_plan_begin(ltc_cpu_split_plan *p, ltc_cpu_split_run *r);
+void ltc_cpu_split_plan_end(ltc_cpu_split_plan *p, ltc_cpu_split_run *r, bool ok);
 void ltc_cpu_parallel_for(int64_t n, int64_t grain, ltc_cpu_range_fn fn, void *ctx);
 
 #endif

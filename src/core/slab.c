@@ -8,6 +8,7 @@
  * Under AddressSanitizer a block on a list is poisoned, so a use after free still traps.
  */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,7 +32,7 @@ typedef struct block {
 
 typedef struct {
     block *head[SLAB_CLASSES];
-    int n[SLAB_CLASSES];
+    uint16_t n[SLAB_CLASSES]; /* up to SLAB_KEEP; small, for the TLS budget (Makefile) */
     bool registered; /* the thread-exit destructor knows these lists */
     bool dead;       /* the thread is exiting: no more keeping */
 } lists;

@@ -384,8 +384,8 @@ typedef struct {
     _Atomic bool retry; /* the last split call woke the workers: the next one splits too */
 } split_slot;
 static split_slot split_slots[SPLIT_SLOTS];
-static _Thread_local int plan_way;        /* the running computation's way (threads.h) */
-static _Thread_local unsigned timed_calls; /* ltc_cpu_split_begin calls on this thread */
+static _Thread_local unsigned char plan_way; /* the running computation's way (threads.h) */
+static _Thread_local unsigned timed_calls;     /* ltc_cpu_split_begin calls on this thread */
 
 /* Running mean of the last ~4 samples, each capped at 2x the mean (see above). */
 static void mean_add(_Atomic uint64_t *ns, _Atomic uint32_t *n, uint64_t dt) {

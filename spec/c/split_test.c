@@ -29,11 +29,12 @@ static void busy_us(long us) {
     while ((t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000 < us);
 }
 
-/* One call of kind `key` whose split way takes 300 us and the other 20: true if it split. */
-static bool call(uint64_t key) {
+/* One call of kind `key` whose split way takes split_us and the other one_us: true if it
+ * split. */
+static bool call(uint64_t key, long split_us, long one_us) {
     ltc_cpu_split_t s;
     bool split = ltc_cpu_split_begin(&s, key);
-    busy_us(split ? 300 : 20);
+    busy_us(split ? split_us : one_us);
     ltc_cpu_split_end(&s);
     return split;
 }
@@ -52,7 +53,7 @@ static void t_interleaved_kinds(void) {
         }
     int late_splits[2] = {0, 0};
     for (int i = 0; i < 40; i++) {
-        bool s1 = call(k1), s2 = call(k2);
+        bool s1 = call(k1, 300, 20), s2 = call(k2, 300, 20);
         if (i >= 8) late_splits[0] += s1, late_splits[1] += s2;
     }
     /* after the first calls of each way, only a probe every 4 x LTC_SPLIT_PROBE calls */
@@ -64,14 +65,6 @@ static void t_interleaved_kinds(void) {
  * a run where any call did not split pays 200 us more at its end (as when the workers went
  * to sleep and the next kernel's split wakes them): the computation's way must settle on
  * splitting every call, against each call's own timing. */
-static bool kernel(uint64_t key) {
-    ltc_cpu_split_t s;
-    bool split = ltc_cpu_split_begin(&s, key);
-    busy_us(split ? 30 : 20);
-    ltc_cpu_split_end(&s);
-    return split;
-}
-
 static void t_plan_way(void) {
     ltc_cpu_split_plan plan;
     memset(&plan, 0, sizeof plan);
@@ -79,7 +72,7 @@ static void t_plan_way(void) {
     for (int i = 0; i < 48; i++) {
         ltc_cpu_split_run r;
         ltc_cpu_split_plan_begin(&plan, &r);
-        bool a = kernel(0x51ed27u), b = kernel(0x51ed27u);
+        bool a = call(0x51ed27u, 30, 20), b = call(0x51ed27u, 30, 20);
         if (!a || !b) busy_us(200);
         ltc_cpu_split_plan_end(&plan, &r, true);
         if (i >= 12) late_runs++, late_all += a && b;

@@ -1,7 +1,9 @@
 --- ltc.torch7: the Torch7 idioms that Torch7 code brings with it, over ltc's PyTorch-style
--- ops: t:nElement(), t:uniform_(), t:normal_(), t:resize_(), t:resizeAs_(), ltc.range, and
--- the table index t[{ {1, 3}, 2 }] for reading and writing. Where Torch7 and PyTorch differ,
--- ltc follows PyTorch (README, "Torch7 and PyTorch").
+-- ops: t:nElement(), t:uniform_(), t:normal_(), t:resize_(), t:resizeAs_(), ltc.range, the
+-- table index t[{ {1, 3}, 2 }] and the tensor index t[mask], t[index] for reading and
+-- writing. Where Torch7 and PyTorch differ, ltc follows PyTorch (README, "Torch7 and
+-- PyTorch"), except that a tensor index's positions are 1-based and never negative (it is
+-- index_select's index).
 local M = {}
 
 local type, mtype, select = type, math.type, select
@@ -237,6 +239,43 @@ function M.install(core)
     local v = slice(t, key, "newindex")
     if type(value) == "boolean" then value = value and 1 or 0 end
     if type(value) == "number" then core.fill_(v, value, "newindex") else v:copy_(value) end
+  end
+
+  -- A tensor key (Torch7's t[mask] and t[LongTensor], PyTorch's boolean and integer-array
+  -- indexing along dim 1): "mask" for a bool tensor, "index" for a 1-d int64/int32 one,
+  -- else an error naming what is supported.
+  local function key_kind(t, key, fname)
+    local dt = key:dtype()
+    if dt == "bool" then return "mask" end
+    if (dt == "int64" or dt == "int32") and key:dim() == 1 then return "index" end
+    local shape = table.concat(key:size(), "x")
+    raise(string.format("%s: an index tensor of dtype %s and size [%s] into a tensor of size [%s]; "
+      .. "supported: a bool mask (masked_select / masked_fill_) or a 1-d int64 index along dim 1 "
+      .. "(index_select / index_copy_), 1-based", fname, dt, shape, table.concat(t:size(), "x")))
+  end
+  --- t[mask]: the elements where mask (bool, t's shape or broadcast to it) is true, as a 1-d
+  -- tensor (masked_select; it syncs to count them). t[index]: the slices along dim 1 at the
+  -- 1-based positions of a 1-d int64 or int32 index (index_select). Torch7 and PyTorch.
+  mt.__tensor_index = function(t, key)
+    if key_kind(t, key, "index") == "mask" then return t:masked_select(key) end
+    return t:index_select(1, key)
+  end
+  --- t[mask] = v: v (a number, boolean or 0-d tensor) where mask is true (masked_fill_), or the
+  -- elements of a tensor v in order (masked_scatter_). t[index] = v: the slices along dim 1 at
+  -- index set to v (a number: index_fill_; a tensor of the selected slices' shape, or one
+  -- broadcast to it: index_copy_). In place, as PyTorch's index_put_ without accumulate.
+  mt.__tensor_assign = function(t, key, value)
+    if type(value) == "boolean" then value = value and 1 or 0 end
+    local scalar = type(value) == "number" or (is_tensor(value) and value:dim() == 0)
+    if key_kind(t, key, "newindex") == "mask" then
+      if scalar then t:masked_fill_(key, value) else t:masked_scatter_(key, value) end
+    elseif scalar then
+      t:index_fill_(1, key, value)
+    else
+      local sizes = t:size()
+      sizes[1] = key:numel()
+      t:index_copy_(1, key, value:expand(table.unpack(sizes)))
+    end
   end
 end
 

@@ -160,8 +160,9 @@ int ltcL_tensor_len(lua_State *L) {
 }
 
 /* t[i]: a number for a 1-d tensor (syncs), else the view select(1, i) (through the
- * metatable's __select(t, i) when set: lua/ltc/autograd.lua records it). t.key: a method,
- * else a computed field from the metatable's __getters table (t.grad, ...). */
+ * metatable's __select(t, i) when set: lua/ltc/autograd.lua records it). t[{...}]: the
+ * metatable's __slice; t[mask] or t[index] (a tensor key): its __tensor_index. t.key: a
+ * method, else a computed field from the metatable's __getters table (t.grad, ...). */
 int ltcL_tensor_index(lua_State *L) {
     if (lua_type(L, 2) == LUA_TNUMBER) {
         ltc_tensor *t = ltcL_checktensor(L, 1, "index");
@@ -198,6 +199,13 @@ int ltcL_tensor_index(lua_State *L) {
         return luaL_error(L, "index: a table index (Torch7's t[{...}]) is not supported; use "
                           "t[i][j], t:select(dim, i) or t:narrow(dim, start, length)");
     }
+    if (ltcL_testtensor(L, 2) && /* t[mask], t[index]: __tensor_index (lua/ltc/torch7.lua) */
+        lua_getfield(L, lua_upvalueindex(2), "__tensor_index") == LUA_TFUNCTION) {
+        lua_pushvalue(L, 1);
+        lua_pushvalue(L, 2);
+        lua_call(L, 2, 1);
+        return 1;
+    }
     lua_pushvalue(L, 2);
     if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
     if (lua_getfield(L, lua_upvalueindex(2), "__getters") != LUA_TTABLE) return 0;
@@ -219,16 +227,17 @@ static void check_value_fits(lua_State *L, int idx, ltc_dtype dt, const char *fn
     if (st) luaL_error(L, "%s: %s (as in PyTorch)", fname, ltc_last_error());
 }
 
-/* t[i] = v: writes v (a tensor or number, broadcast, cast to t's dtype) into select(1, i)
- * in place (the write is seen by t's base and its other views). t.key = v: the
- * metatable's __setters[key](t, v), else an error. */
+/* t[i] = v: writes v (a tensor, number or boolean, broadcast, cast to t's dtype) into
+ * select(1, i) in place (the write is seen by t's base and its other views). t[{...}] = v
+ * and t[mask] = v, t[index] = v: the metatable's __slice_assign and __tensor_assign.
+ * t.key = v: the metatable's __setters[key](t, v), else an error. */
 int ltcL_tensor_newindex(lua_State *L) {
     ltc_tensor *t = ltcL_checktensor(L, 1, "newindex");
-    if (lua_isboolean(L, 3)) { /* PyTorch: t[i] = False is 0 of t's dtype */
-        lua_pushinteger(L, lua_toboolean(L, 3));
-        lua_replace(L, 3);
-    }
     if (lua_type(L, 2) == LUA_TNUMBER) {
+        if (lua_isboolean(L, 3)) { /* PyTorch: t[i] = False is 0 of t's dtype */
+            lua_pushinteger(L, lua_toboolean(L, 3));
+            lua_replace(L, 3);
+        }
         int64_t i = ltcL_checkdim(L, 2, false, "newindex");
         ltcL_checkoperand(L, 3, "newindex");
         if (lua_type(L, 3) == LUA_TNUMBER) /* PyTorch checks the value, as fill_ does */
@@ -255,6 +264,15 @@ int ltcL_tensor_newindex(lua_State *L) {
         lua_call(L, 3, 0);
         return 0;
     }
+    if (ltcL_testtensor(L, 2) && /* t[mask] = v, t[index] = v: __tensor_assign */
+        lua_getfield(L, lua_upvalueindex(1), "__tensor_assign") == LUA_TFUNCTION) {
+        lua_pushvalue(L, 1);
+        lua_pushvalue(L, 2);
+        lua_pushvalue(L, 3);
+        lua_call(L, 3, 0);
+        return 0;
+    }
+    /* t.key = v: a boolean stays one (t.requires_grad = false) */
     if (lua_getfield(L, lua_upvalueindex(1), "__setters") == LUA_TTABLE) {
         lua_pushvalue(L, 2);
         if (lua_rawget(L, -2) == LUA_TFUNCTION) {

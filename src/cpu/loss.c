@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "elementwise.h"
+#include "ltc_backend.h"
 #include "vmath.h"
 
 /* Rows N and classes C of the input. */
@@ -32,8 +33,7 @@ static inline int64_t target_at(const ltc_kernel_args *a, int k, int64_t i) {
 static int64_t label(const ltc_kernel_args *a, int k, int64_t i, int64_t c, const char *op) {
     int64_t v = (int64_t)((uint64_t)target_at(a, k, i) + 1);
     if (v < 1 || v > c) {
-        ltc_errorf(LTC_ERR_ARG, "%s: target %lld out of range for %lld classes (labels are "
-                   "1-based)", op, (long long)v, (long long)c);
+        ltc_label_range_error(op, v, c);
         return -1;
     }
     return v - 1;

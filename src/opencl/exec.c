@@ -124,8 +124,7 @@ static ltc_status check_error(ocl_comp *c, ocl_buf *err) {
                           "and 1: element %lld is not", (long long)v[1]);
     if (s->op == LTC_OP_CROSS_ENTROPY || s->op == LTC_OP_CROSS_ENTROPY_BACKWARD ||
         s->op == LTC_OP_NLL_LOSS || s->op == LTC_OP_NLL_LOSS_BACKWARD)
-        return ltc_errorf(LTC_ERR_ARG, "%s: target %lld out of range for %lld classes (labels "
-                          "are 1-based)", ltc_op_name(s->op), (long long)v[1], (long long)s->k);
+        return ltc_label_range_error(ltc_op_name(s->op), v[1], s->k);
     return ltc_errorf(LTC_ERR_ARG, "%s: index %lld out of range (1..%lld; indices are 1-based)",
                       ltc_op_name(s->op), (long long)v[1], (long long)s->k);
 }

@@ -3,6 +3,7 @@
  * the max subtracted), linear, its backward and addmm (triple loops). Labels are 1-based. */
 #include <math.h>
 
+#include "ltc_backend.h"
 #include "ref.h"
 
 /* Rows and classes of a loss input ([N, C] or [C]). */
@@ -26,8 +27,7 @@ static double log_softmax_at(const void *x, ltc_dtype dt, int64_t i, int64_t c, 
 static int64_t label(const ltc_kernel_args *a, int k, int64_t i, int64_t c, const char *op) {
     int64_t v = ltc_ref_get_i64(a->in[k], a->in_shapes[k].dtype, i);
     if (v >= 1 && v <= c) return v - 1;
-    ltc_errorf(LTC_ERR_ARG, "%s: target %lld out of range for %lld classes (labels are 1-based)",
-               op, (long long)v, (long long)c);
+    ltc_label_range_error(op, v, c);
     return -1;
 }
 

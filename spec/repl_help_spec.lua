@@ -100,6 +100,11 @@ describe("ltc.help of a value (what a user passes)", function()
       { ltc.nn.MSELoss, "nn%.MSELoss" }, { ltc.nn.GELU, "nn%.GELU%(" },
       { F.unfold, "## im2col" }, { F.fold, "## col2im" }, { F.relu, "## relu" },
       { F.dropout, "F%.dropout%(x" }, { ltc.autograd.grad, "autograd%.grad%(" },
+      -- not a file's header that names them in passing (nn_positional's, ltc.nn's)
+      { ltc.nn.LSTM, "^nn%.LSTM: nn%.RNN%(input_size, hidden_size" },
+      { ltc.nn.GRUCell, "^nn%.GRUCell: nn%.RNNCell%(input_size" },
+      { ltc.nn.CrossEntropyLoss, "^nn%.CrossEntropyLoss: nn%.CrossEntropyLoss, nn%.NLLLoss" },
+      { ltc.nn.Module, "^nn%.Module: nn%.Module, the base class of every module" },
     }
     for _, w in ipairs(want) do
       local d, why = ltc.doc(w[1])

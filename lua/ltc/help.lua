@@ -87,7 +87,7 @@ local function doc_blocks()
         while lines[j + 1] and lines[j + 1]:match("^%s*%-%-") and not lines[j + 1]:match("^%s*%-%-%- ") do
           j = j + 1
         end
-        local b = { lines = {} }
+        local b = { lines = {}, header = i == 1 } -- a file's header: its last resort
         for k = i, j do b.lines[#b.lines + 1] = (lines[k]:gsub("^%s*%-%-%-? ?", "")) end
         b.text = table.concat(b.lines, "\n")
         blocks[#blocks + 1] = b
@@ -100,7 +100,8 @@ end
 -- The `---` comment block that documents `name` by its call form, for functions made in a
 -- loop, in C (documented in lua/ltc/init.lua) or by a class factory: the first block whose
 -- first line (else any line) has "ltc.<name>(", "t:<name>(", "<name>(", "<last two parts of
--- name>(" or "<last part>(" (tried in this order), not preceded by a letter, digit or _.
+-- name>(" or "<last part>(" (tried in this order), not preceded by a letter, digit or _;
+-- a file's header block only when no other block has one.
 local function named_comment(name)
   local short = name:match("([%w_]+)$")
   local cands = { "ltc." .. name .. "(", "t:" .. short .. "(", name .. "(" }
@@ -116,28 +117,36 @@ local function named_comment(name)
       i = a + 1
     end
   end
-  for _, first_only in ipairs({ true, false }) do
-    for _, c in ipairs(cands) do
-      for _, b in ipairs(doc_blocks()) do
-        for k = 1, first_only and 1 or #b.lines do
-          if found(b.lines[k], c) then return b.text end
+  -- blocks other than files' headers first: a header mentions many names in passing
+  -- (nn_positional's names nn.LSTM(10, 20, 2) as an example)
+  for _, headers in ipairs({ false, true }) do
+    for _, first_only in ipairs({ true, false }) do
+      for _, c in ipairs(cands) do
+        for _, b in ipairs(doc_blocks()) do
+          if b.header ~= headers then goto next_block end
+          for k = 1, first_only and 1 or #b.lines do
+            if found(b.lines[k], c) then return b.text end
+          end
+          ::next_block::
         end
       end
     end
-  end
-  -- a class among others in a list ("--- nn.CrossEntropyLoss, nn.NLLLoss, nn.MSELoss, ...")
-  if name:find(".", 1, true) then
-    for _, b in ipairs(doc_blocks()) do
-      for _, l in ipairs(b.lines) do
-        local i = 1
-        while true do
-          local a, e = l:find(name, i, true)
-          if not a then break end
-          if (a == 1 or not l:sub(a - 1, a - 1):match("[%w_.]")) and not l:sub(e + 1, e + 1):match("[%w_]") then
-            return b.text
+    -- a class among others in a list ("--- nn.CrossEntropyLoss, nn.NLLLoss, nn.MSELoss, ...")
+    if name:find(".", 1, true) then
+      for _, b in ipairs(doc_blocks()) do
+        if b.header ~= headers then goto next_list end
+        for _, l in ipairs(b.lines) do
+          local i = 1
+          while true do
+            local a, e = l:find(name, i, true)
+            if not a then break end
+            if (a == 1 or not l:sub(a - 1, a - 1):match("[%w_.]")) and not l:sub(e + 1, e + 1):match("[%w_]") then
+              return b.text
+            end
+            i = a + 1
           end
-          i = a + 1
         end
+        ::next_list::
       end
     end
   end

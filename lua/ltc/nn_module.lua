@@ -10,6 +10,10 @@ return function(nn, F)
   ---------------------------------------------------------------------------------------------
   -- modules
 
+  --- nn.Module, the base class of every module (PyTorch's nn.Module): a module is a table
+  -- with a forward(self, ...) method, and calling it calls forward (with its hooks);
+  -- assigning a tensor that requires grad registers a parameter, a module a child. Make one
+  -- with nn.class(name [, parent]) and an __init; see README, "Writing a module".
   local Module = {}
   Module.__index = Module
   nn.Module = Module

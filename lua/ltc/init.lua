@@ -296,20 +296,46 @@ for _, name in ipairs { "all_reduce", "reduce_scatter" } do
   end
 end
 
--- Creation functions take a trailing options table {device = "toy:0"} (PyTorch's device=
--- keyword): the tensor is made under a device guard for that device (this thread only, as
--- PyTorch's DeviceGuard), which is then restored.
-local function with_device(fn)
+-- Creation functions take a trailing options table, PyTorch's keywords: {device = "ref:0",
+-- dtype = "int64", requires_grad = true} (ltc.load: device only). The tensor is made under a
+-- device guard for that device (this thread only, as PyTorch's DeviceGuard), which is then
+-- restored; dtype goes on as the trailing dtype argument every creation function takes
+-- (ltc.zeros(2, 3, "int64")); requires_grad = true makes the result a leaf that requires grad
+-- (an integer dtype raises, as in PyTorch). A table without a list part and with a string key
+-- is an options table: an unknown key is an error naming the function.
+local OPTION_KEYS = { device = true, dtype = true, requires_grad = true }
+local function with_options(name, fn)
   return function(...)
     local n = select("#", ...)
     local last = n > 0 and select(n, ...) or nil
-    if type(last) ~= "table" or core.is_tensor(last) or last.device == nil or last[1] ~= nil then
+    if type(last) ~= "table" or core.is_tensor(last) or last[1] ~= nil or next(last) == nil then
       return fn(...)
     end
-    local prev = core._device_guard(last.device)
-    local res = table.pack(pcall(fn, table.unpack(table.pack(...), 1, n - 1)))
-    core._device_guard(prev)
+    for k in pairs(last) do
+      if not OPTION_KEYS[k] or (name == "load" and k ~= "device") then
+        raise(string.format("%s: unknown option '%s' (expected %s)", name, tostring(k),
+          name == "load" and "device" or "device, dtype or requires_grad"))
+      end
+    end
+    local args = table.pack(...)
+    args.n = n - 1
+    if last.dtype ~= nil then
+      local prev = args[args.n]
+      if type(prev) == "string" and not core._is_device(prev) then
+        raise(string.format("%s: dtype given twice ('%s' and dtype = '%s')", name, prev,
+          tostring(last.dtype)))
+      end
+      args.n = args.n + 1
+      args[args.n] = last.dtype
+    end
+    local prev = last.device ~= nil and core._device_guard(last.device)
+    local res = table.pack(pcall(fn, table.unpack(args, 1, args.n)))
+    if last.device ~= nil then core._device_guard(prev) end
     if not res[1] then raise(res[2]) end
+    if last.requires_grad then
+      local ok, msg = pcall(res[2].requires_grad_, res[2], true)
+      if not ok then raise(name .. ": " .. tostring(msg):gsub("^[^:]*:%d+: ", "")) end
+    end
     return table.unpack(res, 2, res.n)
   end
 end
@@ -318,7 +344,7 @@ end
 local creation = { "tensor", "zeros", "ones", "full", "empty", "rand", "randn", "arange", "eye",
   "linspace", "randint", "randperm", "load", "scalar_tensor" }
 for _, name in ipairs(creation) do
-  if M[name] then M[name] = with_device(M[name]) end
+  if M[name] then M[name] = with_options(name, M[name]) end
 end
 autograd.export(M)
 -- ltc.nn and ltc.optim require "ltc" themselves: the module is registered first

@@ -8,6 +8,19 @@ local raise = require("ltc.core")._raise -- an error at the caller's line, outsi
 local core = require "ltc.core"
 local autograd = require "ltc.autograd"
 autograd.install(core) -- op functions record grad_fn nodes (lua/ltc/autograd.lua)
+do -- PyTorch's tensor fields beside autograd's: t.shape (the sizes, as t:size()), t.ndim
+  -- (t:dim()) and t.T (the dims reversed: t:t() of a 2-d tensor, t itself of a 0-d or 1-d)
+  local getters = core.metatable.__getters
+  getters.shape = function(t) return t:size() end
+  getters.ndim = function(t) return t:dim() end
+  getters.T = function(t)
+    local n = t:dim()
+    if n < 2 then return t end
+    local dims = {}
+    for i = 1, n do dims[i] = n + 1 - i end
+    return t:permute(dims)
+  end
+end
 require("ltc.ops").install(core) -- ops written in Lua, conv2d/pooling front ends (lua/ltc/ops.lua)
 require("ltc.reductions").install(core) -- several dims at once, var/std correction, amax/amin
 require("ltc.einsum").install(core) -- ltc.einsum, lowered to permute/reshape/bmm

@@ -1,4 +1,5 @@
--- PyTorch's tensor fields t.shape, t.ndim and t.T (they were nil, silently).
+-- PyTorch's tensor fields t.shape, t.ndim and t.T (they were nil, silently), and the error of
+-- Lua's < and <= on a tensor (it named neither operand nor what to use).
 local ltc = require "ltc"
 
 describe("tensor fields", function()
@@ -19,5 +20,18 @@ describe("tensor fields", function()
     local m = ltc.zeros(2, 2)
     m.T[1][2] = 7 -- writes through the view
     assert.are.same({ { 0, 0 }, { 7, 0 } }, m:totable())
+  end)
+end)
+
+describe("Lua's < and <= on tensors", function()
+  local err = dofile("spec/support/err.lua")
+  it("raise naming the operands and the elementwise ops to use", function()
+    err(function() return ltc.ones(2) < ltc.ones(2) end,
+      "attempt to compare a tensor of size [2] with a tensor of size [2]: a comparison of tensors is elementwise, t:lt(x)")
+    err(function() return 3 <= ltc.tensor(1) end, "attempt to compare number with a tensor of size []")
+  end)
+  it("say what a number argument is under ltc.jit", function()
+    local f = ltc.jit(function(x, n) if n > 2 then return x * 2 end return x end)
+    err(function() f(ltc.ones(2), 3) end, "under ltc.jit, Lua-number arguments reach fn as 0-d tensors")
   end)
 end)

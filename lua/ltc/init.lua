@@ -8,6 +8,20 @@ local raise = require("ltc.core")._raise -- an error at the caller's line, outsi
 local core = require "ltc.core"
 local autograd = require "ltc.autograd"
 autograd.install(core) -- op functions record grad_fn nodes (lua/ltc/autograd.lua)
+-- Lua's < and <= on a tensor: an error that says what to use (Lua's own, "attempt to compare
+-- two ltc.Tensor values", named neither; a Lua comparison must give one boolean, so there is
+-- no elementwise a < b as in PyTorch).
+local function compare_error(a, b)
+  local function what(v)
+    return core.is_tensor(v) and ("a tensor of size [" .. table.concat(v:size(), ", ") .. "]")
+      or type(v)
+  end
+  raise(string.format("attempt to compare %s with %s: a comparison of tensors is elementwise, "
+    .. "t:lt(x), t:le(x), t:gt(x), t:ge(x) (bool tensors); t:item() reads a 0-d tensor's "
+    .. "number (under ltc.jit, Lua-number arguments reach fn as 0-d tensors: pass such a "
+    .. "number through an upvalue)", what(a), what(b)))
+end
+core.metatable.__lt, core.metatable.__le = compare_error, compare_error
 do -- PyTorch's tensor fields beside autograd's: t.shape (the sizes, as t:size()), t.ndim
   -- (t:dim()) and t.T (the dims reversed: t:t() of a 2-d tensor, t itself of a 0-d or 1-d)
   local getters = core.metatable.__getters

@@ -444,7 +444,11 @@ local function changed(S)
   return nil
 end
 
---- ltc.jit(fn [, opts]): a callable that warms up, captures and replays fn (see above).
+--- ltc.jit(fn [, opts]): a callable that warms up, captures and replays fn (the rules are
+-- in the header of lua/ltc/jit.lua: arguments, guards, results, side effects). Lua-number
+-- arguments reach fn as weak 0-d tensors on every call, the warm-up included, so that a
+-- replay uses each call's value: a number fn needs as a Lua number (a size, a loop count,
+-- an `if`) must come from an upvalue.
 -- opts.mode: the capture mode ("default", "global", "thread_local", "relaxed").
 -- opts.pool: a pool handle (ltc.graph_pool_handle()) for the capture.
 -- opts.guards = false: no check of Lua values before a replay (only argument shapes and

@@ -242,4 +242,27 @@ describe("forward hooks", function()
     assert.has_error(function() m:register_forward_hook(3) end,
       "register_forward_hook: a function expected, got number")
   end)
+
+  it("see a module's several results as one table (PyTorch's output tuple) and may replace them", function()
+    ltc.manual_seed(5)
+    local lstm = nn.LSTM(3, 4)
+    local x = ltc.randn(2, 1, 3)
+    local y0, st0 = lstm(x)
+    local seen
+    local h = lstm:register_forward_hook(function(_, _, out)
+      seen = out
+      return { out[1] * 0, out[2] }
+    end)
+    local y, st = lstm(x)
+    assert.are.equal(2, seen.n)
+    assert.are.same(y0:totable(), seen[1]:totable())
+    assert.are.same(st0[1]:totable(), seen[2][1]:totable()) -- h_n
+    assert.are.same({ 2, 1, 4 }, y:size())
+    assert.are.equal(0, y:abs():sum():item())
+    assert.are.same(st0[2]:totable(), st[2]:totable()) -- c_n passed through
+    h.remove()
+    lstm:register_forward_hook(function(_, _, out) return out[1] end)
+    assert.has_error(function() lstm(x) end,
+      "a forward hook of a module with 2 results must return nil or a table of them (as PyTorch's output tuple), got a tensor")
+  end)
 end)

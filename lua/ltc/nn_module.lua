@@ -104,8 +104,20 @@ return function(nn, F)
     end
     local out = table.pack(self:forward(table.unpack(args, 1, args.n or #args)))
     for _, h in ipairs(post or {}) do
-      local r = h.fn(self, args, out[1])
-      if r ~= nil then out[1] = r end
+      if out.n > 1 then -- several results (an LSTM's y, {h, c}): PyTorch's output tuple
+        local r = h.fn(self, args, out)
+        if r ~= nil then
+          if type(r) ~= "table" or ltc.is_tensor(r) then
+            raise(string.format("a forward hook of a module with %d results must return nil or a "
+              .. "table of them (as PyTorch's output tuple), got %s", out.n,
+              ltc.is_tensor(r) and "a tensor" or type(r)))
+          end
+          out = r.n and r or table.pack(table.unpack(r))
+        end
+      else
+        local r = h.fn(self, args, out[1])
+        if r ~= nil then out[1] = r end
+      end
     end
     return table.unpack(out, 1, out.n)
   end
@@ -182,8 +194,9 @@ return function(nn, F)
   function Module:__init() end
 
   --- m:register_forward_hook(fn): after every call m(...), fn(m, inputs, output) runs (inputs:
-  -- the arguments as a table with n); a non-nil result replaces the output (the first
-  -- result). m:register_forward_pre_hook(fn): before every call, fn(m, inputs); a non-nil
+  -- the arguments as a table with n); a non-nil result replaces the output. A module with
+  -- several results (nn.LSTM's y, {h, c}; MultiheadAttention's output and weights) passes
+  -- them as one table with n, PyTorch's output tuple, and a hook's table replaces them all. m:register_forward_pre_hook(fn): before every call, fn(m, inputs); a non-nil
   -- result replaces the arguments (a table of them, or one tensor). Both return a handle whose
   -- remove() takes the hook off (PyTorch's RemovableHandle).
   function Module:register_forward_hook(fn)

@@ -184,6 +184,7 @@ describe("attention", function()
       local m = load(nn.TransformerEncoderLayer(8, 2, o), c)
       local mask = ltc.ones({ 5, 5 }, "bool"):triu(1)
       check(c, function(x) return m(x, { src_mask = mask }) end)
+      check(c, function(x) return m(x, mask) end) -- PyTorch's positional src_mask
     end
   end)
 end)

@@ -361,7 +361,8 @@ return function(nn, F)
   -- bias=true}]): self-attention and a feed-forward block, each with a residual; post-norm
   -- (x = norm(x + block(x))) or, with norm_first, pre-norm (x = x + block(norm(x))). PyTorch's
   -- submodule names (self_attn, linear1, linear2, norm1, norm2). layer(src [, {src_mask,
-  -- src_key_padding_mask, is_causal}]).
+  -- src_key_padding_mask, is_causal}]), or PyTorch's positional layer(src, src_mask
+  -- [, src_key_padding_mask [, is_causal]]).
   nn.TransformerEncoderLayer = nn.class("TransformerEncoderLayer")
   function nn.TransformerEncoderLayer:__init(d, nhead, ...)
     local order = { "dim_feedforward", "dropout", "activation", "layer_norm_eps", "batch_first",
@@ -385,7 +386,10 @@ return function(nn, F)
     self.dropout2 = nn.Dropout(p)
     self.activation = act
   end
-  function nn.TransformerEncoderLayer:forward(src, opts)
+  function nn.TransformerEncoderLayer:forward(src, opts, key_padding_mask, is_causal)
+    if ltc.is_tensor(opts) or (opts == nil and (key_padding_mask ~= nil or is_causal ~= nil)) then
+      opts = { src_mask = opts, src_key_padding_mask = key_padding_mask, is_causal = is_causal }
+    end
     opts = check_options("TransformerEncoderLayer", opts, set("src_mask", "src_key_padding_mask", "is_causal"), 2)
     local function sa(x)
       local out = self.self_attn(x, x, x, { attn_mask = opts.src_mask, key_padding_mask =

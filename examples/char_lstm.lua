@@ -1,6 +1,6 @@
 --- char-rnn: a 2-layer LSTM language model over characters, trained on Debian's fortunes.
 --
---   bin/ltc examples/char_lstm.lua [--steps 300] [--hidden 128] [--seq 64] [--batch 32]
+--   bin/ltc examples/char_lstm.lua [--steps 300] [--hidden 128] [--embed 64] [--seq 64] [--batch 32]
 --                                  [--lr 0.002] [--chars 400000] [--temperature 0.8]
 --                                  [--plot char_lstm_loss.svg] [--checkpoint FILE.npz]
 --                                  [--resume FILE.npz] [--init-dir DIR] [--seed 0]
@@ -27,7 +27,7 @@ local opts = { steps = 300, hidden = 128, seq = 64, batch = 32, lr = 0.002, char
   init_dir = "", seed = 0, eval_every = 100, sample = 300, embed = 64, keyvals = 0,
   data = "/usr/share/games/fortunes" }
 common.options("char_lstm", opts,
-  "[--steps N] [--hidden N] [--seq N] [--batch N] [--lr X] "
+  "[--steps N] [--hidden N] [--embed N] [--seq N] [--batch N] [--lr X] "
     .. "[--chars N] [--temperature X] [--plot FILE.svg] [--checkpoint FILE.npz] [--resume FILE.npz] "
     .. "[--init-dir DIR] [--eval-every N] [--sample N] [--seed N] [--data DIR] [--keyvals 1]")
 

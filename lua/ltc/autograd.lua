@@ -218,9 +218,15 @@ function A.install(c)
   mt.__getters, mt.__setters = getters, setters
   getters.requires_grad = AG.requires_grad
   getters.grad = AG.grad
+  -- t.grad_fn: {name = the op's name, output = which of its results t is}, printed as
+  -- PyTorch prints one (<MulBackward>), or nil for a leaf and a tensor outside autograd
+  local grad_fn_mt = { __tostring = function(g)
+    local camel = g.name:gsub("%..*$", ""):gsub("^%l", string.upper):gsub("_(%w)", string.upper)
+    return "<" .. camel .. "Backward" .. (g.output and g.output > 1 and (" output " .. g.output) or "") .. ">"
+  end }
   getters.grad_fn = function(t)
     local name, nr = AG.grad_fn(t)
-    return name and { name = name, output = nr } or nil
+    return name and setmetatable({ name = name, output = nr }, grad_fn_mt) or nil
   end
   getters.is_leaf = AG.is_leaf
   getters.data = function(t) return AG.detach(t) end

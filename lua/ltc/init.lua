@@ -328,13 +328,14 @@ end
 -- device guard for that device (this thread only, as PyTorch's DeviceGuard), which is then
 -- restored; dtype goes on as the trailing dtype argument every creation function takes
 -- (ltc.zeros(2, 3, "int64")); requires_grad = true makes the result a leaf that requires grad
--- (an integer dtype raises, as in PyTorch). A table without a list part and with a string key
--- is an options table: an unknown key is an error naming the function.
+-- (an integer dtype raises, as in PyTorch). A last argument (not the first: data or sizes)
+-- that is a table without a list part and with a key is an options table: an unknown key is
+-- an error naming the function.
 local OPTION_KEYS = { device = true, dtype = true, requires_grad = true }
 local function with_options(name, fn)
   return function(...)
     local n = select("#", ...)
-    local last = n > 0 and select(n, ...) or nil
+    local last = n > 1 and select(n, ...) or nil -- the first argument is data or sizes
     if type(last) ~= "table" or core.is_tensor(last) or last[1] ~= nil or next(last) == nil then
       return fn(...)
     end

@@ -501,6 +501,10 @@ static ltc_status run_node_here(ltc_grad_fn *fn, bool retain) {
             }
         }
         if (!st && !retain) ltc_grad_fn_free_saved(fn);
+    } else if (fn->kind == AG_TO_DEVICE) { /* the gradient back on the source's device */
+        ltc_tensor *gi = NULL;
+        if (!(st = ltc_tensor_to_device(grads[0], fn->dev, &gi)))
+            st = route(&fn->edges[0], gi, &fn->in_shapes[0]);
     } else {
         ltc_tensor *gi[2] = {NULL, NULL};
         if ((st = ltc_ag_inplace_backward(fn, grads[0], gi))) goto done;

@@ -1,13 +1,12 @@
 -- t:to with a device and a dtype in either order (PyTorch's Tensor.to(device, dtype); the
--- dtype was dropped), and the warning when a tensor that requires grad moves between
--- devices (autograd does not record the move: the copy is a leaf, no gradient flows back).
+-- dtype was dropped), and autograd through a move between devices (PyTorch's
+-- ToCopyBackward0: the copy of a tensor that requires grad is no leaf, and its gradient goes
+-- back to the original's device; it was a new leaf that no gradient crossed, with a warning).
 local ltc = require "ltc"
+local close = dofile("spec/support/close.lua")
+local O = dofile("spec/support/opencl.lua")
 
 describe("t:to", function()
-  local saved
-  before_each(function() saved = ltc._warn end)
-  after_each(function() ltc._warn = saved end)
-
   it("takes a device and a dtype in either order", function()
     local a = ltc.tensor({ 1.5, 2.5 })
     local y = a:to("ref", "float64")
@@ -18,19 +17,149 @@ describe("t:to", function()
     assert.are.same({ "cpu:0", "float64" }, { w:device(), w:dtype() })
   end)
 
-  it("warns once per line when a tensor that requires grad moves, and not otherwise", function()
-    local msgs = {}
-    ltc._warn = function(m) msgs[#msgs + 1] = m end
+  it("returns t itself when it is on the device already", function()
     local x = ltc.ones(2):requires_grad_()
-    for _ = 1, 3 do
-      local r = x:to("ref")
-      assert.is_false(r.requires_grad) -- a new leaf, as the warning says
-    end
-    assert.are.equal(1, #msgs)
-    assert.truthy(msgs[1]:find("to_device_spec.lua:%d+: to: the copy on ref of a tensor that requires grad is a new leaf"))
-    ltc.no_grad(function() return x:to("ref") end)
-    ltc.ones(2):to("ref")
     assert.are.equal(x, x:to("cpu"))
-    assert.are.equal(1, #msgs)
+    assert.are.equal(x, x:to("cpu:0"))
+  end)
+end)
+
+describe("autograd through t:to(device)", function()
+  it("gives the copy of a tensor that requires grad a history: no leaf, requires grad", function()
+    local x = ltc.ones(2):requires_grad_()
+    local r = x:to("ref")
+    assert.is_true(r.requires_grad)
+    assert.is_false(r.is_leaf)
+    assert.are.equal("to_copy", ltc.autograd.grad_fn_name(r))
+    assert.are.same({ "ref:0", { 1, 1 } }, { r:device(), r:totable() })
+    local m = (x * 5):to("ref") -- a tensor with history moves with it
+    assert.is_true(m.requires_grad)
+    assert.is_false(m.is_leaf)
+    local c = ltc.ones(2):to("ref") -- nothing requires grad: a leaf as before
+    assert.is_false(c.requires_grad)
+    assert.is_true(c.is_leaf)
+  end)
+
+  it("sends the gradient back to the original's device", function()
+    local x = ltc.ones(2):requires_grad_()
+    local v = ltc.tensor({ 2.0, 3.0 }, { device = "ref" }):requires_grad_()
+    ;(x:to("ref") * v):sum():backward()
+    assert.are.same({ "cpu:0", { 2, 3 } }, { x.grad:device(), x.grad:totable() })
+    assert.are.same({ "ref:0", { 1, 1 } }, { v.grad:device(), v.grad:totable() })
+  end)
+
+  it("reaches a tensor through the ops before the move", function()
+    local x = ltc.tensor({ 1.0, 2.0 }):requires_grad_()
+    local v = ltc.tensor({ 2.0, 3.0 }, { device = "ref" })
+    ;((x * 5):to("ref") * v):sum():backward()
+    assert.are.same({ "cpu:0", { 10, 15 } }, { x.grad:device(), x.grad:totable() })
+  end)
+
+  it("goes through a chain cpu -> ref -> cpu", function()
+    local x = ltc.tensor({ 0.0, 1.0 }, "float64"):requires_grad_()
+    local e = (x * 2):to("ref"):exp()
+    local y = e:to("cpu") * 3
+    assert.are.equal("cpu:0", y:device())
+    assert.are.equal("to_copy", ltc.autograd.grad_fn_name(e:to("cpu")))
+    y:sum():backward()
+    -- d/dx 3 exp(2x) = 6 exp(2x)
+    assert.are.equal("cpu:0", x.grad:device())
+    close({ 6, 6 * math.exp(2) }, x.grad:totable(), 1e-12)
+  end)
+
+  it("records a move with a cast, in either order", function()
+    local x = ltc.tensor({ 1.0, 2.0 }):requires_grad_()
+    local a = x:to("ref", "float64")
+    local b = x:to("float64", "ref")
+    assert.are.same({ "ref:0", "float64", true }, { a:device(), a:dtype(), a.requires_grad })
+    ;(a * 2 + b * 3):sum():backward()
+    assert.are.same({ "cpu:0", "float32", { 5, 5 } }, { x.grad:device(), x.grad:dtype(), x.grad:totable() })
+  end)
+
+  it("keeps the gradient of a moved tensor that retains grad, on its device", function()
+    local x = ltc.ones(2):requires_grad_()
+    local r = x:to("ref")
+    r:retain_grad()
+    ;(r * ltc.tensor({ 2.0, 3.0 }, { device = "ref" })):sum():backward()
+    assert.are.same({ "ref:0", { 2, 3 } }, { r.grad:device(), r.grad:totable() })
+    assert.are.same({ 2, 3 }, x.grad:totable())
+  end)
+
+  it("gives gradients of gradients through a move with create_graph", function()
+    local x = ltc.tensor({ 1, 2, 3 }, "float64"):requires_grad_()
+    local y = x:to("ref")
+    local gx = ltc.autograd.grad((y * y * y):sum(), x, { create_graph = true })
+    assert.are.equal("cpu:0", gx:device())
+    close({ 3, 12, 27 }, gx:totable(), 1e-12) -- 3 x^2
+    assert.is_true(gx.requires_grad)
+    local ggx = ltc.autograd.grad(gx:sum(), x)
+    assert.are.equal("cpu:0", ggx:device())
+    close({ 6, 12, 18 }, ggx:totable(), 1e-12) -- 6 x
+  end)
+
+  it("gives mixed second derivatives across devices with create_graph", function()
+    -- z = sum((x v)^2), x on the CPU, v on ref: dz/dx = 2 x v^2, d(sum dz/dx)/dv = 4 x v
+    local x = ltc.tensor({ 1, 2 }, "float64"):requires_grad_()
+    local v = ltc.tensor({ 3, 4 }, "float64"):to("ref"):requires_grad_()
+    local z = ((x:to("ref") * v) ^ 2):sum()
+    local gx = ltc.autograd.grad(z, x, { create_graph = true })
+    close({ 18, 64 }, gx:totable(), 1e-12)
+    local gv = ltc.autograd.grad(gx:sum(), v)
+    assert.are.equal("ref:0", gv:device())
+    close({ 12, 32 }, gv:totable(), 1e-12)
+  end)
+
+  it("records nothing with grad mode off", function()
+    local x = ltc.ones(2):requires_grad_()
+    local r = ltc.no_grad(function() return x:to("ref") end)
+    assert.is_false(r.requires_grad)
+    assert.is_true(r.is_leaf)
+    local prev = ltc.set_grad_enabled(false)
+    local q = (x * 2):to("ref")
+    ltc.set_grad_enabled(prev)
+    assert.is_false(q.requires_grad)
+    assert.is_true(q.is_leaf)
+    assert.are.same({ 2, 2 }, q:totable())
+  end)
+
+  it("backs through a move twice with retain_graph, and once without", function()
+    local x = ltc.ones(2):requires_grad_()
+    local s = (x:to("ref") * 4):sum()
+    s:backward({ retain_graph = true })
+    s:backward()
+    assert.are.same({ 8, 8 }, x.grad:totable())
+  end)
+
+  it("raises for a backward through a move during a capture, and the runtime goes on", function()
+    local x = ltc.ones(2):requires_grad_()
+    local s = (x:to("ref") * 4):sum()
+    local g = ltc.Graph { keep_graph = false, device = "cpu" }
+    g:capture_begin { mode = "thread_local" }
+    local ok, err = pcall(function() s:backward({ retain_graph = true }) end)
+    pcall(function() g:capture_end() end)
+    assert.is_false(ok)
+    assert.truthy(tostring(err):find("backward: moving the gradient of t:to(\"ref:0\") back to cpu:0: "
+      .. "cannot read a tensor's value while this thread captures", 1, true))
+    assert.is_nil(x.grad)
+    s:backward()
+    assert.are.same({ 4, 4 }, x.grad:totable())
+    assert.are.same({ 2, 2 }, (x + 1):totable())
+  end)
+end)
+
+describe("autograd through t:to(\"opencl\")", function()
+  if O.skipped(assert, pending) then return end
+  O.ocl.open()
+
+  it("sends the gradient back from an OpenCL device, and to it", function()
+    local x = ltc.tensor({ 1.0, 2.0 }):requires_grad_()
+    local v = ltc.tensor({ 2.0, 3.0 }):to("opencl")
+    local y = x:to("opencl")
+    assert.is_false(y.is_leaf)
+    ;(y * y * v):sum():backward() -- d/dx x^2 v = 2 x v
+    assert.are.same({ "cpu:0", { 4, 12 } }, { x.grad:device(), x.grad:totable() })
+    local w = ltc.tensor({ 1.0, 2.0 }):to("opencl"):requires_grad_()
+    ;(w:to("cpu") * 3):sum():backward()
+    assert.are.same({ "opencl:0", { 3, 3 } }, { w.grad:device(), w.grad:totable() })
   end)
 end)

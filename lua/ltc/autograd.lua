@@ -26,7 +26,9 @@
 -- other views take their history from the base's again when next used (PyTorch's version
 -- counter). Writing into a leaf that requires grad, or a view of one, is an error naming the
 -- op (use ltc.no_grad or t.data). t[i] of a tensor with 2 or more dims is select(1, i),
--- recorded as such. detach() shares storage but not history.
+-- recorded as such. detach() shares storage but not history. A move between devices
+-- (t:to("ref")) is recorded as PyTorch's ToCopyBackward0 (grad_fn_name "to_copy"): the
+-- gradient goes back to the original's device.
 local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local A = {}
 

@@ -246,37 +246,15 @@ M.save, M.load = M.io.save, M.io.load
 methods.device = core.device
 --- t:to(device) moves t to a device ("cpu", "ref:0"), returning t itself when it is there
 -- already (PyTorch's Tensor.to); t:to(dtype) casts; t:to(device, dtype) and t:to(dtype,
--- device) do both. An op on tensors of two devices is an error naming both. A move is not
--- recorded by autograd (PyTorch's is): the copy of a tensor that requires grad is a new
--- leaf that does not, and a warning says so once per calling line; move leaves before they
--- require grad (x:to(dev):requires_grad_()), or the module (m:to(dev) keeps its parameters).
+-- device) do both. An op on tensors of two devices is an error naming both. Autograd records
+-- the move (PyTorch's ToCopyBackward0): the copy of a tensor that requires grad requires grad
+-- and is no leaf, and its gradient goes back to the original's device.
 local to_dtype = methods.to or core.to
-local warned_moves = {}
 local function move(t, dev)
   local d = core.device(t) -- there already: t itself (the same Lua value, as PyTorch's `is`)
   if d == dev or d == dev .. ":0" then return t end
-  if t.requires_grad and M.is_grad_enabled() then
-    local at = "?"
-    for level = 2, 64 do -- the user's line: the first Lua frame outside ltc's own files
-      local info = debug.getinfo(level, "Sl")
-      if not info then break end
-      if info.what ~= "C" and not info.source:find("[/\\]ltc[/\\][%w_]+%.lua$") then
-        at = info.short_src .. ":" .. tostring(info.currentline)
-        break
-      end
-    end
-    if not warned_moves[at] then
-      warned_moves[at] = true
-      M._warn(string.format("%s: to: the copy on %s of a tensor that requires grad is a new leaf "
-        .. "that does not (autograd does not record moves between devices; PyTorch does): no "
-        .. "gradient reaches the original through it; move it before it requires grad "
-        .. "(x:to(dev):requires_grad_()), or move the module (m:to(dev))", at, dev))
-    end
-  end
   return core._to_device(t, dev)
 end
---- ltc._warn(msg): where ltc's own warnings go (stderr; a spec may replace it).
-M._warn = function(msg) io.stderr:write(msg, "\n") end
 function methods.to(t, x, y, ...)
   if core._is_device(x) then
     if y == nil then return move(t, x) end

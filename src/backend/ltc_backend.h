@@ -244,8 +244,10 @@ void ltc_device_format(ltc_device d, char *buf, size_t size);
 ltc_device ltc_tensor_device(const ltc_tensor *t);
 /* *out: t on device `dev` (a new reference): t itself when it is there already, else a new
  * tensor with a copy of its value, moved through the host by the two backends' transfer
- * slots (syncs t first; counted as DeviceTransfer). LTC_ERR_STATE during a capture in
- * global or thread_local mode (a replay would not repeat the move). */
+ * slots (syncs t first; counted as DeviceTransfer). With grad mode on and t requiring grad,
+ * the copy has history (a "to_copy" node, PyTorch's ToCopyBackward0): its gradient is moved
+ * back to t's device by the same call. LTC_ERR_STATE during a capture in global or
+ * thread_local mode (a replay would not repeat the move). */
 ltc_status ltc_tensor_to_device(ltc_tensor *t, ltc_device dev, ltc_tensor **out);
 
 /* ---- how an outside module registers a backend ----------------------------------------------

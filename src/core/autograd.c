@@ -527,6 +527,28 @@ done:
     return st;
 }
 
+ltc_status ltc_ag_record_move(ltc_tensor *src, ltc_tensor *out) {
+    if (!ltc_grad_mode || !ltc_ag_wants(src) || !ltc_dtype_is_float(out->shape.dtype))
+        return LTC_OK;
+    if (n_deferred) ltc_ag_flush_deferred();
+    ltc_edge e;
+    ltc_status st = ltc_ag_edge_of(src, &e);
+    if (st || (!e.fn && !e.leaf)) return st;
+    ltc_grad_fn *fn = ltc_grad_fn_new(AG_TO_DEVICE, 1, 1, 1);
+    if (!fn) return LTC_ERR_NOMEM;
+    fn->name = "to_copy";
+    fn->dev = (ltc_device){src->backend->name, src->ordinal};
+    fn->edges[0] = e;
+    ltc_grad_fn_retain(e.fn);
+    ltc_tensor_retain(e.leaf);
+    fn->in_shapes[0] = src->shape;
+    fn->needs[0] = true;
+    fn->freed = true; /* saves no values: the backward needs only src's device */
+    st = ltc_ag_set_outputs(fn, &out, 1);
+    ltc_grad_fn_release(fn); /* the output holds it */
+    return st;
+}
+
 /* ---- the tensor API ---------------------------------------------------------------------- */
 
 bool ltc_requires_grad(ltc_tensor *t) {

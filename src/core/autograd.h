@@ -27,6 +27,8 @@ typedef enum {
     AG_OP,          /* a traced op: d's backward (C, or the binding's foreign one) */
     AG_COPY_SLICES, /* a write through a view into its base (PyTorch's CopySlices) */
     AG_OVERWRITE,   /* a value overwritten by one that needs no grad: zeros for the old */
+    AG_TO_DEVICE,   /* a move between devices (PyTorch's ToCopyBackward0): the gradient moved
+                     * back to dev */
 } ag_kind;
 
 /* A value saved for backward: the tensor as it was (retained) and the version of its root
@@ -63,6 +65,8 @@ struct ltc_grad_fn {
     ltc_view_step *steps;
     int n_steps;
     ltc_shape *view_shape;
+    /* AG_TO_DEVICE: the device the moved tensor came from */
+    ltc_device dev;
     size_t size; /* of the node's block (slab.c) */
     /* the backward walk's scratch */
     ltc_tensor **gbuf; /* n_outputs gradients being summed (in the node's block) */

@@ -501,6 +501,17 @@ static ltc_status run_node_here(ltc_grad_fn *fn, bool retain) {
             }
         }
         if (!st && !retain) ltc_grad_fn_free_saved(fn);
+    } else if (fn->kind == AG_TO_DEVICE) { /* the gradient back on the source's device */
+        ltc_tensor *gi = NULL;
+        if (!(st = ltc_tensor_to_device(grads[0], fn->dev, &gi))) {
+            st = route(&fn->edges[0], gi, &fn->in_shapes[0]);
+        } else { /* (a capture, say: the user wrote no read, the backward of t:to did) */
+            char from[64], to[64];
+            ltc_device_format(ltc_tensor_device(grads[0]), from, sizeof from);
+            ltc_device_format(fn->dev, to, sizeof to);
+            st = ltc_errorf(st, "backward: moving the gradient of t:to(\"%s\") back to %s: %s",
+                            from, to, ltc_last_error());
+        }
     } else {
         ltc_tensor *gi[2] = {NULL, NULL};
         if ((st = ltc_ag_inplace_backward(fn, grads[0], gi))) goto done;

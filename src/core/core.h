@@ -93,6 +93,10 @@ void ltc_ag_history_drop(ltc_tensor *t, int from, int n);
 void ltc_ag_flush_deferred(void);
 /* Frees t's autograd state (tensor.c, when t goes). */
 void ltc_ag_meta_free(ltc_tensor *t);
+/* Records out, a copy of src on another device (ltc_tensor_to_device), as src moved when grad
+ * mode is on and src requires grad: out gets a to_copy node whose backward moves out's gradient
+ * to src's device (autograd.c). Nothing otherwise. */
+ltc_status ltc_ag_record_move(ltc_tensor *src, ltc_tensor *out);
 
 /* Before an in-place write replaces t's value: appends the value it holds to t->history
  * (nothing for a tensor with no value; an allocation failure only shortens the history). */

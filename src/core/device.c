@@ -166,7 +166,11 @@ ltc_status ltc_tensor_to_device(ltc_tensor *t, ltc_device dev, ltc_tensor **out)
     if (!t->data) return ltc_errorf(LTC_ERR_STATE, "to: tensor has no data after sync");
     ltc_data *d;
     if ((st = ltc_data_transfer(t->data, b, &d))) return st;
-    st = ltc_tensor_from_data(d, out);
-    if (!st) (*out)->ordinal = dev.ordinal;
+    if ((st = ltc_tensor_from_data(d, out))) return st;
+    (*out)->ordinal = dev.ordinal;
+    if ((st = ltc_ag_record_move(t, *out))) { /* the copy's history: the move */
+        ltc_tensor_release(*out);
+        *out = NULL;
+    }
     return st;
 }

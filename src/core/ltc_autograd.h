@@ -18,7 +18,8 @@
  * counter). A value saved for backward keeps its value at record time even if written in
  * place later. Writing into a leaf that requires grad, or a view of one, is an error unless
  * grad mode is off. Overwriting a tensor that requires grad by a value that does not (zero_,
- * fill_, copy_ of a constant) keeps it requiring grad; its old history gets zeros.
+ * fill_, copy_ of a constant) keeps it requiring grad; its old history gets zeros. A move
+ * between devices (ltc_tensor_to_device) is recorded too: its backward moves the gradient back.
  */
 #ifndef LTC_AUTOGRAD_PUBLIC_H
 #define LTC_AUTOGRAD_PUBLIC_H
@@ -39,7 +40,7 @@ bool ltc_requires_grad(ltc_tensor *t);
 ltc_status ltc_set_requires_grad(ltc_tensor *t, bool flag);
 /* True when t has no history (a leaf, whether it requires grad or not). */
 bool ltc_is_leaf(ltc_tensor *t);
-/* The op name of t's grad_fn ("mul", "copy_slices", "overwrite") and which of its outputs t
+/* The op name of t's grad_fn ("mul", "copy_slices", "overwrite", "to_copy") and which of its outputs t
  * is (1-based) in *output; NULL for a leaf. */
 const char *ltc_grad_fn_name(ltc_tensor *t, int *output);
 /* t's accumulated gradient (borrowed; NULL if none), and setting it (retained; NULL clears). */

@@ -196,20 +196,29 @@ describe("class targets", function()
       err(function() return F.cross_entropy(logits, ltc.tensor({ 1, 2, 3, 4 }, "int64")):item() end))
     assert.matches("cross_entropy: target 0 out of range for 3 classes %(labels are 1%-based%)",
       err(function() return nn.CrossEntropyLoss()(logits, ltc.tensor({ 0, 1, 2, 1 }, "int64")):item() end))
-    -- -100, PyTorch's default ignore_index, is not ignored by the fused op (no options):
-    -- the error says how to ignore it, on each backend, forward and backward
+    -- -100, PyTorch's default ignore_index, is ignored by the fused op too (no options), on
+    -- each backend, forward and backward: torch gives F.cross_entropy(zeros(4, 3), tensor([0,
+    -- -100, 2, -100])) = log(3) (the mean over the two other rows) and a zero gradient row
+    -- where the label is -100; labels 4 and 0 still raise
     local pad = ltc.tensor({ 1, -100, 3, -100 }, "int64")
     for _, dev in ipairs { "cpu", "ref" } do
-      local x = logits:to(dev):detach():requires_grad_()
-      local hint = "target %-100 out of range for 3 classes %(labels are 1%-based%); %-100 is "
-        .. "PyTorch's default ignore_index, which the fused op has not: pass {ignore_index = %-100}"
-      assert.matches("cross_entropy: " .. hint, err(function() return F.cross_entropy(x, pad:to(dev)):item() end))
-      assert.matches("nll_loss: " .. hint, err(function() return F.nll_loss(x, pad:to(dev)):item() end))
-      assert.matches("cross_entropy_backward: " .. hint, err(function()
-        ltc.cross_entropy_backward(ltc.tensor(1):to(dev), x:detach(), pad:to(dev)):totable() end))
-      -- and with the option it is ignored: the mean over the two other rows
-      local l = F.cross_entropy(ltc.zeros(4, 3):to(dev), pad:to(dev), { ignore_index = -100 })
-      assert.is_true(math.abs(l:item() - math.log(3)) < 1e-6)
+      local x = ltc.zeros(4, 3):to(dev):requires_grad_()
+      local l = F.cross_entropy(x, pad:to(dev))
+      l:backward()
+      assert.is_true(math.abs(l:item() - math.log(3)) < 1e-6, tostring(l:item()))
+      local g = x.grad:totable()
+      assert.are.same({ 0, 0, 0 }, g[2])
+      assert.are.same({ 0, 0, 0 }, g[4])
+      assert.is_true(math.abs(g[1][1] - (1 / 3 - 1) / 2) < 1e-6, tostring(g[1][1]))
+      assert.are.equal(0, F.nll_loss(ltc.zeros(4, 3):to(dev), pad:to(dev)):item())
+      for _, bad in ipairs { 4, 0 } do
+        local t = ltc.tensor({ 1, -100, bad, -100 }, "int64"):to(dev)
+        local msg = "target " .. bad .. " out of range for 3 classes %(labels are 1%-based%)"
+        assert.matches("cross_entropy: " .. msg, err(function() return F.cross_entropy(x, t):item() end))
+        assert.matches("nll_loss: " .. msg, err(function() return F.nll_loss(x, t):item() end))
+        assert.matches("cross_entropy_backward: " .. msg, err(function()
+          ltc.cross_entropy_backward(ltc.tensor(1):to(dev), x:detach(), t):totable() end))
+      end
     end
     -- torch: F.cross_entropy(randn(2, 5, 3), ones(2, 5)) raises "Expected target size [2, 3],
     -- got [2, 5]" (before: "target has 10 labels for 6 rows of input")

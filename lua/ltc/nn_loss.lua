@@ -131,9 +131,10 @@ return function(nn, F)
   --- F.nll_loss(input, target [, {weight, ignore_index, reduction}]): log-probabilities
   -- [N, C] or [N, C, d1, ...] (or [C]) and 1-based int64 labels [N] / [N, d1, ...]. With
   -- weight [C] each term is scaled by the weight of its label and "mean" divides by the sum of
-  -- those weights; labels equal to ignore_index (default -100) add nothing (PyTorch). With no
-  -- options on [N, C] it is one fused op, which ignores nothing: a label outside 1..C, -100
-  -- included, raises (give {ignore_index = -100} to ignore padding there).
+  -- those weights; labels equal to ignore_index (default -100) add nothing, "mean" divides by
+  -- the rows not ignored (NaN when all are) and their gradient is 0 (PyTorch). With no options
+  -- on [N, C] it is one fused op, which ignores -100 the same way. Another label outside 1..C
+  -- raises at the sync.
   function F.nll_loss(input, target, opts, more)
     opts = weight_first("nll_loss", opts, more)
     local o, code = options("nll_loss", opts, nil, "weight", "ignore_index")
@@ -148,10 +149,11 @@ return function(nn, F)
   end
 
   --- F.cross_entropy(input, target [, {weight, ignore_index=-100, label_smoothing=0,
-  -- reduction}]) (the fused op without options ignores nothing, as for nll_loss): logits [N, C] or [N, C, d1, ...] (or [C]); target either 1-based int64
+  -- reduction}]): logits [N, C] or [N, C, d1, ...] (or [C]); target either 1-based int64
   -- labels [N, d1, ...] or class probabilities of input's size (a float tensor). weight [C]
-  -- rescales classes; label_smoothing in [0, 1] mixes the target with the uniform
-  -- distribution. Without options on [N, C] it is one fused op forward and backward. The
+  -- rescales classes; labels equal to ignore_index add nothing (as for nll_loss);
+  -- label_smoothing in [0, 1] mixes the target with the uniform distribution. Without options
+  -- on [N, C] it is one fused op forward and backward, which ignores -100 too. The
   -- weight may come third, as PyTorch's positional argument: F.cross_entropy(x, y, w [, opts])
   -- (also for nll_loss, binary_cross_entropy and binary_cross_entropy_with_logits).
   function F.cross_entropy(input, target, opts, more)

@@ -284,16 +284,17 @@ ltc_status ltc_tensor_to_device(ltc_tensor *t, ltc_device dev, ltc_tensor **out)
  * backend registered). Data a backend makes is its own: the core never dereferences
  * ltc_data.ptr, it reads and writes values through data_to_host and data_from_host. */
 
-/* The error of a loss kernel (cross_entropy, nll_loss and their backward ops) whose target
- * label v is outside 1..c, the same on every backend. -100 gets a hint: it is PyTorch's
- * default ignore_index, which the fused ops (ltc.nn.functional's path without options) do not
- * have; the options path ignores the labels equal to ignore_index. */
+/* The class label the loss kernels (cross_entropy, nll_loss and their backward ops) ignore:
+ * PyTorch's default ignore_index. A row labelled so adds nothing to the loss, the mean
+ * divides by the rows not ignored (0/0, NaN, when all are), and its gradient row is 0. Labels
+ * are 1-based, the sentinel is not shifted. */
+#define LTC_LABEL_IGNORED (-100)
+
+/* The error of a loss kernel (as above) whose target label v is outside 1..c and is not
+ * LTC_LABEL_IGNORED, the same on every backend. */
 static inline ltc_status ltc_label_range_error(const char *op, int64_t v, int64_t c) {
     return ltc_errorf(LTC_ERR_ARG, "%s: target %lld out of range for %lld classes (labels are "
-                      "1-based)%s", op, (long long)v, (long long)c,
-                      v == -100 ? "; -100 is PyTorch's default ignore_index, which the fused "
-                                  "op has not: pass {ignore_index = -100} to ignore those labels"
-                                : "");
+                      "1-based)", op, (long long)v, (long long)c);
 }
 
 #endif

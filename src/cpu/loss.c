@@ -2,7 +2,9 @@
  * and nll_loss in one pass) and their backward ops; assert_in_range, the run-time check of
  * loss inputs. Input [N, C] (or [C] with a 0-d
  * target), float32 or float64, 1-based int64/int32 class labels; reduction 0 none, 1 mean,
- * 2 sum (attrs[0]). A label outside 1..C is a run-time error.
+ * 2 sum (attrs[0]). A label of -100 (LTC_LABEL_IGNORED, PyTorch's default ignore_index) is
+ * ignored: its row's loss and gradient are 0 and the mean divides by the rows not ignored
+ * (NaN when all are). Another label outside 1..C is a run-time error.
  *
  * Each dtype has its own loops (one macro instance per float type): a row's max, its exps
  * and their sum are vectorized passes (libmvec's expf/exp through vmath.h, several x86-64
@@ -26,17 +28,29 @@ static void rows_cols(const ltc_shape *s, int64_t *n, int64_t *c) {
 static inline int64_t target_at(const ltc_kernel_args *a, int k, int64_t i) {
     ltc_dtype dt = a->in_shapes[k].dtype;
     int64_t v = dt == LTC_I64 ? ((const int64_t *)a->in[k])[i] : ((const int32_t *)a->in[k])[i];
-    return (int64_t)((uint64_t)v - 1); /* INT64_MIN wraps (defined); label() rejects it */
+    return (int64_t)((uint64_t)v - 1); /* INT64_MIN wraps (defined); kept_rows rejects it */
 }
 
-/* The 0-based class of row i, or a negative value (with the error set) if out of range. */
-static int64_t label(const ltc_kernel_args *a, int k, int64_t i, int64_t c, const char *op) {
-    int64_t v = (int64_t)((uint64_t)target_at(a, k, i) + 1);
-    if (v < 1 || v > c) {
-        ltc_label_range_error(op, v, c);
-        return -1;
+/* target_at's value for a row labelled LTC_LABEL_IGNORED. */
+#define IGNORED ((int64_t)LTC_LABEL_IGNORED - 1)
+
+/* The rows of n whose labels in[k] are not ignored (the mean's divisor), or -1 with the
+ * error set if a label is out of range: one compare for a label in range. Checked before
+ * any row is read: an input of no classes ([0] with a 0-d target) has no elements to read,
+ * and its label is ignored or an error. */
+static int64_t kept_rows(const ltc_kernel_args *a, int k, int64_t n, int64_t c, const char *op) {
+    int64_t ignored = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t t = target_at(a, k, i);
+        if ((uint64_t)t >= (uint64_t)c) {
+            if (t != IGNORED) {
+                ltc_label_range_error(op, (int64_t)((uint64_t)t + 1), c);
+                return -1;
+            }
+            ignored++;
+        }
     }
-    return v - 1;
+    return n - ignored;
 }
 
 /* Rows of a block whose exps one vectorized pass computes: a row of 10 classes is shorter
@@ -50,17 +64,6 @@ static int64_t label(const ltc_kernel_args *a, int k, int64_t i, int64_t c, cons
 /* Rows per block for c classes (one when a row alone fills the block, or has no classes). */
 static int64_t block_rows(int64_t c) {
     return c >= 1 && c <= EXP_BLOCK ? EXP_BLOCK / c : 1;
-}
-
-/* True if the labels of rows [i0, i0 + n) are in range; else false with the error set.
- * Checked before a block's rows are read: an input of no classes ([0] with a 0-d target)
- * has no elements to read, and fails here. */
-static bool labels_ok(const ltc_kernel_args *a, int k, int64_t i0, int64_t n, int64_t c,
-                      const char *op) {
-    for (int64_t i = i0; i < i0 + n; i++)
-        if (label(a, k, i, c, op) < 0)
-            return false;
-    return true;
 }
 
 /* s[i] = log(s[i]) for i < n: the log-sum-exps of a block of rows, in one vectorized pass. */
@@ -150,7 +153,8 @@ DEF_ROWS(f64, double, exp)
  * exps computed straight into the output. A cross_entropy backward step with a second
  * output writes the forward's loss there too, the same values from the same max and exp sum
  * (a plan pairs the two steps: fold.c). Rows go in blocks of at most EXP_BLOCK elements
- * (or one longer row). */
+ * (or one longer row). An ignored row's exps are computed with its block's (and its
+ * gradient row then zeroed); an input of no classes computes none. */
 #define DEF_LOSS(SUF, T)                                                                       \
     /* rows [0, nr) of c elements at y scaled by inv[i] in double: one call per block */       \
     LTC_EW_CLONES static void scale_##SUF(T *y, int64_t nr, int64_t c, const double *inv) {    \
@@ -170,17 +174,22 @@ DEF_ROWS(f64, double, exp)
         T buf[EXP_BLOCK], mx[EXP_BLOCK];                                                       \
         double s[EXP_BLOCK], total = 0;                                                        \
         bool big = c > EXP_BLOCK;                                                              \
-        int64_t rows = block_rows(c);                                                          \
+        int64_t rows = block_rows(c), kept = kept_rows(a, 1, n, c, op);                        \
+        if (kept < 0)                                                                          \
+            return LTC_ERR_ARG;                                                                \
         for (int64_t i0 = 0; i0 < n; i0 += rows) {                                             \
             int64_t nr = n - i0 < rows ? n - i0 : rows;                                        \
-            if (!labels_ok(a, 1, i0, nr, c, op))                                               \
-                return LTC_ERR_ARG;                                                            \
-            if (ce && !big) {                                                                  \
+            if (ce && !big && c > 0) {                                                         \
                 exps_##SUF(x + i0 * c, nr, c, buf, s, mx);                                     \
                 log_all(s, nr);                                                                \
             }                                                                                  \
             for (int64_t i = i0; i < i0 + nr; i++) {                                           \
-                int64_t t = target_at(a, 1, i); /* checked by labels_ok */                     \
+                int64_t t = target_at(a, 1, i); /* checked by kept_rows */                     \
+                if (t == IGNORED) {                                                            \
+                    if (red == 0)                                                              \
+                        y[i] = 0;                                                              \
+                    continue;                                                                  \
+                }                                                                              \
                 const T *r = x + i * c;                                                        \
                 double l = -(double)r[t];                                                      \
                 if (ce) {                                                                      \
@@ -196,14 +205,14 @@ DEF_ROWS(f64, double, exp)
                     total += l;                                                                \
             }                                                                                  \
         }                                                                                      \
-        if (red != 0)                                                                          \
-            y[0] = (T)(red == 1 ? total / (double)n : total);                                  \
+        if (red != 0) /* the mean over the rows kept: 0/0 (NaN) when none is */               \
+            y[0] = (T)(red == 1 ? total / (double)kept : total);                               \
         return LTC_OK;                                                                         \
     }                                                                                          \
-    /* row i's upstream gradient (over n rows for a mean) */                                   \
-    static inline double grad_at_##SUF(const T *go, int64_t red, int64_t i, int64_t n) {       \
+    /* row i's upstream gradient (a mean's over the `kept` rows not ignored) */                \
+    static inline double grad_at_##SUF(const T *go, int64_t red, int64_t i, int64_t kept) {    \
         double g = (double)go[red == 0 ? i : 0];                                               \
-        return red == 1 ? g / (double)n : g;                                                   \
+        return red == 1 ? g / (double)kept : g;                                                \
     }                                                                                          \
     static ltc_status backward_##SUF(const ltc_kernel_args *a, bool ce, const char *op) {      \
         int64_t n, c, red = a->attrs[0].i;                                                     \
@@ -212,26 +221,34 @@ DEF_ROWS(f64, double, exp)
         T *y = a->out[0], mx[EXP_BLOCK];                                                       \
         T *lo = ce && a->n_out > 1 ? a->out[1] : NULL; /* the loss too (fold.c) */             \
         double s[EXP_BLOCK], ls[EXP_BLOCK], total = 0;                                         \
-        int64_t rows = block_rows(c);                                                          \
+        int64_t rows = block_rows(c), kept = kept_rows(a, 2, n, c, op);                        \
+        bool exps = ce && c > 0; /* no classes: no exps (the one label is ignored) */          \
+        if (kept < 0)                                                                          \
+            return LTC_ERR_ARG;                                                                \
         if (!ce)                                                                               \
             memset(y, 0, ltc_shape_nbytes(&a->in_shapes[1]));                                  \
         for (int64_t i0 = 0; i0 < n; i0 += rows) {                                             \
             int64_t nr = n - i0 < rows ? n - i0 : rows;                                        \
-            if (!labels_ok(a, 2, i0, nr, c, op))                                               \
-                return LTC_ERR_ARG;                                                            \
-            if (ce)                                                                            \
+            if (exps)                                                                          \
                 exps_##SUF(x + i0 * c, nr, c, y + i0 * c, s, mx);                              \
-            if (lo) { /* the forward's per-row loss from the same max and exp sum */           \
+            if (lo && exps) { /* the forward's per-row loss from the same max and exp sum */   \
                 memcpy(ls, s, sizeof(double) * (size_t)nr);                                    \
                 log_all(ls, nr);                                                               \
             }                                                                                  \
-            if (ce) { /* g * softmax: the exps over their sums, scaled by g */                 \
+            if (exps) { /* g * softmax: the exps over their sums, scaled by g */               \
                 for (int64_t i = i0; i < i0 + nr; i++)                                         \
-                    s[i - i0] = grad_at_##SUF(go, red, i, n) / s[i - i0];                      \
+                    s[i - i0] = grad_at_##SUF(go, red, i, kept) / s[i - i0];                   \
                 scale_##SUF(y + i0 * c, nr, c, s);                                             \
             }                                                                                  \
             for (int64_t i = i0; i < i0 + nr; i++) {                                           \
-                int64_t t = target_at(a, 2, i); /* checked by labels_ok */                     \
+                int64_t t = target_at(a, 2, i); /* checked by kept_rows */                     \
+                if (t == IGNORED) { /* nll's rows are zeroed already */                        \
+                    if (ce)                                                                    \
+                        memset(y + i * c, 0, sizeof(T) * (size_t)c);                           \
+                    if (lo && red == 0)                                                        \
+                        lo[i] = 0;                                                             \
+                    continue;                                                                  \
+                }                                                                              \
                 if (lo) {                                                                      \
                     double l = (-(double)x[i * c + t] + (double)mx[i - i0]) + ls[i - i0];      \
                     if (red == 0)                                                              \
@@ -239,7 +256,7 @@ DEF_ROWS(f64, double, exp)
                     else                                                                       \
                         total += l;                                                            \
                 }                                                                              \
-                double g = grad_at_##SUF(go, red, i, n);                                       \
+                double g = grad_at_##SUF(go, red, i, kept);                                    \
                 T *d = y + i * c;                                                              \
                 if (ce) {                                                                      \
                     d[t] = (T)((double)d[t] - g);                                              \
@@ -249,7 +266,7 @@ DEF_ROWS(f64, double, exp)
             }                                                                                  \
         }                                                                                      \
         if (lo && red != 0)                                                                    \
-            lo[0] = (T)(red == 1 ? total / (double)n : total);                                 \
+            lo[0] = (T)(red == 1 ? total / (double)kept : total);                              \
         return LTC_OK;                                                                         \
     }
 

@@ -9,6 +9,7 @@
  *
  * Data-dependent errors (an index or class label out of range) set err[0] to the step's
  * number + 1 and err[1] to the offending value; the run reads them after the last step.
+ * A class label of -100 (LTC_LABEL_IGNORED) is no error: its row is ignored.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -155,25 +156,49 @@ void ocl_k_check_index(ocl_sb *b, const char *indent, const char *v, const char 
                   v, n, v, then);
 }
 
-void ocl_k_label_row(ocl_sb *b, const char *extra, const char *on_error) {
+void ocl_k_label_row(ocl_sb *b, const char *extra, const char *on_ignore, const char *on_error) {
     ocl_sb_printf(b,
         "                 long rows, long c%s, __global long *err, long step) {\n"
         "    long i = get_global_id(0);\n"
         "    if (i >= rows) return;\n"
-        "    long y = (long)target[i];\n", extra);
+        "    long y = (long)target[i];\n"
+        "    if (y == %d) { %sreturn; }\n", extra, LTC_LABEL_IGNORED, on_ignore);
     char then[96];
     snprintf(then, sizeof then, "%sreturn;", on_error);
     ocl_k_check_index(b, "    ", "y", "c", then);
 }
 
+void ocl_k_label_mean(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it, bool fp64) {
+    const char *t = ocl_ctype(dt), *a = dt == LTC_F64 || !fp64 ? t : "double";
+    ocl_sb_printf(b,
+        "__kernel void %s(__global %s *out, __global const %s *in, __global const %s *target,\n"
+        "                 long n) {\n"
+        "    if (get_global_id(0) != 0) return;\n"
+        "    %s acc = 0;\n"
+        "    long kept = 0;\n"
+        "    for (long j = 0; j < n; j++) { acc += (%s)in[j]; kept += target[j] != %d; }\n"
+        "    out[0] = (%s)(acc / (%s)kept);\n}\n\n",
+        name, t, t, ocl_ctype(it), a, a, LTC_LABEL_IGNORED, t, a);
+}
+
+void ocl_k_label_count(ocl_sb *b, const char *name, ltc_dtype it) {
+    ocl_sb_printf(b,
+        "__kernel void %s(__global long *kept, __global const %s *target, long n) {\n"
+        "    if (get_global_id(0) != 0) return;\n"
+        "    long k = 0;\n"
+        "    for (long j = 0; j < n; j++) k += target[j] != %d;\n"
+        "    kept[0] = k;\n}\n\n",
+        name, ocl_ctype(it), LTC_LABEL_IGNORED);
+}
+
 /* cross_entropy rows: loss[i] = logsumexp(x[i, :]) - x[i, target[i] - 1], one work item
- * per row of c logits; a label outside 1..c sets the error flag. */
+ * per row of c logits (0 for an ignored label); a label outside 1..c sets the error flag. */
 void ocl_k_ce_rows(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it) {
     const char *t = ocl_ctype(dt);
     ocl_sb_printf(b,
         "__kernel void %s(__global %s *loss, __global const %s *x, __global const %s *target,\n",
         name, t, t, ocl_ctype(it));
-    ocl_k_label_row(b, "", "loss[i] = 0; ");
+    ocl_k_label_row(b, "", "loss[i] = 0; ", "loss[i] = 0; ");
     ocl_sb_printf(b,
         "    __global const %s *p = x + i * c;\n"
         "    %s m = p[0];\n"
@@ -184,27 +209,30 @@ void ocl_k_ce_rows(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it) {
         t, t, t);
 }
 
-/* cross_entropy_backward: grad[i, j] = (softmax(x[i])[j] - (j == target[i] - 1)) * g * scale,
- * g = grad_output[0] (mean, sum) or grad_output[i] (none); one work item per row. */
-void ocl_k_ce_backward(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it, bool per_row) {
+/* cross_entropy_backward: grad[i, j] = (softmax(x[i])[j] - (j == target[i] - 1)) * g, g =
+ * grad_output[0] (sum), grad_output[0] / kept[0] (mean: kept is the rows not ignored, an
+ * argument after c) or grad_output[i] (none); 0 on an ignored row. One work item per row. */
+void ocl_k_ce_backward(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it, bool per_row,
+                       bool mean) {
     const char *t = ocl_ctype(dt);
-    char scale[64];
-    snprintf(scale, sizeof scale, ", %s scale", t);
+    char div[32] = "";
+    if (mean) snprintf(div, sizeof div, " / (%s)kept[0]", t);
     ocl_sb_printf(b,
         "__kernel void %s(__global %s *out, __global const %s *go, __global const %s *x,\n"
         "                 __global const %s *target,\n",
         name, t, t, t, ocl_ctype(it));
-    ocl_k_label_row(b, scale, "");
+    ocl_k_label_row(b, mean ? ", __global const long *kept" : "",
+                    "for (long j = 0; j < c; j++) out[i * c + j] = 0; ", "");
     ocl_sb_printf(b,
         "    __global const %s *p = x + i * c;\n"
         "    __global %s *q = out + i * c;\n"
-        "    %s g = go[%s] * scale;\n"
+        "    %s g = go[%s]%s;\n"
         "    %s m = p[0];\n"
         "    for (long j = 1; j < c; j++) if (p[j] > m || p[j] != p[j]) m = p[j];\n"
         "    %s s = 0;\n"
         "    for (long j = 0; j < c; j++) s += exp(p[j] - m);\n"
         "    for (long j = 0; j < c; j++) q[j] = (exp(p[j] - m) / s - (j == y - 1 ? 1 : 0)) * g;\n}\n\n",
-        t, t, t, per_row ? "i" : "0", t, t);
+        t, t, t, per_row ? "i" : "0", div, t, t);
 }
 
 /* index_select along a dim: out[o, j, k] = in[o, index[j] - 1, k]; one work item per

@@ -12,6 +12,8 @@
  * its own outputs by gathering what it needs (scatter visits its contributions in index
  * order), so no kernel needs atomics and results do not depend on scheduling.
  */
+#include <stdio.h>
+
 #include "ocl.h"
 
 /* The accumulator type: double where the device has it. */
@@ -137,31 +139,36 @@ void ocl_k_bn_apply(ocl_sb *b, const char *name, ltc_dtype dt, bool fp64) {
 
 /* ---- nll_loss ----------------------------------------------------------------------------- */
 
-/* loss[i] = -x[i, target[i] - 1]; a label outside 1..c sets the error flag. */
+/* loss[i] = -x[i, target[i] - 1] (0 for an ignored label); a label outside 1..c sets the
+ * error flag. */
 void ocl_k_nll_rows(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it) {
     const char *t = ocl_ctype(dt);
     ocl_sb_printf(b,
         "__kernel void %s(__global %s *loss, __global const %s *x, __global const %s *target,\n",
         name, t, t, ocl_ctype(it));
-    ocl_k_label_row(b, "", "loss[i] = 0; ");
+    ocl_k_label_row(b, "", "loss[i] = 0; ", "loss[i] = 0; ");
     ocl_sb_printf(b, "    loss[i] = -x[i * c + y - 1];\n}\n\n");
 }
 
-/* nll_loss_backward: row i is 0 but at its target, -(grad_output[i or 0] / div) there
- * (div = N for the mean, else 1), in A as the CPU computes it. One work item per row. */
+/* nll_loss_backward: row i is 0 but at its target, -grad_output[i or 0] there (for the mean
+ * divided by kept[0], the rows not ignored: an argument after c), in A as the CPU computes
+ * it; an ignored row is 0. One work item per row. */
 void ocl_k_nll_backward(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it, bool per_row,
-                        bool fp64) {
+                        bool mean, bool fp64) {
     const char *t = ocl_ctype(dt), *a = acc_t(fp64 || dt == LTC_F64);
+    char div[32] = "";
+    if (mean) snprintf(div, sizeof div, " / (%s)kept[0]", a);
     ocl_sb_printf(b,
         "__kernel void %s(__global %s *out, __global const %s *go, __global const %s *target,\n",
         name, t, t, ocl_ctype(it));
-    ocl_k_label_row(b, ", long div", "");
+    ocl_k_label_row(b, mean ? ", __global const long *kept" : "",
+                    "for (long j = 0; j < c; j++) out[i * c + j] = 0; ", "");
     ocl_sb_printf(b,
         "    __global %s *q = out + i * c;\n"
         "    for (long j = 0; j < c; j++) q[j] = 0;\n"
-        "    %s g = (%s)go[%s] / (%s)div;\n"
+        "    %s g = (%s)go[%s]%s;\n"
         "    q[y - 1] = (%s)-g;\n}\n\n",
-        t, a, a, per_row ? "i" : "0", a, t);
+        t, a, a, per_row ? "i" : "0", div, t);
 }
 
 /* ---- gather and scatter ------------------------------------------------------------------- */

@@ -93,18 +93,43 @@ int64_t lw_prod(const ltc_shape *s, int from, int to) {
     return p;
 }
 
-ltc_status lw_reduce_rows(lw *w, int op, int out, int tmp, int64_t rows, int red, ltc_dtype dt) {
+ltc_status lw_reduce_rows(lw *w, int op, int out, int tmp, int target, ltc_dtype it,
+                          int64_t rows, int red, ltc_dtype dt) {
     if (red == 0) return LTC_OK;
     ocl_sb r = {0};
-    ocl_k_reduce(&r, KNAME, red == 1 ? 'm' : 's', dt, dt, ocl.info.fp64);
+    if (red == 1)
+        ocl_k_label_mean(&r, KNAME, dt, it, ocl.info.fp64);
+    else
+        ocl_k_reduce(&r, KNAME, 's', dt, dt, ocl.info.fp64);
     ocl_step *s = lw_family_step(w, &r, op, out, 1);
     if (!s) return lw_nomem();
     lw_arg_buf(s, 'o', out);
     lw_arg_buf(s, 'b', tmp);
+    if (red == 1) {
+        lw_arg_buf(s, 'b', target);
+        lw_arg_long(s, rows);
+        return LTC_OK;
+    }
     lw_arg_long(s, 1);
     lw_arg_long(s, rows);
     lw_arg_long(s, 1);
     return LTC_OK;
+}
+
+int lw_label_count(lw *w, int op, int target, ltc_dtype it, int64_t rows) {
+    ltc_shape ks;
+    int64_t one = 1;
+    ltc_shape_make(&ks, LTC_I64, 1, &one);
+    int kept = lw_new_slot(w, &ks);
+    if (kept < 0) return -1;
+    ocl_sb b = {0};
+    ocl_k_label_count(&b, KNAME, it);
+    ocl_step *s = lw_family_step(w, &b, op, kept, 1);
+    if (!s) return -1;
+    lw_arg_buf(s, 'o', kept);
+    lw_arg_buf(s, 'b', target);
+    lw_arg_long(s, rows);
+    return kept;
 }
 
 /* ---- the other families -------------------------------------------------------------------- */
@@ -366,7 +391,8 @@ static ltc_status lower_family(lw *w, const ltc_node *n, int out, bool *done) {
         lw_arg_long(s, w->c->n_steps - 1);
         s->checks = true;
         s->k = c;
-        return lw_reduce_rows(w, n->op, out, tmp, rows, red, s0->dtype);
+        return lw_reduce_rows(w, n->op, out, tmp, lw_opslot(w, n, 1), ts->dtype, rows, red,
+                              s0->dtype);
     }
     case LTC_OP_CROSS_ENTROPY_BACKWARD: {
         const ltc_shape *xs = &n->operands[1].node->shapes[n->operands[1].index];
@@ -376,7 +402,9 @@ static ltc_status lower_family(lw *w, const ltc_node *n, int out, bool *done) {
             break;
         int64_t rows = xs->ndim == 2 ? xs->dims[0] : 1, c = xs->dims[xs->ndim - 1];
         int red = (int)n->attrs[0].i;
-        ocl_k_ce_backward(&b, KNAME, xs->dtype, ts->dtype, red == 0 && s0->ndim > 0);
+        int kept = red == 1 ? lw_label_count(w, n->op, lw_opslot(w, n, 2), ts->dtype, rows) : 0;
+        if (kept < 0) return lw_nomem();
+        ocl_k_ce_backward(&b, KNAME, xs->dtype, ts->dtype, red == 0 && s0->ndim > 0, red == 1);
         if (!(s = lw_family_step(w, &b, n->op, out, (size_t)rows))) return lw_nomem();
         lw_arg_buf(s, 'o', out);
         lw_arg_buf(s, 'b', lw_opslot(w, n, 0));
@@ -384,8 +412,7 @@ static ltc_status lower_family(lw *w, const ltc_node *n, int out, bool *done) {
         lw_arg_buf(s, 'b', lw_opslot(w, n, 2));
         lw_arg_long(s, rows);
         lw_arg_long(s, c);
-        s->args[s->n_args++] = (ocl_arg){.kind = xs->dtype == LTC_F64 ? 'd' : 'f',
-                                         .f = red == 1 && rows ? 1.0 / (double)rows : 1.0};
+        if (red == 1) lw_arg_buf(s, 'b', kept);
         lw_arg_buf(s, 'e', -1);
         lw_arg_long(s, w->c->n_steps - 1);
         s->checks = true;

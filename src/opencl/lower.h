@@ -49,9 +49,14 @@ void lw_arg_buf(ocl_step *s, char kind, int slot);
 void lw_arg_long(ocl_step *s, int64_t v);
 /* The slot of operand k of node n. */
 int lw_opslot(lw *w, const ltc_node *n, int k);
-/* The per-row values in slot tmp (rows of them) reduced into slot out, their mean when red is
- * 1 and their sum when 2 (a loss's reduction; red 0 adds nothing). */
-ltc_status lw_reduce_rows(lw *w, int op, int out, int tmp, int64_t rows, int red, ltc_dtype dt);
+/* A loss's per-row values in slot tmp (rows of them) reduced into slot out: their sum when
+ * red is 2, when 1 their mean over the rows whose labels (slot target, dtype it) are not
+ * LTC_LABEL_IGNORED; red 0 adds nothing. */
+ltc_status lw_reduce_rows(lw *w, int op, int out, int tmp, int target, ltc_dtype it,
+                          int64_t rows, int red, ltc_dtype dt);
+/* A new int64 slot [1] holding the number of the rows labels in slot target (dtype it) that
+ * are not LTC_LABEL_IGNORED, and the step computing it (-1: out of memory). */
+int lw_label_count(lw *w, int op, int target, ltc_dtype it, int64_t rows);
 /* The product of dims [from, to) of s. */
 int64_t lw_prod(const ltc_shape *s, int from, int to);
 

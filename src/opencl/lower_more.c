@@ -166,15 +166,17 @@ static ltc_status lower_nll(lw *w, const ltc_node *n, int out) {
     ocl_sb b = {0};
     ocl_step *s;
     if (bwd) {
+        int kept = red == 1 ? lw_label_count(w, n->op, lw_opslot(w, n, 2), ts->dtype, rows) : 0;
+        if (kept < 0) return lw_nomem();
         ocl_k_nll_backward(&b, KNAME, xs->dtype, ts->dtype, red == 0 && opshape(n, 0)->ndim > 0,
-                           ocl.info.fp64);
+                           red == 1, ocl.info.fp64);
         if (!(s = lw_family_step(w, &b, n->op, out, (size_t)rows))) return lw_nomem();
         lw_arg_buf(s, 'o', out);
         lw_arg_buf(s, 'b', lw_opslot(w, n, 0));
         lw_arg_buf(s, 'b', lw_opslot(w, n, 2));
         lw_arg_long(s, rows);
         lw_arg_long(s, c);
-        lw_arg_long(s, red == 1 && rows ? rows : 1);
+        if (red == 1) lw_arg_buf(s, 'b', kept);
         arg_err(w, s, c);
         return LTC_OK;
     }
@@ -190,7 +192,8 @@ static ltc_status lower_nll(lw *w, const ltc_node *n, int out) {
     lw_arg_long(s, rows);
     lw_arg_long(s, c);
     arg_err(w, s, c);
-    return lw_reduce_rows(w, n->op, out, tmp, rows, red, xs->dtype);
+    return lw_reduce_rows(w, n->op, out, tmp, lw_opslot(w, n, 1), ts->dtype, rows, red,
+                          xs->dtype);
 }
 
 /* ---- gather and scatter ------------------------------------------------------------------------- */

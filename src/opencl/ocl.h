@@ -210,13 +210,22 @@ void ocl_k_check_index(ocl_sb *b, const char *indent, const char *v, const char 
 /* The shared head of a per-row kernel of class labels (cross_entropy, nll_loss and their
  * backwards), after its other parameters (the last one `target`): the parameters `long rows,
  * long c<extra>, __global long *err, long step`, the work item's row i (none past rows) and
- * its label y = target[i], checked: outside 1..c, `on_error` runs ("loss[i] = 0; " or "")
- * and the row returns. */
-void ocl_k_label_row(ocl_sb *b, const char *extra, const char *on_error);
+ * its label y = target[i]: LTC_LABEL_IGNORED (-100) runs `on_ignore` (it zeroes the row's
+ * results) and the row returns; else checked: outside 1..c, `on_error` runs ("loss[i] = 0; "
+ * or "") and the row returns. */
+void ocl_k_label_row(ocl_sb *b, const char *extra, const char *on_ignore, const char *on_error);
+/* The mean of a loss's n per-row values in[] over the rows whose labels target[] are not
+ * LTC_LABEL_IGNORED (0/0, NaN, when none is): out[0], one work item; accumulated in double
+ * when fp64. Arguments out, in, target, n. */
+void ocl_k_label_mean(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it, bool fp64);
+/* kept[0] = the number of the n labels target[] that are not LTC_LABEL_IGNORED (the divisor
+ * of a mean's gradient), one work item. Arguments kept (long), target, n. */
+void ocl_k_label_count(ocl_sb *b, const char *name, ltc_dtype it);
 void ocl_k_reduce(ocl_sb *b, const char *name, char kind, ltc_dtype in, ltc_dtype out, bool fp64);
 void ocl_k_softmax(ocl_sb *b, const char *name, ltc_dtype dt, bool log);
 void ocl_k_ce_rows(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it);
-void ocl_k_ce_backward(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it, bool per_row);
+void ocl_k_ce_backward(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it, bool per_row,
+                       bool mean);
 void ocl_k_index_select(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it);
 void ocl_k_strided(ocl_sb *b, const char *name, ltc_dtype dt, int r);
 void ocl_mem_set_limit(size_t bytes);
@@ -247,7 +256,7 @@ void ocl_k_bn_stats(ocl_sb *b, const char *name, ltc_dtype dt, bool fp64);
 void ocl_k_bn_apply(ocl_sb *b, const char *name, ltc_dtype dt, bool fp64);
 void ocl_k_nll_rows(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it);
 void ocl_k_nll_backward(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it, bool per_row,
-                        bool fp64);
+                        bool mean, bool fp64);
 void ocl_k_gather(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it, int r);
 void ocl_k_scatter(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it, ltc_dtype st, int r,
                    bool add, bool value);

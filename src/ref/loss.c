@@ -1,6 +1,7 @@
 /* loss.c - reference kernels of the losses and linear layers: nll_loss, cross_entropy and
  * their backward ops, assert_in_range (written from the definitions: log_softmax through log(sum(exp)) with
- * the max subtracted), linear, its backward and addmm (triple loops). Labels are 1-based. */
+ * the max subtracted), linear, its backward and addmm (triple loops). Labels are 1-based;
+ * a label of -100 (LTC_LABEL_IGNORED, PyTorch's default ignore_index) is ignored. */
 #include <math.h>
 
 #include "ltc_backend.h"
@@ -23,43 +24,67 @@ static double log_softmax_at(const void *x, ltc_dtype dt, int64_t i, int64_t c, 
     return ltc_ref_get(x, dt, i * c + j) - mx - log(s);
 }
 
-/* The 0-based label of row i from target in[k]; -1 with the error set if out of range. */
+/* label()'s value for a row labelled LTC_LABEL_IGNORED (PyTorch's default ignore_index). */
+#define IGNORED (-2)
+
+/* The 0-based label of row i from target in[k]; IGNORED; or -1 with the error set if out of
+ * range. */
 static int64_t label(const ltc_kernel_args *a, int k, int64_t i, int64_t c, const char *op) {
     int64_t v = ltc_ref_get_i64(a->in[k], a->in_shapes[k].dtype, i);
     if (v >= 1 && v <= c) return v - 1;
+    if (v == LTC_LABEL_IGNORED) return IGNORED;
     ltc_label_range_error(op, v, c);
     return -1;
 }
 
+/* The number of rows of n not ignored (the mean's divisor); -1 with the error set if a label
+ * is out of range. */
+static int64_t kept_rows(const ltc_kernel_args *a, int k, int64_t n, int64_t c, const char *op) {
+    int64_t kept = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t t = label(a, k, i, c, op);
+        if (t == -1) return -1;
+        kept += t != IGNORED;
+    }
+    return kept;
+}
+
+/* Per-row losses, summed (mean: over the rows kept; 0/0 is NaN); an ignored row's is 0. */
 static ltc_status forward(const ltc_kernel_args *a, bool ce, const char *op) {
     const ltc_shape *s = &a->in_shapes[0];
     int64_t n, c, red = a->attrs[0].i;
     rows_cols(s, &n, &c);
+    int64_t kept = kept_rows(a, 1, n, c, op);
+    if (kept < 0) return LTC_ERR_ARG;
     double total = 0;
     for (int64_t i = 0; i < n; i++) {
         int64_t t = label(a, 1, i, c, op);
-        if (t < 0) return LTC_ERR_ARG;
-        double lp = ce ? log_softmax_at(a->in[0], s->dtype, i, c, t) : ltc_ref_get(a->in[0], s->dtype, i * c + t);
+        double lp = t == IGNORED ? -0.0
+                    : ce         ? log_softmax_at(a->in[0], s->dtype, i, c, t)
+                                 : ltc_ref_get(a->in[0], s->dtype, i * c + t);
         if (red == 0) ltc_ref_set(a->out[0], s->dtype, i, -lp);
         total -= lp;
     }
-    if (red) ltc_ref_set(a->out[0], s->dtype, 0, red == 1 ? total / (double)n : total);
+    if (red) ltc_ref_set(a->out[0], s->dtype, 0, red == 1 ? total / (double)kept : total);
     return LTC_OK;
 }
 
+/* The gradient rows g * (softmax(x) - one_hot(t)) (cross entropy) or -g one_hot(t) (nll),
+ * g the row's grad_output (mean: over the rows kept); 0 for an ignored row. */
 static ltc_status backward(const ltc_kernel_args *a, bool ce, const char *op) {
     const ltc_shape *s = &a->in_shapes[1];
     int64_t n, c, red = a->attrs[0].i;
     rows_cols(s, &n, &c);
+    int64_t kept = kept_rows(a, 2, n, c, op);
+    if (kept < 0) return LTC_ERR_ARG;
     for (int64_t i = 0; i < n; i++) {
         int64_t t = label(a, 2, i, c, op);
-        if (t < 0) return LTC_ERR_ARG;
         double g = ltc_ref_get(a->in[0], a->in_shapes[0].dtype, red == 0 ? i : 0);
-        if (red == 1) g /= (double)n;
+        if (red == 1) g /= (double)kept;
         for (int64_t j = 0; j < c; j++) {
-            double d = ce ? exp(log_softmax_at(a->in[1], s->dtype, i, c, j)) : 0;
+            double d = ce && t != IGNORED ? exp(log_softmax_at(a->in[1], s->dtype, i, c, j)) : 0;
             if (j == t) d -= 1;
-            ltc_ref_set(a->out[0], s->dtype, i * c + j, g * d);
+            ltc_ref_set(a->out[0], s->dtype, i * c + j, t == IGNORED ? 0 : g * d);
         }
     }
     return LTC_OK;

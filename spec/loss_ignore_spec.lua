@@ -142,3 +142,18 @@ describe("cross_entropy and nll_loss with labels of -100", function()
     close(c.nll_sum, ltc.nn.NLLLoss({ reduction = "sum" })(x, t):item(), 1e-5)
   end)
 end)
+
+describe("nll_loss_backward with a NaN upstream gradient", function()
+  -- PyTorch selects: the gradient is -g at each row's label and exactly 0 elsewhere, so a NaN
+  -- g stays at the labels (the reference backend gave NaN everywhere: 0 * NaN; fuzz seed 72)
+  it("is NaN at the labels and 0 elsewhere on the CPU and the reference backend", function()
+    for _, dev in ipairs { "cpu", "ref" } do
+      ltc.set_backend(dev)
+      local x = ltc.tensor({ { 10.0, 3.0 }, { 0.25, 0.0 } })
+      local g = ltc.nll_loss_backward(ltc.tensor(0 / 0), x, ltc.tensor({ 1, 2 }, "int64"), 1):totable()
+      ltc.set_backend("cpu")
+      assert.is_true(g[1][1] ~= g[1][1] and g[2][2] ~= g[2][2], dev)
+      assert.are.same({ 0, 0 }, { g[1][2], g[2][1] }, dev)
+    end
+  end)
+end)

@@ -84,7 +84,10 @@ static ltc_status backward(const ltc_kernel_args *a, bool ce, const char *op) {
         for (int64_t j = 0; j < c; j++) {
             double d = ce && t != IGNORED ? exp(log_softmax_at(a->in[1], s->dtype, i, c, j)) : 0;
             if (j == t) d -= 1;
-            ltc_ref_set(a->out[0], s->dtype, i * c + j, t == IGNORED ? 0 : g * d);
+            /* nll's gradient is -g at the label and 0 elsewhere, selected (not 0 * g: a
+             * NaN gradient stays at the label, as in PyTorch and the CPU kernel) */
+            bool zero = t == IGNORED || (!ce && j != t);
+            ltc_ref_set(a->out[0], s->dtype, i * c + j, zero ? 0 : g * d);
         }
     }
     return LTC_OK;

@@ -256,16 +256,11 @@ int ltcL_tensor_newindex(lua_State *L) {
         if (st) return ltcL_error_prefixed(L, "newindex");
         return 0;
     }
-    if (lua_type(L, 2) == LUA_TTABLE && /* Torch7's t[{...}] = v: __slice_assign */
-        lua_getfield(L, lua_upvalueindex(1), "__slice_assign") == LUA_TFUNCTION) {
-        lua_pushvalue(L, 1);
-        lua_pushvalue(L, 2);
-        lua_pushvalue(L, 3);
-        lua_call(L, 3, 0);
-        return 0;
-    }
-    if (ltcL_testtensor(L, 2) && /* t[mask] = v, t[index] = v: __tensor_assign */
-        lua_getfield(L, lua_upvalueindex(1), "__tensor_assign") == LUA_TFUNCTION) {
+    /* Torch7's t[{...}] = v: __slice_assign; t[mask] = v, t[index] = v: __tensor_assign */
+    const char *assign = lua_type(L, 2) == LUA_TTABLE ? "__slice_assign"
+                         : ltcL_testtensor(L, 2)      ? "__tensor_assign"
+                                                      : NULL;
+    if (assign && lua_getfield(L, lua_upvalueindex(1), assign) == LUA_TFUNCTION) {
         lua_pushvalue(L, 1);
         lua_pushvalue(L, 2);
         lua_pushvalue(L, 3);

@@ -385,9 +385,8 @@ do
     if mode ~= "trunc" then
       raise("div: rounding_mode must be \"trunc\", \"floor\" or nil, got " .. tostring(mode))
     end
-    local dt = M.result_type(a, b)
-    local q = div(a, b):trunc()
-    return (dt == "float32" or dt == "float64" or dt == "float16" or dt == "bfloat16") and q or q:to(dt)
+    local dt, q = M.result_type(a, b), div(a, b):trunc() -- integers divide to float32
+    return q:dtype() == dt and q or q:to(dt)
   end
   methods.div = div_rounding
   if M.div == div then M.div = div_rounding end

@@ -379,16 +379,17 @@ void ltc_cpu_parallel_for(int64_t n, int64_t grain, ltc_cpu_range_fn fn, void *c
 typedef struct {
     _Atomic uint64_t key;
     _Atomic uint32_t calls;
-    _Atomic uint64_t ns[2];
-    _Atomic uint32_t n[2];
+    ltc_cpu_split_ways ways;
     _Atomic bool retry; /* the last split call woke the workers: the next one splits too */
 } split_slot;
 static split_slot split_slots[SPLIT_SLOTS];
 static _Thread_local unsigned char plan_way; /* the running computation's way (threads.h) */
 static _Thread_local unsigned timed_calls;     /* ltc_cpu_split_begin calls on this thread */
 
-/* Running mean of the last ~4 samples, each capped at 2x the mean (see above). */
-static void mean_add(_Atomic uint64_t *ns, _Atomic uint32_t *n, uint64_t dt) {
+/* Way w's running mean of its last ~4 samples, each capped at 2x the mean (see above). */
+static void mean_add(ltc_cpu_split_ways *ws, int w, uint64_t dt) {
+    _Atomic uint64_t *ns = &ws->ns[w];
+    _Atomic uint32_t *n = &ws->n[w];
     uint32_t k = atomic_load_explicit(n, memory_order_relaxed);
     uint64_t mean = atomic_load_explicit(ns, memory_order_relaxed);
     if (k == 0) {
@@ -404,12 +405,12 @@ static void mean_add(_Atomic uint64_t *ns, _Atomic uint32_t *n, uint64_t dt) {
 /* Which of two timed ways call (or run) number c takes: each in turn (the first: way 1)
  * until both have 2 samples, then the faster mean, the other every LTC_SPLIT_PROBE calls
  * (every 4 x LTC_SPLIT_PROBE when it lost by more than half). */
-static int way_choose(_Atomic uint64_t *ns, _Atomic uint32_t *n, uint32_t c) {
-    if (atomic_load_explicit(&n[0], memory_order_relaxed) < 2 ||
-        atomic_load_explicit(&n[1], memory_order_relaxed) < 2)
+static int way_choose(ltc_cpu_split_ways *ws, uint32_t c) {
+    if (atomic_load_explicit(&ws->n[0], memory_order_relaxed) < 2 ||
+        atomic_load_explicit(&ws->n[1], memory_order_relaxed) < 2)
         return c % 2 == 0;
-    uint64_t t0 = atomic_load_explicit(&ns[0], memory_order_relaxed);
-    uint64_t t1 = atomic_load_explicit(&ns[1], memory_order_relaxed);
+    uint64_t t0 = atomic_load_explicit(&ws->ns[0], memory_order_relaxed);
+    uint64_t t1 = atomic_load_explicit(&ws->ns[1], memory_order_relaxed);
     int best = t1 < t0;
     uint64_t lo = best ? t1 : t0, hi = best ? t0 : t1;
     uint32_t probe = 2 * hi > 3 * lo ? 4 * LTC_SPLIT_PROBE : LTC_SPLIT_PROBE;
@@ -419,29 +420,28 @@ static int way_choose(_Atomic uint64_t *ns, _Atomic uint32_t *n, uint32_t c) {
 bool ltc_cpu_split_begin(ltc_cpu_split_t *s, uint64_t key) {
     static int64_t *mode;
     if (!mode) mode = ltc_config_slot("LTC_GEMM_SPLIT");
-    key |= 1; /* 0 marks an unused slot */
-    split_slot *sl = &split_slots[(key * 0x9E3779B97F4A7C15u) >> (64 - SPLIT_SLOTS_LOG)];
-    if (atomic_load_explicit(&sl->key, memory_order_relaxed) != key) {
-        atomic_store_explicit(&sl->calls, 0, memory_order_relaxed);
-        for (int i = 0; i < 2; i++) {
-            atomic_store_explicit(&sl->ns[i], 0, memory_order_relaxed);
-            atomic_store_explicit(&sl->n[i], 0, memory_order_relaxed);
-        }
-        atomic_store_explicit(&sl->key, key, memory_order_relaxed);
-    }
-    uint32_t c = atomic_fetch_add_explicit(&sl->calls, 1, memory_order_relaxed);
     bool split;
+    split_slot *sl = NULL; /* untimed when the mode or the computation's way decides */
     s->retried = false;
     timed_calls++;
-    if (*mode != 2) {
-        split = *mode == 1;
-    } else if (plan_way == 1) {
-        split = true; /* the computation's way: untimed here (sl NULL) */
-        sl = NULL;
-    } else if (atomic_exchange_explicit(&sl->retry, false, memory_order_relaxed)) {
-        split = s->retried = true;
+    if (*mode != 2 || plan_way == 1) {
+        split = *mode != 0;
     } else {
-        split = way_choose(sl->ns, sl->n, c); /* the first call of a size tries the threads */
+        key |= 1; /* 0 marks an unused slot */
+        sl = &split_slots[(key * 0x9E3779B97F4A7C15u) >> (64 - SPLIT_SLOTS_LOG)];
+        if (atomic_load_explicit(&sl->key, memory_order_relaxed) != key) {
+            atomic_store_explicit(&sl->calls, 0, memory_order_relaxed);
+            for (int i = 0; i < 2; i++) {
+                atomic_store_explicit(&sl->ways.ns[i], 0, memory_order_relaxed);
+                atomic_store_explicit(&sl->ways.n[i], 0, memory_order_relaxed);
+            }
+            atomic_store_explicit(&sl->key, key, memory_order_relaxed);
+        }
+        uint32_t c = atomic_fetch_add_explicit(&sl->calls, 1, memory_order_relaxed);
+        if (atomic_exchange_explicit(&sl->retry, false, memory_order_relaxed))
+            split = s->retried = true;
+        else /* the first call of a size tries the threads */
+            split = way_choose(&sl->ways, c);
     }
     s->slot = sl;
     s->split = split;
@@ -464,7 +464,7 @@ void ltc_cpu_split_end(ltc_cpu_split_t *s) {
         atomic_store_explicit(&sl->retry, true, memory_order_relaxed);
         return;
     }
-    mean_add(&sl->ns[w], &sl->n[w], dt);
+    mean_add(&sl->ways, w, dt);
 }
 
 void ltc_cpu_split_plan_begin(ltc_cpu_split_plan *p, ltc_cpu_split_run *r) {
@@ -477,7 +477,7 @@ void ltc_cpu_split_plan_begin(ltc_cpu_split_plan *p, ltc_cpu_split_run *r) {
         ltc_cpu_threads() <= 1)
         return;
     uint32_t c = atomic_fetch_add_explicit(&p->runs, 1, memory_order_relaxed);
-    r->way = plan_way = way_choose(p->ns, p->n, c);
+    r->way = plan_way = way_choose(&p->ways, c);
     r->calls = timed_calls;
     r->t0 = now_ns();
 }
@@ -492,7 +492,7 @@ void ltc_cpu_split_plan_end(ltc_cpu_split_plan *p, ltc_cpu_split_run *r, bool ok
         return;
     }
     /* the first run pays for first touches (arena, caches): it is not timed */
-    if (ok && !first) mean_add(&p->ns[r->way], &p->n[r->way], dt);
+    if (ok && !first) mean_add(&p->ways, r->way, dt);
 }
 
 /* ---- BLAS calls ------------------------------------------------------------------------------ */

@@ -102,8 +102,12 @@ void ltc_cpu_split_end(ltc_cpu_split_t *s);
  * struct starts zeroed and lives with the computation; races between threads running the
  * same computation only blur its figures. */
 typedef struct {
-    _Atomic uint64_t ns[2];
-    _Atomic uint32_t n[2], runs;
+    _Atomic uint64_t ns[2]; /* each way's running mean time (ns): threads.c's mean_add */
+    _Atomic uint32_t n[2];  /* and its samples */
+} ltc_cpu_split_ways;
+typedef struct {
+    ltc_cpu_split_ways ways;
+    _Atomic uint32_t runs;
     _Atomic bool off;
 } ltc_cpu_split_plan;
 typedef struct {

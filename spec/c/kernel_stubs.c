@@ -76,6 +76,9 @@ void ltc_cpu_parallel_for(int64_t n, int64_t grain, ltc_cpu_range_fn fn, void *c
     (void)grain;
     if (n > 0) fn(ctx, 0, n, 0);
 }
+void ltc_cpu_parallel_tasks(int64_t n, ltc_cpu_range_fn fn, void *ctx) {
+    if (n > 0) fn(ctx, 0, n, 0);
+}
 
 /* One thread, so OpenBLAS's count is left alone. */
 int ltc_cpu_threads(void) { return 1; }

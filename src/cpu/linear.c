@@ -92,9 +92,9 @@ static ltc_status linear(const ltc_kernel_args *a, bool bias) {
     ltc_cpu_split_t sp;
     bool timed = k && split_gemm(m * n * k) && m >= 2 * LTC_PAR_MIN_CHUNKS, single;
     if (split_now(&sp, &timed, &single, m * n * k, split_key(1 + dt, m, n, k))) {
-        c.blocks = LTC_PAR_MIN_CHUNKS;
+        c.blocks = ltc_cpu_threads();
         ltc_cpu_blas_single(true);
-        ltc_cpu_parallel_for(c.blocks, 1, lin_task, &c);
+        ltc_cpu_parallel_tasks(c.blocks, lin_task, &c);
         ltc_cpu_blas_single(false);
     } else {
         if (single) ltc_cpu_blas_single(true);
@@ -205,14 +205,18 @@ ltc_status ltc_cpu_kernel_linear_backward(const ltc_kernel_args *a) {
         return LTC_OK;
     }
     ltc_cpu_split_t sp;
-    bool timed = split_gemm(rows * in * out) && out >= 2 * LTC_PAR_MIN_CHUNKS, single;
+    /* with both products, each thread takes a whole one (nothing packed twice): they split
+     * from a quarter of LTC_GEMM_SPLIT each (mlp-step's [256,10] output layer: 327K each) */
+    int64_t macs = rows * in * out * (!skip_dx && !skip_dw ? 4 : 1);
+    bool timed = split_gemm(macs) && out >= 2 * LTC_PAR_MIN_CHUNKS, single;
     if (split_now(&sp, &timed, &single, rows * in * out,
                   split_key(3 + a->in_shapes[0].dtype + 16 * skip_dx + 32 * skip_dw, rows, in,
                             out))) {
-        c.nx = skip_dx ? 0 : skip_dw ? LTC_PAR_MIN_CHUNKS : 2;
-        c.nw = skip_dx ? LTC_PAR_MIN_CHUNKS : skip_dw ? 1 : 2;
+        int th = ltc_cpu_threads();
+        c.nx = skip_dx ? 0 : skip_dw ? th : (th + 1) / 2;
+        c.nw = skip_dx ? th : skip_dw ? 1 : th / 2;
         ltc_cpu_blas_single(true);
-        ltc_cpu_parallel_for(c.nx + c.nw, 1, lb_task, &c);
+        ltc_cpu_parallel_tasks(c.nx + c.nw, lb_task, &c);
         ltc_cpu_blas_single(false);
     } else {
         if (single) ltc_cpu_blas_single(true);

@@ -321,10 +321,12 @@ static bool all_done(void *unused) {
     return atomic_load_explicit(&pool.done, memory_order_acquire) + job_mine >= claimed;
 }
 
-void ltc_cpu_parallel_for(int64_t n, int64_t grain, ltc_cpu_range_fn fn, void *ctx) {
+/* ltc_cpu_parallel_for, going parallel from min_chunks chunks */
+static void parallel_run(int64_t n, int64_t grain, int64_t min_chunks, ltc_cpu_range_fn fn,
+                         void *ctx) {
     if (n <= 0) return;
     if (grain < 1) grain = 1;
-    int threads = n >= LTC_PAR_MIN_CHUNKS * grain ? ltc_cpu_threads() : 1;
+    int threads = n >= min_chunks * grain ? ltc_cpu_threads() : 1;
     bool expected = false;
     if (threads <= 1 || !atomic_compare_exchange_strong(&pool.busy, &expected, true)) {
         fn(ctx, 0, n, 0);
@@ -362,6 +364,14 @@ void ltc_cpu_parallel_for(int64_t n, int64_t grain, ltc_cpu_range_fn fn, void *c
         pthread_mutex_unlock(&pool.mu);
     }
     atomic_store(&pool.busy, false);
+}
+
+void ltc_cpu_parallel_for(int64_t n, int64_t grain, ltc_cpu_range_fn fn, void *ctx) {
+    parallel_run(n, grain, LTC_PAR_MIN_CHUNKS, fn, ctx);
+}
+
+void ltc_cpu_parallel_tasks(int64_t n, ltc_cpu_range_fn fn, void *ctx) {
+    parallel_run(n, 1, 2, fn, ctx);
 }
 
 /* ---- split or not (threads.h) ---------------------------------------------------------------- */

@@ -119,4 +119,12 @@ void ltc_cpu_split_plan_begin(ltc_cpu_split_plan *p, ltc_cpu_split_run *r);
 void ltc_cpu_split_plan_end(ltc_cpu_split_plan *p, ltc_cpu_split_run *r, bool ok);
 void ltc_cpu_parallel_for(int64_t n, int64_t grain, ltc_cpu_range_fn fn, void *ctx);
 
+/* Runs n independent tasks fn(ctx, t, t + 1, tid), t in [0, n), handed out one at a time
+ * to the pool's threads and the caller, going parallel from 2 tasks (not
+ * LTC_PAR_MIN_CHUNKS): for a few big tasks, such as a GEMM's row blocks, one per thread
+ * (linear.c), where more and smaller blocks would each pay OpenBLAS's packing again. As
+ * ltc_cpu_parallel_for otherwise: a task may see (ctx, lo, hi) with several tasks when the
+ * caller runs them alone. */
+void ltc_cpu_parallel_tasks(int64_t n, ltc_cpu_range_fn fn, void *ctx);
+
 #endif

@@ -110,6 +110,9 @@ static void emit_section(strbuf *b, const gen_op *op, const gen_options *o) {
                          "the default generator, advanced by `%s` numbers\n", op->random_count);
         if (op->inplace) sb_printf(b, "- In place: `t:%s_(...)`\n", op->base_name);
         if (op->lua_operator) sb_printf(b, "- Lua operator: `%s`\n", op->lua_operator);
+        if (op->overload_of)
+            sb_printf(b, "- Also an overload of `%s`: `ltc.%s` and `t:%s` with these arguments\n",
+                      op->overload_of, op->overload_of, op->overload_of);
     }
     sb_printf(b, "- %s backend: ", o->backend_name);
     switch (op->lower) {

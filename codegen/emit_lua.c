@@ -184,12 +184,41 @@ static int n_required(const gen_op *op) {
     return n;
 }
 
-/* Emits the dispatcher of the overloads m->ops[first .. first+count-1] (one base name). */
+/* Number of ops of other names that are also overloads of `base` (`overload_of:`). */
+static int n_extra_overloads(const gen_model *m, const char *base) {
+    int n = 0;
+    for (int i = 0; i < m->n_ops; i++)
+        n += m->ops[i].overload_of && !strcmp(m->ops[i].overload_of, base);
+    return n;
+}
+
+/* Whether op's base name has a dispatcher (op's binding is then bind_ov_<op>). */
+static bool op_overloaded(const gen_model *m, const gen_op *op) {
+    int n = n_extra_overloads(m, op->base_name);
+    for (int i = 0; i < m->n_ops; i++)
+        n += op_has_entry(&m->ops[i]) && !strcmp(m->ops[i].base_name, op->base_name);
+    return n > 1;
+}
+
+/* Emits the dispatcher of the overloads m->ops[first .. first+count-1] (one base name), and
+ * of the ops that name it in `overload_of:` (after the name's own among equals). */
 static void emit_dispatcher(strbuf *b, const gen_model *m, int first, int count) {
-    const gen_op **order = cg_calloc((size_t)count, sizeof *order);
+    const char *base = m->ops[first].base_name;
+    int extra = n_extra_overloads(m, base);
+    const gen_op **order = cg_calloc((size_t)(count + extra), sizeof *order);
     int n = 0;
     for (int i = first; i < first + count; i++)
         if (op_has_entry(&m->ops[i])) order[n++] = &m->ops[i];
+    for (int i = 0; i < m->n_ops; i++) {
+        const gen_op *op = &m->ops[i];
+        if (!op->overload_of || strcmp(op->overload_of, base)) continue;
+        order[n++] = op;
+        strbuf name = {0};
+        fn_name(&name, op, op_overloaded(m, op));
+        sb_printf(b, "\nstatic int %s(lua_State *L); /* %s, also %s's overload */\n", name.s,
+                  op->full_name, base);
+        sb_free(&name);
+    }
     /* decreasing required count; stable (full-name order) among equals */
     for (int i = 1; i < n; i++)
         for (int j = i; j > 0 && n_required(order[j]) > n_required(order[j - 1]); j--) {
@@ -204,7 +233,7 @@ static void emit_dispatcher(strbuf *b, const gen_model *m, int first, int count)
     if (n_required(order[0]) == 0) sb_puts(b, "    (void)top;\n");
     for (int i = 0; i < n; i++) {
         strbuf name = {0};
-        fn_name(&name, order[i], true);
+        fn_name(&name, order[i], op_overloaded(m, order[i]));
         int r = n_required(order[i]);
         /* an overload without the Tensor argument the previous one was chosen by takes a nil
          * there as leaving it out (PyTorch's `Tensor? bias=None`): the rest shift down */
@@ -216,7 +245,8 @@ static void emit_dispatcher(strbuf *b, const gen_model *m, int first, int count)
         arg_type tr = r ? order[i]->args[r - 1].type : ARG_TENSOR;
         bool by_type = i + 1 < n && r && n_required(order[i + 1]) == r &&
                        order[i + 1]->args[r - 1].type == ARG_TENSOR &&
-                       (tr == ARG_FLOAT || tr == ARG_INT || tr == ARG_FLOAT_OPT || tr == ARG_INT_OPT);
+                       (tr == ARG_FLOAT || tr == ARG_INT || tr == ARG_FLOAT_OPT || tr == ARG_INT_OPT ||
+                        tr == ARG_DIM || tr == ARG_DIM_OPT || tr == ARG_INDEX);
         if (i == n - 1) sb_printf(b, "    return %s(L);\n}\n", name.s);
         else if (r == 0) sb_printf(b, "    return %s(L);\n}\n", name.s);
         else if (by_type)
@@ -237,6 +267,7 @@ static int group_size(const gen_model *m, int i, int *n_entries) {
         *n_entries += op_has_entry(&m->ops[i + n]);
         n++;
     }
+    if (*n_entries) *n_entries += n_extra_overloads(m, m->ops[i].base_name);
     return n;
 }
 

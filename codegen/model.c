@@ -20,7 +20,7 @@ typedef struct yfile {
 
 static const char *const op_keys[] = {"func", "doc", "shape", "dtypes", "expr",
                                       "expr_int", "out", "random", "view", "inplace",
-                                      "operator",
+                                      "operator", "overload_of",
                                       "derivatives", "non_native", "composite", NULL};
 static const char *const non_native_keys[] = {"func", "doc", "non_native", NULL};
 static const char *const composite_keys[] = {"func", "doc", "composite", "inplace", NULL};
@@ -332,6 +332,13 @@ static bool load_op(gen_model *m, yfile *f, yaml_node_t *map) {
                        "__idiv, not '%s'", s), ok = false;
         else op->lua_operator = cg_strdup(s);
     }
+    if ((v = lookup(f, map, "overload_of")) && scalar(f, v, "overload_of")) {
+        const char *s = (const char *)v->data.scalar.value;
+        if (!s[0] || strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(s))
+            NODE_ERROR(f, v, "overload_of must name an op (lower case, digits, _), not '%s'", s),
+                ok = false;
+        else op->overload_of = cg_strdup(s);
+    }
     if (op->expr_int && !op->expr) NODE_ERROR(f, func, "expr_int given without expr"), ok = false;
     if ((v = lookup(f, map, "derivatives"))) ok &= load_derivatives(f, v, op);
     return ok;
@@ -529,6 +536,25 @@ bool model_load(gen_model *m, const char *ops_path, const char *backend_path) {
                 ok = false;
             }
     }
+    /* an overload_of names another op's Lua name, of ops that take `Tensor self` first as it
+     * does (the name stays a method) */
+    for (int i = 0; i < m->n_ops; i++) {
+        const gen_op *op = &m->ops[i];
+        if (!op->overload_of) continue;
+        bool found = false;
+        for (int j = 0; j < m->n_ops; j++)
+            found |= j != i && op_has_entry(&m->ops[j]) &&
+                     !strcmp(m->ops[j].base_name, op->overload_of) &&
+                     strcmp(op->base_name, op->overload_of);
+        bool self_first = op->n_args >= 1 && op->args[0].type == ARG_TENSOR &&
+                          !strcmp(op->args[0].name, "self");
+        if (!found || !self_first || !op_has_entry(op)) {
+            cg_error("%s: op '%s': overload_of '%s' must name another op's Lua name, for an op "
+                     "with an entry that takes `Tensor self` first",
+                     ops_path, op->full_name, op->overload_of);
+            ok = false;
+        }
+    }
     if (m->n_composites > 1) /* (qsort of a NULL array is undefined, even of 0 elements) */
         qsort(m->composites, (size_t)m->n_composites, sizeof *m->composites, compare_composites);
     return ok;
@@ -567,6 +593,7 @@ void model_free(gen_model *m) {
         free(op->schema);
         free(op->doc);
         free(op->lua_operator);
+        free(op->overload_of);
         free(op->shape);
         free(op->expr);
         free(op->expr_int);

@@ -100,6 +100,11 @@ typedef struct gen_op {
      * (ltc_lua_operators), or NULL. */
     bool inplace;
     char *lua_operator;
+    /* `overload_of: max`: the op is also one more overload of that Lua name, as PyTorch's
+     * max.other (torch.max(input, other)) is maximum: the name's dispatcher (lua_ops.c) tries
+     * it with the name's own overloads, told apart by the type of the last required
+     * argument. NULL when absent. */
+    char *overload_of;
     /* `derivatives:` (emit_autograd.c): a mapping from input name to a Lua expression of
      * its gradient, or `not_differentiable`. has_derivs is false when the key is absent. */
     bool has_derivs, not_differentiable;

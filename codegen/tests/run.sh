@@ -139,6 +139,11 @@ expect_error "unknown keys, bad schemas and unknown op names are all reported" \
     "$T/bad_entries/backend.yaml:4:5: full_codegen lists 'nosuch'" \
     "$T/bad_entries/backend.yaml:6:5: skips_unread_outputs lists 'one', which is not a supported op with several results"
 
+run_fixture bad_overload
+expect_error "overload_of naming no op, or on an op without Tensor self first, is reported" \
+    "$T/bad_overload/ops.yaml: op 'negate': overload_of 'nosuch' must name another op's Lua name" \
+    "$T/bad_overload/ops.yaml: op 'negative': overload_of 'neg' must name another op's Lua name"
+
 # 6. every schema type generates (the dry run writes nothing, not even the output folder)
 run_fixture all_types
 name="dry run of every schema type succeeds and writes nothing"

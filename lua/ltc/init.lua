@@ -352,21 +352,10 @@ local creation = { "tensor", "zeros", "ones", "full", "empty", "rand", "randn", 
 for _, name in ipairs(creation) do
   if M[name] then M[name] = with_options(name, M[name]) end
 end
--- PyTorch's other call forms of a few ops: t:max(other) and t:min(other) are maximum and
--- minimum (torch.max(input, other)); ltc.randint(high, size) draws from [0, high); div(a, b,
+-- PyTorch's other call forms of a few ops (t:max(other) and t:min(other) are ops.yaml's
+-- `overload_of:` keys): ltc.randint(high, size) draws from [0, high); div(a, b,
 -- {rounding_mode = "trunc" | "floor"}) rounds the quotient toward zero or down (integers
 -- stay integers, as torch.div).
-for name, other in pairs { max = "maximum", min = "minimum" } do
-  local f = methods[name]
-  if f then
-    local function g(t, x, ...)
-      if core.is_tensor(x) then return methods[other](t, x, ...) end
-      return f(t, x, ...)
-    end
-    methods[name] = g
-    if M[name] == f then M[name] = g end
-  end
-end
 do
   local randint = M.randint
   M.randint = function(a, b, ...)

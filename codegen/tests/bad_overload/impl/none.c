@@ -1,0 +1,1 @@
+/* no kernels needed */

@@ -121,14 +121,22 @@ describe("ltc.nn", function()
     assert.are.same({ { 1, 1, 1 }, { 1, 1, 1 } }, w:totable())
     assert.are.same({ { 6.5 } }, m(ltc.tensor({ { 1, 1, 1 } })):totable())
     assert.has_error(function() m:load_state_dict({ ["1.weight"] = ltc.ones(3, 3) }, false) end)
-    assert.has_error(function() m:load_state_dict({}) end, "load_state_dict: missing parameter '1.weight'")
+    assert.has_error(function() m:load_state_dict({}) end,
+      "load_state_dict: missing parameters '1.weight', '1.bias', '3.weight', '3.bias'")
+    -- every problem in one error, and nothing copied: w keeps its ones
+    assert.has_error(function()
+      m:load_state_dict({ ["1.weight"] = ltc.zeros(2, 3), ["1.bias"] = ltc.zeros(3), ["9.x"] = ltc.ones(1) })
+    end, "load_state_dict: '1.bias' has size 3, the module's 2; missing parameters '3.weight', '3.bias'; "
+      .. "unexpected parameter '9.x'")
+    assert.are.same({ { 1, 1, 1 }, { 1, 1, 1 } }, w:totable())
     -- a PyTorch state dict (children numbered from 0) is named as such
     assert.has_error(function()
       m:load_state_dict({ ["0.weight"] = ltc.ones(2, 3), ["0.bias"] = ltc.zeros(2),
         ["2.weight"] = ltc.ones(1, 2), ["2.bias"] = ltc.tensor({ 0.5 }) })
-    end, "load_state_dict: missing parameter '1.weight' (the state dict has '0.weight': ltc numbers "
-      .. "the children of Sequential and ModuleList from 1, as Torch7, PyTorch from 0; add 1 to "
-      .. "each number in its names)")
+    end, "load_state_dict: missing parameters '1.weight', '1.bias', '3.weight', '3.bias' (the state "
+      .. "dict has '0.weight': ltc numbers the children of Sequential and ModuleList from 1, as "
+      .. "Torch7, PyTorch from 0; add 1 to each number in its names); unexpected parameters "
+      .. "'0.bias', '0.weight', '2.bias', '2.weight'")
   end)
 
   it("switches Dropout off in eval mode and keeps the expected scale in training", function()

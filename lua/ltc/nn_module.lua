@@ -411,15 +411,17 @@ return function(nn, F)
 
   --- m:load_state_dict(sd [, strict=true]): copies sd's tensors into the parameters and
   -- buffers in place (cast to each one's dtype; sizes must match). With strict, missing or
-  -- unexpected names are errors. Returns m, then the missing and the unexpected names (sorted
-  -- lists: PyTorch's missing_keys, unexpected_keys).
+  -- unexpected names are errors. Every problem is named in one error (as PyTorch's "Error(s)
+  -- in loading state_dict"), and then nothing is copied (PyTorch copies the rest first).
+  -- Returns m, then the missing and the unexpected names (sorted lists: PyTorch's
+  -- missing_keys, unexpected_keys).
   function Module:load_state_dict(sd, strict)
     if type(sd) ~= "table" then
       raise("load_state_dict: bad argument #1 (a state dict, a table of tensors, expected, got "
         .. ltc.typename(sd) .. ")")
     end
     if strict == nil then strict = true end
-    local known, missing, unexpected = {}, {}, {}
+    local known, missing, unexpected, errors, copies = {}, {}, {}, {}, {}
     local entries = self:named_parameters()
     for _, nb in ipairs(self:named_buffers()) do entries[#entries + 1] = nb end
     for _, np in ipairs(entries) do
@@ -427,50 +429,58 @@ return function(nn, F)
       known[name] = true
       local v = sd[name]
       if v == nil then
-        if strict then
-          -- a PyTorch state dict numbers Sequential's and ModuleList's children from 0
-          local zero = name:gsub("%f[%w](%d+)%f[%W]", function(d) return tostring(tonumber(d) - 1) end)
-          local hint = zero ~= name and sd[zero] ~= nil and string.format(" (the state dict has '%s': "
-            .. "ltc numbers the children of Sequential and ModuleList from 1, as Torch7, PyTorch "
-            .. "from 0; add 1 to each number in its names)", zero) or ""
-          -- a whole checkpoint (ltc.save(path, {model = m:state_dict(), opt = ...})) passed
-          -- for the state dict it holds
-          if hint == "" then
-            local keys = {}
-            for k, v in pairs(sd) do
-              if type(v) == "table" and not ltc.is_tensor(v) and ltc.is_tensor(v[name]) then keys[#keys + 1] = k end
-            end
-            table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
-            if keys[1] ~= nil then
-              hint = string.format(" (the table holds it under '%s': a checkpoint? pass its state dict, "
-                .. "such as ltc.load(path).%s)", tostring(keys[1]), tostring(keys[1]))
-            end
-          end
-          raise("load_state_dict: missing parameter '" .. name .. "'" .. hint)
-        end
         missing[#missing + 1] = name
+      elseif not ltc.is_tensor(v) then
+        errors[#errors + 1] = string.format("'%s' is %s, not a tensor", name, ltc.typename(v))
       else
-        if not ltc.is_tensor(v) then
-          raise(string.format("load_state_dict: '%s' is %s, not a tensor", name, ltc.typename(v)))
-        end
         local ps, vs = p:size(), v:size()
         local same = #ps == #vs
         for i = 1, #ps do same = same and ps[i] == vs[i] end
-        if not same then
-          raise(string.format("load_state_dict: '%s' has size %s, the module's %s", name,
-            table.concat(vs, "x"), table.concat(ps, "x")))
+        if same then
+          copies[#copies + 1] = { p, v }
+        else
+          errors[#errors + 1] = string.format("'%s' has size %s, the module's %s", name,
+            table.concat(vs, "x"), table.concat(ps, "x"))
         end
-        ltc.no_grad(function() p.data = v:to(p:dtype()) end)
       end
     end
     for name in pairs(sd) do
-      if not known[name] then
-        if strict then raise("load_state_dict: unexpected parameter '" .. tostring(name) .. "'") end
-        unexpected[#unexpected + 1] = tostring(name)
-      end
+      if not known[name] then unexpected[#unexpected + 1] = tostring(name) end
     end
-    table.sort(missing)
     table.sort(unexpected)
+    local function quoted(names)
+      local q = {}
+      for i, n in ipairs(names) do q[i] = "'" .. n .. "'" end
+      return (#names > 1 and "s " or " ") .. table.concat(q, ", ")
+    end
+    if strict and missing[1] then
+      local name = missing[1]
+      -- a PyTorch state dict numbers Sequential's and ModuleList's children from 0
+      local zero = name:gsub("%f[%w](%d+)%f[%W]", function(d) return tostring(tonumber(d) - 1) end)
+      local hint = zero ~= name and sd[zero] ~= nil and string.format(" (the state dict has '%s': "
+        .. "ltc numbers the children of Sequential and ModuleList from 1, as Torch7, PyTorch "
+        .. "from 0; add 1 to each number in its names)", zero) or ""
+      -- a whole checkpoint (ltc.save(path, {model = m:state_dict(), opt = ...})) passed
+      -- for the state dict it holds
+      if hint == "" then
+        local keys = {}
+        for k, t in pairs(sd) do
+          if type(t) == "table" and not ltc.is_tensor(t) and ltc.is_tensor(t[name]) then keys[#keys + 1] = k end
+        end
+        table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+        if keys[1] ~= nil then
+          hint = string.format(" (the table holds it under '%s': a checkpoint? pass its state dict, "
+            .. "such as ltc.load(path).%s)", tostring(keys[1]), tostring(keys[1]))
+        end
+      end
+      errors[#errors + 1] = "missing parameter" .. quoted(missing) .. hint
+    end
+    if strict and unexpected[1] then errors[#errors + 1] = "unexpected parameter" .. quoted(unexpected) end
+    if errors[1] then raise("load_state_dict: " .. table.concat(errors, "; ")) end
+    ltc.no_grad(function()
+      for _, c in ipairs(copies) do c[1].data = c[2]:to(c[1]:dtype()) end
+    end)
+    table.sort(missing)
     return self, missing, unexpected
   end
 

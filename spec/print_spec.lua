@@ -11,6 +11,11 @@ describe("tostring", function()
       tostring(ltc.tensor({{1, 2}, {3, 4}})))
   end)
 
+  it("prints a negative zero among whole numbers as -0 (PyTorch: -0.)", function()
+    assert.are.equal(" -0\n  1\n[ltc.float32 of size 2 on cpu:0]", tostring(ltc.tensor({-0.0, 1})))
+    assert.are.equal(" 0\n 1\n[ltc.int64 of size 2 on cpu:0]", tostring(ltc.tensor({0, 1}, "int64")))
+  end)
+
   it("prints a 2x2 float tensor with four decimals, right-aligned", function()
     assert.are.equal("  1.5000  -2.2500\n" ..
                      "  0.1250  10.0000\n" ..

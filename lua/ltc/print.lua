@@ -103,7 +103,7 @@ local function fmt_values(flat, is_float, o)
     elseif v ~= v then s = "nan"
     elseif v == math.huge then s = "inf"
     elseif v == -math.huge then s = "-inf"
-    elseif fmt == "%d" then s = format("%d", floor(v))
+    elseif fmt == "%d" then s = (v == 0 and 1 / v < 0) and "-0" or format("%d", floor(v)) -- -0.0 as PyTorch's -0.
     else s = format(fmt, v) end
     out[i] = s
     if #s > width then width = #s end

@@ -72,7 +72,9 @@ describe("examples/char_lstm.lua", function()
     os.execute("rm -rf " .. dir)
     assert.are.equal(1, code)
     assert.truthy(out:find("char_lstm: %-%-resume .-c%.npz: load_state_dict: 'lstm%.weight_ih_l0' has size "
-      .. "64x8, the module's 32x8 %(a checkpoint of this example, written with the same %-%-hidden"), out)
+      .. "64x8, the module's 32x8; 'lstm%.weight_hh_l0' has size 64x16, the module's 32x8;"), out)
+    assert.truthy(out:find("'head%.weight' has size 83x16, the module's 83x8 %(a checkpoint of this example, "
+      .. "written with the same %-%-hidden"), out)
     assert.is_nil(out:find("stack traceback", 1, true), out)
   end)
 end)

@@ -28,6 +28,10 @@ static option options[] = {
     {"LTC_SPECIAL_SCALARS", 0, 0, 1,
      "Lua numbers 0, 1 and -1 in ops become graph constants, not parameters"},
     {"LTC_FUSION", 1, 0, 1, "CPU backend: fuse elementwise ops into blockwise passes (at compile)"},
+    {"LTC_GEMM_EPILOGUE", 1, 0, 1,
+     "CPU backend: a fused elementwise step that reads a linear's result (or a "
+     "linear_backward's input gradient) runs inside it, on each block of rows as a thread "
+     "finishes them (0: a step of its own)"},
     {"LTC_CONV_DIRECT", 1, 0, 1,
      "CPU backend: float32 conv2d at stride 1 (forward, input gradient, 3x3 weight gradient) "
      "runs direct AVX-512 kernels where the CPU has AVX-512 (0: im2col and OpenBLAS, as every "

@@ -61,6 +61,8 @@ struct ltc_fused {
     bool red_mean;
     int64_t red_n;
     ltc_dtype red_dt;
+    int pre_op;                 /* >= 0: the group runs as the epilogue of a step of this op
+                                 * (ltc_cpu_plan_epilogues); -1 */
 };
 
 void ltc_cpu_fused_free(ltc_fused *f) {
@@ -71,7 +73,8 @@ void ltc_cpu_fused_free(ltc_fused *f) {
 }
 
 char *ltc_cpu_fused_text(const ltc_fused *f, char *buf, size_t n) {
-    size_t len = (size_t)snprintf(buf, n, "fused(");
+    size_t len = (size_t)snprintf(buf, n, "%s%sfused(", f->pre_op >= 0 ? ltc_op_name(f->pre_op) : "",
+                                  f->pre_op >= 0 ? " + " : "");
     for (int k = 0; k < f->n_ops && len < n; k++)
         len += (size_t)snprintf(buf + len, n - len, "%s%s", k ? ", " : "", ltc_op_name(f->ops[k].op));
     if (f->red_kind && len < n)
@@ -194,17 +197,13 @@ static void reduce_block(const run_ctx *c, const void *x, int64_t b, int64_t lo,
 
 static const int64_t ones[LTC_EW_MAX_IN + 4] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
 
-/* Evaluates blocks [blo, bhi) of the group on this thread. */
-static void run_blocks(void *ctxp, int64_t blo, int64_t bhi, int tid) {
-    (void)tid;
-    run_ctx *c = ctxp;
+/* Evaluates elements [lo, hi) of the group on this thread, in blocks of f->block from lo (a
+ * multiple of f->block when the group reduces); false when out of memory. */
+static bool eval(const run_ctx *c, int64_t lo, int64_t hi) {
     const ltc_fused *f = c->f;
     size_t nv = (size_t)(f->n_ext + f->n_ops);
     char *s = scratch(f->slot_bytes * (size_t)f->n_slots + nv * sizeof(void *));
-    if (!s) {
-        atomic_store(&c->failed, true);
-        return;
-    }
+    if (!s) return false;
     const void **vals = (const void **)(s + f->slot_bytes * (size_t)f->n_slots);
     for (int e = 0; e < f->n_ext; e++) { /* scalars: one block of copies, once */
         const fused_ext *x = &f->ext[e];
@@ -213,8 +212,8 @@ static void run_blocks(void *ctxp, int64_t blo, int64_t bhi, int tid) {
         fill(d, c->in[e], x->esz, f->block);
         vals[e] = d;
     }
-    for (int64_t b = blo; b < bhi; b++) {
-        int64_t lo = b * f->block, n = f->numel - lo < f->block ? f->numel - lo : f->block;
+    for (; lo < hi; lo += f->block) {
+        int64_t n = hi - lo < f->block ? hi - lo : f->block;
         for (int e = 0; e < f->n_ext; e++) {
             const fused_ext *x = &f->ext[e];
             if (x->kind == EXT_FULL) {
@@ -235,9 +234,30 @@ static void run_blocks(void *ctxp, int64_t blo, int64_t bhi, int tid) {
             o->loop(n, out, in, ones);
             vals[f->n_ext + k] = out;
         }
-        if (f->red_kind) reduce_block(c, vals[f->n_ext + f->red_src], b, lo, n);
+        if (f->red_kind) reduce_block(c, vals[f->n_ext + f->red_src], lo / f->block, lo, n);
     }
+    return true;
 }
+
+/* Evaluates blocks [blo, bhi) of the group on this thread. */
+static void run_blocks(void *ctxp, int64_t blo, int64_t bhi, int tid) {
+    (void)tid;
+    run_ctx *c = ctxp;
+    int64_t hi = bhi * c->f->block;
+    if (!eval(c, blo * c->f->block, hi < c->f->numel ? hi : c->f->numel)) atomic_store(&c->failed, true);
+}
+
+bool ltc_cpu_fused_run_range(const ltc_fused *f, const void *const *in, void *const *out,
+                             int64_t lo, int64_t hi) {
+    run_ctx c = {.f = f, .in = in, .out = out};
+    return eval(&c, lo, hi);
+}
+
+bool ltc_cpu_fused_reads_whole(const ltc_fused *f, int k) {
+    return !f->red_kind && f->pre_op < 0 && k >= 0 && k < f->n_ext && f->ext[k].kind == EXT_FULL;
+}
+
+void ltc_cpu_fused_set_pre(ltc_fused *f, int op) { f->pre_op = op; }
 
 ltc_status ltc_cpu_fused_kernel(const ltc_kernel_args *a) {
     const ltc_fused *f = a->ctx;
@@ -436,6 +456,7 @@ static int build_sub(builder *bd, const int *m, int n, plan_step *out) {
     }
     if (!(f->ext = calloc((size_t)n_ext + 1, sizeof *f->ext))) goto done;
     f->n_ops = n, f->n_ext = n_ext, f->n_out = n_store;
+    f->pre_op = -1;
     f->numel = ltc_shape_numel(os);
     f->block = f->numel < BLOCK ? f->numel : BLOCK;
     if (red_kind == RED_ROWS) { /* whole rows per block */
@@ -584,13 +605,18 @@ bool ltc_cpu_plan_fuse(cpu_plan *p) {
     bd.emit = calloc((size_t)ns + 1, sizeof *bd.emit);
     int *red_for = malloc(sizeof(int) * (size_t)(ns + 1)); /* per group: its reduction, -1 */
     uint8_t *taken = calloc((size_t)ns + 1, 1); /* per step: a reduction a fused step took */
+    uint8_t *gemm_made = calloc((size_t)nb + 1, 1); /* per buffer: a GEMM epilogue's input */
     plan_step *steps = NULL;
     if (!buf_group || !outside || !members || !gstart || !parent || !bd.group || !bd.ext_of || !bd.val_of ||
-        !bd.in_sub || !bd.emit || !bd.n_readers || !bd.sub_reads || !red_for || !taken)
+        !bd.in_sub || !bd.emit || !bd.n_readers || !bd.sub_reads || !red_for || !taken || !gemm_made)
         goto done;
     for (int b = 0; b < nb; b++) buf_group[b] = bd.ext_of[b] = bd.val_of[b] = -1;
-    for (int s = 0; s < ns; s++)
-        for (int k = 0; k < p->steps[s].n_in; k++) bd.n_readers[p->steps[s].in[k]]++;
+    for (int s = 0; s < ns; s++) {
+        const plan_step *st = &p->steps[s];
+        for (int k = 0; k < st->n_in; k++) bd.n_readers[st->in[k]]++;
+        gemm_made[st->out[0]] = st->op == LTC_OP_LINEAR || st->op == LTC_OP_LINEAR_NOBIAS ||
+                                st->op == LTC_OP_LINEAR_BACKWARD;
+    }
 
     /* groups: a fusable step joins the group of one of its inputs when the shapes match and
      * nothing outside that group has read the group's values yet (the fused step runs at
@@ -651,8 +677,12 @@ bool ltc_cpu_plan_fuse(cpu_plan *p) {
         int n = gstart[g + 1] - gstart[g];
         const int *m = &members[gstart[g]];
         if (n == 0) continue; /* merged into another group */
-        /* a lone small step gains nothing (unless a reduction joins it): it keeps its kernel */
-        if (n == 1 && red_for[g] < 0 &&
+        /* a lone small step gains nothing (unless a reduction joins it, or it may run as the
+         * epilogue of the GEMM whose result it reads: ltc_cpu_plan_epilogues): it keeps its
+         * kernel */
+        bool epi = false;
+        for (int k = 0; k < p->steps[m[0]].n_in; k++) epi |= gemm_made[p->steps[m[0]].in[k]];
+        if (n == 1 && red_for[g] < 0 && !epi &&
             ltc_shape_numel(&p->steps[m[0]].out_shapes[0]) < BLOCK * PAR_MIN_BLOCKS) {
             bd.group[m[0]] = -1;
             continue;
@@ -699,5 +729,6 @@ done:
     free(bd.emit);
     free(red_for);
     free(taken);
+    free(gemm_made);
     return ok;
 }

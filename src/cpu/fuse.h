@@ -36,6 +36,37 @@ ltc_status ltc_cpu_fused_kernel(const ltc_kernel_args *a);
 
 void ltc_cpu_fused_free(ltc_fused *f);
 
+/* Merges a linear step and a fused step that reads its result into one step that runs the
+ * group as the linear's epilogue (a GEMM epilogue, as cuBLASLt's and oneDNN's post-ops): each
+ * thread that computes a block of the linear's rows then evaluates the group over those rows
+ * while they are in its cache, and no step of its own waits for them (a [256, 128] relu after
+ * a split linear took 2.8-4.5 us at best but 6.8-16.5 on average, its rows coming from the
+ * other core). The fused step qualifies when it has no reduction, reads the result whole
+ * (element i of the group from element i of the result) and reads nothing made after the
+ * linear; it moves up to the linear's place. The merged step's inputs are the linear's then
+ * the group's, its outputs the linear's result then the group's; its kernel is
+ * ltc_cpu_kernel_linear_epilogue (or _nobias_), ctx the group. A linear_backward likewise
+ * runs a group that reads its grad_input on each block of grad_input's rows (when it splits
+ * its GEMMs). Off under LTC_GEMM_EPILOGUE=0.
+ * Call after ltc_cpu_plan_fuse, before the memory plan. False on allocation failure (p stays
+ * a consistent plan, some of its steps merged). */
+bool ltc_cpu_plan_epilogues(cpu_plan *p);
+
+/* The merged steps' kernels (linear.c). */
+ltc_status ltc_cpu_kernel_linear_epilogue(const ltc_kernel_args *a);
+ltc_status ltc_cpu_kernel_linear_nobias_epilogue(const ltc_kernel_args *a);
+ltc_status ltc_cpu_kernel_linear_backward_epilogue(const ltc_kernel_args *a);
+
+/* Whether the group can be an epilogue of the step that writes its input k (see above). */
+bool ltc_cpu_fused_reads_whole(const ltc_fused *f, int k);
+/* Marks the group as the epilogue of a step of op (plan text: "linear + fused(relu)"). */
+void ltc_cpu_fused_set_pre(ltc_fused *f, int op);
+/* Evaluates elements [lo, hi) of a group without a reduction on the calling thread, with the
+ * group's inputs in and outputs out (the whole buffers, as its step gets them). False when out
+ * of memory for the block buffers. */
+bool ltc_cpu_fused_run_range(const ltc_fused *f, const void *const *in, void *const *out,
+                             int64_t lo, int64_t hi);
+
 /* "fused(mul, add, relu)": the member ops in order, into buf (n bytes); returns buf. */
 char *ltc_cpu_fused_text(const ltc_fused *f, char *buf, size_t n);
 

@@ -3,7 +3,10 @@
  * (both gemms and the bias sums in one kernel) and addmm. */
 #include <string.h>
 
+#include <stdatomic.h>
+
 #include "elementwise.h"
+#include "fuse.h"
 #include "threads.h"
 
 /* C[m,n] = alpha * A[m,k] . op(B) + beta * C, row-major; op(B) = B^T (B is [n,k]) when
@@ -61,11 +64,42 @@ typedef struct {
     int64_t m, n, k, blocks;
     const char *x, *w, *bias; /* bias NULL: zeros */
     char *y;
+    const ltc_kernel_args *epi; /* the epilogue group's step (epi_args), run on each block */
+    atomic_bool failed;         /* the epilogue ran out of memory */
 } lin_ctx;
+
+/* The kernel args of a merged step's epilogue group (ltc_cpu_plan_epilogues): those past
+ * the GEMM op's n_in inputs and n_out outputs, ctx the group. */
+static ltc_kernel_args epi_args(const ltc_kernel_args *a, int n_in, int n_out) {
+    ltc_kernel_args e = *a;
+    e.n_in -= n_in, e.in += n_in, e.in_shapes += n_in;
+    e.n_out -= n_out, e.out += n_out, e.out_shapes += n_out;
+    e.attrs = NULL, e.n_attrs = 0;
+    return e;
+}
+
+/* Runs the epilogue group over elements [lo, hi) of the GEMM's result (epi NULL: none). */
+static void epi_range(const ltc_kernel_args *epi, int64_t lo, int64_t hi, atomic_bool *failed) {
+    if (epi && hi > lo && !ltc_cpu_fused_run_range(epi->ctx, epi->in, epi->out, lo, hi))
+        atomic_store(failed, true);
+}
+
+/* After the GEMM of a step with an epilogue: a split call ran the group on each block; a
+ * timed call that did not split runs it here on this thread (its way is one thread for
+ * both); an untimed one runs the group as its own step would (threads as it chooses). */
+static ltc_status epi_finish(const ltc_kernel_args *epi, bool split, bool timed, int64_t numel,
+                             atomic_bool *failed) {
+    if (!epi) return LTC_OK;
+    if (!split && timed) epi_range(epi, 0, numel, failed);
+    if (atomic_load(failed))
+        return ltc_errorf(LTC_ERR_NOMEM, "%s: out of memory for its epilogue's block buffers",
+                          ltc_op_name(epi->op));
+    return split || timed ? LTC_OK : ltc_cpu_fused_kernel(epi);
+}
 
 static void lin_task(void *p, int64_t lo, int64_t hi, int tid) {
     (void)tid;
-    const lin_ctx *c = p;
+    lin_ctx *c = p;
     size_t es = ltc_dtype_size(c->dt), row = (size_t)c->n * es;
     for (int64_t t = lo; t < hi; t++) {
         int64_t r0 = c->m * t / c->blocks, r1 = c->m * (t + 1) / c->blocks;
@@ -78,21 +112,24 @@ static void lin_task(void *p, int64_t lo, int64_t hi, int tid) {
         if (c->k)
             gemm(c->dt, true, r1 - r0, c->n, c->k, 1.0, c->x + (size_t)(r0 * c->k) * es, c->w,
                  1.0, y);
+        epi_range(c->epi, r0 * c->n, r1 * c->n, &c->failed);
     }
 }
 
-/* linear(self [..., in], weight [out, in], bias [out]) and linear.nobias. */
-static ltc_status linear(const ltc_kernel_args *a, bool bias) {
+/* linear(self [..., in], weight [out, in], bias [out]) and linear.nobias; epi: the group of
+ * an epilogue (NULL: none). */
+static ltc_status linear(const ltc_kernel_args *a, bool bias, const ltc_kernel_args *epi) {
     const ltc_shape *s = &a->in_shapes[0], *w = &a->in_shapes[1];
     ltc_dtype dt = s->dtype;
     int64_t k = w->dims[1], n = w->dims[0], m = k ? ltc_shape_numel(s) / k : 0;
     if (!k) m = ltc_shape_numel(&a->out_shapes[0]) / (n ? n : 1);
     if (m == 0 || n == 0) return LTC_OK;
-    lin_ctx c = {dt, m, n, k, 1, a->in[0], a->in[1], bias ? a->in[2] : NULL, a->out[0]};
+    lin_ctx c = {dt, m, n, k, 1, a->in[0], a->in[1], bias ? a->in[2] : NULL, a->out[0], NULL, false};
     ltc_cpu_split_t sp;
-    bool timed = k && split_gemm(m * n * k) && m >= 2 * LTC_PAR_MIN_CHUNKS, single;
-    if (split_now(&sp, &timed, &single, m * n * k, split_key(1 + dt, m, n, k))) {
+    bool timed = k && split_gemm(m * n * k) && m >= 2 * LTC_PAR_MIN_CHUNKS, single, split;
+    if ((split = split_now(&sp, &timed, &single, m * n * k, split_key(1 + dt, m, n, k)))) {
         c.blocks = ltc_cpu_threads();
+        c.epi = epi;
         ltc_cpu_blas_single(true);
         ltc_cpu_parallel_tasks(c.blocks, lin_task, &c);
         ltc_cpu_blas_single(false);
@@ -101,12 +138,21 @@ static ltc_status linear(const ltc_kernel_args *a, bool bias) {
         lin_task(&c, 0, 1, 0);
         if (single) ltc_cpu_blas_single(false);
     }
+    ltc_status st = epi_finish(epi, split, timed, m * n, &c.failed);
     if (timed) ltc_cpu_split_end(&sp);
-    return LTC_OK;
+    return st;
 }
 
-ltc_status ltc_cpu_kernel_linear(const ltc_kernel_args *a) { return linear(a, true); }
-ltc_status ltc_cpu_kernel_linear_nobias(const ltc_kernel_args *a) { return linear(a, false); }
+ltc_status ltc_cpu_kernel_linear(const ltc_kernel_args *a) { return linear(a, true, NULL); }
+ltc_status ltc_cpu_kernel_linear_nobias(const ltc_kernel_args *a) { return linear(a, false, NULL); }
+ltc_status ltc_cpu_kernel_linear_epilogue(const ltc_kernel_args *a) {
+    ltc_kernel_args e = epi_args(a, 3, 1);
+    return linear(a, true, &e);
+}
+ltc_status ltc_cpu_kernel_linear_nobias_epilogue(const ltc_kernel_args *a) {
+    ltc_kernel_args e = epi_args(a, 2, 1);
+    return linear(a, false, &e);
+}
 
 /* linear_backward's work: with rows r = the leading dims' product, dX[r, in] = dY[r, out] .
  * W[out, in], dW[out, in] = dY^T . X[r, in], db[out] = dY summed over rows. Task t < nx:
@@ -117,6 +163,8 @@ typedef struct {
     int64_t rows, in, out;
     int nx, nw;                     /* blocks of dX (0 when skipped) and of dW */
     bool skip_dw, skip_db;          /* results nothing reads (NULL: the plan's fold): unwritten */
+    const ltc_kernel_args *epi;     /* an epilogue group reading dX, run on each block of it */
+    atomic_bool failed;
 } lb_ctx;
 
 /* db[o0..o1) = the rows of g summed in row order, 4 vectors of columns at a time held in
@@ -160,7 +208,7 @@ static void lb_bias(const lb_ctx *c, int64_t o0, int64_t o1) {
 
 static void lb_task(void *p, int64_t lo, int64_t hi, int tid) {
     (void)tid;
-    const lb_ctx *c = p;
+    lb_ctx *c = p;
     const ltc_kernel_args *a = c->a;
     ltc_dtype dt = a->in_shapes[0].dtype;
     size_t es = ltc_dtype_size(dt);
@@ -172,6 +220,7 @@ static void lb_task(void *p, int64_t lo, int64_t hi, int tid) {
                              (const char *)a->in[0] + (size_t)(r0 * c->out) * es, c->out,
                              a->in[2], c->in, 0.0, (char *)a->out[0] + (size_t)(r0 * c->in) * es,
                              c->in);
+            epi_range(c->epi, r0 * c->in, r1 * c->in, &c->failed);
         } else if (t < c->nx + c->nw) { /* dW rows (and db entries) [o0, o1) */
             int64_t b = t - c->nx;
             int64_t o0 = c->out * b / c->nw, o1 = c->out * (b + 1) / c->nw;
@@ -192,29 +241,30 @@ static void lb_task(void *p, int64_t lo, int64_t hi, int tid) {
  * one gemm left when the other is skipped): two cores run two single-threaded gemms at
  * nearly twice one's speed, where one gemm threaded over both got 1.2-1.6x on this machine.
  * Otherwise one gemm after the other (each as ltc_cpu_gemm threads it). */
-ltc_status ltc_cpu_kernel_linear_backward(const ltc_kernel_args *a) {
+static ltc_status linear_backward(const ltc_kernel_args *a, const ltc_kernel_args *epi) {
     const ltc_shape *w = &a->in_shapes[2];
     int64_t out = w->dims[0], in = w->dims[1];
     int64_t rows = out ? ltc_shape_numel(&a->in_shapes[0]) / out : 0;
     bool skip_dx = !a->out[0], skip_dw = !a->out[1], skip_db = !a->out[2];
-    lb_ctx c = {a, rows, in, out, skip_dx ? 0 : 1, 1, skip_dw, skip_db};
+    lb_ctx c = {a, rows, in, out, skip_dx ? 0 : 1, 1, skip_dw, skip_db, NULL, false};
     if (rows == 0 || in == 0 || out == 0) { /* empty products: zeros (the bias's sums) */
         if (!skip_dx) memset(a->out[0], 0, ltc_shape_nbytes(&a->out_shapes[0]));
         if (!skip_dw) memset(a->out[1], 0, ltc_shape_nbytes(&a->out_shapes[1]));
         if (out) lb_bias(&c, 0, out);
-        return LTC_OK;
+        return epi_finish(epi, false, false, rows * in, &c.failed);
     }
     ltc_cpu_split_t sp;
     /* with both products, each thread takes a whole one (nothing packed twice): they split
      * from a quarter of LTC_GEMM_SPLIT each (mlp-step's [256,10] output layer: 327K each) */
     int64_t macs = rows * in * out * (!skip_dx && !skip_dw ? 4 : 1);
-    bool timed = split_gemm(macs) && out >= 2 * LTC_PAR_MIN_CHUNKS, single;
-    if (split_now(&sp, &timed, &single, rows * in * out,
-                  split_key(3 + a->in_shapes[0].dtype + 16 * skip_dx + 32 * skip_dw, rows, in,
-                            out))) {
+    bool timed = split_gemm(macs) && out >= 2 * LTC_PAR_MIN_CHUNKS, single, split;
+    if ((split = split_now(&sp, &timed, &single, rows * in * out,
+                           split_key(3 + a->in_shapes[0].dtype + 16 * skip_dx + 32 * skip_dw,
+                                     rows, in, out)))) {
         int th = ltc_cpu_threads();
         c.nx = skip_dx ? 0 : skip_dw ? th : (th + 1) / 2;
         c.nw = skip_dx ? th : skip_dw ? 1 : th / 2;
+        c.epi = epi;
         ltc_cpu_blas_single(true);
         ltc_cpu_parallel_tasks(c.nx + c.nw, lb_task, &c);
         ltc_cpu_blas_single(false);
@@ -223,8 +273,17 @@ ltc_status ltc_cpu_kernel_linear_backward(const ltc_kernel_args *a) {
         lb_task(&c, 0, c.nx + c.nw, 0);
         if (single) ltc_cpu_blas_single(false);
     }
+    ltc_status st = epi_finish(epi, split, timed, rows * in, &c.failed);
     if (timed) ltc_cpu_split_end(&sp);
-    return LTC_OK;
+    return st;
+}
+
+ltc_status ltc_cpu_kernel_linear_backward(const ltc_kernel_args *a) {
+    return linear_backward(a, NULL);
+}
+ltc_status ltc_cpu_kernel_linear_backward_epilogue(const ltc_kernel_args *a) {
+    ltc_kernel_args e = epi_args(a, 3, 3);
+    return linear_backward(a, &e);
 }
 
 /* addmm(self, mat1 [m,k], mat2 [k,n], beta, alpha): beta * self (broadcast to [m,n]) +

@@ -259,6 +259,8 @@ cpu_plan *ltc_cpu_plan_build(const ltc_lowering_ctx *ctx, const ltc_kernel_fn *k
     }
     if ((kernels == ltc_cpu_kernels && !ltc_cpu_plan_fold(p)) ||
         (kernels == ltc_cpu_kernels && ltc_config_get_int("LTC_FUSION") && !ltc_cpu_plan_fuse(p)) ||
+        (kernels == ltc_cpu_kernels && ltc_config_get_int("LTC_FUSION") &&
+         ltc_config_get_int("LTC_GEMM_EPILOGUE") && !ltc_cpu_plan_epilogues(p)) ||
         (plan_alias_collectives(p), !plan_memory(p)))
         goto nomem;
     free(first_buf);

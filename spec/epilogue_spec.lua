@@ -89,6 +89,31 @@ describe("a GEMM epilogue", function()
     end
   end)
 
+  -- gelu and gelu_backward are hand-written loops (src/cpu/gelu.c) that fuse as generated ones
+  it("runs gelu inside the linear and gelu_backward inside the linear_backward, with the reference's gradients", function()
+    ltc.manual_seed(15)
+    local dx, dw1, db1 = ltc.randn(300, 48), ltc.randn(160, 48), ltc.randn(160)
+    local dw2 = ltc.randn(24, 160)
+    local r = ways(function(backend)
+      local x = ltc.tensor(dx:totable())
+      local w1, b1 = ltc.tensor(dw1:totable()):requires_grad_(), ltc.tensor(db1:totable()):requires_grad_()
+      local w2 = ltc.tensor(dw2:totable()):requires_grad_()
+      local h = ltc.linear(x, w1, b1):gelu()
+      local loss = ltc.linear(h, w2):tanh():sum()
+      loss:backward()
+      local text = backend == "cpu" and ltc.debug.backend_text(h, w1.grad, b1.grad, w2.grad) or ""
+      return { flat(h), flat(w1.grad), flat(b1.grad), flat(w2.grad), text = text }
+    end)
+    for i = 1, 4 do
+      assert.truthy(r[i].text:find("linear + fused(gelu)", 1, true), r[i].text)
+      assert.truthy(r[i].text:find("linear_backward + fused(gelu_backward)", 1, true), r[i].text)
+      for k = 1, 4 do
+        local d = max_rel_diff(r[i][k], r.ref[k])
+        assert.is_true(d < 1e-3, "way " .. i .. ", value " .. k .. ": " .. d)
+      end
+    end
+  end)
+
   it("runs the relu mask of a backward inside the linear_backward that makes its gradient", function()
     ltc.manual_seed(13)
     local dx, dw1, db1 = ltc.randn(256, 64), ltc.randn(128, 64), ltc.randn(128)

@@ -118,6 +118,10 @@ void ltc_cpu_convert(void *dst, ltc_dtype dd, const void *src, ltc_dtype sd, int
  * ltc_cpu_convert does, for the kernel of `to` and for fused steps; a dd == sd loop copies
  * (to bool: normalizes to 0/1). NULL for a dtype out of range. */
 ltc_ew_loop ltc_cpu_convert_loop(ltc_dtype dd, ltc_dtype sd);
+/* The loop of gelu (n_in 1) or gelu_backward (n_in 2: grad_output, self) over operands of
+ * dtype dt, unit strides or any, as the kernels run it (gelu.c), for fused steps; NULL for
+ * another op, count or dtype. */
+ltc_ew_loop ltc_cpu_gelu_loop(int op, int n_in, ltc_dtype dt);
 
 /* Splits a contiguous shape around dim (0-based) into outer x n x inner, so that element
  * (o, j, i) is at (o * n + j) * inner + i. dim == LTC_NONE, or a 0-d shape, gives

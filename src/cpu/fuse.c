@@ -317,6 +317,13 @@ static ltc_ew_loop step_loop(const plan_step *st) {
         if (st->n_in != 1 || ltc_shape_numel(&st->out_shapes[0]) == 0) return NULL;
         return ltc_cpu_convert_loop(st->out_shapes[0].dtype, st->in_shapes[0].dtype);
     }
+    /* gelu and its backward: hand-written loops (gelu.c), fused as the generated ones are */
+    if (st->op == LTC_OP_GELU || st->op == LTC_OP_GELU_BACKWARD) {
+        ltc_dtype dt = st->out_shapes[0].dtype;
+        for (int k = 0; k < st->n_in; k++)
+            if (st->in_shapes[k].dtype != dt) return NULL;
+        return ltc_shape_numel(&st->out_shapes[0]) ? ltc_cpu_gelu_loop(st->op, st->n_in, dt) : NULL;
+    }
     const ltc_ew_info *info = &ltc_cpu_ew_info[st->op];
     if (info->dispatch >= st->n_in || st->n_in + info->n_attrs > LTC_EW_MAX_IN) return NULL;
     for (int j = 0; j < info->n_attrs; j++)

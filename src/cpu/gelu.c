@@ -150,3 +150,10 @@ ltc_status ltc_cpu_kernel_gelu(const ltc_kernel_args *a) {
 ltc_status ltc_cpu_kernel_gelu_backward(const ltc_kernel_args *a) {
     return run(a, gelu_bw_f32, gelu_bw_f64, "gelu_backward");
 }
+
+ltc_ew_loop ltc_cpu_gelu_loop(int op, int n_in, ltc_dtype dt) {
+    if (dt != LTC_F32 && dt != LTC_F64) return NULL;
+    if (op == LTC_OP_GELU && n_in == 1) return dt == LTC_F32 ? gelu_f32 : gelu_f64;
+    if (op == LTC_OP_GELU_BACKWARD && n_in == 2) return dt == LTC_F32 ? gelu_bw_f32 : gelu_bw_f64;
+    return NULL;
+}

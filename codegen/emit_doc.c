@@ -92,6 +92,10 @@ static void emit_section(strbuf *b, const gen_op *op, const gen_options *o) {
                 if (varargs) sb_puts(b, ", or the integers as separate arguments");
             }
             if (arg_is_nullable(a->type)) sb_puts(b, ", or nil");
+            if (arg_leads_default(op, i))
+                sb_printf(b, "; left out (%s) when `%s` is followed by `%s` as a table: "
+                             "`ltc.%s(%s, {...})`", a->def_text, op->args[i + 1].name,
+                          op->args[i + 2].name, op->base_name, op->args[i + 1].name);
             sb_puts(b, "\n");
         }
         if (op->n_rets == 1) {

@@ -60,6 +60,12 @@ static void emit_check_arg(strbuf *b, const gen_op *op, int i, const char *fname
     }
     case ARG_INT:
     case ARG_INT_OPT:
+        if (arg_leads_default(op, i)) { /* left out when the next place holds c's table */
+            sb_printf(b, "    int64_t %s = lua_type(L, arg + 1) == LUA_TTABLE ? %s\n"
+                         "        : ltcL_optint(L, arg++, %s, \"%s\");\n",
+                      nm, def, def, fname);
+            break;
+        }
         if (a->type == ARG_INT && !has_def) {
             sb_printf(b, "    int64_t %s = ltcL_checkint(L, arg++, \"%s\");\n", nm, fname);
             break;

@@ -171,6 +171,10 @@ bool op_has_entry(const gen_op *op);
  * there as leaving it out, the later arguments shifting down (PyTorch's `Tensor? bias`). */
 bool op_drops_tensor(const gen_op *a, const gen_op *b, int p);
 
+/* True if op's argument i is an `int` with a default that required arguments follow, as
+ * `int a=N, int b, int[] c` (PyTorch's randint(low=0, high, size)), the one shape schema_parse
+ * allows: Lua leaves a out when a table stands in b's place (randint(high, {size})). */
+bool arg_leads_default(const gen_op *op, int i);
 /* Number of Tensor/Scalar arguments; whether there is a Tensor[] argument. */
 int op_n_operands(const gen_op *op);
 bool op_has_list(const gen_op *op);

@@ -136,6 +136,7 @@ expect_error "unknown keys, bad schemas and unknown op names are all reported" \
     "$T/bad_entries/ops.yaml:18:14: composite: cannot open 'no/such.lua'" \
     "$T/bad_entries/ops.yaml:20:9: a Generator? argument (one at most) goes with \`random: <count function>\`, and such a random key with one" \
     "$T/bad_entries/ops.yaml:25:11: random must be true, false or the C function (ltc_...) that counts the numbers an op with a Generator? argument draws, not 'maybe'" \
+    "$T/bad_entries/ops.yaml:27:9: bad schema 'eight(int low=0, int high, int size) -> Tensor': a required argument follows a default (only \`int a=N, int b, int[] c\` may" \
     "$T/bad_entries/backend.yaml:4:5: full_codegen lists 'nosuch'" \
     "$T/bad_entries/backend.yaml:6:5: skips_unread_outputs lists 'one', which is not a supported op with several results"
 
@@ -259,6 +260,11 @@ if [ "$rc" -eq 0 ] &&
     grep -qF 'ops[1] ? ltc_tensor_shape(ops[1]) : NULL' "$TMP/gen/ltc_ops.c" &&
     grep -qF 'if (!lua_isnoneornil(L, p_rng_state)) ltcL_checkoperand' "$TMP/gen/lua_ops.c" &&
     ! grep -qF "argument 'rng_state' is nil" "$TMP/gen/ltc_ops.c"
+then pass "$name"; else fail "$name" "rc=$rc"; fi
+name="an int default before required ones is left out when a table stands in the next place"
+if [ "$rc" -eq 0 ] &&
+    grep -qF 'int64_t low = lua_type(L, arg + 1) == LUA_TTABLE ? 0' "$TMP/gen/lua_ops.c" &&
+    grep -qF ': ltcL_optint(L, arg++, 0, "span");' "$TMP/gen/lua_ops.c"
 then pass "$name"; else fail "$name" "rc=$rc"; fi
 run_fixture bad_output_grad
 expect_error "grad_<output> of the first output or of no output is an unknown name" \

@@ -353,15 +353,10 @@ for _, name in ipairs(creation) do
   if M[name] then M[name] = with_options(name, M[name]) end
 end
 -- PyTorch's other call forms of a few ops (t:max(other) and t:min(other) are ops.yaml's
--- `overload_of:` keys): ltc.randint(high, size) draws from [0, high); div(a, b,
--- {rounding_mode = "trunc" | "floor"}) rounds the quotient toward zero or down (integers
--- stay integers, as torch.div).
+-- `overload_of:` keys, ltc.randint(high, size) its `int low=0` before required arguments):
+-- div(a, b, {rounding_mode = "trunc" | "floor"}) rounds the quotient toward zero or down
+-- (integers stay integers, as torch.div).
 do
-  local randint = M.randint
-  M.randint = function(a, b, ...)
-    if type(b) == "table" and not core.is_tensor(b) and b[1] ~= nil then return randint(0, a, b, ...) end
-    return randint(a, b, ...)
-  end
   local div = methods.div
   local function div_rounding(a, b, opts)
     if type(opts) ~= "table" or core.is_tensor(opts) then return div(a, b, opts) end

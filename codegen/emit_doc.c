@@ -51,8 +51,19 @@ static const char *lua_type(const gen_arg *a) {
     }
 }
 
+/* A composite overload's arguments after self, its keywords as the table that ends them:
+ * "other, {rounding_mode = ...}". */
+static void keyword_call(strbuf *b, const gen_composite *c) {
+    for (int k = 1; k < c->n_positional; k++) sb_printf(b, "%s, ", c->arg_names[k]);
+    sb_puts(b, "{");
+    for (int k = c->n_positional; k < c->n_args; k++)
+        sb_printf(b, "%s%s = ...", k > c->n_positional ? ", " : "", c->arg_names[k]);
+    sb_puts(b, "}");
+}
+
 /* Emits one op's section. */
-static void emit_section(strbuf *b, const gen_op *op, const gen_options *o) {
+static void emit_section(strbuf *b, const gen_model *m, const gen_op *op,
+                         const gen_options *o) {
     static const char *const dtype_rules[] = {
         "none: operands are used as they are; the shape function checks their dtypes",
         "common: operands are promoted to their common dtype (PyTorch result_type; a Lua "
@@ -92,6 +103,10 @@ static void emit_section(strbuf *b, const gen_op *op, const gen_options *o) {
                 if (varargs) sb_puts(b, ", or the integers as separate arguments");
             }
             if (arg_is_nullable(a->type)) sb_puts(b, ", or nil");
+            if (arg_leads_default(op, i))
+                sb_printf(b, "; left out (%s) when `%s` is followed by `%s` as a table: "
+                             "`ltc.%s(%s, {...})`", a->def_text, op->args[i + 1].name,
+                          op->args[i + 2].name, op->base_name, op->args[i + 1].name);
             sb_puts(b, "\n");
         }
         if (op->n_rets == 1) {
@@ -113,6 +128,14 @@ static void emit_section(strbuf *b, const gen_op *op, const gen_options *o) {
         if (op->overload_of)
             sb_printf(b, "- Also an overload of `%s`: `ltc.%s` and `t:%s` with these arguments\n",
                       op->overload_of, op->overload_of, op->overload_of);
+        const gen_composite *kw = NULL;
+        if (model_composite_overloads(m, op->base_name, &kw, 1)) {
+            strbuf call = {0};
+            keyword_call(&call, kw);
+            sb_printf(b, "- With keywords: `t:%s(%s)`, the composite `%s`\n", op->base_name,
+                      call.s, kw->full_name);
+            sb_free(&call);
+        }
     }
     sb_printf(b, "- %s backend: ", o->backend_name);
     switch (op->lower) {
@@ -159,7 +182,7 @@ void emit_doc_md(const gen_model *m, const gen_options *o, strbuf *b) {
                       op->device_lowered ? "yes" : "fallback");
         }
     }
-    for (int i = 0; i < m->n_ops; i++) emit_section(b, &m->ops[i], o);
+    for (int i = 0; i < m->n_ops; i++) emit_section(b, m, &m->ops[i], o);
     if (!m->n_composites) return;
     sb_puts(b, "\n# Composite ops\n\nWritten in Lua over the ops above (PyTorch's "
                "CompositeImplicitAutograd): no IR node and no kernel of their own; autograd, "
@@ -172,5 +195,13 @@ void emit_doc_md(const gen_model *m, const gen_options *o, strbuf *b) {
         sb_printf(b, "\n## %s\n\nSchema: `%s`\n\n", c->full_name, c->schema);
         if (c->doc) sb_printf(b, "%s\n\n", c->doc);
         sb_printf(b, "- Composite: `%s`\n", c->impl);
+        if (c->overload_of) {
+            strbuf call = {0};
+            keyword_call(&call, c);
+            sb_printf(b, "- An overload of `%s`: `ltc.%s(%s, %s)` and `t:%s(%s)`, picked by the "
+                         "table of keywords\n", c->overload_of, c->overload_of,
+                      c->arg_names[0], call.s, c->overload_of, call.s);
+            sb_free(&call);
+        }
     }
 }

@@ -60,6 +60,12 @@ static void emit_check_arg(strbuf *b, const gen_op *op, int i, const char *fname
     }
     case ARG_INT:
     case ARG_INT_OPT:
+        if (arg_leads_default(op, i)) { /* left out when the next place holds c's table */
+            sb_printf(b, "    int64_t %s = lua_type(L, arg + 1) == LUA_TTABLE ? %s\n"
+                         "        : ltcL_optint(L, arg++, %s, \"%s\");\n",
+                      nm, def, def, fname);
+            break;
+        }
         if (a->type == ARG_INT && !has_def) {
             sb_printf(b, "    int64_t %s = ltcL_checkint(L, arg++, \"%s\");\n", nm, fname);
             break;
@@ -184,12 +190,31 @@ static int n_required(const gen_op *op) {
     return n;
 }
 
-/* Number of ops of other names that are also overloads of `base` (`overload_of:`). */
+/* Number of ops of other names, and of composites, that are also overloads of `base`
+ * (`overload_of:`). */
 static int n_extra_overloads(const gen_model *m, const char *base) {
-    int n = 0;
+    int n = model_composite_overloads(m, base, NULL, 0);
     for (int i = 0; i < m->n_ops; i++)
         n += m->ops[i].overload_of && !strcmp(m->ops[i].overload_of, base);
     return n;
+}
+
+/* Emits the binding of a composite overload (`overload_of:` on a composite entry): its
+ * keywords, from the table after its positional arguments, in their places, then the Lua
+ * function its file registered as core._overloads["<full name>"] (ltc_args.c). */
+static void emit_composite_binding(strbuf *b, const gen_composite *c) {
+    char *cname = cg_c_name(c->full_name, false);
+    sb_printf(b, "\n/* %s\n * A composite (%s), reached by the table of its keywords as argument "
+                 "#%d. */\nstatic int bind_kw_%s(lua_State *L) {\n"
+                 "    static const char *const keywords[] = {",
+              c->schema, c->impl, c->n_positional + 1, cname);
+    for (int k = c->n_positional; k < c->n_args; k++) sb_printf(b, "\"%s\", ", c->arg_names[k]);
+    sb_printf(b, "NULL};\n    ltcL_checknoextra(L, %d, \"%s\");\n"
+                 "    ltcL_keywords(L, %d, keywords, \"%s\");\n"
+                 "    return ltcL_call_overload(L, \"%s\", \"%s\");\n}\n",
+              c->n_positional + 2, c->overload_of, c->n_positional + 1, c->overload_of,
+              c->full_name, c->overload_of);
+    free(cname);
 }
 
 /* Whether op's base name has a dispatcher (op's binding is then bind_ov_<op>). */
@@ -219,6 +244,8 @@ static void emit_dispatcher(strbuf *b, const gen_model *m, int first, int count)
                   op->full_name, base);
         sb_free(&name);
     }
+    const gen_composite *kw = NULL; /* tried first: a table where its keywords go */
+    if (model_composite_overloads(m, base, &kw, 1)) emit_composite_binding(b, kw);
     /* decreasing required count; stable (full-name order) among equals */
     for (int i = 1; i < n; i++)
         for (int j = i; j > 0 && n_required(order[j]) > n_required(order[j - 1]); j--) {
@@ -227,10 +254,16 @@ static void emit_dispatcher(strbuf *b, const gen_model *m, int first, int count)
             order[j - 1] = t;
         }
     sb_printf(b, "\n/* %s: ", order[0]->base_name);
+    if (kw) sb_printf(b, "%s (a table at #%d), ", kw->full_name, kw->n_positional + 1);
     for (int i = 0; i < n; i++) sb_printf(b, "%s%s", i ? ", " : "", order[i]->full_name);
     sb_printf(b, ", tried in this order. */\nstatic int bind_%s(lua_State *L) {\n"
                  "    const int top = lua_gettop(L);\n", order[0]->base_name);
-    if (n_required(order[0]) == 0) sb_puts(b, "    (void)top;\n");
+    if (kw) {
+        char *cname = cg_c_name(kw->full_name, false);
+        sb_printf(b, "    if (top >= %d && lua_type(L, %d) == LUA_TTABLE) return bind_kw_%s(L);\n",
+                  kw->n_positional + 1, kw->n_positional + 1, cname);
+        free(cname);
+    } else if (n_required(order[0]) == 0) sb_puts(b, "    (void)top;\n");
     for (int i = 0; i < n; i++) {
         strbuf name = {0};
         fn_name(&name, order[i], op_overloaded(m, order[i]));

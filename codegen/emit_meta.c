@@ -14,7 +14,8 @@
  * t:name(...) exists; `nil_at = p` marks an overload that Lua reaches with a nil at
  * position p, its arguments from p on one place later (conv2d.nobias: conv2d(x, w, nil, ...)).
  * Composite ops (written in Lua) follow as { name, full_name, composite = "<file>" }, with
- * no args: tools that call ops from their schema skip them.
+ * no args: tools that call ops from their schema skip them; a composite overload also has
+ * overload_of = "<Lua name>" (its function is core._overloads[full_name]).
  */
 #include <string.h>
 
@@ -84,8 +85,10 @@ void emit_meta_lua(const gen_model *m, const gen_options *o, strbuf *b) {
     /* composites: name, doc-level facts only (their Lua functions check their arguments) */
     for (int i = 0; i < m->n_composites; i++) {
         const gen_composite *c = &m->composites[i];
-        sb_printf(b, "  { name = \"%s\", full_name = \"%s\", composite = \"%s\" },\n",
-                  c->base_name, c->full_name, c->impl);
+        sb_printf(b, "  { name = \"%s\", full_name = \"%s\", composite = \"%s\"", c->base_name,
+                  c->full_name, c->impl);
+        if (c->overload_of) sb_printf(b, ", overload_of = \"%s\"", c->overload_of);
+        sb_puts(b, " },\n");
     }
     sb_puts(b, "}\n");
 }

@@ -5,6 +5,7 @@
  * generated files do not depend on the backend YAML. Every problem is reported with
  * file:line:column.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,8 @@ static const char *const op_keys[] = {"func", "doc", "shape", "dtypes", "expr",
                                       "operator", "overload_of",
                                       "derivatives", "non_native", "composite", NULL};
 static const char *const non_native_keys[] = {"func", "doc", "non_native", NULL};
-static const char *const composite_keys[] = {"func", "doc", "composite", "inplace", NULL};
+static const char *const composite_keys[] = {"func", "doc", "composite", "inplace",
+                                             "overload_of", NULL};
 /* ir_gen and non_native are PyTorch's backend YAML keys; here they would add node kinds to
  * the core, so only an empty list is accepted (load_backend says where the entries go). */
 static const char *const backend_keys[] = {"backend", "full_codegen", "supported",
@@ -215,6 +217,58 @@ static bool get_bool(yfile *f, yaml_node_t *map, const char *key, bool *out) {
     return true;
 }
 
+/* Reads `overload_of: <name>` of an entry; reports a value that cannot name an op. */
+static char *get_overload_of(yfile *f, yaml_node_t *map, bool *ok) {
+    yaml_node_t *v = lookup(f, map, "overload_of");
+    if (!v || !scalar(f, v, "overload_of")) return NULL;
+    const char *s = (const char *)v->data.scalar.value;
+    if (s[0] && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_") == strlen(s))
+        return cg_strdup(s);
+    NODE_ERROR(f, v, "overload_of must name an op (lower case, digits, _), not '%s'", s);
+    *ok = false;
+    return NULL;
+}
+
+/* Reads the argument names of a composite's schema (PyTorch's spelling, types unchecked):
+ * those before a `*` are positional, those after it keywords. Reports a name missing. */
+static bool read_composite_args(yfile *f, yaml_node_t *func, gen_composite *c) {
+    const char *p = strchr(c->schema, '(') + 1, *end = strchr(p, ')');
+    bool seen_star = false;
+    c->arg_names = cg_calloc(strlen(p) + 1, sizeof *c->arg_names);
+    while (end && p < end) {
+        size_t len = strcspn(p, ",)");
+        while (len && (*p == ' ' || *p == '\t')) p++, len--;
+        size_t k = len;
+        while (k && (p[k - 1] == ' ' || p[k - 1] == '\t')) k--;
+        if (k == 1 && *p == '*' && !seen_star) {
+            seen_star = true;
+            c->n_positional = c->n_args;
+        } else {
+            const char *eq = memchr(p, '=', k);
+            size_t n = eq ? (size_t)(eq - p) : k;
+            while (n && p[n - 1] == ' ') n--;
+            size_t start = n;
+            while (start && (isalnum((unsigned char)p[start - 1]) || p[start - 1] == '_')) start--;
+            size_t type_len = start;
+            while (type_len && (p[type_len - 1] == ' ' || p[type_len - 1] == '\t')) type_len--;
+            if (start == n || type_len == 0 || start == type_len) {
+                NODE_ERROR(f, func, "bad schema '%s': expected `Type name` as argument %d",
+                           c->schema, c->n_args + 1);
+                return false;
+            }
+            if (c->n_args == 0)
+                c->self_first = type_len == 6 && !strncmp(p, "Tensor", 6) && n - start == 4 &&
+                                !strncmp(p + start, "self", 4);
+            c->arg_names[c->n_args++] = cg_strndup(p + start, n - start);
+        }
+        p += len;
+        if (*p == ',') p++;
+        else break;
+    }
+    if (!seen_star) c->n_positional = c->n_args;
+    return true;
+}
+
 /* Reads a `composite:` entry: func (its name checked, the rest kept as text), doc and the
  * Lua file that implements it, which must exist. */
 static bool load_composite(gen_model *m, yfile *f, yaml_node_t *map, yaml_node_t *impl) {
@@ -242,6 +296,7 @@ static bool load_composite(gen_model *m, yfile *f, yaml_node_t *map, yaml_node_t
     c->impl = cg_strdup(path);
     c->doc = get_string(f, map, "doc", &ok);
     ok &= get_bool(f, map, "inplace", &c->inplace);
+    if ((c->overload_of = get_overload_of(f, map, &ok))) ok &= read_composite_args(f, func, c);
     c->file = f->path;
     c->line = (int)func->start_mark.line + 1;
     c->col = (int)func->start_mark.column + 1;
@@ -332,13 +387,7 @@ static bool load_op(gen_model *m, yfile *f, yaml_node_t *map) {
                        "__idiv, not '%s'", s), ok = false;
         else op->lua_operator = cg_strdup(s);
     }
-    if ((v = lookup(f, map, "overload_of")) && scalar(f, v, "overload_of")) {
-        const char *s = (const char *)v->data.scalar.value;
-        if (!s[0] || strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(s))
-            NODE_ERROR(f, v, "overload_of must name an op (lower case, digits, _), not '%s'", s),
-                ok = false;
-        else op->overload_of = cg_strdup(s);
-    }
+    op->overload_of = get_overload_of(f, map, &ok);
     if (op->expr_int && !op->expr) NODE_ERROR(f, func, "expr_int given without expr"), ok = false;
     if ((v = lookup(f, map, "derivatives"))) ok &= load_derivatives(f, v, op);
     return ok;
@@ -508,6 +557,44 @@ static bool check_names(gen_model *m) {
     return ok;
 }
 
+/* A table stands in a composite overload's place for its keywords: no other overload of the
+ * name may take one there (int[], int[N], Tensor[]), and the name has no other composite
+ * overload. It joins the dispatcher of a generated op's Lua name, as a method. */
+static bool check_composite_overload(const gen_model *m, const gen_composite *c) {
+    if (!c->overload_of) return true;
+    bool ok = true, found = false;
+    int p = c->n_positional; /* the keyword table is argument #p + 1 */
+    for (int j = 0; j < m->n_ops; j++) {
+        const gen_op *op = &m->ops[j];
+        if (!op_has_entry(op)) continue;
+        bool same = !strcmp(op->base_name, c->overload_of);
+        found |= same;
+        if (!same && !(op->overload_of && !strcmp(op->overload_of, c->overload_of))) continue;
+        arg_type t = p < op->n_args ? op->args[p].type : ARG_TENSOR;
+        if (t == ARG_INTS || t == ARG_TENSOR_LIST) {
+            cg_error_at(c->file, c->line, c->col, "composite op '%s': its keyword table, argument "
+                        "#%d of %s, would be taken for '%s' of '%s' (%s)", c->full_name, p + 1,
+                        c->overload_of, op->args[p].name, op->full_name, arg_type_name(t));
+            ok = false;
+        }
+    }
+    if (!found || !c->self_first || c->n_positional == c->n_args) {
+        cg_error_at(c->file, c->line, c->col, "composite op '%s': overload_of '%s' must name a "
+                    "generated op's Lua name, for a composite that takes `Tensor self` first and "
+                    "keyword-only arguments (after `*`), given as a table after the others",
+                    c->full_name, c->overload_of);
+        ok = false;
+    }
+    const gen_composite *first = NULL;
+    if (model_composite_overloads(m, c->overload_of, &first, 1) > 1 && first != c) {
+        cg_error_at(c->file, c->line, c->col, "composite op '%s': '%s' has a composite overload "
+                    "already, '%s' (one table of keywords per name)", c->full_name,
+                    c->overload_of, first->full_name);
+        ok = false;
+    }
+    return ok;
+}
+
 bool model_load(gen_model *m, const char *ops_path, const char *backend_path) {
     yfile ops = {.path = ops_path}, be = {.path = backend_path};
     bool ops_ok = yaml_load(&ops);
@@ -557,7 +644,20 @@ bool model_load(gen_model *m, const char *ops_path, const char *backend_path) {
     }
     if (m->n_composites > 1) /* (qsort of a NULL array is undefined, even of 0 elements) */
         qsort(m->composites, (size_t)m->n_composites, sizeof *m->composites, compare_composites);
+    for (int i = 0; i < m->n_composites; i++) ok &= check_composite_overload(m, &m->composites[i]);
     return ok;
+}
+
+int model_composite_overloads(const gen_model *m, const char *name, const gen_composite **out,
+                              int max) {
+    int n = 0;
+    for (int i = 0; i < m->n_composites; i++) {
+        const gen_composite *c = &m->composites[i];
+        if (!c->overload_of || strcmp(c->overload_of, name)) continue;
+        if (out && n < max) out[n] = c;
+        n++;
+    }
+    return n;
 }
 
 bool op_has_entry(const gen_op *op) { return !op->non_native; }
@@ -582,6 +682,9 @@ void model_free(gen_model *m) {
         free(c->schema);
         free(c->doc);
         free(c->impl);
+        free(c->overload_of);
+        for (int k = 0; k < c->n_args; k++) free(c->arg_names[k]);
+        free(c->arg_names);
     }
     free(m->composites);
     for (int i = 0; i < m->n_ops; i++) {

@@ -133,6 +133,16 @@ typedef struct gen_composite {
     char *full_name, *base_name;
     char *schema, *doc, *impl; /* impl: the Lua file that defines it */
     bool inplace;              /* `inplace: true`: t:<name>_(...) as for a generated op */
+    /* `overload_of: div`: one more overload of a generated op's Lua name, reached by a table
+     * of its keyword-only arguments (after `*` in its schema) after the positional ones, as
+     * PyTorch's div.Tensor_mode is torch.div(a, b, rounding_mode=...): the name's dispatcher
+     * (lua_ops.c) unpacks the table and calls the function the file registered as
+     * core._overloads["<full name>"]. NULL when absent. Only then are the argument names read
+     * from the schema: arg_names[0 .. n_positional - 1] positional, the rest keywords. */
+    char *overload_of;
+    char **arg_names;
+    int n_args, n_positional;
+    bool self_first; /* the first argument is `Tensor self` */
     const char *file;
     int line, col;
 } gen_composite;
@@ -154,6 +164,11 @@ bool schema_parse(gen_op *op, const char *schema);
  * the ops are sorted by full name. */
 bool model_load(gen_model *m, const char *ops_path, const char *backend_path);
 
+/* The composite overloads of a Lua name (their overload_of), in full-name order: stores up
+ * to max of them in out (when not NULL) and returns how many there are. */
+int model_composite_overloads(const gen_model *m, const char *name, const gen_composite **out,
+                              int max);
+
 /* Frees everything model_load allocated. */
 void model_free(gen_model *m);
 /* Loads a device backend's YAML (`backend: name`, `lowered: [op, ...]`: the ops it runs on
@@ -171,6 +186,10 @@ bool op_has_entry(const gen_op *op);
  * there as leaving it out, the later arguments shifting down (PyTorch's `Tensor? bias`). */
 bool op_drops_tensor(const gen_op *a, const gen_op *b, int p);
 
+/* True if op's argument i is an `int` with a default that required arguments follow, as
+ * `int a=N, int b, int[] c` (PyTorch's randint(low=0, high, size)), the one shape schema_parse
+ * allows: Lua leaves a out when a table stands in b's place (randint(high, {size})). */
+bool arg_leads_default(const gen_op *op, int i);
 /* Number of Tensor/Scalar arguments; whether there is a Tensor[] argument. */
 int op_n_operands(const gen_op *op);
 bool op_has_list(const gen_op *op);

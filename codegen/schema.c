@@ -178,12 +178,33 @@ static void read_default(cursor *c, gen_arg *a) {
     free(text);
 }
 
+/* Where a required argument follows a default. */
+#define LEAD_DEFAULT_RULE                                                                       \
+    "a required argument follows a default (only `int a=N, int b, int[] c` may, as PyTorch's "  \
+    "randint(low=0, high, size): Lua leaves a out when a table stands in b's place)"
+
+/* True if args i and i + 1 (of those parsed so far) are `int a=N, int b`, the first default. */
+static bool lead_default_pair(const gen_op *op, int i) {
+    if (i < 0 || i + 1 >= op->n_args) return false;
+    const gen_arg *a = &op->args[i], *b = &op->args[i + 1];
+    for (int j = 0; j < i; j++)
+        if (op->args[j].def != DEF_ABSENT) return false;
+    return a->type == ARG_INT && a->def == DEF_INT && b->type == ARG_INT && b->def == DEF_ABSENT;
+}
+
+bool arg_leads_default(const gen_op *op, int i) {
+    if (!lead_default_pair(op, i) || i + 2 >= op->n_args) return false;
+    const gen_arg *c = &op->args[i + 2];
+    return c->type == ARG_INTS && !c->fixed_len && c->def == DEF_ABSENT;
+}
+
 /* Parses the argument list (after '(') up to and including ')'. */
 static void read_args(cursor *c, gen_op *op) {
     int cap = 4;
     op->args = cg_calloc((size_t)cap, sizeof *op->args);
     if (accept(c, ")")) return;
     bool seen_default = false;
+    int lead_ints = -1; /* a leading default's shape: the index where its int[] must come */
     do {
         if (op->n_args == cap) {
             cap *= 2;
@@ -211,10 +232,21 @@ static void read_args(cursor *c, gen_op *op) {
             if (j == op->n_args - 1 || op->args[j].fixed_len != a->fixed_len)
                 fail_at(c, at, "an int[N] default names an earlier int[N] argument");
         }
-        if (a->def != DEF_ABSENT) seen_default = true;
-        else if (seen_default) fail_at(c, at, "a required argument follows a default");
+        int i = op->n_args - 1;
+        if (i == lead_ints) { /* `int a=N, int b` goes on with `int[] c` */
+            if (a->type != ARG_INTS || a->fixed_len || a->def != DEF_ABSENT)
+                fail_at(c, at, LEAD_DEFAULT_RULE);
+            seen_default = false;
+        } else if (a->def != DEF_ABSENT) {
+            seen_default = true;
+        } else if (seen_default) {
+            /* PyTorch's randint(low=0, high, size): the one default before required ones */
+            if (lead_default_pair(op, i - 1)) lead_ints = i + 1;
+            else fail_at(c, at, LEAD_DEFAULT_RULE);
+        }
         if (c->failed) return;
     } while (accept(c, ","));
+    if (lead_ints == op->n_args) fail(c, LEAD_DEFAULT_RULE);
     if (!accept(c, ")")) fail(c, "expected ',' or ')'");
 }
 

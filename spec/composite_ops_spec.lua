@@ -4,14 +4,20 @@
 -- ltc has (or ltc.nn.functional, for a functional), defined in the file it names; and every op
 -- a composite file defines with def(...), and every functional it defines with
 -- `function F.<name>(`, must be a generated op or a composite entry, so that no op is known
--- only to Lua.
+-- only to Lua. A composite overload (`overload_of:`, reached through a generated op's
+-- dispatcher) is registered in its file as core._overloads["<full name>"], and every such
+-- registration is an entry.
 local ltc = require "ltc"
 
 local META = dofile("gen/ops_meta.lua")
-local generated, composite, files = {}, {}, {}
+local generated, composite, files, overloads = {}, {}, {}, {}
 for _, op in ipairs(META) do
   if op.composite then
-    composite[op.name] = op
+    if op.overload_of then
+      overloads[op.full_name] = op -- a composite overload of a generated op's name
+    else
+      composite[op.name] = op
+    end
     files[op.composite] = true
   else
     generated[op.name] = true
@@ -41,6 +47,14 @@ describe("composite ops", function()
   end)
 
   it("name a function of ltc or ltc.nn.functional defined in the file the entry names", function()
+    for _, op in ipairs(META) do
+      if op.overload_of then -- its function is core._overloads[<full name>], set in its file
+        local core = require "ltc.core"
+        assert.equal("function", type(core._overloads[op.full_name]), op.full_name)
+        assert.is_truthy(read(op.composite):find('_overloads["' .. op.full_name .. '"] =', 1, true),
+          op.full_name .. " is not registered in " .. op.composite)
+      end
+    end
     for name, op in pairs(composite) do
       assert.is_truthy(type(ltc[name]) == "function" or type(F[name]) == "function", name)
       local src = read(op.composite)
@@ -57,6 +71,10 @@ describe("composite ops", function()
       for name in src:gmatch('\n%s*def%("([%w_]+)"') do
         assert.is_truthy(generated[name] or composite[name],
           path .. " defines ltc." .. name .. ", which is in no ops.yaml entry")
+      end
+      for name in src:gmatch('\n%s*core%._overloads%["([%w_.]+)"%]') do
+        assert.is_truthy(overloads[name], path .. " registers the overload " .. name
+          .. ", which is no ops.yaml composite entry with overload_of")
       end
       for name in src:gmatch("\n%s*function F%.([%w_]+)%(") do
         assert.is_truthy(generated[name] or composite[name],

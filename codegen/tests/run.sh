@@ -136,6 +136,8 @@ expect_error "unknown keys, bad schemas and unknown op names are all reported" \
     "$T/bad_entries/ops.yaml:18:14: composite: cannot open 'no/such.lua'" \
     "$T/bad_entries/ops.yaml:20:9: a Generator? argument (one at most) goes with \`random: <count function>\`, and such a random key with one" \
     "$T/bad_entries/ops.yaml:25:11: random must be true, false or the C function (ltc_...) that counts the numbers an op with a Generator? argument draws, not 'maybe'" \
+    "$T/bad_entries/ops.yaml:27:9: bad schema 'eight(int low=0, int high, int size) -> Tensor': a required argument follows a default (only \`int a=N, int b, int[] c\` may" \
+    "$T/bad_entries/ops.yaml:30:9: bad schema 'nine.kw(Tensor self, *, mode) -> Tensor': expected \`Type name\` as argument 2" \
     "$T/bad_entries/backend.yaml:4:5: full_codegen lists 'nosuch'" \
     "$T/bad_entries/backend.yaml:6:5: skips_unread_outputs lists 'one', which is not a supported op with several results"
 
@@ -143,6 +145,12 @@ run_fixture bad_overload
 expect_error "overload_of naming no op, or on an op without Tensor self first, is reported" \
     "$T/bad_overload/ops.yaml: op 'negate': overload_of 'nosuch' must name another op's Lua name" \
     "$T/bad_overload/ops.yaml: op 'negative': overload_of 'neg' must name another op's Lua name"
+expect_error "a composite overload naming no generated op, or without keywords, is reported" \
+    "$T/bad_overload/ops.yaml:27:9: composite op 'neg.kw': overload_of 'nosuch' must name a generated op's Lua name, for a composite that takes \`Tensor self\` first and keyword-only arguments (after \`*\`)" \
+    "$T/bad_overload/ops.yaml:32:9: composite op 'negate.positional': overload_of 'negate' must name a generated op's Lua name"
+expect_error "a keyword table where another overload takes a table, or a second one, is reported" \
+    "$T/bad_overload/ops.yaml:22:9: composite op 'pad.kw': its keyword table, argument #2 of pad, would be taken for 'sizes' of 'pad' (int[])" \
+    "$T/bad_overload/ops.yaml:42:9: composite op 'neg.second': 'neg' has a composite overload already, 'neg.first' (one table of keywords per name)"
 
 # 6. every schema type generates (the dry run writes nothing, not even the output folder)
 run_fixture all_types
@@ -259,6 +267,19 @@ if [ "$rc" -eq 0 ] &&
     grep -qF 'ops[1] ? ltc_tensor_shape(ops[1]) : NULL' "$TMP/gen/ltc_ops.c" &&
     grep -qF 'if (!lua_isnoneornil(L, p_rng_state)) ltcL_checkoperand' "$TMP/gen/lua_ops.c" &&
     ! grep -qF "argument 'rng_state' is nil" "$TMP/gen/ltc_ops.c"
+then pass "$name"; else fail "$name" "rc=$rc"; fi
+name="an int default before required ones is left out when a table stands in the next place"
+if [ "$rc" -eq 0 ] &&
+    grep -qF 'int64_t low = lua_type(L, arg + 1) == LUA_TTABLE ? 0' "$TMP/gen/lua_ops.c" &&
+    grep -qF ': ltcL_optint(L, arg++, 0, "span");' "$TMP/gen/lua_ops.c"
+then pass "$name"; else fail "$name" "rc=$rc"; fi
+name="a composite overload is picked by the table of its keywords and calls its Lua function"
+if [ "$rc" -eq 0 ] &&
+    grep -qF 'if (top >= 3 && lua_type(L, 3) == LUA_TTABLE) return bind_kw_pick_kw(L);' "$TMP/gen/lua_ops.c" &&
+    grep -qF 'static const char *const keywords[] = {"mode", "k", NULL};' "$TMP/gen/lua_ops.c" &&
+    grep -qF 'ltcL_keywords(L, 3, keywords, "pick");' "$TMP/gen/lua_ops.c" &&
+    grep -qF 'return ltcL_call_overload(L, "pick.kw", "pick");' "$TMP/gen/lua_ops.c" &&
+    grep -qF '{ name = "pick", full_name = "pick.kw", composite = "lua/ltc/ops.lua", overload_of = "pick" },' "$TMP/gen/ops_meta.lua"
 then pass "$name"; else fail "$name" "rc=$rc"; fi
 run_fixture bad_output_grad
 expect_error "grad_<output> of the first output or of no output is an unknown name" \

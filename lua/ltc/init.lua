@@ -352,34 +352,6 @@ local creation = { "tensor", "zeros", "ones", "full", "empty", "rand", "randn", 
 for _, name in ipairs(creation) do
   if M[name] then M[name] = with_options(name, M[name]) end
 end
--- PyTorch's other call forms of a few ops (t:max(other) and t:min(other) are ops.yaml's
--- `overload_of:` keys): ltc.randint(high, size) draws from [0, high); div(a, b,
--- {rounding_mode = "trunc" | "floor"}) rounds the quotient toward zero or down (integers
--- stay integers, as torch.div).
-do
-  local randint = M.randint
-  M.randint = function(a, b, ...)
-    if type(b) == "table" and not core.is_tensor(b) and b[1] ~= nil then return randint(0, a, b, ...) end
-    return randint(a, b, ...)
-  end
-  local div = methods.div
-  local function div_rounding(a, b, opts)
-    if type(opts) ~= "table" or core.is_tensor(opts) then return div(a, b, opts) end
-    for k in pairs(opts) do
-      if k ~= "rounding_mode" then raise("div: unknown option '" .. tostring(k) .. "' (expected rounding_mode)") end
-    end
-    local mode = opts.rounding_mode
-    if mode == nil then return div(a, b) end
-    if mode == "floor" then return M.floor_divide(a, b) end
-    if mode ~= "trunc" then
-      raise("div: rounding_mode must be \"trunc\", \"floor\" or nil, got " .. tostring(mode))
-    end
-    local dt, q = M.result_type(a, b), div(a, b):trunc() -- integers divide to float32
-    return q:dtype() == dt and q or q:to(dt)
-  end
-  methods.div = div_rounding
-  if M.div == div then M.div = div_rounding end
-end
 autograd.export(M)
 -- ltc.nn and ltc.optim require "ltc" themselves: the module is registered first
 package.loaded["ltc"] = M

@@ -299,6 +299,26 @@ function M.install(core)
     return t - trunc(t)
   end, true)
 
+  -- Composite overloads (ops.yaml's `overload_of:` on a composite entry): the generated
+  -- dispatcher of the name picks one by the table of its keywords after the positional
+  -- arguments and calls core._overloads[<full name>] with the keywords' values in their places.
+
+  --- div.Tensor_mode(t, other, rounding_mode), from t:div(other, {rounding_mode = ...}):
+  -- "trunc" rounds the quotient toward zero (div, then trunc, cast back to the operands'
+  -- result_type, so integers stay integers), "floor" down (floor_divide), nil not at all (div).
+  -- PyTorch's torch.div(input, other, rounding_mode=...).
+  local div, floor_divide, result_type = core.div, core.floor_divide, core.result_type
+  core._overloads["div.Tensor_mode"] = function(t, other, rounding_mode)
+    if rounding_mode == nil then return div(t, other) end
+    if rounding_mode == "floor" then return floor_divide(t, other) end
+    if rounding_mode ~= "trunc" then
+      raise("div: rounding_mode must be \"trunc\", \"floor\" or nil, got " .. tostring(rounding_mode))
+    end
+    local q = trunc(div(t, other)) -- integers divide to float32
+    local dt = result_type(t, other)
+    return q:dtype() == dt and q or q:to(dt)
+  end
+
   ---------------------------------------------------------------------------------------
   -- normalisation: PyTorch's argument order and defaults over the ops
 

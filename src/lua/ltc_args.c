@@ -1,10 +1,14 @@
 /*
  * ltc_args.c - argument checks of the generated binding (gen/lua_ops.c) and the hand-written
  * one: operands (tensors or numbers, lists of them), int[] and int[N] sizes, dtypes and dims
- * (ltc_lua.h), and int, int? and float arguments and extra arguments (ltc_args.h). Unlike luaL_checkinteger, whose message names
- * the function only when Lua's call info knows it ("bad argument #2 to '?'" once a Lua
- * wrapper such as the autograd layer tail-calls the binding), these name the op.
+ * (ltc_lua.h), and int, int? and float arguments and extra arguments (ltc_args.h); and the
+ * keyword tables and Lua functions of composite overloads (ltc_lua.h). Unlike
+ * luaL_checkinteger, whose message names the function only when Lua's call info knows it
+ * ("bad argument #2 to '?'" once a Lua wrapper such as the autograd layer tail-calls the
+ * binding), these name the op.
  */
+#include <string.h>
+
 #include "ltc_lua.h" /* ltc_args.h, and luaL_error as ltcL_raise (errors at the user's line) */
 
 static int bad_arg(lua_State *L, int arg, const char *fname, const char *expected) {
@@ -188,4 +192,51 @@ int64_t ltcL_checkdim(lua_State *L, int arg, bool opt, const char *fname) {
     if (d == 0) luaL_error(L, "%s: bad argument #%d (0 is invalid: dims and indices are 1-based)",
                            fname, arg);
     return d;
+}
+
+/* ---- composite overloads ---- */
+
+static const char overloads_key = 0; /* registry[&overloads_key]: core._overloads */
+
+void ltcL_open_overloads(lua_State *L) {
+    lua_newtable(L);
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &overloads_key);
+    lua_setfield(L, -2, "_overloads");
+}
+
+void ltcL_keywords(lua_State *L, int arg, const char *const *keywords, const char *fname) {
+    lua_settop(L, arg);
+    lua_pushnil(L);
+    while (lua_next(L, arg)) {
+        lua_pop(L, 1);
+        const char *key = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+        bool known = false;
+        for (int k = 0; keywords[k] && key && !known; k++) known = !strcmp(key, keywords[k]);
+        if (known) continue;
+        luaL_Buffer b;
+        luaL_buffinit(L, &b);
+        for (int k = 0; keywords[k]; k++) {
+            if (k) luaL_addstring(&b, ", ");
+            luaL_addstring(&b, keywords[k]);
+        }
+        luaL_pushresult(&b);
+        luaL_tolstring(L, -2, NULL);
+        luaL_error(L, "%s: unknown option '%s' (expected %s)", fname, lua_tostring(L, -1),
+                   lua_tostring(L, -2));
+    }
+    for (int k = 0; keywords[k]; k++) lua_getfield(L, arg, keywords[k]);
+    lua_remove(L, arg);
+}
+
+int ltcL_call_overload(lua_State *L, const char *full_name, const char *fname) {
+    int n = lua_gettop(L);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &overloads_key);
+    if (lua_getfield(L, -1, full_name) != LUA_TFUNCTION)
+        return luaL_error(L, "%s: core._overloads[\"%s\"] is not a function (its composite "
+                             "file did not register it)", fname, full_name);
+    lua_remove(L, -2);
+    lua_insert(L, 1);
+    if (lua_pcall(L, n, LUA_MULTRET, 0) != LUA_OK) return ltcL_reraise(L);
+    return lua_gettop(L);
 }

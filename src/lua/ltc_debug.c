@@ -340,13 +340,17 @@ static bool has_position(const char *msg) {
  * files (ltcL_where), for the checks of lua/ltc/ that run a few calls deep, and to raise
  * again an error caught by one of ltc's own pcalls (whose C frame left it with no line). A
  * msg that has a position already, or is no string, is raised unchanged. */
-static int l_raise(lua_State *L) {
-    lua_settop(L, 1);
-    if (lua_type(L, 1) != LUA_TSTRING || has_position(lua_tostring(L, 1))) return lua_error(L);
+int ltcL_reraise(lua_State *L) {
+    if (lua_type(L, -1) != LUA_TSTRING || has_position(lua_tostring(L, -1))) return lua_error(L);
     ltcL_where(L);
-    lua_insert(L, 1);
+    lua_insert(L, -2);
     lua_concat(L, 2);
     return lua_error(L);
+}
+
+static int l_raise(lua_State *L) {
+    lua_settop(L, 1);
+    return ltcL_reraise(L);
 }
 
 /* core._op_scope(name [, hint]) or core._op_scope(label): the nodes traced until the

@@ -24,6 +24,10 @@
 int ltcL_raise(lua_State *L, const char *fmt, ...);
 /* Pushes the position ltcL_raise uses: "chunk:line: " or "". */
 void ltcL_where(lua_State *L);
+/* Raises the error value on top again, a string without a position led by ltcL_where's (as
+ * core._raise): for an error caught by a pcall of the binding's own, whose C frame left it
+ * without the user's line. */
+int ltcL_reraise(lua_State *L);
 #define luaL_error ltcL_raise
 
 /* lauxlib's argument checks, raising "<name>: bad argument #n (...)" at the user's line with
@@ -90,6 +94,22 @@ ltc_dtype ltcL_checkdtype(lua_State *L, int arg, bool opt, const char *fname);
 /* A dim or index argument: an integer, not 0 (1-based; negative counts from the end).
  * For `opt`, nil gives LTC_NONE. Raises "<fname>: dim 0 is invalid (dims are 1-based)". */
 int64_t ltcL_checkdim(lua_State *L, int arg, bool opt, const char *fname);
+
+/* ---- composite overloads (ops.yaml's `overload_of:` on a composite entry) ----
+ * PyTorch's keyword-only arguments come from Lua as a table after the positional ones
+ * (t:div(other, {rounding_mode = "trunc"})); the generated dispatcher of the name picks the
+ * composite by that table and calls these two. */
+/* Replaces the keyword table at `arg` (the top of the stack) by the values of `keywords`
+ * (NULL-terminated), in that order, nil for those not given. Raises "<fname>: unknown option
+ * '<key>' (expected <keywords>)" for any other key. */
+void ltcL_keywords(lua_State *L, int arg, const char *const *keywords, const char *fname);
+/* Calls core._overloads[full_name], the Lua function a composite file registered, with the
+ * arguments on the stack and returns its results (for `return ltcL_call_overload(...)` in a
+ * lua_CFunction). Its errors are raised again at the user's line (ltcL_reraise). */
+int ltcL_call_overload(lua_State *L, const char *full_name, const char *fname);
+/* Adds core._overloads (full op name -> Lua function, filled by lua/ltc/ops.lua) to the table
+ * on top. */
+void ltcL_open_overloads(lua_State *L);
 
 /* Makes trim syncs of this thread collect this state's garbage first (ltc_trim.c). */
 void ltcL_install_trim_gc(lua_State *L);

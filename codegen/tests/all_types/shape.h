@@ -14,3 +14,5 @@ ltc_status ltc_shape_isneg(const ltc_shape *self, ltc_shape *out);
 ltc_status ltc_shape_draw(const ltc_shape *self, double p, const ltc_shape *rng_state,
                           ltc_shape *out);
 int64_t ltc_rng_numel_draw(const ltc_shape *const *in, const ltc_shape *out);
+ltc_status ltc_shape_span(int64_t low, int64_t high, const int64_t *size, int n_size,
+                          ltc_dtype dtype, ltc_shape *out);

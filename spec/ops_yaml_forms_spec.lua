@@ -26,6 +26,14 @@ describe("ops.yaml's call forms", function()
     local q = x:div(2, { rounding_mode = "trunc" })
     assert.are.same({ "int32", { -3, 3, 2 } }, { q:dtype(), q:totable() })
     assert.are.same({ -3.5, 3.5, 2.5 }, x:div(2, {}):totable()) -- no keyword: true division
+    -- integers past 2^24 exactly (torch.div(..., rounding_mode="trunc") on int64)
+    local big = ltc.tensor({ 2 ^ 40 + 6, -(2 ^ 40 + 6), 7, -7, 6, -9 }, "int64")
+    local d = ltc.tensor({ 2, 2, -2, 2, -3, -4 }, "int64")
+    assert.are.same({ 2 ^ 39 + 3, -(2 ^ 39 + 3), -3, -3, -2, 2 },
+      big:div(d, { rounding_mode = "trunc" }):totable())
+    assert.are.same({ -(2 ^ 39 + 3), 2 ^ 39 + 3, -3, 3, -3, 4 },
+      big:div(-2, { rounding_mode = "trunc" }):totable())
+    assert.are.same({ 11184811 }, ltc.tensor({ 33554435 }, "int32"):div(3, { rounding_mode = "trunc" }):totable())
     x:div_(2, { rounding_mode = "floor" }) -- the in-place method takes the keywords too
     assert.are.same({ -4, 3, 2 }, x:totable())
   end)

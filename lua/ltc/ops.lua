@@ -304,8 +304,9 @@ function M.install(core)
   -- arguments and calls core._overloads[<full name>] with the keywords' values in their places.
 
   --- div.Tensor_mode(t, other, rounding_mode), from t:div(other, {rounding_mode = ...}):
-  -- "trunc" rounds the quotient toward zero (div, then trunc, cast back to the operands'
-  -- result_type, so integers stay integers), "floor" down (floor_divide), nil not at all (div).
+  -- "trunc" rounds the quotient toward zero (integers exactly, in integers; floats as div then
+  -- trunc, cast back to the operands' result_type), "floor" down (floor_divide), nil not at
+  -- all (div). An integer division by zero raises at the sync, as floor_divide does.
   -- PyTorch's torch.div(input, other, rounding_mode=...).
   local div, floor_divide, result_type = core.div, core.floor_divide, core.result_type
   core._overloads["div.Tensor_mode"] = function(t, other, rounding_mode)
@@ -314,8 +315,17 @@ function M.install(core)
     if rounding_mode ~= "trunc" then
       raise("div: rounding_mode must be \"trunc\", \"floor\" or nil, got " .. tostring(rounding_mode))
     end
-    local q = trunc(div(t, other)) -- integers divide to float32
     local dt = result_type(t, other)
+    if dt == "int32" or dt == "int64" then
+      -- exactly, in integers (through float32 a quotient above 2^24 lost its last bits):
+      -- the floor quotient, plus one where the division was inexact and the signs differ
+      local q = floor_divide(t, other)
+      local neg = type(other) == "number" and other < 0 or core.lt(other, 0)
+      local differ = neg == true and core.ge(t, 0) or neg == false and core.lt(t, 0)
+        or core.ne(core.lt(t, 0), neg)
+      return q + core.logical_and(core.ne(q * other, t), differ):to(dt)
+    end
+    local q = trunc(div(t, other))
     return q:dtype() == dt and q or q:to(dt)
   end
 

@@ -17,7 +17,7 @@ local ctor_args = require "ltc.nn_positional" -- PyTorch's positional constructo
 
 return function(nn, F)
   local check_options, set, check_size = nn.check_options, nn.option_set, nn.check_size
-  local uniform = nn.init.uniform
+  local uniform = nn._private.uniform
 
   -- softmax(q k^T * scale + mask) [with dropout] v over the ops, and the weights: the path
   -- for MultiheadAttention's need_weights and for dropout with a float mask requiring grad.

@@ -16,7 +16,7 @@ local positional = require "ltc.nn_positional" -- nn.LSTM(10, 20, 2): PyTorch's 
 
 return function(nn, F)
   local check_options, set, check_size = nn.check_options, nn.option_set, nn.check_size
-  local uniform = nn.init.uniform
+  local uniform = nn._private.uniform
 
   local gates = { RNN = 1, LSTM = 4, GRU = 3 }
 

@@ -71,7 +71,8 @@ describe("an error from misuse", function()
       { "Embedding", { 10, 4 } }, { "LSTM", { 3, 4 } }, { "GRU", { 3, 4 } },
       { "MaxPool2d", { 2 } }, { "MultiheadAttention", { 4, 2 } }, { "GroupNorm", { 2, 4 } },
       { "Dropout", { 0.5 } }, { "CrossEntropyLoss", {} }, { "MSELoss", {} },
-      { "ConvTranspose2d", { 1, 2, 3 } }, { "TransformerEncoderLayer", { 4, 2 } } }
+      { "ConvTranspose2d", { 1, 2, 3 } }, { "TransformerEncoderLayer", { 4, 2 } },
+      { "TransformerEncoder", { ltc.nn.TransformerEncoderLayer(4, 2, 8), 2 } } }
     for _, m in ipairs(mods) do
       local C = ltc.nn[m[1]]
       local mod = C(table.unpack(m[2]))

@@ -107,6 +107,8 @@ describe("ltc.help of a value (what a user passes)", function()
       { ltc.nn.Module, "^nn%.Module: nn%.Module, the base class of every module" },
       { ltc.nn.init.kaiming_uniform_, "^nn%.init%.kaiming_uniform_%(t" },
       { ltc.nn.init.zeros_, "^nn%.init%.zeros_%(t%)" },
+      { ltc.nn.TransformerEncoder, "^nn%.TransformerEncoder: nn%.TransformerEncoder%(encoder_layer, num_layers" },
+      { ltc.nn.Module.clone, "^m:clone%(%): a deep copy" },
     }
     for _, w in ipairs(want) do
       local d, why = ltc.doc(w[1])

@@ -1,9 +1,9 @@
 -- Errors point at the user's line and name the function the user called (issues 16 and 17):
--- every function of ltc, ltc.nn.functional, ltc.nn, ltc.optim, ltc.debug and ltc.data, every
--- tensor method, and a sample of modules and optimizers, called with bad arguments, raise
--- either no error or one whose position is this file's line: never a line inside lua/ltc/,
--- never "[C]" or no position, never lauxlib's "bad argument #1 to 'f'" (the name of a local
--- variable) or "to '?'".
+-- every function of ltc, ltc.nn.functional, ltc.nn, ltc.nn.init, ltc.nn.utils.rnn, ltc.optim,
+-- ltc.debug and ltc.data, every tensor method, and a sample of modules and optimizers, called
+-- with bad arguments, raise either no error or one whose position is this file's line: never
+-- a line inside lua/ltc/, never "[C]" or no position, never lauxlib's "bad argument #1 to
+-- 'f'" (the name of a local variable) or "to '?'".
 local ltc = require "ltc"
 
 local bad_calls, raised = {}, 0
@@ -47,6 +47,7 @@ end
 describe("an error from misuse", function()
   it("is raised at the caller's line, naming the function, across the API", function()
     local groups = { { "ltc.", ltc }, { "F.", ltc.nn.functional }, { "nn.", ltc.nn },
+      { "init.", ltc.nn.init }, { "rnn.", ltc.nn.utils.rnn },
       { "optim.", ltc.optim }, { "debug.", ltc.debug }, { "data.", ltc.data } }
     for _, g in ipairs(groups) do
       for _, n in ipairs(names(g[2])) do
@@ -70,7 +71,8 @@ describe("an error from misuse", function()
       { "Embedding", { 10, 4 } }, { "LSTM", { 3, 4 } }, { "GRU", { 3, 4 } },
       { "MaxPool2d", { 2 } }, { "MultiheadAttention", { 4, 2 } }, { "GroupNorm", { 2, 4 } },
       { "Dropout", { 0.5 } }, { "CrossEntropyLoss", {} }, { "MSELoss", {} },
-      { "ConvTranspose2d", { 1, 2, 3 } }, { "TransformerEncoderLayer", { 4, 2 } } }
+      { "ConvTranspose2d", { 1, 2, 3 } }, { "TransformerEncoderLayer", { 4, 2 } },
+      { "TransformerEncoder", { ltc.nn.TransformerEncoderLayer(4, 2, 8), 2 } } }
     for _, m in ipairs(mods) do
       local C = ltc.nn[m[1]]
       local mod = C(table.unpack(m[2]))

@@ -73,10 +73,10 @@ describe("ltc.help of a value (what a user passes)", function()
   -- every public function and class of these tables has a doc: before, ltc.help of
   -- nn.utils.clip_grad_norm_, the schedulers, ltc.debug.backend_text (also ltc.debug_backend_text,
   -- a name tried first) and the loss modules named in a list said "no doc comment"
-  it("finds one for every function and class of nn, nn.functional, nn.utils, optim, lr_scheduler, autograd, debug, data", function()
+  it("finds one for every function and class of nn, nn.functional, nn.init, nn.utils(.rnn), optim, lr_scheduler, autograd, debug, data", function()
     local missing = {}
-    for _, path in ipairs({ "nn", "nn.functional", "nn.utils", "optim", "optim.lr_scheduler",
-      "autograd", "debug", "data" }) do
+    for _, path in ipairs({ "nn", "nn.functional", "nn.init", "nn.utils", "nn.utils.rnn", "optim",
+      "optim.lr_scheduler", "autograd", "debug", "data" }) do
       local t = ltc
       for part in path:gmatch("[^.]+") do t = t[part] end
       for k, v in pairs(t) do
@@ -105,6 +105,11 @@ describe("ltc.help of a value (what a user passes)", function()
       { ltc.nn.GRUCell, "^nn%.GRUCell: nn%.RNNCell%(input_size" },
       { ltc.nn.CrossEntropyLoss, "^nn%.CrossEntropyLoss: nn%.CrossEntropyLoss, nn%.NLLLoss" },
       { ltc.nn.Module, "^nn%.Module: nn%.Module, the base class of every module" },
+      { ltc.nn.init.kaiming_uniform_, "^nn%.init%.kaiming_uniform_%(t" },
+      { ltc.nn.init.zeros_, "^nn%.init%.zeros_%(t%)" },
+      { ltc.nn.TransformerEncoder, "^nn%.TransformerEncoder: nn%.TransformerEncoder%(encoder_layer, num_layers" },
+      { ltc.nn.utils.rnn.pad_sequence, "^nn%.utils%.rnn%.pad_sequence%(sequences" },
+      { ltc.nn.Module.clone, "^m:clone%(%): a deep copy" },
     }
     for _, w in ipairs(want) do
       local d, why = ltc.doc(w[1])

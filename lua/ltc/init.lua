@@ -386,5 +386,6 @@ do
   follow_all(M.nn.functional)
   follow_all(M.nn.init)
   follow_all(M.nn.utils)
+  follow_all(M.nn.utils.rnn)
 end
 return M

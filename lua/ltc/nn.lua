@@ -12,8 +12,9 @@
 --
 -- This file makes ltc.nn.functional (each function's arguments checked), the option checks
 -- the other files share, and nn.utils; the rest is in nn_functional.lua (functionals),
--- nn_module.lua (nn.Module), nn_basic.lua (the first layers), nn_loss.lua, nn_rnn.lua,
--- nn_layers.lua and nn_attention.lua, each a function(nn, F) called below.
+-- nn_module.lua (nn.Module), nn_init.lua (nn.init), nn_basic.lua (the first layers),
+-- nn_loss.lua, nn_rnn.lua, nn_layers.lua and nn_attention.lua, each a function(nn, F) called
+-- below.
 local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local ltc = require "ltc"
 
@@ -215,16 +216,17 @@ local function check_size(layer, what, v)
 end
 nn.check_size = check_size
 
--- Uniform samples in [-bound, bound) from the seeded generator.
+-- The modules' initialisation: uniform samples of a size in [-bound, bound) from the seeded
+-- generator (PyTorch's API, nn.init.uniform_(t, a, b), is in nn_init.lua).
 local function uniform(size, bound)
   return ltc.no_grad(function() return ltc.rand(size) * (2 * bound) - bound end)
 end
-nn.init = { uniform = uniform }
 nn._private = { set = set, uniform = uniform } -- the files below add check_p, check_module
 
 -- the parts of ltc.nn, each in its own file, in this order (each may use the ones before)
 require("ltc.nn_functional")(nn, F) -- the first functionals: linear, relu, ..., normalize
 require("ltc.nn_module")(nn, F)     -- nn.Module, nn.class, parameters, state_dict, to
+require("ltc.nn_init")(nn)          -- nn.init: PyTorch's torch.nn.init (uniform_, kaiming_normal_, ...)
 require("ltc.nn_basic")(nn, F)      -- Linear, Conv2d, MaxPool2d, activations, ..., Embedding
 
 ---------------------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 --- ltc.nn attention (PyTorch's nn.functional.scaled_dot_product_attention,
--- nn.MultiheadAttention, nn.TransformerEncoderLayer), added to ltc.nn by lua/ltc/nn.lua:
--- require("ltc.nn_attention")(nn, F). Parameter names, initialisation and mask conventions
--- are PyTorch's, so state dicts carry over (spec/nn_layers_spec.lua compares outputs).
+-- nn.MultiheadAttention, nn.TransformerEncoderLayer, nn.TransformerEncoder), added to ltc.nn
+-- by lua/ltc/nn.lua: require("ltc.nn_attention")(nn, F). Parameter names, initialisation and
+-- mask conventions are PyTorch's, so state dicts carry over (spec/nn_layers_spec.lua
+-- compares outputs).
 --
 -- scaled_dot_product_attention is one op (codegen/ops.yaml) whose CPU kernel works block by
 -- block (src/cpu/attention.c: the [L, S] scores are never materialised, forward or
@@ -17,7 +18,7 @@ local ctor_args = require "ltc.nn_positional" -- PyTorch's positional constructo
 
 return function(nn, F)
   local check_options, set, check_size = nn.check_options, nn.option_set, nn.check_size
-  local uniform = nn.init.uniform
+  local uniform = nn._private.uniform
 
   -- softmax(q k^T * scale + mask) [with dropout] v over the ops, and the weights: the path
   -- for MultiheadAttention's need_weights and for dropout with a float mask requiring grad.
@@ -409,6 +410,59 @@ return function(nn, F)
       x = self.norm1(x + sa(x))
       x = self.norm2(x + ff(x))
     end
+    return x
+  end
+
+  --- nn.TransformerEncoder(encoder_layer, num_layers [, norm]): num_layers copies of
+  -- encoder_layer (encoder_layer:clone(), PyTorch's deepcopy: each starts with its weights
+  -- and is trained apart; encoder_layer itself is not one of them) as the ModuleList
+  -- `layers`, then the optional module `norm` (a LayerNorm), as PyTorch's submodule names
+  -- (state dict "layers.1.self_attn.in_proj_weight", ...: ltc numbers ModuleList children
+  -- from 1). Also an options table {norm, enable_nested_tensor, mask_check}, the last two
+  -- accepted and ignored (PyTorch's fast-path switches). enc(src [, mask [,
+  -- src_key_padding_mask [, is_causal]]]) or enc(src, {mask, src_key_padding_mask,
+  -- is_causal}): each layer in order with src_mask = mask and the rest as they are, then norm.
+  nn.TransformerEncoder = nn.class("TransformerEncoder")
+  function nn.TransformerEncoder:__init(layer, num_layers, ...)
+    if not nn.is_module(layer) then
+      raise("TransformerEncoder: bad argument #1 (encoder_layer: an ltc.nn module expected, got "
+        .. ltc.typename(layer) .. ")")
+    end
+    check_size("TransformerEncoder", "num_layers", num_layers)
+    local allowed = set("norm", "enable_nested_tensor", "mask_check")
+    local opts
+    if nn.is_module((...)) then -- a norm module given positionally: not the options table
+      opts = check_options("TransformerEncoder", ctor_args("TransformerEncoder", "norm",
+        { "enable_nested_tensor", "mask_check" }, select(2, ...)), allowed, 3)
+      if opts.norm ~= nil then
+        raise("TransformerEncoder: got multiple values for 'norm' (positional and in the options table)")
+      end
+      opts.norm = (...)
+    else
+      opts = check_options("TransformerEncoder", ctor_args("TransformerEncoder", "num_layers",
+        { "norm", "enable_nested_tensor", "mask_check" }, ...), allowed, 3)
+    end
+    if opts.norm ~= nil and not nn.is_module(opts.norm) then
+      raise("TransformerEncoder: norm must be an ltc.nn module or nil, got " .. ltc.typename(opts.norm))
+    end
+    local layers = {}
+    for i = 1, num_layers do layers[i] = layer:clone() end
+    self.layers = nn.ModuleList(layers)
+    self.num_layers = num_layers
+    if opts.norm then self.norm = opts.norm end
+  end
+  function nn.TransformerEncoder:forward(src, mask, key_padding_mask, is_causal)
+    local opts
+    if ltc.is_tensor(mask) or (mask == nil and (key_padding_mask ~= nil or is_causal ~= nil)) then
+      opts = { mask = mask, src_key_padding_mask = key_padding_mask, is_causal = is_causal }
+    else
+      opts = check_options("TransformerEncoder", mask, set("mask", "src_key_padding_mask", "is_causal"), 2)
+    end
+    local layer_opts = { src_mask = opts.mask, src_key_padding_mask = opts.src_key_padding_mask,
+      is_causal = opts.is_causal }
+    local x = src
+    for _, m in ipairs(self.layers:children()) do x = m(x, layer_opts) end
+    if self.norm then x = self.norm(x) end
     return x
   end
 end

@@ -10,7 +10,7 @@ local positional = require "ltc.nn_positional" -- PyTorch's positional construct
 
 return function(nn, F)
   local check_options, set, check_size = nn.check_options, nn.option_set, nn.check_size
-  local uniform = nn.init.uniform
+  local uniform = nn._private.uniform
   local check_module = nn._private.check_module
 
   ---------------------------------------------------------------------------------------------

@@ -341,6 +341,34 @@ return function(nn, F)
     return self
   end
 
+  --- m:clone(): a deep copy of m (PyTorch's copy.deepcopy(m); Torch7's m:clone() without
+  -- its arguments that share parameters): the same class, submodules, plain fields,
+  -- training mode and hooks, each parameter and buffer copied into a new tensor with the
+  -- same values (a parameter a new leaf that requires grad, without a .grad, as PyTorch's
+  -- Parameter.__deepcopy__). Writes to the copy never reach m, nor the other way round. A
+  -- tensor or table reached twice (weights shared by two submodules) is copied once, so
+  -- the copy shares it the same way. Modules, tensors and tables without a metatable are
+  -- copied; functions, userdata and other objects are shared.
+  function Module:clone()
+    local memo, tags = {}, ltc.debug.tags
+    local function copy(v)
+      if memo[v] ~= nil then return memo[v] end
+      if ltc.is_tensor(v) then
+        local c = ltc.no_grad(function() return v:detach():clone() end)
+        if v.requires_grad and v.is_leaf then c:requires_grad_() end
+        if tags[v] then ltc.debug.tag(c, tags[v]) end
+        memo[v] = c
+        return c
+      end
+      if type(v) ~= "table" or not (getmetatable(v) == nil or is_module(v)) then return v end
+      local c = {}
+      memo[v] = c
+      for k, x in pairs(v) do rawset(c, copy(k), copy(x)) end
+      return setmetatable(c, getmetatable(v))
+    end
+    return copy(self)
+  end
+
   --- m:train([mode]) / m:eval(): training mode on (default) or off, for m and its children.
   function Module:train(mode)
     if mode == nil then mode = true end

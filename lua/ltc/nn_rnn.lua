@@ -1,5 +1,5 @@
---- ltc.nn recurrent modules (PyTorch's torch.nn.RNN, LSTM, GRU and their cells), added to
--- ltc.nn by lua/ltc/nn.lua: require("ltc.nn_rnn")(nn, F).
+--- ltc.nn recurrent modules (PyTorch's torch.nn.RNN, LSTM, GRU and their cells) and
+-- nn.utils.rnn.pad_sequence, added to ltc.nn by lua/ltc/nn.lua: require("ltc.nn_rnn")(nn, F).
 --
 -- Parameters, their names, shapes, gate order and initialisation are PyTorch's (uniform in
 -- +-1/sqrt(hidden_size)), so a state dict moves between the two (spec/rnn_spec.lua compares
@@ -16,7 +16,7 @@ local positional = require "ltc.nn_positional" -- nn.LSTM(10, 20, 2): PyTorch's 
 
 return function(nn, F)
   local check_options, set, check_size = nn.check_options, nn.option_set, nn.check_size
-  local uniform = nn.init.uniform
+  local uniform = nn._private.uniform
 
   local gates = { RNN = 1, LSTM = 4, GRU = 3 }
 
@@ -395,4 +395,66 @@ return function(nn, F)
   nn.RNN = seq_class("RNN")
   nn.LSTM = seq_class("LSTM")
   nn.GRU = seq_class("GRU")
+
+  ---------------------------------------------------------------------------------------------
+  -- nn.utils.rnn
+
+  nn.utils.rnn = nn.utils.rnn or {}
+
+  local function sizes(t) return "[" .. table.concat(t:size(), ", ") .. "]" end
+
+  --- nn.utils.rnn.pad_sequence(sequences [, batch_first=false [, padding_value=0 [,
+  -- padding_side="right"]]]): the list of tensors [L_i, *] padded with padding_value to the
+  -- longest length and stacked: [max L, B, *], or [B, max L, *] with batch_first (PyTorch's
+  -- torch.nn.utils.rnn.pad_sequence); padding_side "left" pads before each sequence. Made of
+  -- pad and stack, so it is differentiable; the result has the first sequence's dtype (the
+  -- others are converted, as PyTorch copies them into it). The options may be given by name
+  -- in a trailing table, pad_sequence(seqs, {batch_first = true}). An empty list, a tensor
+  -- with no dims or trailing dims unlike the first's raise.
+  function nn.utils.rnn.pad_sequence(sequences, ...)
+    local fname = "pad_sequence"
+    local names = { "batch_first", "padding_value", "padding_side" }
+    local o = check_options(fname, positional(fname, "sequences", names, ...), set(table.unpack(names)), 2)
+    local value, side = o.padding_value or 0, o.padding_side or "right"
+    if type(value) ~= "number" then
+      raise("pad_sequence: padding_value must be a number, got " .. ltc.typename(value))
+    end
+    if side ~= "right" and side ~= "left" then
+      raise(string.format("pad_sequence: padding_side must be 'left' or 'right', got %s",
+        type(side) == "string" and "'" .. side .. "'" or ltc.typename(side)))
+    end
+    if type(sequences) ~= "table" or ltc.is_tensor(sequences) then
+      raise("pad_sequence: bad argument #1 (a list of tensors expected, got "
+        .. ltc.typename(sequences) .. ")")
+    end
+    if sequences[1] == nil then raise("pad_sequence: received an empty list of sequences") end
+    local first, longest = sequences[1], 0
+    for i, s in ipairs(sequences) do
+      if not ltc.is_tensor(s) or s:dim() == 0 then
+        raise(string.format("pad_sequence: sequence %d must be a tensor [L, *] of 1 dim or more, "
+          .. "got %s", i, ltc.is_tensor(s) and "a 0-d tensor" or ltc.typename(s)))
+      end
+      local same = s:dim() == first:dim()
+      for d = 2, same and s:dim() or 0 do same = same and s:size(d) == first:size(d) end
+      if not same then
+        raise(string.format("pad_sequence: sequence %d is %s, but its dims after the first must "
+          .. "be those of sequence 1, %s", i, sizes(s), sizes(first)))
+      end
+      longest = math.max(longest, s:size(1))
+    end
+    local padded, dtype = {}, first:dtype()
+    for i, s in ipairs(sequences) do
+      if s:dtype() ~= dtype then s = s:to(dtype) end
+      local extra = longest - s:size(1)
+      if extra > 0 then
+        local amounts = {} -- PyTorch's order: the last dim first; only the first dim grows
+        for _ = 2, s:dim() do amounts[#amounts + 1] = 0; amounts[#amounts + 1] = 0 end
+        amounts[#amounts + 1] = side == "left" and extra or 0
+        amounts[#amounts + 1] = side == "left" and 0 or extra
+        s = F.pad(s, amounts, "constant", value)
+      end
+      padded[i] = s
+    end
+    return ltc.stack(padded, o.batch_first and 1 or 2)
+  end
 end

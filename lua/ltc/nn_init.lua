@@ -218,27 +218,30 @@ return function(nn)
     return fill(t, nn.functional.pad(m, { centre, k - 1 - centre }):reshape(size))
   end
 
-  --- nn.init.xavier_uniform_(t [, gain=1]): Glorot's uniform on [-bound, bound], bound =
-  -- gain * sqrt(6 / (fan_in + fan_out)) (nn.init._calculate_fan_in_and_fan_out: 2 dims or more).
-  function init.xavier_uniform_(t, ...)
-    local fname = "nn.init.xavier_uniform_"
+  -- Glorot's std, gain * sqrt(2 / (fan_in + fan_out)), after checking the arguments (nil for
+  -- an empty tensor)
+  local function xavier_std(fname, t, ...)
     local o = args(fname, t, { "gain" }, true, ...)
     local gain = number(fname, "gain", o.gain, 1)
     local fan_in, fan_out = fans(t, fname)
-    if t:numel() == 0 then return t end
-    local bound = gain * math.sqrt(6 / (fan_in + fan_out))
-    return uniform(t, -bound, bound)
+    if t:numel() == 0 then return nil end
+    return gain * math.sqrt(2 / (fan_in + fan_out))
+  end
+
+  --- nn.init.xavier_uniform_(t [, gain=1]): Glorot's uniform on [-bound, bound], bound =
+  -- gain * sqrt(6 / (fan_in + fan_out)) (nn.init._calculate_fan_in_and_fan_out: 2 dims or more).
+  function init.xavier_uniform_(t, ...)
+    local std = xavier_std("nn.init.xavier_uniform_", t, ...)
+    if not std then return t end
+    return uniform(t, -std * math.sqrt(3), std * math.sqrt(3))
   end
 
   --- nn.init.xavier_normal_(t [, gain=1]): Glorot's normal, N(0, std^2) with std = gain *
   -- sqrt(2 / (fan_in + fan_out)).
   function init.xavier_normal_(t, ...)
-    local fname = "nn.init.xavier_normal_"
-    local o = args(fname, t, { "gain" }, true, ...)
-    local gain = number(fname, "gain", o.gain, 1)
-    local fan_in, fan_out = fans(t, fname)
-    if t:numel() == 0 then return t end
-    return normal(t, 0, gain * math.sqrt(2 / (fan_in + fan_out)))
+    local std = xavier_std("nn.init.xavier_normal_", t, ...)
+    if not std then return t end
+    return normal(t, 0, std)
   end
 
   -- kaiming's std, gain(nonlinearity, a) / sqrt(fan), after checking the arguments

@@ -67,6 +67,17 @@ local function groups_of(params, defaults, name)
       if not ltc.is_tensor(p) then
         raise(string.format("%s: parameter %d is %s, not a tensor", name, i, ltc.typename(p)))
       end
+      -- as PyTorch's "can't optimize a non-leaf Tensor": a step would update a copy that
+      -- nothing reads, and an integer tensor has no gradient
+      if not p.is_leaf then
+        raise(string.format("%s: parameter %d is not a leaf tensor (it was computed from others: "
+          .. "optimize the tensors it was made from, or a :detach():requires_grad_() copy)", name, i))
+      end
+      local dt = p:dtype()
+      if dt ~= "float32" and dt ~= "float64" and dt ~= "float16" and dt ~= "bfloat16" then
+        raise(string.format("%s: parameter %d has dtype %s; only floating tensors can be optimized",
+          name, i, dt))
+      end
     end
     groups[#groups + 1] = group
   end

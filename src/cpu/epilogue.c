@@ -6,18 +6,18 @@
 
 #include "fuse.h"
 
-/* The merged kernel of a step running fn (NULL: no epilogue), and how many of its inputs and
- * outputs come before the group's. The GEMM's result that the group reads is output 0. */
-static ltc_kernel_fn epilogue_kernel(const plan_step *s, int *n_in, int *n_out) {
-    if (s->fused) return NULL;
-    *n_in = s->n_in, *n_out = s->n_out;
-    if (s->op == LTC_OP_LINEAR && s->fn == ltc_cpu_kernels[LTC_OP_LINEAR])
-        return ltc_cpu_kernel_linear_epilogue;
-    if (s->op == LTC_OP_LINEAR_NOBIAS && s->fn == ltc_cpu_kernels[LTC_OP_LINEAR_NOBIAS])
-        return ltc_cpu_kernel_linear_nobias_epilogue;
-    if (s->op == LTC_OP_LINEAR_BACKWARD && s->fn == ltc_cpu_kernels[LTC_OP_LINEAR_BACKWARD])
-        return ltc_cpu_kernel_linear_backward_epilogue;
-    return NULL;
+bool ltc_cpu_epilogue_op(int op) {
+    return op == LTC_OP_LINEAR || op == LTC_OP_LINEAR_NOBIAS || op == LTC_OP_LINEAR_BACKWARD;
+}
+
+/* The merged kernel of step s (NULL: it takes no epilogue). The GEMM's result that the group
+ * reads is its output 0; its inputs and outputs come before the group's. */
+static ltc_kernel_fn epilogue_kernel(const plan_step *s) {
+    if (s->fused || s->op < 0 || !ltc_cpu_epilogue_op(s->op) || s->fn != ltc_cpu_kernels[s->op])
+        return NULL;
+    return s->op == LTC_OP_LINEAR          ? ltc_cpu_kernel_linear_epilogue
+           : s->op == LTC_OP_LINEAR_NOBIAS ? ltc_cpu_kernel_linear_nobias_epilogue
+                                           : ltc_cpu_kernel_linear_backward_epilogue;
 }
 
 /* The step after step i that first reads buffer y, when it is a fused step, else -1 (steps
@@ -68,8 +68,8 @@ bool ltc_cpu_plan_epilogues(cpu_plan *p) {
     bool ok = true;
     for (int i = 0; i < p->n_steps && ok; i++) {
         plan_step *s = &p->steps[i];
-        int n_in, n_out, k, j;
-        ltc_kernel_fn fn = s->op < 0 ? NULL : epilogue_kernel(s, &n_in, &n_out);
+        int k, j;
+        ltc_kernel_fn fn = epilogue_kernel(s);
         if (fn && (j = first_reader(p, i, s->out[0], &k)) >= 0 &&
             ltc_cpu_fused_reads_whole(p->steps[j].fused, k)) {
             plan_step *g = &p->steps[j];

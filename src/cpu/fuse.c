@@ -621,8 +621,7 @@ bool ltc_cpu_plan_fuse(cpu_plan *p) {
     for (int s = 0; s < ns; s++) {
         const plan_step *st = &p->steps[s];
         for (int k = 0; k < st->n_in; k++) bd.n_readers[st->in[k]]++;
-        gemm_made[st->out[0]] = st->op == LTC_OP_LINEAR || st->op == LTC_OP_LINEAR_NOBIAS ||
-                                st->op == LTC_OP_LINEAR_BACKWARD;
+        gemm_made[st->out[0]] = ltc_cpu_epilogue_op(st->op);
     }
 
     /* groups: a fusable step joins the group of one of its inputs when the shapes match and

@@ -52,6 +52,8 @@ void ltc_cpu_fused_free(ltc_fused *f);
  * a consistent plan, some of its steps merged). */
 bool ltc_cpu_plan_epilogues(cpu_plan *p);
 
+/* Whether a step of op may take an epilogue (linear, linear.nobias, linear_backward). */
+bool ltc_cpu_epilogue_op(int op);
 /* The merged steps' kernels (linear.c). */
 ltc_status ltc_cpu_kernel_linear_epilogue(const ltc_kernel_args *a);
 ltc_status ltc_cpu_kernel_linear_nobias_epilogue(const ltc_kernel_args *a);

@@ -218,6 +218,17 @@ return function(nn)
     return fill(t, nn.functional.pad(m, { centre, k - 1 - centre }):reshape(size))
   end
 
+  -- t filled with mean 0 and standard deviation std, uniformly (on [-sqrt(3) std, sqrt(3) std])
+  -- or normally; t unchanged for std nil (an empty tensor)
+  local function uniform_std(t, std)
+    if not std then return t end
+    return uniform(t, -math.sqrt(3) * std, math.sqrt(3) * std)
+  end
+  local function normal_std(t, std)
+    if not std then return t end
+    return normal(t, 0, std)
+  end
+
   -- Glorot's std, gain * sqrt(2 / (fan_in + fan_out)), after checking the arguments (nil for
   -- an empty tensor)
   local function xavier_std(fname, t, ...)
@@ -231,17 +242,13 @@ return function(nn)
   --- nn.init.xavier_uniform_(t [, gain=1]): Glorot's uniform on [-bound, bound], bound =
   -- gain * sqrt(6 / (fan_in + fan_out)) (nn.init._calculate_fan_in_and_fan_out: 2 dims or more).
   function init.xavier_uniform_(t, ...)
-    local std = xavier_std("nn.init.xavier_uniform_", t, ...)
-    if not std then return t end
-    return uniform(t, -std * math.sqrt(3), std * math.sqrt(3))
+    return uniform_std(t, xavier_std("nn.init.xavier_uniform_", t, ...))
   end
 
   --- nn.init.xavier_normal_(t [, gain=1]): Glorot's normal, N(0, std^2) with std = gain *
   -- sqrt(2 / (fan_in + fan_out)).
   function init.xavier_normal_(t, ...)
-    local std = xavier_std("nn.init.xavier_normal_", t, ...)
-    if not std then return t end
-    return normal(t, 0, std)
+    return normal_std(t, xavier_std("nn.init.xavier_normal_", t, ...))
   end
 
   -- kaiming's std, gain(nonlinearity, a) / sqrt(fan), after checking the arguments
@@ -261,17 +268,13 @@ return function(nn)
   -- nn.init.calculate_gain(nonlinearity, a) (a: leaky_relu's negative slope), fan the fan_in
   -- or fan_out of t as mode says. nn.init.kaiming_uniform_(w, {nonlinearity = "relu"}).
   function init.kaiming_uniform_(t, ...)
-    local std = kaiming_std("nn.init.kaiming_uniform_", t, ...)
-    if not std then return t end
-    return uniform(t, -math.sqrt(3) * std, math.sqrt(3) * std)
+    return uniform_std(t, kaiming_std("nn.init.kaiming_uniform_", t, ...))
   end
 
   --- nn.init.kaiming_normal_(t [, a=0 [, mode="fan_in" [, nonlinearity="leaky_relu"]]]):
   -- He's normal, N(0, std^2) with std = gain / sqrt(fan), as kaiming_uniform_.
   function init.kaiming_normal_(t, ...)
-    local std = kaiming_std("nn.init.kaiming_normal_", t, ...)
-    if not std then return t end
-    return normal(t, 0, std)
+    return normal_std(t, kaiming_std("nn.init.kaiming_normal_", t, ...))
   end
 
   nn.init = init

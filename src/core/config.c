@@ -64,6 +64,24 @@ static str_option str_options[] = {
 #define N_OPTIONS (sizeof options / sizeof *options)
 #define N_STR_OPTIONS (sizeof str_options / sizeof *str_options)
 static bool loaded;
+/* The options a backend reads when it compiles a graph: part of every graph's hash. */
+static const char *const compile_options[] = {"LTC_FUSION", "LTC_GEMM_EPILOGUE"};
+static uint64_t compile_key; /* their values, hashed (update_compile_key) */
+
+static bool is_compile_option(const option *o) {
+    for (size_t i = 0; i < sizeof compile_options / sizeof *compile_options; i++)
+        if (strcmp(o->name, compile_options[i]) == 0) return true;
+    return false;
+}
+
+/* FNV-1a over the compile options' values: a graph hash mixes it in, so a graph compiled
+ * under one setting is not found under another, and setting an option back finds it again. */
+static void update_compile_key(void) {
+    uint64_t k = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < N_OPTIONS; i++)
+        if (is_compile_option(&options[i])) k = (k ^ (uint64_t)options[i].value) * 0x100000001b3ull;
+    compile_key = k;
+}
 
 static bool str_allowed(const str_option *o, const char *v) {
     if (!o->allowed) return true;
@@ -75,6 +93,7 @@ static bool str_allowed(const str_option *o, const char *v) {
 void ltc_config_init(void) {
     if (loaded) return;
     loaded = true;
+    update_compile_key(); /* the defaults, in case the environment sets none */
     for (size_t i = 0; i < N_OPTIONS; i++) {
         const char *v = getenv(options[i].name);
         if (!v || !*v) continue;
@@ -88,6 +107,7 @@ void ltc_config_init(void) {
                     "using the default %lld\n", options[i].name, v, (long long)options[i].min,
                     (long long)options[i].max, (long long)options[i].value);
     }
+    update_compile_key();
     for (size_t i = 0; i < N_STR_OPTIONS; i++) {
         const char *v = getenv(str_options[i].name);
         if (v && str_allowed(&str_options[i], v)) str_options[i].value = strdup(v);
@@ -130,7 +150,13 @@ ltc_status ltc_config_set_int(const char *name, int64_t value) {
         return ltc_errorf(LTC_ERR_ARG, "%s must be in %lld..%lld, got %lld", name,
                           (long long)o->min, (long long)o->max, (long long)value);
     o->value = value;
+    if (is_compile_option(o)) update_compile_key();
     return LTC_OK;
+}
+
+uint64_t ltc_config_compile_key(void) {
+    ltc_config_init();
+    return compile_key;
 }
 
 const char *ltc_config_get_str(const char *name) {

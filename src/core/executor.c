@@ -241,13 +241,16 @@ static void hash_put(hash_buf *h, const void *p, size_t n) {
 }
 
 /* The graph's hash for backend b: the backend's name comes first, so one graph compiled for
- * two backends is two cache entries (switching backends needs no cache flush). */
+ * two backends is two cache entries (switching backends needs no cache flush); then the
+ * compile options (ltc_config_compile_key), for the same reason. */
 static ltc_hash graph_hash(const graph *g, const ltc_backend *b) {
     hash_buf local, *h = &local;
     XXH3_INITSTATE(&h->st);
     XXH3_128bits_reset(&h->st);
     h->n = 0;
     if (b) XXH3_128bits_update(&h->st, b->name, strlen(b->name));
+    uint64_t key = ltc_config_compile_key();
+    hash_put(h, &key, sizeof key);
     for (int i = 0; i < g->n; i++) {
         const ltc_node *n = g->post[i];
         hash_put(h, &n->hash, sizeof n->hash);

@@ -381,6 +381,12 @@ int64_t *ltc_config_slot(const char *name);
 /* Sets an integer option. LTC_ERR_ARG for an unknown name, a string option, or a value out
  * of the option's range (the message gives the range). */
 ltc_status ltc_config_set_int(const char *name, int64_t value);
+/* A hash of the options a backend reads when it compiles a graph (LTC_FUSION,
+ * LTC_GEMM_EPILOGUE). Every graph hash mixes it in, so setting such an option at run time
+ * reaches graphs already in the compile cache (they compile again under the new value, and
+ * setting it back finds the earlier computation). A captured graph keeps the computation it
+ * was captured with. */
+uint64_t ltc_config_compile_key(void);
 /* A string option's value (LTC_SAVE_GRAPHS, LTC_SAVE_GRAPHS_FMT), borrowed: valid until the
  * option is next set. NULL for an unknown name or an integer option. "" when unset. */
 const char *ltc_config_get_str(const char *name);

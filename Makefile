@@ -149,7 +149,7 @@ test-codegen: $(BUILD)/ltcgen
 
 $(BUILD)/kernels_test: spec/c/kernels_test.c spec/c/kernel_stubs.c $(wildcard src/cpu/*.c) src/core/rng.c $(HDRS)
 	$(CC) $(CPPFLAGS) $(LTC_CFLAGS) $(CFLAGS) -o $@ spec/c/kernels_test.c spec/c/kernel_stubs.c \
-	  $(filter-out src/cpu/cpu_backend.c src/cpu/plan.c src/cpu/fuse.c src/cpu/epilogue.c src/cpu/fold.c src/cpu/threads.c src/cpu/capture.c src/cpu/collective.c,$(wildcard src/cpu/*.c)) src/core/rng.c $(LDLIBS)
+	  $(filter-out src/cpu/cpu_backend.c src/cpu/plan.c src/cpu/fuse.c src/cpu/epilogue.c src/cpu/batch.c src/cpu/fold.c src/cpu/threads.c src/cpu/capture.c src/cpu/collective.c,$(wildcard src/cpu/*.c)) src/core/rng.c $(LDLIBS)
 
 # The timed split choice of src/cpu/threads.c, with the core's configuration stubbed.
 $(BUILD)/split_test: spec/c/split_test.c src/cpu/threads.c src/cpu/threads.h

@@ -32,6 +32,9 @@ static option options[] = {
      "CPU backend: a fused elementwise step that reads a linear's result (or a "
      "linear_backward's input gradient) runs inside it, on each block of rows as a thread "
      "finishes them (0: a step of its own)"},
+    {"LTC_BATCH_STEPS", 1, 0, 1,
+     "CPU backend: small fused elementwise steps that make only results (an optimizer's "
+     "update of each parameter) run as one step whose blocks the threads share (0: one by one)"},
     {"LTC_CONV_DIRECT", 1, 0, 1,
      "CPU backend: float32 conv2d at stride 1 (forward, input gradient, 3x3 weight gradient) "
      "runs direct AVX-512 kernels where the CPU has AVX-512 (0: im2col and OpenBLAS, as every "
@@ -65,7 +68,8 @@ static str_option str_options[] = {
 #define N_STR_OPTIONS (sizeof str_options / sizeof *str_options)
 static bool loaded;
 /* The options a backend reads when it compiles a graph: part of every graph's hash. */
-static const char *const compile_options[] = {"LTC_FUSION", "LTC_GEMM_EPILOGUE"};
+static const char *const compile_options[] = {"LTC_FUSION", "LTC_GEMM_EPILOGUE",
+                                              "LTC_BATCH_STEPS"};
 static uint64_t compile_key; /* their values, hashed (update_compile_key) */
 
 static bool is_compile_option(const option *o) {

@@ -381,7 +381,7 @@ int64_t *ltc_config_slot(const char *name);
 /* Sets an integer option. LTC_ERR_ARG for an unknown name, a string option, or a value out
  * of the option's range (the message gives the range). */
 ltc_status ltc_config_set_int(const char *name, int64_t value);
-/* A hash of the options a backend reads when it compiles a graph (LTC_FUSION,
+/* A hash of the options a backend reads when it compiles a graph (LTC_FUSION, LTC_BATCH_STEPS,
  * LTC_GEMM_EPILOGUE). Every graph hash mixes it in, so setting such an option at run time
  * reaches graphs already in the compile cache (they compile again under the new value, and
  * setting it back finds the earlier computation). A captured graph keeps the computation it

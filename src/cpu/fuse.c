@@ -259,15 +259,30 @@ bool ltc_cpu_fused_reads_whole(const ltc_fused *f, int k) {
 
 void ltc_cpu_fused_set_pre(ltc_fused *f, int op) { f->pre_op = op; }
 
+/* Blocks per chunk handed to a thread: blocks of whole rows are larger, so a chunk keeps
+ * about as many elements. */
+static int64_t chunk_blocks(const ltc_fused *f) {
+    int64_t grain = PAR_GRAIN * BLOCK / f->block;
+    return grain < 1 ? 1 : grain;
+}
+
+bool ltc_cpu_fused_batchable(const ltc_fused *f) {
+    int64_t blocks = (f->numel + f->block - 1) / f->block;
+    return !f->red_kind && f->pre_op < 0 && blocks < LTC_PAR_MIN_CHUNKS * chunk_blocks(f);
+}
+
+int64_t ltc_cpu_fused_numel(const ltc_fused *f, int64_t *block) {
+    *block = f->block;
+    return f->numel;
+}
+
 ltc_status ltc_cpu_fused_kernel(const ltc_kernel_args *a) {
     const ltc_fused *f = a->ctx;
     run_ctx c = {.f = f, .in = a->in, .out = a->out};
     int64_t blocks = (f->numel + f->block - 1) / f->block;
     if (f->red_kind == RED_ALL && !(c.part = malloc(sizeof(double) * (size_t)blocks)))
         return ltc_errorf(LTC_ERR_NOMEM, "fused elementwise step: out of memory for partial sums");
-    /* blocks of whole rows are larger: keep a chunk at about as many elements */
-    int64_t grain = PAR_GRAIN * BLOCK / f->block;
-    if (grain < 1) grain = 1;
+    int64_t grain = chunk_blocks(f);
     /* A group of k members makes k passes over each block: with less than 4 chunks of
      * elements but 4 of work (k times smaller), the threads may pay (AdamW's update of a
      * [512, 128] weight, 12 members over 64K elements, memory-bound: 0.22 ms on one thread,

@@ -69,6 +69,26 @@ void ltc_cpu_fused_set_pre(ltc_fused *f, int op);
 bool ltc_cpu_fused_run_range(const ltc_fused *f, const void *const *in, void *const *out,
                              int64_t lo, int64_t hi);
 
+/* Horizontal fusion: fused steps without a reduction or a GEMM before them, that make only
+ * the computation's results (plan outputs) and that the threads would not share out on
+ * their own, become one batch step (batch.c), which runs where the last of them ran: until
+ * a step reads what one of them made, each such step joins the open batch. The threads
+ * share the blocks of all its members (an optimizer's update of every parameter: a
+ * multi-tensor update). The batch step's inputs and outputs are its members', in order;
+ * its kernel is ltc_cpu_batch_kernel, ctx the batch. The same bits as the steps run one by
+ * one. Off under LTC_BATCH_STEPS=0.
+ * Call after ltc_cpu_plan_epilogues, before the memory plan. False on allocation failure
+ * (p stays a consistent plan, some of its steps batched). */
+bool ltc_cpu_plan_batch(cpu_plan *p);
+ltc_status ltc_cpu_batch_kernel(const ltc_kernel_args *a);
+void ltc_cpu_batch_free(ltc_cpu_batch *b);
+/* "batch of 53: fused(mul, ...), ...", into buf (n bytes); returns buf. */
+char *ltc_cpu_batch_text(const ltc_cpu_batch *b, char *buf, size_t n);
+/* Whether a fused step may join a batch (see ltc_cpu_plan_batch). */
+bool ltc_cpu_fused_batchable(const ltc_fused *f);
+/* The group's elements; *block receives its elements per block. */
+int64_t ltc_cpu_fused_numel(const ltc_fused *f, int64_t *block);
+
 /* "fused(mul, add, relu)": the member ops in order, into buf (n bytes); returns buf. */
 char *ltc_cpu_fused_text(const ltc_fused *f, char *buf, size_t n);
 

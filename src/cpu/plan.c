@@ -25,6 +25,7 @@ void ltc_cpu_plan_step_clear(plan_step *s) {
     free(s->out_shapes);
     free(s->attrs);
     ltc_cpu_fused_free(s->fused);
+    ltc_cpu_batch_free(s->batch);
 }
 
 void ltc_cpu_plan_count_uses(cpu_plan *p) {
@@ -261,6 +262,8 @@ cpu_plan *ltc_cpu_plan_build(const ltc_lowering_ctx *ctx, const ltc_kernel_fn *k
         (kernels == ltc_cpu_kernels && ltc_config_get_int("LTC_FUSION") && !ltc_cpu_plan_fuse(p)) ||
         (kernels == ltc_cpu_kernels && ltc_config_get_int("LTC_FUSION") &&
          ltc_config_get_int("LTC_GEMM_EPILOGUE") && !ltc_cpu_plan_epilogues(p)) ||
+        (kernels == ltc_cpu_kernels && ltc_config_get_int("LTC_FUSION") &&
+         ltc_config_get_int("LTC_BATCH_STEPS") && !ltc_cpu_plan_batch(p)) ||
         (plan_alias_collectives(p), !plan_memory(p)))
         goto nomem;
     free(first_buf);
@@ -326,17 +329,30 @@ ltc_status ltc_cpu_plan_run_with(cpu_plan *p, ltc_data *const *args, ltc_data **
     ltc_cpu_split_plan_begin(&p->split, &split);
     for (int s = 0; s < p->n_steps; s++) {
         plan_step *sp = &p->steps[s];
-        const void *in[64];
-        void *out[8];
-        for (int k = 0; k < sp->n_in && k < 64; k++) in[k] = ptrs[sp->in[k]];
-        for (int k = 0; k < sp->n_out && k < 8; k++) out[k] = ptrs[sp->out[k]];
+        const void *in_local[64], **in = in_local;
+        void *out_local[8], **out = out_local;
+        if (sp->n_in > 64 || sp->n_out > 8) { /* a batch step (batch.c) */
+            in = malloc(sizeof *in * (size_t)sp->n_in);
+            out = malloc(sizeof *out * (size_t)sp->n_out);
+            if (!in || !out) {
+                free(in), free(out);
+                st = ltc_errorf(LTC_ERR_NOMEM, "CPU backend: out of memory running a plan");
+                ltc_cpu_split_plan_end(&p->split, &split, false);
+                goto fail;
+            }
+        }
+        for (int k = 0; k < sp->n_in; k++) in[k] = ptrs[sp->in[k]];
+        for (int k = 0; k < sp->n_out; k++) out[k] = ptrs[sp->out[k]];
         ltc_kernel_args a = {
             .op = sp->op, .attrs = sp->attrs, .n_attrs = sp->n_attrs,
             .n_in = sp->n_in, .in_shapes = sp->in_shapes, .in = in,
-            .n_out = sp->n_out, .out_shapes = sp->out_shapes, .out = out, .ctx = sp->fused,
+            .n_out = sp->n_out, .out_shapes = sp->out_shapes, .out = out,
+            .ctx = sp->fused ? (const void *)sp->fused : (const void *)sp->batch,
         };
         uint64_t t0 = prof ? now_ns() : 0;
-        if ((st = sp->fn(&a))) {
+        st = sp->fn(&a);
+        if (in != in_local) free(in), free(out);
+        if (st) {
             ltc_error_prefix(st, ltc_op_name(sp->op));
             if (sp->source) { /* LTC_IR_DEBUG: a lazy error names the line that traced the op */
                 char msg[512];
@@ -408,10 +424,11 @@ char *ltc_cpu_plan_text(const cpu_plan *p, const char *backend) {
                             backend, p->n_steps, p->n_bufs, p->arena_size);
     for (int s = 0; s < p->n_steps; s++) {
         const plan_step *sp = &p->steps[s];
-        char fname[64];
+        char fname[96];
         len += (size_t)snprintf(out + len, cap - len, "  step %d: %s(", s,
-                                sp->fused ? ltc_cpu_fused_text(sp->fused, fname, sizeof fname)
-                                          : ltc_op_name(sp->op));
+                                sp->fused   ? ltc_cpu_fused_text(sp->fused, fname, sizeof fname)
+                                : sp->batch ? ltc_cpu_batch_text(sp->batch, fname, sizeof fname)
+                                            : ltc_op_name(sp->op));
         for (int k = 0; k < sp->n_in; k++)
             len += (size_t)snprintf(out + len, cap - len, k ? ", b%d" : "b%d", sp->in[k]);
         len += (size_t)snprintf(out + len, cap - len, ") ->");

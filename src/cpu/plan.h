@@ -20,6 +20,8 @@
  * NULL for it and writes nothing; it takes no memory (fold.c marks them). */
 typedef enum { BUF_PARAM, BUF_OUTPUT, BUF_TEMP, BUF_UNREAD } buf_kind;
 
+typedef struct ltc_cpu_batch ltc_cpu_batch;
+
 typedef struct {
     buf_kind kind;
     int index;       /* BUF_PARAM: argument index; BUF_OUTPUT: output index */
@@ -45,6 +47,8 @@ typedef struct {
     ltc_attr *attrs;
     struct ltc_fused *fused; /* a fused step's group (fuse.h), passed as the kernel's ctx;
                               * owned. NULL for a one-kernel step */
+    struct ltc_cpu_batch *batch; /* a batch step's members (fuse.h), passed as the kernel's
+                                  * ctx; owned. NULL for any other step */
     uint64_t prof_ns, prof_runs; /* LTC_PROFILE: wall time spent in this step, and runs */
     uint64_t prof_min_ns;        /* LTC_PROFILE: its fastest run (0: none yet), the figure
                                   * least moved by other processes on a shared machine */

@@ -10,6 +10,7 @@
 #ifndef LTC_KERNEL_H
 #define LTC_KERNEL_H
 
+#include <math.h>
 #include <stdint.h>
 
 #include "ltc_ir.h"
@@ -58,6 +59,36 @@ static inline int64_t ltc_ipow(int64_t b, int64_t e) {
         e >>= 1;
     }
     return (int64_t)r;
+}
+
+/* clamp of an integer x to [lo, hi] (the `expr_int` of clamp in ops.yaml): the bounds are the
+ * op's float attributes, NaN when absent; they are made integers (ceil / floor, saturated at
+ * int64's range) and compared with x as integers, so x itself never goes through a double
+ * (int64 values past 2^53 keep every bit). lo > hi gives hi, as PyTorch's clamp. */
+static inline int64_t ltc_clamp_int(int64_t x, double lo, double hi) {
+    if (lo == lo) {
+        int64_t l = lo <= -9223372036854775808.0 ? INT64_MIN
+                  : lo >= 9223372036854775808.0  ? INT64_MAX
+                                                 : (int64_t)ceil(lo);
+        if (x < l) x = l;
+    }
+    if (hi == hi) {
+        int64_t h = hi <= -9223372036854775808.0 ? INT64_MIN
+                  : hi >= 9223372036854775808.0  ? INT64_MAX
+                                                 : (int64_t)floor(hi);
+        if (x > h) x = h;
+    }
+    return x;
+}
+
+/* arange into an integer dtype: element i of start + i * step, in integer arithmetic when
+ * start and step are integers (a double holds start + i * step exactly only up to 2^53, so
+ * arange(2^53 + 2, 2^53 + 4) would give 2^53 + 4 twice), else through the double, converted
+ * (PyTorch's arange(0.5, 3, dtype=int64) gives 0, 1, 2). Wraps as integer tensors do. */
+static inline int64_t ltc_arange_int(double start, double step, int64_t i) {
+    if (start == floor(start) && step == floor(step) && fabs(start) < 9.2e18 && fabs(step) < 9.2e18)
+        return (int64_t)((uint64_t)(int64_t)start + (uint64_t)i * (uint64_t)(int64_t)step);
+    return (int64_t)(start + (double)i * step);
 }
 
 /* ---- integer // and % by zero ----------------------------------------------------------------

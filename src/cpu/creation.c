@@ -87,8 +87,16 @@ ltc_status ltc_cpu_kernel_arange(const ltc_kernel_args *a) {
     switch (a->out_shapes[0].dtype) {
     case LTC_F32: ARANGE_LOOP(float); break;
     case LTC_F64: ARANGE_LOOP(double); break;
-    case LTC_I32: ARANGE_LOOP(int32_t); break;
-    case LTC_I64: ARANGE_LOOP(int64_t); break;
+    case LTC_I32: {
+        int32_t *o = a->out[0];
+        for (int64_t i = 0; i < n; i++) o[i] = (int32_t)ltc_arange_int(start, step, i);
+        break;
+    }
+    case LTC_I64: {
+        int64_t *o = a->out[0];
+        for (int64_t i = 0; i < n; i++) o[i] = ltc_arange_int(start, step, i);
+        break;
+    }
     case LTC_BOOL: {
         unsigned char *o = a->out[0];
         for (int64_t i = 0; i < n; i++)

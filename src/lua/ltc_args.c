@@ -32,6 +32,17 @@ int64_t ltcL_optint(lua_State *L, int arg, int64_t def, const char *fname) {
 
 double ltcL_checknum(lua_State *L, int arg, const char *fname) {
     if (lua_type(L, arg) != LUA_TNUMBER) bad_arg(L, arg, fname, "number");
+    if (lua_isinteger(L, arg)) {
+        /* a float argument (a clamp bound, arange's start) is a double: an integer past 2^53
+         * that has no exact double raises rather than being silently rounded */
+        lua_Integer i = lua_tointeger(L, arg);
+        double d = (double)i;
+        if (d >= 9223372036854775808.0 || (lua_Integer)d != i)
+            luaL_error(L, "%s: argument #%d: the integer %I has no exact float64 value (this "
+                          "argument is a float64; integers are exact up to 2^53)",
+                       fname, arg, i);
+        return d;
+    }
     return (double)lua_tonumber(L, arg);
 }
 

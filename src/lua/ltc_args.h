@@ -24,7 +24,8 @@ ltc_tensor *ltcL_checktensor(lua_State *L, int arg, const char *fname);
 ltc_tensor *ltcL_testtensor(lua_State *L, int arg);
 
 /* int, int? and float arguments (ltc_args.c): an integer / a number; the opt variants give
- * `def` for nil or absent. Raise "<fname>: bad argument #N (integer expected, got T)". */
+ * `def` for nil or absent. Raise "<fname>: bad argument #N (integer expected, got T)"; a
+ * float argument given a Lua integer without an exact double (past 2^53) raises too. */
 int64_t ltcL_checkint(lua_State *L, int arg, const char *fname);
 int64_t ltcL_optint(lua_State *L, int arg, int64_t def, const char *fname);
 double ltcL_checknum(lua_State *L, int arg, const char *fname);

@@ -346,7 +346,8 @@ void ocl_k_index_add(ocl_sb *b, const char *name, ltc_dtype dt, ltc_dtype it) {
 
 /* ---- arange ------------------------------------------------------------------------------------ */
 
-/* out[i] = start + i * step, computed in double (float without fp64), converted. */
+/* out[i] = start + i * step, computed in double (float without fp64), converted; integer
+ * dtypes in integer arithmetic when start and step are integers (ltc_arange_int). */
 void ocl_k_arange(ocl_sb *b, const char *name, ltc_dtype dt, bool fp64) {
     const char *a = fp64 ? "double" : "float";
     ocl_sb_printf(b,
@@ -356,6 +357,12 @@ void ocl_k_arange(ocl_sb *b, const char *name, ltc_dtype dt, bool fp64) {
         "    %s v = start + (%s)i * step;\n",
         name, ocl_ctype(dt), a, a, a, a);
     if (dt == LTC_BOOL) ocl_sb_printf(b, "    out[i] = (uchar)(v != 0);\n}\n\n");
+    else if (dt == LTC_I32 || dt == LTC_I64) /* ltc_kernel.h's ltc_arange_int */
+        ocl_sb_printf(b,
+            "    if (start == floor(start) && step == floor(step) && fabs(start) < 9.2e18 &&\n"
+            "        fabs(step) < 9.2e18)\n"
+            "        out[i] = (%s)((long)start + i * (long)step);\n"
+            "    else out[i] = (%s)v;\n}\n\n", ocl_ctype(dt), ocl_ctype(dt));
     else ocl_sb_printf(b, "    out[i] = (%s)v;\n}\n\n", ocl_ctype(dt));
 }
 

@@ -34,8 +34,11 @@ ltc_status ltc_ref_kernel_full(const ltc_kernel_args *a) {
 ltc_status ltc_ref_kernel_arange(const ltc_kernel_args *a) {
     const ltc_shape *os = &a->out_shapes[0];
     double start = a->attrs[0].f, step = a->attrs[2].f;
-    for (int64_t i = 0; i < ltc_shape_numel(os); i++)
-        ltc_ref_set(a->out[0], os->dtype, i, start + (double)i * step);
+    for (int64_t i = 0; i < ltc_shape_numel(os); i++) {
+        if (os->dtype == LTC_I64) ((int64_t *)a->out[0])[i] = ltc_arange_int(start, step, i);
+        else if (os->dtype == LTC_I32) ((int32_t *)a->out[0])[i] = (int32_t)ltc_arange_int(start, step, i);
+        else ltc_ref_set(a->out[0], os->dtype, i, start + (double)i * step);
+    }
     return LTC_OK;
 }
 

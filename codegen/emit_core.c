@@ -436,6 +436,11 @@ void emit_ops_c(const gen_model *m, const gen_options *o, strbuf *b) {
         if (m->ops[i].view) sb_printf(b, "    [%s] = true,\n", m->ops[i].enum_name);
     sb_puts(b, "};\n\nbool ltc_op_is_view(int op) {\n"
                "    return op >= 0 && op < LTC_OP_COUNT && op_is_view[op];\n}\n\n");
+    sb_puts(b, "static const bool op_int_div[LTC_OP_COUNT] = {\n");
+    for (int i = 0; i < m->n_ops; i++)
+        if (m->ops[i].int_div) sb_printf(b, "    [%s] = true,\n", m->ops[i].enum_name);
+    sb_puts(b, "};\n\nbool ltc_op_int_div(int op) {\n"
+               "    return op >= 0 && op < LTC_OP_COUNT && op_int_div[op];\n}\n\n");
     emit_op_exprs(m, b);
     sb_puts(b, "/* Wraps a 1-based or negative dim into 0..ndim-1; an optional one may be "
                "LTC_NONE. */\n"

@@ -20,7 +20,7 @@ typedef struct yfile {
 } yfile;
 
 static const char *const op_keys[] = {"func", "doc", "shape", "dtypes", "expr",
-                                      "expr_int", "out", "random", "view", "inplace",
+                                      "expr_int", "int_div", "out", "random", "view", "inplace",
                                       "operator", "overload_of",
                                       "derivatives", "non_native", "composite", NULL};
 static const char *const non_native_keys[] = {"func", "doc", "non_native", NULL};
@@ -371,6 +371,10 @@ static bool load_op(gen_model *m, yfile *f, yaml_node_t *map) {
         NODE_ERROR(f, func, "a Generator? argument (one at most) goes with `random: <count "
                    "function>`, and such a random key with one"), ok = false;
     ok &= get_bool(f, map, "view", &op->view);
+    ok &= get_bool(f, map, "int_div", &op->int_div);
+    if (op->int_div && !op->expr_int)
+        NODE_ERROR(f, lookup(f, map, "int_div"),
+                   "int_div: true goes with an expr_int (the integer division it checks)"), ok = false;
     ok &= get_bool(f, map, "inplace", &op->inplace);
     if (op->inplace && (op->n_args < 1 || op->args[0].type != ARG_TENSOR ||
                         strcmp(op->args[0].name, "self") != 0))

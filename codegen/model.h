@@ -95,6 +95,7 @@ typedef struct gen_op {
      * are bool (its shape function checks). */
     unsigned promote_mask;
     bool view; /* the result shares its input's storage (src/core/views.c) */
+    bool int_div; /* `int_div: true`: an integer result with a zero divisor raises (ltc_op_int_div) */
     /* `inplace: true`: the method t:<name>_(...) writes the op's result into t (the list
      * ltc_lua_inplace of lua_ops.c); `operator: __add`: the tensor metamethod bound to the op
      * (ltc_lua_operators), or NULL. */

@@ -306,25 +306,25 @@ function M.install(core)
   --- div.Tensor_mode(t, other, rounding_mode), from t:div(other, {rounding_mode = ...}):
   -- "trunc" rounds the quotient toward zero (integers exactly, in integers; floats as div then
   -- trunc, cast back to the operands' result_type), "floor" down (floor_divide), nil not at
-  -- all (div). An integer division by zero raises at the sync, as floor_divide does.
+  -- all (div). An integer division by zero raises at the sync, as floor_divide does; bool
+  -- operands raise at once (PyTorch has no bool kernel for either rounding).
   -- PyTorch's torch.div(input, other, rounding_mode=...).
-  local div, floor_divide, result_type = core.div, core.floor_divide, core.result_type
+  local div, floor_divide, div_trunc = core.div, core.floor_divide, core.div_trunc
+  local result_type = core.result_type
   core._overloads["div.Tensor_mode"] = function(t, other, rounding_mode)
     if rounding_mode == nil then return div(t, other) end
-    if rounding_mode == "floor" then return floor_divide(t, other) end
-    if rounding_mode ~= "trunc" then
+    if rounding_mode ~= "trunc" and rounding_mode ~= "floor" then
       raise("div: rounding_mode must be \"trunc\", \"floor\" or nil, got " .. tostring(rounding_mode))
     end
     local dt = result_type(t, other)
-    if dt == "int32" or dt == "int64" then
-      -- exactly, in integers (through float32 a quotient above 2^24 lost its last bits):
-      -- the floor quotient, plus one where the division was inexact and the signs differ
-      local q = floor_divide(t, other)
-      local neg = type(other) == "number" and other < 0 or core.lt(other, 0)
-      local differ = neg == true and core.ge(t, 0) or neg == false and core.lt(t, 0)
-        or core.ne(core.lt(t, 0), neg)
-      return q + core.logical_and(core.ne(q * other, t), differ):to(dt)
+    if dt == "bool" then -- PyTorch: "div_trunc_cpu" not implemented for 'Bool'
+      raise("div: rounding_mode \"" .. rounding_mode .. "\" is not implemented for bool operands "
+        .. "(as in PyTorch; convert them with :long() or :float() first)")
     end
+    if rounding_mode == "floor" then return floor_divide(t, other) end
+    -- exactly, in integers, in one op (div_trunc; through float32 a quotient above 2^24
+    -- lost its last bits); its division by zero raises naming div_trunc
+    if dt == "int32" or dt == "int64" then return div_trunc(t, other) end
     local q = trunc(div(t, other))
     return q:dtype() == dt and q or q:to(dt)
   end

@@ -93,7 +93,8 @@ static inline int64_t ltc_arange_int(double start, double step, int64_t i) {
 
 /* ---- integer // and % by zero ----------------------------------------------------------------
  * They raise, as in PyTorch (ZeroDivisionError), where the generated loops would give 0. Every
- * backend that runs integer floor_divide or remainder on the host calls this before the kernel
+ * backend that runs an integer division (ops.yaml's `int_div: true`: floor_divide, remainder,
+ * div_trunc) on the host calls this before the kernel
  * (the CPU plan, the OpenCL backend's host steps): LTC_OK, or the error naming the op. */
 static inline bool ltc_kernel_has_zero_(const void *buf, const ltc_shape *s) {
     int64_t n = ltc_shape_numel(s);
@@ -116,14 +117,14 @@ static inline bool ltc_kernel_has_zero_(const void *buf, const ltc_shape *s) {
 }
 
 static inline ltc_status ltc_kernel_int_div_check(const ltc_kernel_args *a) {
-    if ((a->op != LTC_OP_FLOOR_DIVIDE && a->op != LTC_OP_REMAINDER) || (a->out_shapes[0].dtype != LTC_I32 && a->out_shapes[0].dtype != LTC_I64) ||
+    if (!ltc_op_int_div(a->op) || (a->out_shapes[0].dtype != LTC_I32 && a->out_shapes[0].dtype != LTC_I64) ||
         ltc_shape_numel(&a->out_shapes[0]) == 0 || !ltc_kernel_has_zero_(a->in[1], &a->in_shapes[1]))
         return LTC_OK;
     /* int32 is also the compute dtype of uint8, int8 and int16 (trace.c): the kernel cannot
      * tell the tensor's own dtype, so the message names the integer dtypes, not int32 */
     return ltc_errorf(LTC_ERR_ARG, "%s: integer %s by zero (// 0 and %% 0 of an integer tensor, "
                       "%s, raise, as PyTorch's ZeroDivisionError; use a float tensor for inf/nan)",
-                      ltc_op_name(a->op), a->op == LTC_OP_FLOOR_DIVIDE ? "division" : "modulo",
+                      ltc_op_name(a->op), a->op == LTC_OP_REMAINDER ? "modulo" : "division",
                       a->out_shapes[0].dtype == LTC_I64 ? "int64"
                                                         : "uint8, int8, int16 or int32");
 }

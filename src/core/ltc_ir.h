@@ -115,6 +115,9 @@ typedef struct ltc_attr_info {
  * by hand may carry other attributes; check node->n_attrs against *n before using names. */
 const ltc_attr_info *ltc_op_attrs(int op, int *n);
 bool ltc_op_is_view(int op);     /* generated from ops.yaml's `view: true` */
+/* An integer division (ops.yaml's `int_div: true`: floor_divide, remainder, div_trunc): with
+ * an integer result, a zero in its divisor (operand 2) raises (ltc_kernel.h). Generated. */
+bool ltc_op_int_div(int op);
 /* An elementwise op's value as a C expression of x, y, z (its operands, in order) and of
  * its attribute names, from ops.yaml's `expr` (`expr_int` when integer and given); NULL for
  * ops without one. *out_bool (may be NULL) says whether the result is bool. Generated. */

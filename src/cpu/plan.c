@@ -165,7 +165,8 @@ static void *dup(const void *src, size_t n) {
 
 /* ---- integer // and % by zero ------------------------------------------------------------------
  * They raise, as in PyTorch ("ZeroDivisionError"), where the generated loops (gen/cpu_ops.c,
- * gen/ref_ops.c) would give 0: a step of floor_divide or remainder with an integer result
+ * gen/ref_ops.c) would give 0: a step of an integer division (ops.yaml's `int_div: true`:
+ * floor_divide, remainder, div_trunc) with an integer result
  * scans its divisor for a zero before the loop runs. The divisor's values are known only
  * then (a tensor, or a Lua number, which is a graph parameter), so the error is raised by the
  * sync that computes the step. Such steps keep a kernel of their own, so they are not fused
@@ -182,8 +183,7 @@ static ltc_status k_ref(const ltc_kernel_args *a) {
 }
 
 ltc_kernel_fn ltc_cpu_int_checked(int op, const ltc_shape *out, ltc_kernel_fn fn) {
-    if ((op != LTC_OP_FLOOR_DIVIDE && op != LTC_OP_REMAINDER) ||
-        (out->dtype != LTC_I32 && out->dtype != LTC_I64))
+    if (!ltc_op_int_div(op) || (out->dtype != LTC_I32 && out->dtype != LTC_I64))
         return fn;
     if (fn == ltc_cpu_kernels[op]) return k_cpu;
     if (fn == ltc_ref_kernels[op]) return k_ref;

@@ -59,6 +59,22 @@ void ocl_src_preamble(ocl_sb *b, bool fp64) {
                      /* ops.yaml's expr_int of add, sub, mul, neg, abs: integers wrap (the
                       * devices' two's complement; no UBSan here), see ltc_kernel.h */
                      "#define LTC_WRAP_U(x) (x)\n\n");
+    /* ops.yaml's expr_int of clamp, as ltc_kernel.h's ltc_clamp_int (bounds NaN when absent) */
+    const char *ft = fp64 ? "double" : "float";
+    ocl_sb_printf(b,
+        "long ltc_clamp_int(long x, %s lo, %s hi) {\n"
+        "    if (lo == lo) {\n"
+        "        long l = lo <= -9223372036854775808.0 ? LONG_MIN\n"
+        "               : lo >= 9223372036854775808.0 ? LONG_MAX : (long)ceil(lo);\n"
+        "        if (x < l) x = l;\n"
+        "    }\n"
+        "    if (hi == hi) {\n"
+        "        long h = hi <= -9223372036854775808.0 ? LONG_MIN\n"
+        "               : hi >= 9223372036854775808.0 ? LONG_MAX : (long)floor(hi);\n"
+        "        if (x > h) x = h;\n"
+        "    }\n"
+        "    return x;\n"
+        "}\n\n", ft, ft);
     /* exp of float32 in plain arithmetic, for the elementwise kernels (lower.c): Cody-Waite
      * reduction by ln 2 (k rounded by the 1.5 * 2^23 trick), Cephes' expf polynomial (within
      * 2 ulp of glibc's), 2^k applied as two exact power-of-two factors so that subnormal

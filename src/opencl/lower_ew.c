@@ -24,6 +24,7 @@ static const char *const cl_builtins[] = {
     "acosh", "atanh", "lgamma", "tgamma", "exp2", "log2", "log10", "cbrt", "hypot",
     "copysign", "signbit",
     "LTC_WRAP_U", /* ltc_kernel.h's wrapping integer arithmetic; the preamble defines it */
+    "ltc_clamp_int", /* ltc_kernel.h's clamp of an integer; so does it */
     NULL};
 
 static bool is_ident(char ch) {
@@ -59,7 +60,7 @@ const char *lw_ew_expr(const ltc_node *n) {
     if (!out_bool) cdt = n->shapes[0].dtype;
     bool integer = !ltc_dtype_is_float(cdt);
     /* integer // and % must raise on a zero divisor (ltc_kernel_int_div_check): host steps */
-    if (integer && (n->op == LTC_OP_FLOOR_DIVIDE || n->op == LTC_OP_REMAINDER)) return NULL;
+    if (integer && ltc_op_int_div(n->op)) return NULL;
     const char *e = ltc_op_expr(n->op, integer, NULL);
     if (integer)
         for (int i = 0; float_fns[i]; i++)

@@ -76,3 +76,45 @@ for _, backend in ipairs({ "cpu", "ref" }) do
     end)
   end)
 end
+
+-- div with rounding_mode: integers in one exact op (div_trunc) whose division by zero names
+-- it, not floor_divide; bool operands raise as in PyTorch ("div_trunc_cpu" not implemented
+-- for 'Bool'); expected quotients by hand (C's truncating division).
+for _, backend in ipairs({ "cpu", "ref" }) do
+  describe("div with rounding_mode on the " .. backend .. " backend", function()
+    setup(function() ltc.set_backend(backend) end)
+    teardown(function() ltc.set_backend("cpu") end)
+
+    it("truncates integer quotients exactly, the most negative integer / -1 wrapping", function()
+      local q = I({ 7, -7, 7, -7, math.mininteger, B + 3 })
+        :div(I({ 2, 2, -2, -2, -1, 3 }), { rounding_mode = "trunc" })
+      assert.are.equal("int64", q:dtype())
+      assert.are.same({ 3, -3, -3, 3, math.mininteger, 3002399751580331 }, q:totable())
+      assert.are.same({ 3, -3 }, I({ 7, -7 }, "int32"):div(2, { rounding_mode = "trunc" }):totable())
+      assert.are.same({ 3, -3 }, ltc.tensor({ 7.5, -7.5 }):div(2, { rounding_mode = "trunc" }):totable())
+    end)
+
+    it("raises an integer division by zero naming div_trunc, and recovers", function()
+      local ok, err = pcall(function()
+        return I({ 7, 3 }):div(I({ 0, 1 }), { rounding_mode = "trunc" }):totable()
+      end)
+      assert.is_false(ok)
+      assert.matches("div_trunc: integer division by zero", tostring(err), 1, true)
+      assert.are.same({ 3 }, I({ 7 }):div(2, { rounding_mode = "trunc" }):totable())
+    end)
+  end)
+end
+
+describe("div with rounding_mode on bool operands", function()
+  it("raises naming div and the mode, as PyTorch has no bool kernel", function()
+    local a = ltc.tensor({ true, false })
+    for _, mode in ipairs({ "trunc", "floor" }) do
+      local ok, err = pcall(function() return a:div(a, { rounding_mode = mode }) end)
+      assert.is_false(ok)
+      assert.matches('div: rounding_mode "' .. mode .. '" is not implemented for bool operands',
+        tostring(err), 1, true)
+    end
+    -- true division of bools gives float32, as torch.div does
+    assert.are.same({ 1, 0 }, a:div(ltc.tensor({ true, true })):totable())
+  end)
+end)

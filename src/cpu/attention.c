@@ -122,6 +122,14 @@ static int64_t key_end(const at_ctx *c, int64_t i0, int64_t br) {
     return c->causal && i0 + br < c->S ? i0 + br : c->S;
 }
 
+/* The keys of block j0 .. j0 + bc - 1 that query i may see: with causal, those up to i (the
+ * rest score -inf, probability exactly 0), else all bc. */
+static inline int64_t row_keys(const at_ctx *c, int64_t i, int64_t j0, int64_t bc) {
+    if (!c->causal) return bc;
+    int64_t n = i + 1 - j0;
+    return n < 0 ? 0 : n > bc ? bc : n;
+}
+
 /* Philox 4x32-10's words 0 and 1 (as w0 << 32 | w1) at counters counter .. counter + n - 1
  * (n <= BC) under key: ltc_philox4x32 (src/core/rng.c) a block row at a time, rounds outside
  * and counters inside so that each round is a vector loop (4-8x the scalar generator's rate). */

@@ -190,3 +190,34 @@ describe("state_dict", function()
       .. "expected, got string)", err(function() m:state_dict("x") end), 1, true)
   end)
 end)
+
+describe("the class weight of cross_entropy and nll_loss", function()
+  local x = ltc.tensor({ { 1, 2, 0.5 }, { 0.1, -1, 2 }, { 0, 0, 0 }, { 3, 1, -2 } })
+  local y = ltc.tensor({ 1, 2, 3, 1 }, "int64")
+  local F = nn.functional
+
+  it("weights each class (one element per class)", function()
+    -- torch: F.cross_entropy(x, y - 1, weight=torch.tensor([1., 2., 0.5])) = 1.891131043434143
+    local w = ltc.tensor({ 1, 2, 0.5 })
+    assert.is_true(math.abs(F.cross_entropy(x, y, { weight = w }):item() - 1.891131043434143) < 1e-6)
+    assert.is_true(math.abs(F.nll_loss(x:log_softmax(2), y, { weight = w }):item() - 1.891131043434143) < 1e-6)
+  end)
+
+  it("raises naming the op and both sizes when the weight is not one per class", function()
+    local msg = "cross_entropy: weight has size [2], the input has 3 classes (weight must be [3], one per class)"
+    assert.matches(msg, err(function() F.cross_entropy(x, y, { weight = ltc.ones(2) }) end), 1, true)
+    assert.matches(msg, err(function() nn.CrossEntropyLoss({ weight = ltc.ones(2) })(x, y) end), 1, true)
+    assert.matches(msg, err(function() F.cross_entropy(x, x:softmax(2), ltc.ones(2)) end), 1, true)
+    assert.matches("cross_entropy: weight has size [1], the input has 3 classes",
+      err(function() F.cross_entropy(x, y, { weight = ltc.ones(1), label_smoothing = 0.1 }) end), 1, true)
+    -- a one-element weight would broadcast; a [3, 1] one has the right count but not the shape
+    assert.matches("nll_loss: weight has size [1], the input has 3 classes (weight must be [3], one per class)",
+      err(function() F.nll_loss(x, y, { weight = ltc.ones(1) }) end), 1, true)
+    assert.matches("nll_loss: weight has size [3, 1], the input has 3 classes",
+      err(function() F.nll_loss(x, y, { weight = ltc.ones(3, 1) }) end), 1, true)
+    assert.matches("nll_loss: weight has size [5], the input has 4 classes",
+      err(function() F.nll_loss(ltc.zeros(2, 4, 3), ltc.ones(2, 3):long(), { weight = ltc.ones(5) }) end), 1, true)
+    assert.matches("nll_loss: weight must be a tensor of 3 elements, one per class, got table",
+      err(function() F.nll_loss(x, y, { weight = { 1, 2, 3 } }) end), 1, true)
+  end)
+end)

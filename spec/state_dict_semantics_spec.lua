@@ -221,3 +221,133 @@ describe("the class weight of cross_entropy and nll_loss", function()
       err(function() F.nll_loss(x, y, { weight = { 1, 2, 3 } }) end), 1, true)
   end)
 end)
+
+-- PyTorch 1.13's lrs, printed by tools/gen_sched_chain.py (/usr/bin/python3 with torch): SGD
+-- with lr 0.1; lrs[1] after construction (or after the load), lrs[k + 1] after step k
+local torch_lrs = {
+  cos_linear = { 0.05, 0.058397027990898444, 0.05656615427318802, 0.04438478665692402, 0.025934163803956592, 0.007681089055215493, 0.001, 0.007631742512670284, 0.025750000000000002, 0.05050000000000004, 0.07525000000000008, 0.0933682574873298, 0.1000000000000001, 0.09336825748732981, 0.07525000000000011 },
+  multistep_exp = { 0.1, 0.08000000000000002, 0.03200000000000001, 0.025600000000000008, 0.02048000000000001, 0.0040960000000000015, 0.0032768000000000016, 0.0026214400000000014 },
+  reload_cos = { 0.03454915028125263, 0.009549150281252633, 0.0, 0.009549150281252628, 0.03454915028125265, 0.06545084971874741 },
+  reload_seq = { 0.07, 0.1, 0.09000000000000001, 0.08100000000000002, 0.07290000000000002, 0.06561000000000002 },
+  resume_cos = { 0.0505, 0.03520365877844011, 0.02140463001152259, 0.010453658778440109, 0.0034227024433899004, 0.001, 0.0034227024433899004 },
+  resume_exp = { 0.06561000000000002, 0.05904900000000002, 0.05314410000000002, 0.04782969000000002, 0.043046721000000024 },
+  resume_onecycle = { 0.8117456539497631, 0.6112620219362893, 0.38874197806371075, 0.18825834605023697 },
+  resume_step = { 0.05, 0.025, 0.025, 0.025, 0.0125, 0.0125, 0.0125 },
+  resume_warm = { 0.0775, 0.05500000000000001, 0.032500000000000015, 0.01602885682970026, 0.1 },
+  step_exp = { 0.1, 0.09000000000000001, 0.08100000000000002, 0.03645000000000001, 0.03280500000000001, 0.02952450000000001, 0.013286025000000005, 0.011957422500000005, 0.010761680250000006, 0.0048427561125000025, 0.004358480501250002 },
+}
+
+describe("lr schedulers as PyTorch's", function()
+  local S = ltc.optim.lr_scheduler
+  local function opt() return ltc.optim.SGD({ ltc.zeros(1):requires_grad_() }, { lr = 0.1, momentum = 0.9 }) end
+  local function close(want, got)
+    assert.are.equal(#want, #got)
+    for i = 1, #want do
+      assert.is_true(math.abs(want[i] - got[i]) <= 1e-12 * math.max(1, math.abs(want[i])),
+        string.format("lr %d: want %.17g, got %.17g", i, want[i], got[i]))
+    end
+  end
+  -- the lrs of o while every scheduler of ss steps, steps times
+  local function follow(o, ss, steps)
+    local lrs = { o.lr }
+    for _ = 1, steps do
+      o._stepped = true -- as after opt:step() (no order warning)
+      for _, s in ipairs(ss) do s:step() end
+      lrs[#lrs + 1] = o.lr
+    end
+    return lrs
+  end
+
+  it("multiply when two of them step one optimizer (the chainable form)", function()
+    local o = opt()
+    close(torch_lrs.step_exp, follow(o, { S.StepLR(o, 3, 0.5), S.ExponentialLR(o, 0.9) }, 10))
+    o = opt()
+    close(torch_lrs.cos_linear, follow(o, { S.CosineAnnealingLR(o, 6, 0.001),
+      S.LinearLR(o, { start_factor = 0.5, total_iters = 4 }) }, 14))
+    o = opt()
+    close(torch_lrs.multistep_exp, follow(o, { S.MultiStepLR(o, { 2, 5, 5 }, 0.5), S.ExponentialLR(o, 0.8) }, 7))
+  end)
+
+  it("set initial_lr only where a group has none", function()
+    local o = opt()
+    o.param_groups[1].initial_lr = 0.5
+    local s = S.StepLR(o, 3)
+    assert.are.same({ 0.5 }, s.base_lrs)
+    assert.are.equal(0.1, o.lr)
+    local o2 = opt()
+    o2._stepped = true -- as after opt:step() (no order warning)
+    S.ExponentialLR(o2, 0.9):step()
+    S.StepLR(o2, 3) -- a second scheduler keeps the first one's initial_lr
+    assert.are.equal(0.1, o2.param_groups[1].initial_lr)
+  end)
+
+  it("resume with last_epoch from a loaded optimizer, as PyTorch's constructor", function()
+    for _, case in ipairs {
+      { "resume_step", 4, 6, function(o, e) return S.StepLR(o, 3, 0.5, e) end },
+      { "resume_cos", 4, 6, function(o, e) return S.CosineAnnealingLR(o, { T_max = 10, eta_min = 0.001, last_epoch = e }) end },
+      { "resume_exp", 3, 4, function(o, e) return S.ExponentialLR(o, { gamma = 0.9, last_epoch = e }) end },
+      { "resume_onecycle", 3, 3, function(o, e) return S.OneCycleLR(o, 1, 10, { last_epoch = e }) end },
+      { "resume_warm", 4, 4, function(o, e) return S.CosineAnnealingWarmRestarts(o, 3, 2, 0.01, e) end },
+    } do
+      local name, k, steps, make = case[1], case[2], case[3], case[4]
+      local o = opt()
+      follow(o, { make(o, -1) }, k)
+      local o2 = opt()
+      o2:load_state_dict(o:state_dict())
+      close(torch_lrs[name], follow(o2, { make(o2, k) }, steps))
+    end
+  end)
+
+  it("refuse to resume without initial_lr, and a bad last_epoch", function()
+    assert.matches("StepLR: last_epoch = 4 resumes a schedule, but parameter group 1 has no 'initial_lr' "
+      .. "(load the optimizer's state_dict first; PyTorch's KeyError)", err(function() S.StepLR(opt(), 3, 0.5, 4) end), 1, true)
+    assert.matches("ExponentialLR: last_epoch must be an integer >= -1 (got -2)",
+      err(function() S.ExponentialLR(opt(), { gamma = 0.9, last_epoch = -2 }) end), 1, true)
+  end)
+
+  it("save their state and load it back, SequentialLR with its sub-schedulers'", function()
+    local function seq(o)
+      return S.SequentialLR(o, { S.LinearLR(o, { start_factor = 0.1, total_iters = 3 }), S.ExponentialLR(o, 0.9) }, { 3 })
+    end
+    for _, case in ipairs { { "reload_seq", seq, 2, 5 }, { "reload_cos", function(o) return S.CosineAnnealingLR(o, 5) end, 3, 5 } } do
+      local name, make, k, steps = case[1], case[2], case[3], case[4]
+      local o = opt()
+      local s = make(o)
+      follow(o, { s }, k)
+      local path = os.tmpname()
+      ltc.save(path, { opt = o:state_dict(), sched = s:state_dict() }) -- no function in it
+      local ck = ltc.load(path)
+      os.remove(path)
+      local o2 = opt()
+      local s2 = make(o2)
+      o2:load_state_dict(ck.opt)
+      s2:load_state_dict(ck.sched)
+      close(torch_lrs[name], follow(o2, { s2 }, steps))
+    end
+    local o = opt()
+    local sd = seq(o):state_dict()
+    assert.are.equal(2, #sd._schedulers)
+    assert.are.same({ 0.1 }, sd._schedulers[1].base_lrs)
+    assert.are.equal(0.1, sd._schedulers[1].start_factor)
+    assert.are.equal(0.9, sd._schedulers[2].gamma)
+    assert.is_nil(sd.optimizer)
+    assert.matches("SequentialLR.load_state_dict: the state dict has 1 sub-schedulers, this scheduler 2",
+      err(function() seq(opt()):load_state_dict({ _schedulers = { {} } }) end), 1, true)
+  end)
+
+  it("leave functions out of the state dict (LambdaLR keeps its own lambdas)", function()
+    local o = opt()
+    local s = S.LambdaLR(o, function(e) return 1 / (1 + e) end)
+    follow(o, { s }, 3)
+    local sd = s:state_dict()
+    assert.is_nil(sd.lr_lambdas)
+    assert.are.equal(3, sd.last_epoch)
+    local o2 = opt()
+    local s2 = S.LambdaLR(o2, function(e) return 1 / (1 + e) end)
+    s2:load_state_dict(sd)
+    s2:step()
+    close({ 0.1 / 5 }, { o2.lr })
+    sd.base_lrs[1] = 7 -- a copy: the scheduler's own table is untouched
+    assert.are.same({ 0.1 }, s.base_lrs)
+  end)
+end)

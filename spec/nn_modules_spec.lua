@@ -62,7 +62,8 @@ describe("a module's fields", function()
     local m = Net()
     assert.are.same({ "count" }, names(m:named_buffers()))
     local sd = m:state_dict()
-    assert.are.equal(m.count, sd.count)
+    assert.are.equal(m.count, m:state_dict({ keep_vars = true }).count)
+    assert.are.same(m.count:totable(), sd.count:totable()) -- a detached alias (PyTorch's)
     local keys = {}
     for k in pairs(sd) do keys[#keys + 1] = k end
     table.sort(keys)

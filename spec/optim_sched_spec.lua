@@ -301,13 +301,13 @@ describe("lr_scheduler", function()
     local opt = ltc.optim.SGD({ ltc.zeros(1):requires_grad_() }, { lr = 0.1 })
     assert.has_error(function() S.StepLR(opt, 2, { step_size = 3 }) end,
       "StepLR: got multiple values for 'step_size' (positional and in the options table)")
-    assert.has_error(function() S.StepLR(opt, 2, 0.1, 3) end,
-      "StepLR: takes at most 2 positional arguments after the optimizer (step_size, gamma), got 3")
+    assert.has_error(function() S.StepLR(opt, 2, 0.1, -1, 3) end,
+      "StepLR: takes at most 3 positional arguments after the optimizer (step_size, gamma, last_epoch), got 4")
     assert.has_error(function() S.StepLR(opt, "x") end,
       'StepLR: step_size must be a positive integer (got the string "x")')
     -- the positional order survives an unknown-option error (which lists the names sorted)
     assert.has_error(function() S.StepLR(opt, { stepsize = 3 }) end,
-      "StepLR: unknown option 'stepsize' (known: gamma, step_size)")
+      "StepLR: unknown option 'stepsize' (known: gamma, last_epoch, step_size)")
     assert.are.equal(0.1 * 0.5, (function() local s = S.StepLR(opt, 1, 0.5); s:step(); return opt.lr end)())
   end)
   it("matches PyTorch: OneCycleLR with Adam's beta1, linear, three phases", function()
@@ -348,7 +348,7 @@ describe("lr_scheduler", function()
   it("raises clear errors", function()
     local opt = ltc.optim.SGD({ ltc.zeros(1):requires_grad_() }, { lr = 0.1 })
     assert.has_error(function() S.StepLR(opt, { step = 3 }) end,
-      "StepLR: unknown option 'step' (known: gamma, step_size)")
+      "StepLR: unknown option 'step' (known: gamma, last_epoch, step_size)")
     assert.has_error(function() S.StepLR(opt, {}) end, "StepLR: step_size must be a positive integer (got nil)")
     local s = S.OneCycleLR(opt, { max_lr = 1, total_steps = 2, cycle_momentum = false })
     s:step(); s:step()

@@ -5,15 +5,23 @@
 --
 -- A scheduler writes each parameter group's `lr` (a plain Lua number, which enters the step's
 -- graph as a parameter: a new learning rate never recompiles). As in PyTorch, making a
--- scheduler records each group's `initial_lr` and sets the lr of epoch 0; sched:step()
--- moves to the next epoch; sched:get_last_lr() returns the lrs it set. Each schedule is
--- computed in closed form from `initial_lr` and the epoch (PyTorch's _get_closed_form_lr),
--- which equals PyTorch's values for one scheduler at a time and for SequentialLR; two
--- schedulers stepping the same optimizer at once do not compose multiplicatively as in
--- PyTorch's chainable form (use SequentialLR or LambdaLR). Unknown options are errors. The
+-- scheduler records each group's `initial_lr` where the group has none (a second scheduler
+-- keeps the first one's) and sets the lr of epoch 0; sched:step() moves to the next epoch;
+-- sched:get_last_lr() returns the lrs it set. Where PyTorch's get_lr is chainable (StepLR,
+-- MultiStepLR, ExponentialLR, CosineAnnealingLR, LinearLR) sched:step() computes the next lr
+-- from the group's current lr, so two schedulers stepping one optimizer multiply as PyTorch's
+-- do; the others (LambdaLR, CosineAnnealingWarmRestarts, OneCycleLR) compute from
+-- `initial_lr` as PyTorch's, and sched:step(epoch) uses the closed form (PyTorch's
+-- _get_closed_form_lr). Every constructor takes `last_epoch` (default -1, PyTorch's): a
+-- schedule resumed at epoch k (after opt:load_state_dict, whose groups hold `initial_lr`,
+-- which is then required) steps to epoch k + 1 as PyTorch's constructor does.
+-- sched:state_dict() is everything but the optimizer and functions (LambdaLR's lambdas;
+-- SequentialLR's sub-schedulers as their state dicts); load_state_dict restores it.
+-- Unknown options are errors. The
 -- arguments after the optimizer are an options table, or PyTorch's positional ones (in the
--- order each constructor's doc lists them), optionally followed by an options table:
--- CosineAnnealingLR(opt, 100), StepLR(opt, 30, 0.1), MultiStepLR(opt, {30, 80}, {gamma = 0.5}).
+-- order each constructor's doc lists them, last_epoch last), optionally followed by an
+-- options table: CosineAnnealingLR(opt, 100), StepLR(opt, 30, 0.1), MultiStepLR(opt, {30,
+-- 80}, {gamma = 0.5}).
 local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local M = {}
 
@@ -81,24 +89,39 @@ local Scheduler = {}
 Scheduler.__index = Scheduler
 M.LRScheduler = Scheduler
 
--- A scheduler class; `lr(self, base_lr, epoch, group_index)` is its closed form.
-local function class(name, allowed, init, lr)
+-- A scheduler class; `lr(self, base_lr, epoch, group_index)` is its closed form, and
+-- `chain(self, group_lr, base_lr, epoch, group_index)`, where PyTorch's get_lr is chainable,
+-- the next lr from the group's current one. `allowed` lists the options in PyTorch's
+-- positional order; last_epoch comes after them.
+local function class(name, allowed, init, lr, chain)
   local cls = setmetatable({ name = name }, { __index = Scheduler })
   cls.__index = cls
-  cls.lr_at = lr
+  cls.lr_at, cls.chain = lr, chain
+  allowed = { table.unpack(allowed) }
+  allowed[#allowed + 1] = "last_epoch"
   setmetatable(cls, {
     __index = Scheduler,
     __call = function(c, opt, ...)
       check_opt(name, opt)
-      local o = setmetatable({ optimizer = opt, last_epoch = -1 }, c)
-      init(o, options_of(name, allowed, ...))
-      o.base_lrs = {}
-      for i, g in ipairs(opt.param_groups) do
-        if g.initial_lr == nil then g.initial_lr = g.lr end
-        o.base_lrs[i] = g.initial_lr
+      local o = options_of(name, allowed, ...)
+      local last = o.last_epoch or -1
+      if math.type(last) ~= "integer" or last < -1 then
+        raise(string.format("%s: last_epoch must be an integer >= -1 (got %s)", name, tostring(last)))
       end
-      o:step()
-      return o
+      local self = setmetatable({ optimizer = opt, last_epoch = last, _step_count = 0 }, c)
+      init(self, o)
+      self.base_lrs = {}
+      for i, g in ipairs(opt.param_groups) do
+        if g.initial_lr == nil and last ~= -1 then
+          raise(string.format("%s: last_epoch = %d resumes a schedule, but parameter group %d has "
+            .. "no 'initial_lr' (load the optimizer's state_dict first; PyTorch's KeyError)", name,
+            last, i))
+        end
+        if g.initial_lr == nil then g.initial_lr = g.lr end
+        self.base_lrs[i] = g.initial_lr
+      end
+      self:step()
+      return self
     end,
   })
   return cls
@@ -120,13 +143,24 @@ local function check_order(self, name)
   end
 end
 
---- sched:step([epoch]): the next epoch (or `epoch`), whose lr is written to every group.
+--- sched:step([epoch]): the next epoch (or `epoch`), whose lr is written to every group: the
+-- chainable form from the group's lr where the class has one, else (and for an explicit
+-- epoch) the closed form from the base lr.
 function Scheduler:step(epoch)
-  if epoch == nil then check_order(self, self.name) end
+  if epoch == nil and self._step_count > 0 then check_order(self, self.name) end
+  self._step_count = self._step_count + 1
   self.last_epoch = epoch or self.last_epoch + 1
+  local lrs = {}
+  for i, g in ipairs(self.optimizer.param_groups) do
+    if epoch == nil and self.chain then
+      lrs[i] = self:chain(g.lr, self.base_lrs[i], self.last_epoch, i)
+    else
+      lrs[i] = self:lr_at(self.base_lrs[i], self.last_epoch, i)
+    end
+  end
   self._last_lr = {}
   for i, g in ipairs(self.optimizer.param_groups) do
-    g.lr = self:lr_at(self.base_lrs[i], self.last_epoch, i)
+    g.lr = lrs[i]
     self._last_lr[i] = g.lr
   end
 end
@@ -138,17 +172,51 @@ function Scheduler:get_last_lr()
   return out
 end
 
---- sched:state_dict() / sched:load_state_dict(sd): the scheduler's numbers (epoch, base lrs,
--- counters), as PyTorch saves them (not the optimizer, not functions).
+-- A copy of v (tables copied through), or nil when v is or holds a function.
+local function plain_copy(v)
+  if type(v) == "function" then return nil end
+  if type(v) ~= "table" then return v end
+  local c = {}
+  for k, x in pairs(v) do
+    local y = plain_copy(x)
+    if y == nil then return nil end
+    c[k] = y
+  end
+  return c
+end
+
+--- sched:state_dict() / sched:load_state_dict(sd): the scheduler's state (epoch, base lrs,
+-- step count, last lrs, its options and counters), copied, as PyTorch saves it: everything
+-- but the optimizer and functions (LambdaLR's lr_lambdas stay those of the scheduler that
+-- loads), a SequentialLR's sub-schedulers as the list of their state dicts (`_schedulers`).
+-- What ltc.save writes; load_state_dict(sd) copies it back (the optimizer's lrs are the
+-- optimizer's state: load it too).
 function Scheduler:state_dict()
   local sd = {}
   for k, v in pairs(self) do
-    if k ~= "optimizer" and k ~= "_schedulers" and type(v) ~= "function" then sd[k] = v end
+    if k ~= "optimizer" and k ~= "_schedulers" then sd[k] = plain_copy(v) end
+  end
+  if self._schedulers then
+    sd._schedulers = {}
+    for i, s in ipairs(self._schedulers) do sd._schedulers[i] = s:state_dict() end
   end
   return sd
 end
 function Scheduler:load_state_dict(sd)
-  for k, v in pairs(sd) do self[k] = v end
+  if type(sd) ~= "table" then
+    raise(string.format("%s.load_state_dict: a state dict (a table) expected, got %s",
+      self.name or "ReduceLROnPlateau", type(sd)))
+  end
+  local subs = sd._schedulers
+  if subs ~= nil and (self._schedulers == nil or #subs ~= #self._schedulers) then
+    raise(string.format("%s.load_state_dict: the state dict has %d sub-schedulers, this "
+      .. "scheduler %d", self.name, type(subs) == "table" and #subs or 0,
+      self._schedulers and #self._schedulers or 0))
+  end
+  for k, v in pairs(sd) do
+    if k ~= "_schedulers" and k ~= "optimizer" then self[k] = plain_copy(v) end
+  end
+  for i, s in ipairs(subs or {}) do self._schedulers[i]:load_state_dict(s) end
 end
 
 local function positive_int(fname, what, v)
@@ -162,7 +230,11 @@ end
 M.StepLR = class("StepLR", { "step_size", "gamma" }, function(self, o)
   positive_int("StepLR", "step_size", o.step_size)
   self.step_size, self.gamma = o.step_size, o.gamma or 0.1
-end, function(self, base, e) return base * self.gamma ^ (e // self.step_size) end)
+end, function(self, base, e) return base * self.gamma ^ (e // self.step_size) end,
+function(self, lr, _, e)
+  if e == 0 or e % self.step_size ~= 0 then return lr end
+  return lr * self.gamma
+end)
 
 --- MultiStepLR(opt, {milestones = {...}, gamma=0.1}): lr = initial_lr * gamma^(number of
 -- milestones <= epoch).
@@ -176,13 +248,19 @@ end, function(self, base, e)
   local n = 0
   for _, m in ipairs(self.milestones) do if m <= e then n = n + 1 end end
   return base * self.gamma ^ n
+end, function(self, lr, _, e)
+  local n = 0 -- a milestone listed twice counts twice (PyTorch's Counter)
+  for _, m in ipairs(self.milestones) do if m == e then n = n + 1 end end
+  if n == 0 then return lr end
+  return lr * self.gamma ^ n
 end)
 
 --- ExponentialLR(opt, {gamma}): lr = initial_lr * gamma^epoch.
 M.ExponentialLR = class("ExponentialLR", { "gamma" }, function(self, o)
   if type(o.gamma) ~= "number" then raise("ExponentialLR: gamma must be a number") end
   self.gamma = o.gamma
-end, function(self, base, e) return base * self.gamma ^ e end)
+end, function(self, base, e) return base * self.gamma ^ e end,
+function(self, lr, _, e) if e == 0 then return lr end return lr * self.gamma end)
 
 --- CosineAnnealingLR(opt, {T_max, eta_min=0}): lr = eta_min + (initial_lr - eta_min) (1 +
 -- cos(pi epoch / T_max)) / 2.
@@ -191,6 +269,14 @@ M.CosineAnnealingLR = class("CosineAnnealingLR", { "T_max", "eta_min" }, functio
   self.T_max, self.eta_min = o.T_max, o.eta_min or 0
 end, function(self, base, e)
   return self.eta_min + (base - self.eta_min) * (1 + cos(pi * e / self.T_max)) / 2
+end, function(self, lr, base, e)
+  local T, eta = self.T_max, self.eta_min
+  if e == 0 then return lr end
+  if self._step_count == 1 and e > 0 then -- resumed (last_epoch given): PyTorch's closed form
+    return eta + (base - eta) * (1 + cos(e * pi / T)) / 2
+  end
+  if (e - 1 - T) % (2 * T) == 0 then return lr + (base - eta) * (1 - cos(pi / T)) / 2 end
+  return (1 + cos(pi * e / T)) / (1 + cos(pi * (e - 1) / T)) * (lr - eta) + eta
 end)
 
 --- LinearLR(opt, {start_factor=1/3, end_factor=1, total_iters=5}): the factor of initial_lr
@@ -204,6 +290,11 @@ M.LinearLR = class("LinearLR", { "start_factor", "end_factor", "total_iters" }, 
 end, function(self, base, e)
   return base * (self.start_factor + (self.end_factor - self.start_factor)
     * math.min(self.total_iters, e) / self.total_iters)
+end, function(self, lr, _, e)
+  local s, f, n = self.start_factor, self.end_factor, self.total_iters
+  if e == 0 then return lr * s end
+  if e > n then return lr end
+  return lr * (1 + (f - s) / (n * s + (e - 1) * (f - s)))
 end)
 
 --- LambdaLR(opt, {lr_lambda = fn or {fn per group}}): lr = initial_lr * fn(epoch) (epoch from
@@ -227,12 +318,12 @@ M.CosineAnnealingWarmRestarts = class("CosineAnnealingWarmRestarts", { "T_0", "T
     positive_int("CosineAnnealingWarmRestarts", "T_0", o.T_0)
     positive_int("CosineAnnealingWarmRestarts", "T_mult", o.T_mult or 1)
     self.T_0, self.T_i, self.T_mult, self.eta_min = o.T_0, o.T_0, o.T_mult or 1, o.eta_min or 0
-    self.T_cur = -1
+    self.T_cur = self.last_epoch
   end, function(self, base)
     return self.eta_min + (base - self.eta_min) * (1 + cos(pi * self.T_cur / self.T_i)) / 2
   end)
 function M.CosineAnnealingWarmRestarts:step(epoch)
-  if epoch == nil then check_order(self, "CosineAnnealingWarmRestarts") end
+  if epoch == nil and self._step_count > 0 then check_order(self, "CosineAnnealingWarmRestarts") end
   if epoch == nil and self.last_epoch < 0 then epoch = 0 end
   if epoch == nil then
     epoch = self.last_epoch + 1
@@ -292,12 +383,15 @@ M.OneCycleLR = class("OneCycleLR", { "max_lr", "total_steps", "epochs", "steps_p
       { total - 1, "max_lr", "min_lr", "base_momentum", "max_momentum" } }
   end
   local opt = self.optimizer
+  local fresh = self.last_epoch == -1 -- resumed: the groups keep their (loaded) values
   for i, g in ipairs(opt.param_groups) do
     local max_lr = type(o.max_lr) == "table" and o.max_lr[i] or o.max_lr
     if type(max_lr) ~= "number" then raise("OneCycleLR: max_lr must be a number (or one per group)") end
-    g.initial_lr = max_lr / (o.div_factor or 25)
-    g.max_lr = max_lr
-    g.min_lr = g.initial_lr / (o.final_div_factor or 1e4)
+    if fresh then
+      g.initial_lr = max_lr / (o.div_factor or 25)
+      g.max_lr = max_lr
+      g.min_lr = g.initial_lr / (o.final_div_factor or 1e4)
+    end
   end
   self.cycle_momentum = o.cycle_momentum ~= false
   if self.cycle_momentum then
@@ -306,7 +400,7 @@ M.OneCycleLR = class("OneCycleLR", { "max_lr", "total_steps", "epochs", "steps_p
       raise("OneCycleLR: optimizer must support momentum or betas with cycle_momentum enabled")
     end
     self.use_beta1 = d.betas ~= nil
-    for _, g in ipairs(opt.param_groups) do
+    for _, g in ipairs(fresh and opt.param_groups or {}) do
       g.max_momentum, g.base_momentum = o.max_momentum or 0.95, o.base_momentum or 0.85
       if self.use_beta1 then g.betas = { g.max_momentum, g.betas[2] } else g.momentum = g.max_momentum end
     end
@@ -359,14 +453,17 @@ getmetatable(M.SequentialLR).__call = function(c, opt, ...)
   o._schedulers, o._pending = o._pending, nil
   for _, g in ipairs(opt.param_groups) do g.lr = g.initial_lr end
   for _, s in ipairs(o._schedulers) do s.last_epoch = s.last_epoch - 1 end
-  o._schedulers[1]:step()
-  o.last_epoch = 0
+  local first = o._schedulers[1]
+  first._step_count = 0 -- PyTorch's _initial_step
+  first:step()
+  o.last_epoch = o.last_epoch + 1 -- PyTorch's last_epoch + 1 (0 for a new schedule)
   o._last_lr = o._schedulers[1]:get_last_lr()
   return o
 end
 function M.SequentialLR:step()
   if self._schedulers == nil then return end -- the generic constructor's initial step
   check_order(self, "SequentialLR")
+  self._step_count = self._step_count + 1
   self.last_epoch = self.last_epoch + 1
   local idx = 1
   for _, m in ipairs(self.milestones) do if m <= self.last_epoch then idx = idx + 1 end end

@@ -6,7 +6,8 @@
 -- A module is a table with a forward(self, ...) method; calling the module calls forward.
 -- Parameters are leaf tensors that require grad; module:parameters() lists them (in
 -- registration order, submodules depth first), module:state_dict() maps dotted names to
--- them, module:load_state_dict(sd) copies values into them in place. Initialisation follows
+-- detached aliases of them (every name of a tied weight), module:load_state_dict(sd) copies
+-- values into them in place (p:copy_(v), as PyTorch). Initialisation follows
 -- PyTorch's defaults and draws from ltc's seeded generator (ltc.manual_seed).
 -- ltc.nn.functional holds the stateless functions the modules use.
 --

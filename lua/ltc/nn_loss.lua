@@ -101,6 +101,21 @@ return function(nn, F)
     return x, C
   end
 
+  -- The class weight of nll_loss / cross_entropy: a 1-D tensor of C elements, one per class
+  -- (PyTorch raises too, "weight tensor should be defined either for all C classes or no
+  -- classes"; a reshape or an index_select would otherwise fail obscurely or broadcast).
+  local function check_class_weight(fname, weight, C)
+    if weight == nil then return end
+    if not ltc.is_tensor(weight) then
+      raise(string.format("%s: weight must be a tensor of %d elements, one per class, got %s",
+        fname, C, ltc.typename(weight)))
+    end
+    if weight:dim() ~= 1 or weight:size(1) ~= C then
+      raise(string.format("%s: weight has size [%s], the input has %d classes (weight must be "
+        .. "[%d], one per class)", fname, table.concat(weight:size(), ", "), C, C))
+    end
+  end
+
   -- class-index path: per-row losses [M] of log-probabilities logp [M, C], the per-row
   -- weights [M] (0 where ignored), for nll with `weight` and `ignore_index`.
   local function picked(fname, logp, target, weight, ignore_index)
@@ -130,7 +145,8 @@ return function(nn, F)
 
   --- F.nll_loss(input, target [, {weight, ignore_index, reduction}]): log-probabilities
   -- [N, C] or [N, C, d1, ...] (or [C]) and 1-based int64 labels [N] / [N, d1, ...]. With
-  -- weight [C] each term is scaled by the weight of its label and "mean" divides by the sum of
+  -- weight [C] (another size is an error naming both) each term is scaled by the weight of its
+  -- label and "mean" divides by the sum of
   -- those weights; labels equal to ignore_index (default -100) add nothing, "mean" divides by
   -- the rows not ignored (NaN when all are) and their gradient is 0 (PyTorch). With no options
   -- on [N, C] it is one fused op, which ignores -100 the same way. Another label outside 1..C
@@ -141,7 +157,8 @@ return function(nn, F)
     if not o.weight and not o.ignore_index and input:dim() == 2 then
       return ltc.nll_loss(input, target, code)
     end
-    local lp = rows_of("nll_loss", input, target)
+    local lp, C = rows_of("nll_loss", input, target)
+    check_class_weight("nll_loss", o.weight, C)
     local l, w = picked("nll_loss", lp, target, o.weight, o.ignore_index or -100)
     if code == 0 then return l:reshape(out_shape(input)) end
     if code == 2 then return l:sum() end
@@ -151,7 +168,7 @@ return function(nn, F)
   --- F.cross_entropy(input, target [, {weight, ignore_index=-100, label_smoothing=0,
   -- reduction}]): logits [N, C] or [N, C, d1, ...] (or [C]); target either 1-based int64
   -- labels [N, d1, ...] or class probabilities of input's size (a float tensor). weight [C]
-  -- rescales classes; labels equal to ignore_index add nothing (as for nll_loss);
+  -- rescales classes (another size is an error naming both); labels equal to ignore_index add nothing (as for nll_loss);
   -- label_smoothing in [0, 1] mixes the target with the uniform distribution. Without options
   -- on [N, C] it is one fused op forward and backward, which ignores -100 too. The
   -- weight may come third, as PyTorch's positional argument: F.cross_entropy(x, y, w [, opts])
@@ -168,6 +185,7 @@ return function(nn, F)
       return ltc.cross_entropy(input, target, code)
     end
     local x, C = rows_of("cross_entropy", input, target)
+    check_class_weight("cross_entropy", o.weight, C)
     local logp = x:log_softmax(2)
     local wrow = o.weight and o.weight:reshape({ 1, C })
     if probs then

@@ -428,21 +428,66 @@ return function(nn, F)
   function Module:half() return self:to("float16") end
   function Module:bfloat16() return self:to("bfloat16") end
 
-  --- m:state_dict(): {name = tensor} for every parameter and buffer (the tensors themselves,
-  -- not copies), with dotted names.
-  function Module:state_dict()
-    local sd = {}
-    for _, np in ipairs(self:named_parameters()) do sd[np[1]] = np[2] end
-    for _, nb in ipairs(self:named_buffers()) do sd[nb[1]] = nb[2] end
+  -- {name, tensor} for every parameter and buffer of m and its submodules (parameters first,
+  -- then buffers, each in named_parameters' order), every name of a tensor that two modules
+  -- share (tied weights) included: state_dict's names.
+  local function state_entries(m, prefix)
+    local out = {}
+    for _, kind in ipairs { "_params", "_buffers" } do
+      for _, nm in ipairs(m:named_modules()) do
+        local sub, pre = nm[2], nm[1] == "" and prefix or prefix .. nm[1] .. "."
+        for _, n in ipairs(sub[kind]) do
+          local t = sub._slots[n]
+          if t ~= nil then out[#out + 1] = { pre .. n, t } end
+        end
+      end
+    end
+    return out
+  end
+
+  local state_dict_options = { destination = true, prefix = true, keep_vars = true }
+
+  --- m:state_dict([{prefix = "", keep_vars = false, destination = nil}]): {name = tensor} for
+  -- every parameter and buffer, with dotted names (prefix before each). As PyTorch's: a
+  -- tensor shared by two modules (tied weights) is listed under each of its names; the
+  -- values are detached (t:detach(): they share the parameter's storage, so they see later
+  -- updates, and do not require grad) unless keep_vars, which gives the tensors themselves;
+  -- destination, a table, is filled and returned instead of a new one.
+  function Module:state_dict(opts)
+    if opts ~= nil and type(opts) ~= "table" then
+      raise("state_dict: bad argument #1 (an options table {prefix, keep_vars, destination} "
+        .. "expected, got " .. ltc.typename(opts) .. ")")
+    end
+    opts = opts or {}
+    for k in pairs(opts) do
+      if not state_dict_options[k] then
+        raise(string.format("state_dict: unknown option '%s' (known: destination, keep_vars, "
+          .. "prefix)", tostring(k)))
+      end
+    end
+    local prefix, sd = opts.prefix or "", opts.destination or {}
+    if type(prefix) ~= "string" then
+      raise("state_dict: prefix must be a string, got " .. ltc.typename(prefix))
+    end
+    if type(sd) ~= "table" then
+      raise("state_dict: destination must be a table, got " .. ltc.typename(sd))
+    end
+    for _, e in ipairs(state_entries(self, prefix)) do
+      sd[e[1]] = opts.keep_vars and e[2] or e[2]:detach()
+    end
     return sd
   end
 
   --- m:load_state_dict(sd [, strict=true]): copies sd's tensors into the parameters and
-  -- buffers in place (cast to each one's dtype; sizes must match). With strict, missing or
-  -- unexpected names are errors. Every problem is named in one error (as PyTorch's "Error(s)
-  -- in loading state_dict"), and then nothing is copied (PyTorch copies the rest first).
-  -- Returns m, then the missing and the unexpected names (sorted lists: PyTorch's
-  -- missing_keys, unexpected_keys).
+  -- buffers in place (p:copy_(v) under no_grad, as PyTorch: each keeps its identity, dtype
+  -- and device, so an optimizer made before sees the loaded values; v is cast to p's dtype
+  -- and moved to p's device; sizes must match). With strict, missing or unexpected names are
+  -- errors. A tensor shared by two modules (tied weights) has several names: any one of them
+  -- loads it, and the others are then not missing (PyTorch would call them missing; they name
+  -- the same tensor, so a checkpoint that saved one name loads). Every problem is named in one
+  -- error (as PyTorch's "Error(s) in loading state_dict"), and then nothing is copied (PyTorch
+  -- copies the rest first). Returns m, then the missing and the unexpected names (sorted
+  -- lists: PyTorch's missing_keys, unexpected_keys).
   function Module:load_state_dict(sd, strict)
     if type(sd) ~= "table" then
       raise("load_state_dict: bad argument #1 (a state dict, a table of tensors, expected, got "
@@ -450,14 +495,16 @@ return function(nn, F)
     end
     if strict == nil then strict = true end
     local known, missing, unexpected, errors, copies = {}, {}, {}, {}, {}
-    local entries = self:named_parameters()
-    for _, nb in ipairs(self:named_buffers()) do entries[#entries + 1] = nb end
+    local entries, given = state_entries(self, ""), {}
+    for _, e in ipairs(entries) do
+      if sd[e[1]] ~= nil then given[e[2]] = true end
+    end
     for _, np in ipairs(entries) do
       local name, p = np[1], np[2]
       known[name] = true
       local v = sd[name]
       if v == nil then
-        missing[#missing + 1] = name
+        if not given[p] then missing[#missing + 1] = name end
       elseif not ltc.is_tensor(v) then
         errors[#errors + 1] = string.format("'%s' is %s, not a tensor", name, ltc.typename(v))
       else
@@ -506,7 +553,7 @@ return function(nn, F)
     if strict and unexpected[1] then errors[#errors + 1] = "unexpected parameter" .. quoted(unexpected) end
     if errors[1] then raise("load_state_dict: " .. table.concat(errors, "; ")) end
     ltc.no_grad(function()
-      for _, c in ipairs(copies) do c[1].data = c[2]:to(c[1]:dtype()) end
+      for _, c in ipairs(copies) do c[1]:copy_(c[2]) end
     end)
     table.sort(missing)
     return self, missing, unexpected

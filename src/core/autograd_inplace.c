@@ -219,7 +219,7 @@ done:
     return st;
 }
 
-static ltc_status write(ltc_tensor *t, ltc_tensor *v, write_kind copy, const char *op) {
+static ltc_status write_on_device(ltc_tensor *t, ltc_tensor *v, write_kind copy, const char *op) {
     if (!ltc_grad_mode) return raw_write(t, v, copy);
     ltc_status st;
     /* integer and bool tensors never require grad, whatever is written into them. v's edge
@@ -264,6 +264,21 @@ static ltc_status write(ltc_tensor *t, ltc_tensor *v, write_kind copy, const cha
     fn->n_steps = t->n_steps;
     if (!(st = raw_write(t, v, copy))) st = ltc_ag_set_history(base, fn, 0, true);
     ltc_grad_fn_release(fn);
+    return st;
+}
+
+/* A write whose value lives on another device (PyTorch's cross-device copy_): the value is
+ * moved to t's device first (ltc_tensor_to_device: a sync of the value, recorded for autograd
+ * so that its gradient goes back to its own device); t keeps its device. Without the move the
+ * other backend's data would become t's value and reach t's backend as its own. */
+static ltc_status write(ltc_tensor *t, ltc_tensor *v, write_kind copy, const char *op) {
+    if (v->weak || v->any_device || (v->backend == t->backend && v->ordinal == t->ordinal))
+        return write_on_device(t, v, copy, op);
+    ltc_tensor *moved = NULL;
+    ltc_status st = ltc_tensor_to_device(v, ltc_tensor_device(t), &moved);
+    if (st) return st;
+    st = write_on_device(t, moved, copy, op);
+    ltc_tensor_release(moved);
     return st;
 }
 

@@ -388,4 +388,11 @@ do
   follow_all(M.nn.utils)
   follow_all(M.nn.utils.rnn)
 end
+-- PyTorch's keyword arguments (x:sum{dim = 1, keepdim = true}) for the ops that Lua functions
+-- replaced; the generated bindings take them already (lua/ltc/keywords.lua)
+do
+  local skip = {}
+  for _, name in ipairs(creation) do skip[name] = true end
+  require("ltc.keywords").install(M, methods, core._keywords, skip, core._overloads)
+end
 return M

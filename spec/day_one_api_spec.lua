@@ -1,0 +1,68 @@
+-- The everyday API of PyTorch's day one: keyword tables for every op of ops.yaml, the default
+-- dtype, inference mode, small composites, clip_grad_norm_'s inf norm, Ellipsis indexing.
+-- Expected values from PyTorch 2 (torch on /usr/bin/python3; each block says the call that
+-- gave them) or by hand.
+local ltc = require "ltc"
+local core = require "ltc.core"
+local err = dofile("spec/support/err.lua")
+
+local function x23() return ltc.tensor({ { 1, 2, 3 }, { 4, 5, 6 } }) end
+
+describe("keyword tables for generated ops", function()
+  it("put keywords in the schema's places (dims 1-based)", function()
+    local x = x23()
+    -- x.sum(dim=1, keepdim=True) -> [[6.0], [15.0]]
+    assert.same({ { 6 }, { 15 } }, x:sum{ dim = 2, keepdim = true }:totable())
+    assert.same({ { 6 }, { 15 } }, ltc.sum(x, { dim = 2, keepdim = true }):totable())
+    -- x.transpose(dim0=0, dim1=1)
+    assert.same({ { 1, 4 }, { 2, 5 }, { 3, 6 } }, x:transpose{ dim0 = 1, dim1 = 2 }:totable())
+    -- x.narrow(dim=1, start=1, length=1) (start 1-based here)
+    assert.same({ { 2 }, { 5 } }, x:narrow{ dim = 2, start = 2, length = 1 }:totable())
+    -- x.clamp(max=2.5)
+    assert.same({ { 1, 2, 2.5 }, { 2.5, 2.5, 2.5 } }, x:clamp{ max = 2.5 }:totable())
+    assert.same({ { 2, 2, 3 }, { 3, 3, 3 } }, x:clamp(2, { max = 3 }):totable())
+  end)
+
+  it("take positional values in the table's array part (ltc.cat{{a, b}, dim = 2})", function()
+    local x = x23()
+    -- torch.cat([x, x], dim=1): size [2, 6], first row [1, 2, 3, 1, 2, 3]
+    local c = ltc.cat{ { x, x }, dim = 2 }
+    assert.same({ 2, 6 }, c:size())
+    assert.same({ 1, 2, 3, 1, 2, 3 }, c[1]:totable())
+    assert.same({ 2, 6 }, ltc.cat({ x, x }, { dim = 2 }):size())
+    assert.same({ 4, 3 }, ltc.stack{ { x, x }, dim = 1 }:reshape(4, 3):size())
+  end)
+
+  it("reach ops that Lua functions replaced, and their in-place forms", function()
+    local x = x23()
+    -- x.softmax(dim=0)[0] -> 0.04742587357759476 each
+    local s = x:softmax{ dim = 1 }[1]:totable()
+    for i = 1, 3 do assert.is_true(math.abs(s[i] - 0.04742587357759476) < 1e-6) end
+    local y = x23()
+    y:clamp_{ min = 3 }
+    assert.same({ { 3, 3, 3 }, { 4, 5, 6 } }, y:totable())
+  end)
+
+  it("come from the generator: core._keywords lists each overload's argument names", function()
+    assert.same({ "self", "dim", "keepdim" }, { table.unpack(core._keywords.sum[1]) })
+    assert.equal(1, core._keywords.sum[1].n_required)
+    assert.same({ "tensors", "dim" }, { table.unpack(core._keywords.cat[1]) })
+  end)
+
+  it("raise an error naming the op and an unknown key", function()
+    local x = x23()
+    assert.matches("abs: unknown keyword argument 'foo'", err(function() return x:abs{ foo = 1 } end))
+    assert.matches("cat: unknown keyword argument 'axis' %(expected dim%)",
+      err(function() return ltc.cat{ { x, x }, axis = 2 } end))
+    assert.matches("transpose: unknown keyword argument 'dim3'",
+      err(function() return x:transpose{ dim3 = 1 } end))
+    assert.matches("narrow: argument 'dim' given by position and by keyword",
+      err(function() return x:narrow(1, { dim = 1, start = 1, length = 1 }) end))
+  end)
+
+  it("leave the creation functions' options and div's rounding_mode as they were", function()
+    assert.equal("int64", ltc.zeros(2, { dtype = "int64" }):dtype())
+    local q = ltc.tensor({ -7, 7 }, "int32"):div(2, { rounding_mode = "floor" })
+    assert.same({ -4, 3 }, q:totable())
+  end)
+end)

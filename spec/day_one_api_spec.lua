@@ -66,3 +66,43 @@ describe("keyword tables for generated ops", function()
     assert.same({ -4, 3 }, q:totable())
   end)
 end)
+
+describe("the default dtype", function()
+  after_each(function() ltc.set_default_dtype("float32") end)
+
+  it("is float32 and can be float64, float16 or bfloat16", function()
+    assert.equal("float32", ltc.get_default_dtype())
+    for _, d in ipairs { "float64", "float16", "bfloat16", "float32" } do
+      ltc.set_default_dtype(d)
+      assert.equal(d, ltc.get_default_dtype())
+    end
+    ltc.set_default_dtype(ltc.double)
+    assert.equal("float64", ltc.get_default_dtype())
+  end)
+
+  it("refuses other dtypes, naming set_default_dtype", function()
+    assert.matches("set_default_dtype: the default dtype must be a floating dtype",
+      err(function() ltc.set_default_dtype("int64") end))
+    assert.matches("set_default_dtype: unknown dtype 'foo'", err(function() ltc.set_default_dtype("foo") end))
+    assert.equal("float32", ltc.get_default_dtype())
+  end)
+
+  it("is the dtype of tensors of numbers, creation functions and float promotion", function()
+    ltc.set_default_dtype("float64")
+    -- with torch.set_default_dtype(torch.float64): tensor([1.5]), zeros(2), arange(0.5, 2),
+    -- int32 * 2.5 and int32.sqrt() are float64; arange(3) int64; float32 * 2.5 float32
+    assert.equal("float64", ltc.tensor({ 1.5 }):dtype())
+    assert.equal("float64", ltc.tensor(2):dtype())
+    for _, t in ipairs { ltc.zeros(2), ltc.ones(2), ltc.full({ 2 }, 1), ltc.rand(2), ltc.randn(2),
+                         ltc.arange(0.5, 2), ltc.linspace(0, 1, 3), ltc.eye(2) } do
+      assert.equal("float64", t:dtype())
+    end
+    assert.equal("int64", ltc.arange(3):dtype())
+    local i = ltc.tensor({ 1, 2 }, "int32")
+    assert.equal("float64", (i * 2.5):dtype())
+    assert.equal("float64", i:sqrt():dtype())
+    assert.equal("float32", (ltc.ones(2, "float32") * 2.5):dtype())
+    -- float64 keeps what float32 rounds: 0.1 + 0.2 ~= 0.3 exactly as in double arithmetic
+    assert.equal(0.1 + 0.2, (ltc.tensor({ 0.1 }) + 0.2)[1])
+  end)
+end)

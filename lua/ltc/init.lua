@@ -53,8 +53,8 @@ M.jit = require("ltc.jit").jit
 local floor, type = math.floor, type
 
 --- ltc.arange([start,] end [, step] [, dtype]): start, start+step, ... excluding end.
--- arange(n) is arange(0, n). All-integer arguments give int64, others float32 (PyTorch,
--- NumPy), unless dtype is given.
+-- arange(n) is arange(0, n). All-integer arguments give int64, others the default dtype
+-- (float32 unless ltc.set_default_dtype changed it; PyTorch, NumPy), unless dtype is given.
 function M.arange(a, b, c, d, ...)
   if select("#", ...) > 0 then raise("arange: too many arguments (at most start, end, step, dtype)") end
   local start, stop, step, dtype
@@ -64,7 +64,7 @@ function M.arange(a, b, c, d, ...)
   if dtype == nil then
     local ints = math.type(start) == "integer" and math.type(stop) == "integer"
       and math.type(step) == "integer"
-    dtype = ints and "int64" or "float32"
+    dtype = ints and "int64" or core.get_default_dtype()
   end
   return core.arange(start, stop, step, dtype)
 end

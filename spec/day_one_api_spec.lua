@@ -106,3 +106,46 @@ describe("the default dtype", function()
     assert.equal(0.1 + 0.2, (ltc.tensor({ 0.1 }) + 0.2)[1])
   end)
 end)
+
+describe("inference mode", function()
+  it("turns recording off inside fn and restores it after", function()
+    local w = ltc.ones(2):requires_grad_()
+    assert.is_false(ltc.is_inference_mode_enabled())
+    local inside, grad, y = ltc.inference_mode(function(a)
+      return ltc.is_inference_mode_enabled(), ltc.is_grad_enabled(), w * a
+    end, 2)
+    assert.same({ true, false, false }, { inside, grad, y.requires_grad })
+    assert.same({ false, true }, { ltc.is_inference_mode_enabled(), ltc.is_grad_enabled() })
+    assert.same({ 2, 2 }, y:totable())
+  end)
+
+  it("restores the modes when fn raises", function()
+    assert.matches("boom", err(function() ltc.inference_mode(function() error("boom") end) end))
+    assert.same({ false, true }, { ltc.is_inference_mode_enabled(), ltc.is_grad_enabled() })
+  end)
+
+  it("holds for a block as a to-be-closed guard, and inference_mode(false, fn) leaves it", function()
+    local w = ltc.ones(2):requires_grad_()
+    do
+      local _ <close> = ltc.inference_mode()
+      assert.is_true(ltc.is_inference_mode_enabled())
+      assert.is_false((w * 2).requires_grad)
+      local inf, rg = ltc.inference_mode(false, function()
+        return ltc.is_inference_mode_enabled(), (w * 2).requires_grad
+      end)
+      assert.same({ false, true }, { inf, rg })
+      assert.is_true(ltc.is_inference_mode_enabled())
+    end
+    assert.same({ false, true }, { ltc.is_inference_mode_enabled(), ltc.is_grad_enabled() })
+    do
+      local _ <close> = ltc.no_grad()
+      assert.is_false(ltc.is_grad_enabled())
+    end
+    assert.is_true(ltc.is_grad_enabled())
+  end)
+
+  it("names inference_mode when fn is not a function", function()
+    assert.matches("inference_mode: bad argument #1 %(a function expected, got number%)",
+      err(function() ltc.inference_mode(3) end))
+  end)
+end)

@@ -149,3 +149,110 @@ describe("inference mode", function()
       err(function() ltc.inference_mode(3) end))
   end)
 end)
+
+describe("composites", function()
+  local function flat(t) return t:reshape(-1):totable() end
+
+  it("unbind, new_zeros/new_ones/new_full/new_empty/new_tensor, tolist", function()
+    local x = x23()
+    local u = x:unbind(2)
+    assert.same({ 3, { 1, 4 }, { 3, 6 } }, { #u, u[1]:totable(), u[3]:totable() })
+    assert.same({ 2, { 1, 2, 3 } }, { #ltc.unbind(x), ltc.unbind(x)[1]:totable() })
+    local i = ltc.tensor({ 1 }, "int32")
+    assert.same({ "int32", { 2, 3 }, { { 0, 0, 0 }, { 0, 0, 0 } } },
+      { i:new_zeros(2, 3):dtype(), i:new_zeros({ 2, 3 }):size(), i:new_zeros(2, 3):totable() })
+    assert.same({ "float64", { 1, 1 } }, { x:new_ones(2, "float64"):dtype(), x:new_ones(2):totable() })
+    assert.same({ "int32", { 7, 7 } }, { i:new_full({ 2 }, 7):dtype(), i:new_full({ 2 }, 7):totable() })
+    assert.same({ 3, 1 }, x:new_empty(3, 1):size())
+    assert.same({ "int32", { 5, 6 } }, { i:new_tensor({ 5, 6 }):dtype(), i:new_tensor({ 5, 6 }):totable() })
+    assert.same({ { 1, 2, 3 }, { 4, 5, 6 } }, x:tolist())
+    assert.equal(3, ltc.tensor(3):tolist())
+  end)
+
+  it("clamp_min, clamp_max and their in-place forms", function()
+    -- torch.tensor([1, 0, 2, 3]).clamp_min(1) -> [1, 1, 2, 3]; tensor([1., 5]).clamp_max(2) -> [1, 2]
+    assert.same({ 1, 1, 2, 3 }, ltc.tensor({ 1, 0, 2, 3 }, "int64"):clamp_min(1):totable())
+    assert.same({ 1, 2 }, ltc.clamp_max(ltc.tensor({ 1, 5 }), 2):totable())
+    local y = ltc.tensor({ -1, 4 })
+    assert.equal(y, y:clamp_min_(0))
+    y:clamp_max_(3)
+    assert.same({ 0, 3 }, y:totable())
+  end)
+
+  it("roll, with its gradient", function()
+    local x = x23()
+    -- x.roll(1), x.roll(1, 1), x.roll((1, -1), (0, 1)) flattened
+    assert.same({ 6, 1, 2, 3, 4, 5 }, flat(x:roll(1)))
+    assert.same({ 3, 1, 2, 6, 4, 5 }, flat(x:roll(1, 2)))
+    assert.same({ 5, 6, 4, 2, 3, 1 }, flat(x:roll({ 1, -1 }, { 1, 2 })))
+    assert.same({ 1, 2, 3, 4, 5, 6 }, flat(x:roll(3, 2)))
+    -- (w.roll(1) * tensor([1., 2, 3])).sum().backward(): w.grad [2, 3, 1]
+    local w = ltc.tensor({ 1, 2, 3 }):requires_grad_();
+    (w:roll(1) * ltc.tensor({ 1, 2, 3 })):sum():backward()
+    assert.same({ 2, 3, 1 }, w.grad:totable())
+    assert.matches("roll: shifts %(2%) and dims %(1%)", err(function() return x:roll({ 1, 1 }, 1) end))
+  end)
+
+  it("repeat_interleave with int, table and tensor counts, and tile", function()
+    local x = x23()
+    -- x.repeat_interleave(2); x.repeat_interleave(2, 0); x.repeat_interleave(tensor([1, 0, 2]), 1)
+    assert.same({ 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6 }, x:repeat_interleave(2):totable())
+    assert.same({ 1, 2, 3, 1, 2, 3, 4, 5, 6, 4, 5, 6 }, flat(x:repeat_interleave(2, 1)))
+    assert.same({ 1, 3, 3, 4, 6, 6 }, flat(x:repeat_interleave(ltc.tensor({ 1, 0, 2 }, "int64"), 2)))
+    assert.same({ 1, 3, 3, 4, 6, 6 }, flat(x:repeat_interleave({ 1, 0, 2 }, 2)))
+    -- w.repeat_interleave(tensor([2, 0, 1])) * tensor([1., 2, 3]), summed: w.grad [3, 0, 3]
+    local w = ltc.tensor({ 1, 2, 3 }):requires_grad_();
+    (w:repeat_interleave(ltc.tensor({ 2, 0, 1 }, "int64")) * ltc.tensor({ 1, 2, 3 })):sum():backward()
+    assert.same({ 3, 0, 3 }, w.grad:totable())
+    assert.matches("repeat_interleave: repeats has 2 counts, but dim 2 has size 3",
+      err(function() return x:repeat_interleave({ 1, 2 }, 2) end))
+    -- x.tile((2,)).shape [2, 6]; x.tile((2, 1, 1)).shape [2, 2, 3]
+    assert.same({ 2, 6 }, x:tile(2):size())
+    assert.same({ 1, 2, 3, 1, 2, 3 }, x:tile(2)[1]:totable())
+    assert.same({ 2, 2, 3 }, x:tile({ 2, 1, 1 }):size())
+  end)
+
+  it("isclose, allclose, equal, as_tensor", function()
+    local a = ltc.tensor({ 1, 0 / 0, math.huge, 1e-9, 2 })
+    local b = ltc.tensor({ 1 + 1e-6, 0 / 0, math.huge, 0, 2.1 })
+    -- torch.isclose(a, b) -> [True, False, True, True, False]; equal_nan=True: [True, True, True, True, False]
+    assert.same({ true, false, true, true, false }, ltc.isclose(a, b):totable())
+    assert.same({ true, true, true, true, false }, a:isclose(b, { equal_nan = true }):totable())
+    -- by hand, rtol 0.1, atol 0: |1e-9 - 0| <= 0 fails, |2 - 2.1| <= 0.21 holds
+    assert.same({ true, true, true, false, true }, ltc.isclose(a, b, 0.1, 0, true):totable())
+    local x = x23()
+    assert.is_true(ltc.allclose(x, x + 1e-7))
+    assert.is_false(x:allclose(x + 1e-3))
+    assert.is_true(ltc.equal(x, x:clone()))
+    assert.is_false(ltc.equal(x, x:t()))
+    assert.is_false(ltc.equal(x, x + 1))
+    assert.equal(x, ltc.as_tensor(x))
+    assert.equal(x, ltc.as_tensor(x, "float32"))
+    assert.equal("float64", ltc.as_tensor(x, "float64"):dtype())
+    assert.same({ "int64", { 1, 2 } }, { ltc.as_tensor({ 1, 2 }, "int64"):dtype(), ltc.as_tensor({ 1, 2 }, "int64"):totable() })
+  end)
+
+  it("nan_to_num and nan_to_num_", function()
+    local v = ltc.tensor({ 0 / 0, math.huge, -math.huge, 1 })
+    -- tensor([nan, inf, -inf, 1]).nan_to_num() -> [0, 3.4028234663852886e+38, -3.4028234663852886e+38, 1]
+    assert.same({ 0, 3.4028234663852886e+38, -3.4028234663852886e+38, 1 }, v:nan_to_num():totable())
+    assert.same({ 1, 2, -3, 1 }, v:nan_to_num(1, 2, -3):totable())
+    assert.same({ 0, 2, -1.7976931348623157e308, 1 },
+      v:double():nan_to_num{ posinf = 2 }:totable())
+    v:nan_to_num_()
+    assert.same({ 0, 3.4028234663852886e+38, -3.4028234663852886e+38, 1 }, v:totable())
+    assert.same({ 1, 2 }, ltc.tensor({ 1, 2 }, "int32"):nan_to_num():totable())
+  end)
+
+  it("t:where(cond, other) and the fields mT, mH, H", function()
+    local x = x23()
+    -- x.where(x > 2, tensor(0.)) -> [0, 0, 3, 4, 5, 6]
+    assert.same({ 0, 0, 3, 4, 5, 6 }, flat(x:where(x:gt(2), 0)))
+    -- torch.ones(4, 2, 3).mT.shape -> [4, 3, 2]
+    assert.same({ 4, 3, 2 }, ltc.ones(4, 2, 3).mT:size())
+    assert.same({ 4, 3, 2 }, ltc.ones(4, 2, 3).mH:size())
+    assert.same({ { 1, 4 }, { 2, 5 }, { 3, 6 } }, x.H:totable())
+    assert.matches("t.mT: needs a tensor of at least 2 dims, got 1%-d", err(function() return ltc.ones(3).mT end))
+    assert.matches("t.H: needs a 0%-d or 2%-d tensor", err(function() return ltc.ones(2, 2, 2).H end))
+  end)
+end)

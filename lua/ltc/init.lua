@@ -40,6 +40,7 @@ require("ltc.reductions").install(core) -- several dims at once, var/std correct
 require("ltc.einsum").install(core) -- ltc.einsum, lowered to permute/reshape/bmm
 require("ltc.indexing").install(core) -- take_along_dim, index_fill/copy, masked_scatter, unfold, unique, im2col
 require("ltc.torch7").install(core) -- Torch7 idioms: nElement, resize_, t[{...}] (lua/ltc/torch7.lua)
+require("ltc.ops_more").install(core) -- unbind, new_zeros, roll, repeat_interleave, tile, isclose, t.mT, ...
 
 local M = {}
 for name, fn in pairs(core) do

@@ -256,3 +256,28 @@ describe("composites", function()
     assert.matches("t.H: needs a 0%-d or 2%-d tensor", err(function() return ltc.ones(2, 2, 2).H end))
   end)
 end)
+
+describe("clip_grad_norm_'s inf norm and randint's messages", function()
+  it("takes norm_type \"inf\" as math.huge", function()
+    -- p.grad = tensor([3., -4.]); clip_grad_norm_([p], 1, 'inf') -> tensor(4.), grad [0.75, -1.0]
+    for _, nt in ipairs { "inf", math.huge, { norm_type = "inf" } } do
+      local p = ltc.tensor({ 3, -4 }):requires_grad_()
+      p.grad = ltc.tensor({ 3, -4 })
+      local total = ltc.nn.utils.clip_grad_norm_({ p }, 1, nt)
+      assert.equal(4, total:item())
+      local g = p.grad:totable()
+      assert.is_true(math.abs(g[1] - 0.75) < 1e-6 and math.abs(g[2] + 1) < 1e-6)
+    end
+    assert.matches("clip_grad_norm_: max_norm and norm_type must be numbers %(norm_type also \"inf\"%)",
+      err(function() ltc.nn.utils.clip_grad_norm_({}, 1, "foo") end))
+  end)
+
+  it("says how randint's arguments read", function()
+    assert.matches("randint: low %(10%) must be less than high %(3%): ltc.randint%(10, 3%) is "
+      .. "randint%(low, high%), one draw; 3 draws in %[0, 10%) are ltc.randint%(10, {3}%)",
+      err(function() return ltc.randint(10, 3) end))
+    assert.matches("randint: no size given", err(function() return ltc.randint(10) end))
+    assert.matches("randint: no size given", err(function() return ltc.randint() end))
+    assert.same({ 3 }, ltc.randint(10, { 3 }):size())
+  end)
+end)

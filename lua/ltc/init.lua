@@ -346,6 +346,26 @@ local function with_options(name, fn)
     return table.unpack(res, 2, res.n)
   end
 end
+-- randint's call forms, named in its errors: a size is needed, and two integers read as
+-- (low, high) with a 0-d draw, so ltc.randint(10, 3) (PyTorch's torch.randint(10, (3,)) in
+-- mind) says how to ask for 3 numbers below 10.
+do
+  local raw = M.randint
+  M.randint = function(...)
+    local n, a, b = select("#", ...), ...
+    if n == 0 or (n == 1 and type(a) == "number") then
+      raise("randint: no size given (ltc.randint(high, {sizes}), ltc.randint(low, high, {sizes}) "
+        .. "or ltc.randint(low, high, n1, n2, ...); {} for a 0-d draw)")
+    end
+    if n == 2 and math.type(a) == "integer" and math.type(b) == "integer" and a >= b then
+      raise(string.format("randint: low (%d) must be less than high (%d): ltc.randint(%d, %d) is "
+        .. "randint(low, high), one draw; %d draws in [0, %d) are ltc.randint(%d, {%d})", a, b,
+        a, b, b, a, a, b))
+    end
+    return raw(...)
+  end
+  require("ltc.help").wraps[M.randint] = raw
+end
 -- the functions that make tensors from nothing: they take a device option (and so are left
 -- out of the input-device following below)
 local creation = { "tensor", "zeros", "ones", "full", "empty", "rand", "randn", "arange", "eye",

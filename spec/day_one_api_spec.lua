@@ -281,3 +281,34 @@ describe("clip_grad_norm_'s inf norm and randint's messages", function()
     assert.same({ 3 }, ltc.randint(10, { 3 }):size())
   end)
 end)
+
+describe("Ellipsis in a table index", function()
+  -- x = torch.arange(24).reshape(2, 3, 4): x[..., 0].shape (2, 3), x[..., 0][1][2] 20;
+  -- x[0, ..., 1] [1, 5, 9]; x[1, ..., 2, 3] 23; x[..., 1, 2].shape (2,)
+  local x = ltc.arange(24):reshape(2, 3, 4)
+
+  it("stands for the dims the other entries leave", function()
+    assert.same({ 2, 3 }, x[{ ltc.ellipsis, 1 }]:size())
+    assert.equal(20, x[{ "...", 1 }]:totable()[2][3])
+    assert.same({ 1, 5, 9 }, x[{ 1, "...", 2 }]:totable())
+    assert.equal(23, x[{ 2, "...", 3, 4 }])
+    assert.same({ 2 }, x[{ "...", 2, 3 }]:size())
+    assert.same({ 3, 4 }, x[{ 1, "..." }]:size())
+    assert.equal(0, x[{ "...", 1, 1, 1 }])
+    assert.same({ 2, 3, 4 }, x["..."]:size())
+  end)
+
+  it("writes through t[{...}] = v and t[\"...\"] = v", function()
+    local y = ltc.zeros(2, 2)
+    y[{ "...", 1 }] = 5
+    assert.same({ { 5, 0 }, { 5, 0 } }, y:totable())
+    y["..."] = 7
+    assert.same({ { 7, 7 }, { 7, 7 } }, y:totable())
+  end)
+
+  it("is one per index, and other strings are errors", function()
+    assert.matches('index: more than one "..." %(entries 1 and 3%)',
+      err(function() return x[{ "...", 1, "..." }] end))
+    assert.matches("index: entry 1 is a string '..'", err(function() return x[{ "..", 1 }] end))
+  end)
+end)

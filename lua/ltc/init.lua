@@ -179,6 +179,10 @@ for _, d in ipairs { { "float32" }, { "float64" }, { "int32" }, { "int64" }, { "
   M[d[1]] = d[2] or d[1]
 end
 
+--- ltc.ellipsis: "...", PyTorch's Ellipsis in a table index: t[{ltc.ellipsis, 1}] (or
+-- t[{"...", 1}]) selects index 1 of the last dim, whatever t's dim count; t["..."] is all of t.
+M.ellipsis = "..."
+
 ---------------------------------------------------------------------------------------------
 -- metrics and configuration
 

@@ -392,6 +392,14 @@ M.data = require "ltc.data"
 --- ltc.result_type(a, b, ...): the dtype name an op on these operands (tensors, Lua numbers,
 -- booleans) computes in, as torch.result_type (a Lua number is a weak scalar:
 -- ltc.result_type(ltc.tensor({1}, "int32"), 2.5) is "float32").
+--- ltc.get_default_dtype(): the default dtype's name, "float32" unless set (PyTorch's
+-- torch.get_default_dtype).
+--- ltc.set_default_dtype(dtype): the dtype ("float32", "float64", "float16" or "bfloat16";
+-- others are an error) of tensors made from Lua numbers (ltc.tensor({1.5})), of zeros, ones,
+-- full, rand, randn, empty, eye, linspace and a float arange given no dtype, of a Lua float
+-- number in an op with integer tensors (int32 tensor * 2.5), and of integer operands of ops
+-- that compute in a float (sqrt, mean). One setting for the process, kept in the C core
+-- (ltc_default_dtype); as torch.set_default_dtype.
 --- ltc.help(x): prints the documentation of an op (its doc in codegen/ops.yaml, with schema,
 -- arguments, shape and dtype rules and backends) or of a Lua function (the comment above its
 -- definition); x is the function (ltc.softmax, ltc.nn.Linear) or its name ("t:softmax").

@@ -116,15 +116,43 @@ static void fn_name(strbuf *b, const gen_op *op, bool overloaded) {
     sb_printf(b, "bind_%s%s", overloaded ? "ov_" : "", op->cname);
 }
 
-/* Emits one op's binding. */
+/* Schema position (1-based) of the last argument that must be given, 0 if none. */
+static int n_required(const gen_op *op) {
+    int n = 0;
+    for (int i = 0; i < op->n_args; i++)
+        if (!arg_is_optional(&op->args[i])) n = i + 1;
+    return n;
+}
+
+/* Emits `static const char *const <var>[]`: op's argument names, for keyword tables. */
+static void emit_kw_names(strbuf *b, const gen_op *op, const char *var) {
+    sb_printf(b, "static const char *const %s[] = {", var);
+    for (int i = 0; i < op->n_args; i++) sb_printf(b, "\"%s\", ", op->args[i].name);
+    sb_puts(b, "NULL};\n");
+}
+
+/* Emits one op's binding. The entry of a name with one overload first hands a keyword table
+ * to ltcL_kwcall (ltc_kwargs.c) with its argument names; dispatchers do so for overloads. */
 static void emit_binding(strbuf *b, const gen_op *op, bool overloaded) {
     const char *fname = op->base_name, *list = NULL;
     int n_ops = op_n_operands(op);
     strbuf name = {0};
     fn_name(&name, op, overloaded);
     sb_puts(b, "\n");
+    if (!overloaded) {
+        strbuf var = {0};
+        sb_printf(&var, "kwn_%s", op->cname);
+        sb_printf(b, "static int %s(lua_State *L);\n", name.s);
+        emit_kw_names(b, op, var.s);
+        sb_printf(b, "static const ltcL_kwoverload kw_%s[] = {{%s, %s, %d}};\n", op->cname,
+                  name.s, var.s, n_required(op));
+        sb_free(&var);
+    }
     emit_op_comment(b, op, false);
     sb_printf(b, "static int %s(lua_State *L) {\n", name.s);
+    if (!overloaded)
+        sb_printf(b, "    if (ltcL_haskeywords(L)) return ltcL_kwcall(L, kw_%s, 1, \"%s\");\n",
+                  op->cname, fname);
     if (op->n_args) sb_puts(b, "    int arg = 1;\n");
     sb_free(&name);
     for (int i = 0; i < op->n_args; i++) {
@@ -180,14 +208,6 @@ static void emit_binding(strbuf *b, const gen_op *op, bool overloaded) {
     sb_puts(b, "    if (st != LTC_OK) return ltcL_error(L);\n");
     for (k = 0; k < op->n_rets; k++) sb_printf(b, "    ltcL_pushtensor(L, outs[%d]);\n", k);
     sb_printf(b, "    return %d;\n}\n", op->n_rets);
-}
-
-/* Schema position (1-based) of the last argument that must be given, 0 if none. */
-static int n_required(const gen_op *op) {
-    int n = 0;
-    for (int i = 0; i < op->n_args; i++)
-        if (!arg_is_optional(&op->args[i])) n = i + 1;
-    return n;
 }
 
 /* Number of ops of other names, and of composites, that are also overloads of `base`
@@ -246,6 +266,21 @@ static void emit_dispatcher(strbuf *b, const gen_model *m, int first, int count)
     }
     const gen_composite *kw = NULL; /* tried first: a table where its keywords go */
     if (model_composite_overloads(m, base, &kw, 1)) emit_composite_binding(b, kw);
+    /* keyword tables (ltc_kwargs.c): the overloads in ops.yaml's order */
+    for (int i = 0; i < n; i++) {
+        strbuf var = {0};
+        sb_printf(&var, "kwd_%s_%d", base, i);
+        emit_kw_names(b, order[i], var.s);
+        sb_free(&var);
+    }
+    sb_printf(b, "static const ltcL_kwoverload kwd_%s[] = {\n", base);
+    for (int i = 0; i < n; i++) {
+        strbuf name = {0};
+        fn_name(&name, order[i], op_overloaded(m, order[i]));
+        sb_printf(b, "    {%s, kwd_%s_%d, %d},\n", name.s, base, i, n_required(order[i]));
+        sb_free(&name);
+    }
+    sb_puts(b, "};\n");
     /* decreasing required count; stable (full-name order) among equals */
     for (int i = 1; i < n; i++)
         for (int j = i; j > 0 && n_required(order[j]) > n_required(order[j - 1]); j--) {
@@ -264,6 +299,8 @@ static void emit_dispatcher(strbuf *b, const gen_model *m, int first, int count)
                   kw->n_positional + 1, kw->n_positional + 1, cname);
         free(cname);
     } else if (n_required(order[0]) == 0) sb_puts(b, "    (void)top;\n");
+    sb_printf(b, "    if (ltcL_haskeywords(L)) return ltcL_kwcall(L, kwd_%s, %d, \"%s\");\n", base,
+              n, base);
     for (int i = 0; i < n; i++) {
         strbuf name = {0};
         fn_name(&name, order[i], op_overloaded(m, order[i]));
@@ -394,4 +431,19 @@ void emit_lua_c(const gen_model *m, const gen_options *o, strbuf *b) {
     for (int i = 0; i < m->n_composites; i++)
         if (m->composites[i].inplace) sb_printf(b, "    \"%s\",\n", m->composites[i].base_name);
     sb_puts(b, "    NULL,\n};\n");
+    /* every registered name's keyword tables (core._keywords, ltc_kwargs.c) */
+    sb_puts(b, "\nconst ltcL_kwentry ltc_lua_keywords[] = {\n");
+    for (int i = 0, n; i < m->n_ops; i += n) {
+        int entries;
+        n = group_size(m, i, &entries);
+        if (!entries) continue;
+        int j = i;
+        while (!op_has_entry(&m->ops[j])) j++;
+        if (entries > 1)
+            sb_printf(b, "    {\"%s\", kwd_%s, (int)(sizeof kwd_%s / sizeof kwd_%s[0])},\n",
+                      m->ops[j].base_name, m->ops[j].base_name, m->ops[j].base_name,
+                      m->ops[j].base_name);
+        else sb_printf(b, "    {\"%s\", kw_%s, 1},\n", m->ops[j].base_name, m->ops[j].cname);
+    }
+    sb_puts(b, "    {NULL, NULL, 0},\n};\n");
 }

@@ -147,16 +147,65 @@ local function with_mode(mode, fn, ...)
   return unpack(r, 2, r.n)
 end
 
+-- Inference mode (PyTorch's torch.inference_mode): grad recording off, and a flag that
+-- ltc.is_inference_mode_enabled() reads. Lua's to-be-closed variables play the part of
+-- Python's `with`: a guard sets the modes when made and restores them when closed.
+local inference = false
+local guard_mt = {
+  __close = function(g)
+    if g.done then return end
+    g.done = true
+    AG.set_grad_enabled(g.grad)
+    inference = g.inference
+  end,
+  __name = "ltc.grad_mode_guard",
+}
+local function guard(grad, infer)
+  local g = setmetatable({ grad = AG.set_grad_enabled(grad), inference = inference }, guard_mt)
+  if infer ~= nil then inference = infer end
+  return g
+end
+local function with_guard(g, ...) -- closes g after fn, also when fn raised
+  local r = pack(...)
+  getmetatable(g).__close(g)
+  if not r[1] then error(r[2], 0) end
+  return unpack(r, 2, r.n)
+end
+
 --- ltc.no_grad(fn, ...): calls fn(...) with gradient recording off; returns its results.
-function A.no_grad(fn, ...)
+-- ltc.no_grad() with no argument returns a guard for a to-be-closed variable:
+-- `local _ <close> = ltc.no_grad()` turns recording off until the end of the block.
+function A.no_grad(...)
+  if select("#", ...) == 0 then return guard(false) end
+  local fn = ...
   check_callable(fn, "no_grad")
-  return with_mode(false, fn, ...)
+  return with_mode(false, ...)
 end
---- ltc.enable_grad(fn, ...): calls fn(...) with gradient recording on.
-function A.enable_grad(fn, ...)
+--- ltc.enable_grad(fn, ...): calls fn(...) with gradient recording on (with no argument, a
+-- guard for a to-be-closed variable, as ltc.no_grad()).
+function A.enable_grad(...)
+  if select("#", ...) == 0 then return guard(true) end
+  local fn = ...
   check_callable(fn, "enable_grad")
-  return with_mode(true, fn, ...)
+  return with_mode(true, ...)
 end
+--- ltc.inference_mode([mode,] fn, ...): calls fn(...) in inference mode (PyTorch's
+-- torch.inference_mode): no gradient recording, and ltc.is_inference_mode_enabled() is true;
+-- returns fn's results. mode false (ltc.inference_mode(false, fn)) runs fn outside inference
+-- mode, with recording on. ltc.inference_mode([mode]) returns a guard for a to-be-closed
+-- variable: `local _ <close> = ltc.inference_mode()` holds until the end of the block.
+-- The modes are restored after fn, also when it raises.
+function A.inference_mode(...)
+  local mode, at = true, 1 -- the place of fn
+  if type((...)) == "boolean" then mode, at = (...), 2 end
+  if select("#", ...) < at then return guard(not mode, mode) end
+  check_callable((select(at, ...)), "inference_mode")
+  return with_guard(guard(not mode, mode), pcall(select(at, ...)))
+end
+--- ltc.is_inference_mode_enabled(): whether inside ltc.inference_mode.
+function A.is_inference_mode_enabled() return inference end
+--- ltc.is_grad_enabled(): whether ops record gradients (off under ltc.no_grad and
+-- ltc.inference_mode).
 function A.is_grad_enabled() return AG.is_grad_enabled() end
 --- ltc.set_grad_enabled(flag): switches recording on or off; returns the previous mode.
 function A.set_grad_enabled(flag) return AG.set_grad_enabled(flag and true or false) end
@@ -303,6 +352,7 @@ function A.export(M)
   module = M
   M.no_grad, M.enable_grad = A.no_grad, A.enable_grad
   M.is_grad_enabled, M.set_grad_enabled = A.is_grad_enabled, A.set_grad_enabled
+  M.inference_mode, M.is_inference_mode_enabled = A.inference_mode, A.is_inference_mode_enabled
   M.autograd = A
 end
 

@@ -40,6 +40,7 @@ require("ltc.reductions").install(core) -- several dims at once, var/std correct
 require("ltc.einsum").install(core) -- ltc.einsum, lowered to permute/reshape/bmm
 require("ltc.indexing").install(core) -- take_along_dim, index_fill/copy, masked_scatter, unfold, unique, im2col
 require("ltc.torch7").install(core) -- Torch7 idioms: nElement, resize_, t[{...}] (lua/ltc/torch7.lua)
+require("ltc.ops_more").install(core) -- unbind, new_zeros, roll, repeat_interleave, tile, isclose, t.mT, ...
 
 local M = {}
 for name, fn in pairs(core) do
@@ -53,8 +54,8 @@ M.jit = require("ltc.jit").jit
 local floor, type = math.floor, type
 
 --- ltc.arange([start,] end [, step] [, dtype]): start, start+step, ... excluding end.
--- arange(n) is arange(0, n). All-integer arguments give int64, others float32 (PyTorch,
--- NumPy), unless dtype is given.
+-- arange(n) is arange(0, n). All-integer arguments give int64, others the default dtype
+-- (float32 unless ltc.set_default_dtype changed it; PyTorch, NumPy), unless dtype is given.
 function M.arange(a, b, c, d, ...)
   if select("#", ...) > 0 then raise("arange: too many arguments (at most start, end, step, dtype)") end
   local start, stop, step, dtype
@@ -64,7 +65,7 @@ function M.arange(a, b, c, d, ...)
   if dtype == nil then
     local ints = math.type(start) == "integer" and math.type(stop) == "integer"
       and math.type(step) == "integer"
-    dtype = ints and "int64" or "float32"
+    dtype = ints and "int64" or core.get_default_dtype()
   end
   return core.arange(start, stop, step, dtype)
 end
@@ -177,6 +178,10 @@ for _, d in ipairs { { "float32" }, { "float64" }, { "int32" }, { "int64" }, { "
   { "half", "float16" }, { "short", "int16" } } do
   M[d[1]] = d[2] or d[1]
 end
+
+--- ltc.ellipsis: "...", PyTorch's Ellipsis in a table index: t[{ltc.ellipsis, 1}] (or
+-- t[{"...", 1}]) selects index 1 of the last dim, whatever t's dim count; t["..."] is all of t.
+M.ellipsis = "..."
 
 ---------------------------------------------------------------------------------------------
 -- metrics and configuration
@@ -345,6 +350,26 @@ local function with_options(name, fn)
     return table.unpack(res, 2, res.n)
   end
 end
+-- randint's call forms, named in its errors: a size is needed, and two integers read as
+-- (low, high) with a 0-d draw, so ltc.randint(10, 3) (PyTorch's torch.randint(10, (3,)) in
+-- mind) says how to ask for 3 numbers below 10.
+do
+  local raw = M.randint
+  M.randint = function(...)
+    local n, a, b = select("#", ...), ...
+    if n == 0 or (n == 1 and type(a) == "number") then
+      raise("randint: no size given (ltc.randint(high, {sizes}), ltc.randint(low, high, {sizes}) "
+        .. "or ltc.randint(low, high, n1, n2, ...); {} for a 0-d draw)")
+    end
+    if n == 2 and math.type(a) == "integer" and math.type(b) == "integer" and a >= b then
+      raise(string.format("randint: low (%d) must be less than high (%d): ltc.randint(%d, %d) is "
+        .. "randint(low, high), one draw; %d draws in [0, %d) are ltc.randint(%d, {%d})", a, b,
+        a, b, b, a, a, b))
+    end
+    return raw(...)
+  end
+  require("ltc.help").wraps[M.randint] = raw
+end
 -- the functions that make tensors from nothing: they take a device option (and so are left
 -- out of the input-device following below)
 local creation = { "tensor", "zeros", "ones", "full", "empty", "rand", "randn", "arange", "eye",
@@ -367,6 +392,14 @@ M.data = require "ltc.data"
 --- ltc.result_type(a, b, ...): the dtype name an op on these operands (tensors, Lua numbers,
 -- booleans) computes in, as torch.result_type (a Lua number is a weak scalar:
 -- ltc.result_type(ltc.tensor({1}, "int32"), 2.5) is "float32").
+--- ltc.get_default_dtype(): the default dtype's name, "float32" unless set (PyTorch's
+-- torch.get_default_dtype).
+--- ltc.set_default_dtype(dtype): the dtype ("float32", "float64", "float16" or "bfloat16";
+-- others are an error) of tensors made from Lua numbers (ltc.tensor({1.5})), of zeros, ones,
+-- full, rand, randn, empty, eye, linspace and a float arange given no dtype, of a Lua float
+-- number in an op with integer tensors (int32 tensor * 2.5), and of integer operands of ops
+-- that compute in a float (sqrt, mean). One setting for the process, kept in the C core
+-- (ltc_default_dtype); as torch.set_default_dtype.
 --- ltc.help(x): prints the documentation of an op (its doc in codegen/ops.yaml, with schema,
 -- arguments, shape and dtype rules and backends) or of a Lua function (the comment above its
 -- definition); x is the function (ltc.softmax, ltc.nn.Linear) or its name ("t:softmax").
@@ -387,5 +420,12 @@ do
   follow_all(M.nn.init)
   follow_all(M.nn.utils)
   follow_all(M.nn.utils.rnn)
+end
+-- PyTorch's keyword arguments (x:sum{dim = 1, keepdim = true}) for the ops that Lua functions
+-- replaced; the generated bindings take them already (lua/ltc/keywords.lua)
+do
+  local skip = {}
+  for _, name in ipairs(creation) do skip[name] = true end
+  require("ltc.keywords").install(M, methods, core._keywords, skip, core._overloads)
 end
 return M

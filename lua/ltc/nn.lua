@@ -249,7 +249,7 @@ end
 
 --- nn.utils.clip_grad_norm_(params, max_norm [, norm_type=2 [, error_if_nonfinite=false]]):
 -- scales every gradient by min(1, max_norm / (total + 1e-6)), total being the norm of all
--- gradients together (norm_type math.huge: the largest absolute value). Returns total as a
+-- gradients together (norm_type math.huge or "inf": the largest absolute value). Returns total as a
 -- 0-d tensor: it is computed in the step's graph, so clipping never syncs (PyTorch's
 -- foreach=False formula), except with error_if_nonfinite, which reads total (a sync) and
 -- raises, as PyTorch, when it is NaN or infinite (the gradients are then left as they were).
@@ -263,8 +263,10 @@ function nn.utils.clip_grad_norm_(params, max_norm, norm_type, error_if_nonfinit
     norm_type, error_if_nonfinite = norm_type.norm_type, norm_type.error_if_nonfinite
   end
   norm_type = norm_type or 2
+  if type(norm_type) == "string" and norm_type:lower() == "inf" then norm_type = math.huge end
   if type(max_norm) ~= "number" or type(norm_type) ~= "number" then
-    raise("clip_grad_norm_: max_norm and norm_type must be numbers")
+    raise("clip_grad_norm_: max_norm and norm_type must be numbers (norm_type also \"inf\"), got "
+      .. ltc.typename(max_norm) .. " and " .. ltc.typename(norm_type))
   end
   if error_if_nonfinite ~= nil and type(error_if_nonfinite) ~= "boolean" then
     raise("clip_grad_norm_: error_if_nonfinite must be a boolean, got " .. ltc.typename(error_if_nonfinite))

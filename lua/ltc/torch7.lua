@@ -168,11 +168,28 @@ function M.install(core)
 
   -- t[{...}]: one entry per dim from dim 1: a number selects (the dim goes), {} keeps the
   -- dim, {a, b} narrows it to a..b inclusive, {a} to a..a (negative indices count from the
-  -- end). Missing entries keep their dims. Returns the view, or a number when every dim is
-  -- selected (as Torch7).
+  -- end). Missing entries keep their dims. "..." (ltc.ellipsis, PyTorch's Ellipsis) stands for
+  -- as many {} as the dims the other entries leave: t[{"...", 1}] selects along the last dim.
+  -- Returns the view, or a number when every dim is selected (as Torch7).
+  local function expand_ellipsis(key, nd, name)
+    local at
+    for i = 1, #key do
+      if key[i] == "..." then
+        if at then raise(string.format("%s: more than one \"...\" (entries %d and %d)", name, at, i)) end
+        at = i
+      end
+    end
+    if not at then return key end
+    local out = {}
+    for i = 1, at - 1 do out[#out + 1] = key[i] end
+    for _ = 1, nd - (#key - 1) do out[#out + 1] = {} end
+    for i = at + 1, #key do out[#out + 1] = key[i] end
+    return out
+  end
   local function slice(t, key, name)
     local v, dim, nsel = t, 1, 0
     local nd = t:dim()
+    key = expand_ellipsis(key, nd, name)
     if #key > nd then
       raise(string.format("%s: %d indices for a %d-d tensor", name, #key, nd))
     end
@@ -206,7 +223,8 @@ function M.install(core)
         v = v:narrow(dim, a, b - a + 1)
         dim = dim + 1
       else
-        raise(string.format("%s: entry %d is a %s (a number, {a, b} or {})", name, i, type(k)))
+        raise(string.format("%s: entry %d is a %s (a number, {a, b}, {} or \"...\")", name, i,
+          type(k) == "string" and "string '" .. k .. "'" or type(k)))
       end
     end
     return v, nsel == nd and nd > 0
@@ -240,6 +258,11 @@ function M.install(core)
     if type(value) == "boolean" then value = value and 1 or 0 end
     if type(value) == "number" then core.fill_(v, value, "newindex") else v:copy_(value) end
   end
+
+  --- t["..."]: a view of all of t (PyTorch's x[...]); t["..."] = v writes v (a number,
+  -- boolean or tensor broadcast to t's size) into every element, in place, as x[...] = v.
+  mt.__getters["..."] = function(t) return (slice(t, { "..." }, "index")) end
+  mt.__setters["..."] = function(t, value) mt.__slice_assign(t, { "..." }, value) end
 
   -- A tensor key (Torch7's t[mask] and t[LongTensor], PyTorch's boolean and integer-array
   -- indexing along dim 1): "mask" for a bool tensor, "index" for a 1-d int64/int32 one,

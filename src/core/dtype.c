@@ -36,6 +36,18 @@ ltc_dtype ltc_dtype_compute(ltc_dtype dt) {
     }
 }
 
+static ltc_dtype default_dtype = LTC_F32;
+
+ltc_dtype ltc_default_dtype(void) { return __atomic_load_n(&default_dtype, __ATOMIC_RELAXED); }
+
+ltc_status ltc_set_default_dtype(ltc_dtype dt) {
+    if (!dtype_ok(dt) || !ltc_dtype_is_float(dt))
+        return ltc_errorf(LTC_ERR_ARG, "the default dtype must be a floating dtype (float32, "
+                          "float64, float16 or bfloat16), got %s", ltc_dtype_name(dt));
+    __atomic_store_n(&default_dtype, dt, __ATOMIC_RELAXED);
+    return LTC_OK;
+}
+
 ltc_status ltc_dtype_parse(const char *name, ltc_dtype *out) {
     static const struct {
         const char *alias;

@@ -110,6 +110,14 @@ bool ltc_dtype_is_narrow(ltc_dtype dt);
 /* The dtype ops compute a narrow dtype in: float32 for float16 and bfloat16, int32 for
  * uint8, int8 and int16 (the result wraps on the cast back, as PyTorch's); dt otherwise. */
 ltc_dtype ltc_dtype_compute(ltc_dtype dt);
+/* The default dtype (PyTorch's torch.get_default_dtype): the dtype of tensors made from Lua
+ * numbers, of creation ops given no dtype (zeros, ones, full, rand, randn, float arange,
+ * linspace, eye, scalar_tensor), of a Lua float number in type promotion, and of integer
+ * operands promoted to a float (sqrt, mean). float32 at start; one for the process. */
+ltc_dtype ltc_default_dtype(void);
+/* Sets it (torch.set_default_dtype): float32, float64, float16 or bfloat16; LTC_ERR_ARG
+ * for any other dtype. */
+ltc_status ltc_set_default_dtype(ltc_dtype dt);
 
 /* float16 and bfloat16 from and to float32 bits, as PyTorch converts (c10/util/Half.h,
  * BFloat16.h): round to nearest even, NaN stays NaN, overflow gives infinity. */

@@ -9,7 +9,7 @@
 #define SHAPE_STR(s, buf) ltc_shape_str((s), (buf), sizeof(buf))
 
 ltc_status ltc_shape_creation(const int64_t *size, int n_size, ltc_dtype dtype, ltc_shape *out) {
-    return ltc_shape_make(out, dtype == LTC_DTYPE_NONE ? LTC_F32 : dtype, n_size, size);
+    return ltc_shape_make(out, dtype == LTC_DTYPE_NONE ? ltc_default_dtype() : dtype, n_size, size);
 }
 
 ltc_status ltc_shape_rand(const int64_t *size, int n_size, ltc_dtype dtype, ltc_shape *out) {
@@ -20,7 +20,7 @@ ltc_status ltc_shape_rand(const int64_t *size, int n_size, ltc_dtype dtype, ltc_
 }
 
 ltc_status ltc_shape_scalar_tensor(double value, ltc_dtype dtype, ltc_shape *out) {
-    ltc_status st = ltc_dtype_check_f64(value, dtype == LTC_DTYPE_NONE ? LTC_F32 : dtype);
+    ltc_status st = ltc_dtype_check_f64(value, dtype == LTC_DTYPE_NONE ? ltc_default_dtype() : dtype);
     if (st) return st;
     return ltc_shape_creation(NULL, 0, dtype, out);
 }
@@ -45,7 +45,7 @@ ltc_status ltc_shape_arange(double start, double end, double step, ltc_dtype dty
     double n = ceil((end - start) / step);
     if (n > 1e15) return ltc_errorf(LTC_ERR_ARG, "too many elements (%g)", n);
     int64_t len = (int64_t)n;
-    return ltc_shape_make(out, dtype == LTC_DTYPE_NONE ? LTC_F32 : dtype, 1, &len);
+    return ltc_shape_make(out, dtype == LTC_DTYPE_NONE ? ltc_default_dtype() : dtype, 1, &len);
 }
 
 ltc_status ltc_shape_linspace(double start, double end, int64_t steps, ltc_dtype dtype,
@@ -53,7 +53,7 @@ ltc_status ltc_shape_linspace(double start, double end, int64_t steps, ltc_dtype
     if (steps < 0) return ltc_errorf(LTC_ERR_ARG, "steps must be >= 0, got %lld", (long long)steps);
     if (!isfinite(start) || !isfinite(end))
         return ltc_errorf(LTC_ERR_ARG, "start and end must be finite (got %g, %g)", start, end);
-    return ltc_shape_make(out, dtype == LTC_DTYPE_NONE ? LTC_F32 : dtype, 1, &steps);
+    return ltc_shape_make(out, dtype == LTC_DTYPE_NONE ? ltc_default_dtype() : dtype, 1, &steps);
 }
 
 ltc_status ltc_shape_eye(int64_t rows, int64_t cols, ltc_dtype dtype, ltc_shape *out) {
@@ -62,7 +62,7 @@ ltc_status ltc_shape_eye(int64_t rows, int64_t cols, ltc_dtype dtype, ltc_shape 
         return ltc_errorf(LTC_ERR_ARG, "rows and cols must be >= 0, got %lld and %lld",
                           (long long)rows, (long long)cols);
     int64_t dims[2] = {rows, cols};
-    return ltc_shape_make(out, dtype == LTC_DTYPE_NONE ? LTC_F32 : dtype, 2, dims);
+    return ltc_shape_make(out, dtype == LTC_DTYPE_NONE ? ltc_default_dtype() : dtype, 2, dims);
 }
 
 ltc_status ltc_shape_randint(int64_t low, int64_t high, const int64_t *size, int n_size,

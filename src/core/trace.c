@@ -29,13 +29,13 @@ static ltc_dtype combine(ltc_dtype higher, ltc_dtype lower) {
 }
 
 /* The result dtype of operands: tensors with dims, then 0-d tensors, then wrapped Lua
- * numbers (a float number counts as the default dtype float32). PyTorch's result_type. */
+ * numbers (a float number counts as the default dtype, ltc_default_dtype). PyTorch's result_type. */
 static ltc_dtype result_type(ltc_tensor *const *ts, int n) {
     ltc_dtype tier[3] = {LTC_DTYPE_NONE, LTC_DTYPE_NONE, LTC_DTYPE_NONE};
     for (int i = 0; i < n; i++) {
         ltc_dtype d = ts[i]->shape.dtype;
         int k = ts[i]->weak ? 2 : ts[i]->shape.ndim == 0 ? 1 : 0;
-        if (k == 2 && d == LTC_F64) d = LTC_F32;
+        if (k == 2 && d == LTC_F64) d = ltc_default_dtype();
         tier[k] = (int)tier[k] < 0 ? d : promote2(tier[k], d);
     }
     return combine(tier[0], combine(tier[1], tier[2]));
@@ -81,7 +81,7 @@ ltc_dtype ltc_trace_result_type(ltc_tensor *const *ts, int n) { return result_ty
 
 ltc_status ltc_trace_promote(ltc_tensor **io, int n, ltc_promote_rule rule) {
     ltc_dtype dt = result_type(io, n);
-    if (rule == LTC_PROMOTE_FLOAT && !ltc_dtype_is_float(dt)) dt = LTC_F32;
+    if (rule == LTC_PROMOTE_FLOAT && !ltc_dtype_is_float(dt)) dt = ltc_default_dtype();
     int done = 0;
     ltc_status st = LTC_OK;
     for (; done < n; done++) {

@@ -103,7 +103,7 @@ static int l_tensor(lua_State *L) {
     table_shape(L, 1, &s, &is_bool);
     ltc_dtype dt = ltcL_checkdtype(L, 2, true, "tensor");
     if (is_bool && dt == LTC_DTYPE_NONE) is_bool = all_bool(L, 1, &s, 0);
-    s.dtype = dt != LTC_DTYPE_NONE ? dt : is_bool ? LTC_BOOL : LTC_F32;
+    s.dtype = dt != LTC_DTYPE_NONE ? dt : is_bool ? LTC_BOOL : ltc_default_dtype();
     if (ltc_shape_make(&s, s.dtype, s.ndim, s.dims)) return luaL_error(L, "tensor: %s", ltc_last_error());
     void *buf = lua_newuserdatauv(L, ltc_shape_nbytes(&s) + 1, 0); /* freed by the GC */
     int64_t pos = 0;

@@ -127,6 +127,7 @@ int luaopen_ltc_core(lua_State *L) {
     lua_newtable(L); /* the core table */
     luaL_setfuncs(L, ltc_lua_functions, 0);
     ltcL_open_overloads(L); /* core._overloads: the Lua functions of composite overloads */
+    ltcL_open_keywords(L); /* core._keywords: the ops' argument names (ltc_kwargs.c) */
     lua_newtable(L); /* core.inplace_ops: ops.yaml's `inplace: true` names */
     for (int i = 0; ltc_lua_inplace[i]; i++) {
         lua_pushstring(L, ltc_lua_inplace[i]);

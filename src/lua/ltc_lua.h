@@ -111,6 +111,35 @@ int ltcL_call_overload(lua_State *L, const char *full_name, const char *fname);
  * on top. */
 void ltcL_open_overloads(lua_State *L);
 
+/* ---- keyword tables of generated ops (ltc_kwargs.c) ----
+ * PyTorch's keyword arguments for every op of ops.yaml: x:sum{dim = 1, keepdim = true},
+ * ltc.cat{{a, b}, dim = 2}, x:clamp(0, {max = 1}). The last argument, a table with a string
+ * key, holds keywords (its array part continues the positional arguments); they go to the
+ * places the schema's argument names give them. The generator emits, for each name, one
+ * ltcL_kwoverload per overload. */
+typedef struct ltcL_kwoverload {
+    lua_CFunction fn;          /* the overload's binding, called with the arguments in place */
+    const char *const *names;  /* its schema's argument names, NULL-terminated */
+    int n_required;            /* schema position of its last required argument (0: none) */
+} ltcL_kwoverload;
+/* Whether the last argument is a keyword table: a Lua table with a string key. */
+bool ltcL_haskeywords(lua_State *L);
+/* Puts the keyword table's values in their places for the first overload (of n) that takes
+ * all its keys and gets its required arguments (else the first that takes all its keys),
+ * and returns that overload's binding's results. Raises "<fname>: unknown keyword argument
+ * '<key>' (expected <names>)" when no overload takes a key, and "<fname>: argument '<name>'
+ * given by position and by keyword" when a key names a place already filled. */
+int ltcL_kwcall(lua_State *L, const ltcL_kwoverload *ovs, int n, const char *fname);
+/* One name's overloads, for core._keywords (name -> a list per overload of its argument
+ * names, with n_required), which lua/ltc/keywords.lua reads for the Lua-written ops. */
+typedef struct ltcL_kwentry {
+    const char *name;
+    const ltcL_kwoverload *ovs;
+    int n;
+} ltcL_kwentry;
+/* Sets core._keywords on the table on top from ltc_lua_keywords. */
+void ltcL_open_keywords(lua_State *L);
+
 /* Makes trim syncs of this thread collect this state's garbage first (ltc_trim.c). */
 void ltcL_install_trim_gc(lua_State *L);
 /* Calls fn when the state closes: registry[key] becomes a userdata whose __gc is fn. With
@@ -175,5 +204,7 @@ extern const luaL_Reg ltc_lua_operators[];
 /* Generated from ops.yaml's `inplace: true` keys: the op names with a t:<name>_ variant,
  * NULL-terminated (core.inplace_ops; lua/ltc/init.lua makes the methods). */
 extern const char *const ltc_lua_inplace[];
+/* Generated: the keyword tables of every name with a Lua function ({NULL}-terminated). */
+extern const ltcL_kwentry ltc_lua_keywords[];
 
 #endif

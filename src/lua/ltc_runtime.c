@@ -273,7 +273,21 @@ static int l_bad_arg(lua_State *L) {
     return 0;
 }
 
+/* ltc.get_default_dtype(): the default dtype's name ("float32" at start; ltc.h). */
+static int l_get_default_dtype(lua_State *L) {
+    lua_pushstring(L, ltc_dtype_name(ltc_default_dtype()));
+    return 1;
+}
+
+/* ltc.set_default_dtype(dtype): float32, float64, float16 or bfloat16 (torch.set_default_dtype). */
+static int l_set_default_dtype(lua_State *L) {
+    ltc_dtype dt = ltcL_checkdtype(L, 1, false, "set_default_dtype");
+    if (ltc_set_default_dtype(dt)) return luaL_error(L, "set_default_dtype: %s", ltc_last_error());
+    return 0;
+}
+
 static const luaL_Reg runtime_functions[] = {
+    {"get_default_dtype", l_get_default_dtype}, {"set_default_dtype", l_set_default_dtype},
     {"_any_bool", l_any_bool}, {"_bad_arg", l_bad_arg},
     {"set_backend", l_set_backend}, {"get_backend", l_get_backend},
     {"save", l_save}, {"load", l_load},

@@ -64,3 +64,64 @@ describe("nn.Embedding.from_pretrained", function()
       "unknown option 'max_norm'")
   end)
 end)
+
+describe("nn.LSTM with proj_size", function()
+  local fx = dofile("spec/fixtures/nn_more.lua")
+  local close = dofile("spec/support/close.lua")
+  local function T(v) return ltc.tensor(v, "float64") end
+
+  local function run(c)
+    local m = nn.LSTM(c.I, c.H, c.opts):double()
+    local sd = {}
+    for k, v in pairs(c.params) do sd[k] = T(v) end
+    m:load_state_dict(sd)
+    local x, h0, c0 = T(c.x):requires_grad_(), T(c.h0):requires_grad_(), T(c.c0):requires_grad_()
+    local out, st = m(x, { h0, c0 })
+    close(c.out, out:totable(), 1e-10, "out")
+    close(c.hn, st[1]:totable(), 1e-10, "hn")
+    close(c.cn, st[2]:totable(), 1e-10, "cn")
+    ;((out * T(c.gw)):sum() + (st[1] * T(c.gh)):sum() + (st[2] * T(c.gc)):sum()):backward()
+    close(c.grad_x, x.grad:totable(), 1e-10, "grad_x")
+    close(c.grad_h0, h0.grad:totable(), 1e-10, "grad_h0")
+    close(c.grad_c0, c0.grad:totable(), 1e-10, "grad_c0")
+    close(c.grad_whr, m.weight_hr_l0.grad:totable(), 1e-10, "grad_whr")
+    return m
+  end
+
+  it("matches PyTorch: two layers, outputs, final states and gradients", function()
+    run(fx.lstm_proj)
+  end)
+
+  it("matches PyTorch bidirectional with batch_first", function()
+    run(fx.lstm_proj_bidir_bf)
+  end)
+
+  it("has PyTorch's parameters and sizes, and h of proj_size", function()
+    local m = nn.LSTM(3, 5, 2, { proj_size = 2 })
+    local names = {}
+    for _, np in ipairs(m:named_parameters()) do names[#names + 1] = np[1] .. "=" .. table.concat(np[2]:size(), "x") end
+    table.sort(names)
+    assert.are.same({ "bias_hh_l0=20", "bias_hh_l1=20", "bias_ih_l0=20", "bias_ih_l1=20",
+      "weight_hh_l0=20x2", "weight_hh_l1=20x2", "weight_hr_l0=2x5", "weight_hr_l1=2x5",
+      "weight_ih_l0=20x3", "weight_ih_l1=20x2" }, names)
+    assert.are.equal(2, nn.LSTM(3, 5, 1, true, false, 0, false, 2).proj_size) -- positional
+    local out, st = m(ltc.randn(4, 3))
+    assert.are.same({ 4, 2 }, out:size())
+    assert.are.same({ 2, 2 }, st[1]:size())
+    assert.are.same({ 2, 5 }, st[2]:size())
+    assert.truthy(tostring(m):find("proj_size=2", 1, true))
+  end)
+
+  it("checks proj_size and the states' sizes", function()
+    raises(function() nn.LSTM(3, 5, { proj_size = 5 }) end, "LSTM: proj_size 5 must be smaller than hidden_size 5")
+    raises(function() nn.LSTM(3, 5, { proj_size = -1 }) end, "LSTM: proj_size must be a positive integer, or 0")
+    raises(function() nn.GRU(3, 5, { proj_size = 2 }) end, "unknown option 'proj_size'")
+    local m = nn.LSTM(3, 5, { proj_size = 2 })
+    raises(function() m(ltc.randn(4, 2, 3), { ltc.zeros(1, 2, 5), ltc.zeros(1, 2, 5) }) end,
+      "LSTM: h0 has size [1, 2, 5], expected [1, 2, 2]")
+    raises(function() m(ltc.randn(4, 2, 3), { ltc.zeros(1, 2, 2), ltc.zeros(1, 2, 2) }) end,
+      "LSTM: c0 has size [1, 2, 2], expected [1, 2, 5]")
+  end)
+
+  teardown(function() fx = nil end)
+end)

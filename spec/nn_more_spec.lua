@@ -125,3 +125,58 @@ describe("nn.LSTM with proj_size", function()
 
   teardown(function() fx = nil end)
 end)
+
+describe("nn.init.orthogonal_", function()
+  -- max |a - b| over the elements
+  local function maxdiff(a, b) return (a - b):abs():max():item() end
+
+  it("fills rows <= cols with orthonormal rows: W W^T = I", function()
+    for _, s in ipairs { { 3, 5 }, { 4, 4 }, { 1, 6 } } do
+      local w = nn.init.orthogonal_(ltc.empty(s[1], s[2], "float64"))
+      assert.is_true(maxdiff(w:matmul(w:t()), ltc.eye(s[1], s[1], "float64")) < 1e-12, s[1] .. "x" .. s[2])
+    end
+  end)
+
+  it("fills rows > cols with orthonormal columns: W^T W = I", function()
+    local w = nn.init.orthogonal_(ltc.empty(7, 3, "float64"))
+    assert.is_true(maxdiff(w:t():matmul(w), ltc.eye(3, 3, "float64")) < 1e-12)
+    local f = nn.init.orthogonal_(ltc.empty(40, 24)) -- float32
+    assert.are.equal("float32", f:dtype())
+    assert.is_true(maxdiff(f:t():matmul(f), ltc.eye(24)) < 1e-5)
+  end)
+
+  it("flattens the dims after the first, and scales by gain", function()
+    local w = ltc.empty(4, 2, 3, 3, "float64")
+    nn.init.orthogonal_(w)
+    local m = w:reshape({ 4, 18 })
+    assert.is_true(maxdiff(m:matmul(m:t()), ltc.eye(4, 4, "float64")) < 1e-12)
+    ltc.manual_seed(5)
+    local a = nn.init.orthogonal_(ltc.empty(3, 6, "float64"))
+    ltc.manual_seed(5)
+    local b = nn.init.orthogonal_(ltc.empty(3, 6, "float64"), 2.5)
+    ltc.manual_seed(5)
+    local c = nn.init.orthogonal_(ltc.empty(3, 6, "float64"), { gain = 2.5 })
+    assert.is_true(maxdiff(a * 2.5, b) < 1e-12)
+    assert.are.equal(0, maxdiff(b, c))
+    assert.is_true(maxdiff(b:matmul(b:t()), ltc.eye(3, 3, "float64") * 6.25) < 1e-11)
+    -- a fresh draw each call
+    assert.is_true(maxdiff(a, nn.init.orthogonal_(ltc.empty(3, 6, "float64"))) > 0.01)
+  end)
+
+  it("writes a parameter in place, which stays a leaf", function()
+    local lin = nn.Linear(5, 3)
+    local p = lin.weight
+    assert.is_true(rawequal(p, nn.init.orthogonal_(p)))
+    assert.is_true(p.is_leaf and p.requires_grad)
+    assert.is_nil(p.grad_fn)
+    assert.is_true(maxdiff(p:matmul(p:t()), ltc.eye(3)) < 1e-5)
+    assert.are.equal(0, nn.init.orthogonal_(ltc.empty(0, 3)):numel())
+  end)
+
+  it("checks its arguments", function()
+    raises(function() nn.init.orthogonal_(ltc.empty(3)) end,
+      "nn.init.orthogonal_: only tensors with 2 or more dimensions are supported, got 1-d")
+    raises(function() nn.init.orthogonal_(ltc.zeros({ 2, 2 }, "int64")) end, "floating tensors only")
+    raises(function() nn.init.orthogonal_(ltc.empty(2, 2), "x") end, "gain must be a number, got string")
+  end)
+end)

@@ -306,11 +306,15 @@ function M.install(core)
   --- div.Tensor_mode(t, other, rounding_mode), from t:div(other, {rounding_mode = ...}):
   -- "trunc" rounds the quotient toward zero (integers exactly, in integers; floats as div then
   -- trunc, cast back to the operands' result_type), "floor" down (floor_divide), nil not at
-  -- all (div). An integer division by zero raises at the sync, as floor_divide does.
-  -- PyTorch's torch.div(input, other, rounding_mode=...).
+  -- all (div). An integer division by zero raises at the sync, as floor_divide does, naming
+  -- div (its nodes are traced under div's op scope). PyTorch's torch.div(input, other,
+  -- rounding_mode=...).
   local div, floor_divide, result_type = core.div, core.floor_divide, core.result_type
+  local div_labels = { floor = core._op_label("div", 'rounding_mode "floor"'),
+    trunc = core._op_label("div", 'rounding_mode "trunc"') }
   core._overloads["div.Tensor_mode"] = function(t, other, rounding_mode)
     if rounding_mode == nil then return div(t, other) end
+    local _ <close> = core._op_scope(div_labels[rounding_mode] or "div")
     if rounding_mode == "floor" then return floor_divide(t, other) end
     if rounding_mode ~= "trunc" then
       raise("div: rounding_mode must be \"trunc\", \"floor\" or nil, got " .. tostring(rounding_mode))

@@ -202,6 +202,35 @@ describe("nn.Transformer", function()
     close(m.decoder(t, s):totable(), m(s, t):totable(), 0)
   end)
 
+  it("runs unbatched as a batch of one", function()
+    local m = nn.Transformer(4, 2, 1, 2, 8, 0)
+    local s, t = ltc.randn(5, 4), ltc.randn(3, 4)
+    local mask = nn.Transformer.generate_square_subsequent_mask(3)
+    local pad = ltc.tensor({ false, false, false, false, true })
+    local y = m(s, t, { tgt_mask = mask, src_key_padding_mask = pad, memory_key_padding_mask = pad })
+    local yb = m(s:unsqueeze(2), t:unsqueeze(2), { tgt_mask = mask, src_key_padding_mask =
+      pad:unsqueeze(1), memory_key_padding_mask = pad:unsqueeze(1) })
+    assert.are.same({ 3, 4 }, y:size())
+    close(yb:squeeze(2):totable(), y:totable(), 1e-5)
+  end)
+
+  it("trains with no compile after the second step", function()
+    local m = nn.Transformer(4, 2, 1, 1, 8, 0.1)
+    local s, t = ltc.randn(5, 2, 4), ltc.randn(3, 2, 4)
+    local mask = nn.Transformer.generate_square_subsequent_mask(3)
+    local opt = ltc.optim.SGD(m:parameters(), 0.01)
+    local before
+    for i = 1, 4 do
+      opt:zero_grad()
+      m(s, t, { tgt_mask = mask }):pow(2):sum():backward()
+      opt:step()
+      ltc.sync()
+      if i == 2 then before = ltc.metrics.counter("UncachedCompile") end
+    end
+    assert.are.equal(before, ltc.metrics.counter("UncachedCompile"))
+    for _, p in ipairs(m:parameters()) do assert.is_not_nil(p.grad) end
+  end)
+
   it("checks its inputs", function()
     local m = nn.Transformer(4, 2, 1, 1, 8)
     raises(function() m(ltc.randn(5, 2, 4), ltc.randn(3, 3, 4)) end,

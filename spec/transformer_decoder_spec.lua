@@ -21,15 +21,15 @@ local function load(m, c)
   return m
 end
 
-local function mask(v)
+local function mask(v, dtype)
   if type(v[1][1]) == "boolean" then return ltc.tensor(v, "bool") end
-  return T(v)
+  return T(v, dtype)
 end
 
--- the fixture's masks as an options table
-local function masks(c)
+-- the fixture's masks as an options table (float masks in dtype, default float64)
+local function masks(c, dtype)
   local o = {}
-  for k, v in pairs(c.masks or {}) do o[k] = mask(v) end
+  for k, v in pairs(c.masks or {}) do o[k] = mask(v, dtype) end
   return o
 end
 
@@ -73,6 +73,14 @@ describe("nn.TransformerDecoderLayer", function()
     end)
   end)
 
+  it("matches PyTorch in float32 too", function()
+    local c = fx.pre_gelu_bf
+    local m, o = layer(c):float(), masks(c, "float32")
+    local y = m(T(c.x1, "float32"), T(c.x2, "float32"), o)
+    assert.are.equal("float32", y:dtype())
+    close(c.out, y:totable(), 1e-5)
+  end)
+
   it("matches PyTorch with layer_norm_eps and every memory mask", function()
     local c = fx.post_padding
     local m = layer(c)
@@ -87,6 +95,12 @@ describe("nn.TransformerDecoderLayer", function()
     close(want:totable(), m(t, mem, { tgt_is_causal = true }):totable(), 1e-12)
     close(want:totable(), m(t, mem, nil, nil, nil, nil, true):totable(), 1e-12)
     close(c.out, m(t, mem, { tgt_is_causal = true, memory_mask = mask(c.masks.memory_mask) }):totable(), 1e-9)
+    -- memory_is_causal: query i sees memory positions <= i (the top-left causal [T, S] mask)
+    want = m(t, mem, { memory_mask = ltc.ones(3, 5, "bool"):triu(1) })
+    close(want:totable(), m(t, mem, { memory_is_causal = true }):totable(), 1e-12)
+    local pad = ltc.tensor({ { false, false, true }, { false, false, false } })
+    want = m(t, mem, { tgt_mask = ltc.ones(3, 3, "bool"):triu(1), tgt_key_padding_mask = pad })
+    close(want:totable(), m(t, mem, { tgt_is_causal = true, tgt_key_padding_mask = pad }):totable(), 1e-12)
   end)
 
   it("has PyTorch's parameter names and runs unbatched", function()

@@ -77,8 +77,8 @@ for _, backend in ipairs({ "cpu", "ref" }) do
   end)
 end
 
--- div with rounding_mode: integers in one exact op (div_trunc) whose division by zero names
--- it, not floor_divide; bool operands raise as in PyTorch ("div_trunc_cpu" not implemented
+-- div with rounding_mode: integers in one exact op (div_trunc) whose division by zero names div
+-- and the rounding_mode, not floor_divide; bool operands raise as in PyTorch ("div_trunc_cpu" not implemented
 -- for 'Bool'); expected quotients by hand (C's truncating division).
 for _, backend in ipairs({ "cpu", "ref" }) do
   describe("div with rounding_mode on the " .. backend .. " backend", function()
@@ -94,12 +94,12 @@ for _, backend in ipairs({ "cpu", "ref" }) do
       assert.are.same({ 3, -3 }, ltc.tensor({ 7.5, -7.5 }):div(2, { rounding_mode = "trunc" }):totable())
     end)
 
-    it("raises an integer division by zero naming div_trunc, and recovers", function()
+    it("raises an integer division by zero naming div and its rounding_mode, and recovers", function()
       local ok, err = pcall(function()
         return I({ 7, 3 }):div(I({ 0, 1 }), { rounding_mode = "trunc" }):totable()
       end)
       assert.is_false(ok)
-      assert.matches("div_trunc: integer division by zero", tostring(err), 1, true)
+      assert.matches("div: rounding_mode \"trunc\": integer division by zero", tostring(err), 1, true)
       assert.are.same({ 3 }, I({ 7 }):div(2, { rounding_mode = "trunc" }):totable())
     end)
   end)

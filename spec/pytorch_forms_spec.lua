@@ -34,4 +34,34 @@ describe("PyTorch's call forms", function()
     err(function() x:div(2, { rounding_mode = "round" }) end, 'div: rounding_mode must be "trunc", "floor" or nil, got round')
     err(function() x:div(2, { mode = "floor" }) end, "div: unknown option 'mode' (expected rounding_mode)")
   end)
+
+  it("div of integers by zero with rounding_mode raises at the sync, naming div", function()
+    -- before, the error named floor_divide, the op div is written with
+    for _, mode in ipairs { "trunc", "floor" } do
+      for _, dt in ipairs { "int64", "int32" } do
+        local a = ltc.tensor({ 7, -7, 5 }, dt)
+        for _, d in ipairs { ltc.tensor({ 2, 0, 1 }, dt), 0 } do
+          local q = a:div(d, { rounding_mode = mode })
+          local ok, e = pcall(function() return q:totable() end)
+          assert.is_false(ok)
+          assert.matches('^[^ ]*pytorch_forms_spec%.lua:%d+: div: rounding_mode "' .. mode
+            .. '": integer division by zero', e)
+          assert.is_nil(tostring(e):find("floor_divide", 1, true), e)
+        end
+      end
+    end
+    -- the runtime goes on; // itself still names floor_divide
+    assert.are.same({ 3, -4 }, ltc.tensor({ 7, -7 }, "int64"):div(2, { rounding_mode = "floor" }):totable())
+    local ok, e = pcall(function() return (ltc.tensor({ 1 }, "int64") // 0):totable() end)
+    assert.is_false(ok)
+    assert.matches("floor_divide: integer division by zero", e)
+  end)
+
+  it("div with rounding_mode nil is true division, differentiable in both operands", function()
+    local x = ltc.tensor({ 1, 2 }, "float64"):requires_grad_()
+    local y = ltc.tensor({ 4, -8 }, "float64"):requires_grad_()
+    x:div(y, { rounding_mode = nil }):sum():backward()
+    assert.are.same({ 0.25, -0.125 }, x.grad:totable())
+    assert.are.same({ -1 / 16, -2 / 64 }, y.grad:totable()) -- -x / y^2
+  end)
 end)

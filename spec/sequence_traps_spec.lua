@@ -51,8 +51,11 @@ describe("the recurrent modules' constructors", function()
 
   it("name a positional argument of the wrong kind, too many, or one given twice", function()
     assert.matches("LSTM: num_layers must be a number, got string", err(function() nn.LSTM(4, 8, "2") end))
-    assert.matches("LSTM: takes at most 5 positional arguments after hidden_size %(num_layers, bias, "
-      .. "batch_first, dropout, bidirectional%), got 6", err(function() nn.LSTM(4, 8, 2, true, false, 0, false, 5) end))
+    -- (PyTorch's 6th, proj_size, came after the others)
+    assert.matches("LSTM: takes at most 6 positional arguments after hidden_size %(num_layers, bias, "
+      .. "batch_first, dropout, bidirectional, proj_size%), got 7", err(function() nn.LSTM(4, 8, 2, true, false, 0, false, 5, 1) end))
+    assert.matches("GRU: takes at most 5 positional arguments after hidden_size %(num_layers, bias, "
+      .. "batch_first, dropout, bidirectional%), got 6", err(function() nn.GRU(4, 8, 2, true, false, 0, false, 5) end))
     assert.matches("LSTM: got multiple values for 'num_layers' %(positional and in the options table%)",
       err(function() nn.LSTM(4, 8, 2, { num_layers = 3 }) end))
     assert.matches("GRUCell: bias must be a boolean, got number", err(function() nn.GRUCell(4, 8, 3) end))

@@ -313,5 +313,6 @@ require("ltc.nn_loss")(nn, F)
 require("ltc.nn_rnn")(nn, F)
 require("ltc.nn_layers")(nn, F)
 require("ltc.nn_attention")(nn, F)
+require("ltc.nn_transformer")(nn)  -- TransformerDecoderLayer, TransformerDecoder, Transformer
 
 return nn

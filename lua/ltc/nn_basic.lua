@@ -246,7 +246,12 @@ return function(nn, F)
   -- (PyTorch); indices are 1-based. With padding_idx (1-based, negative from the end), that
   -- row starts at zero and gets no gradient (PyTorch).
   nn.Embedding = nn.class("Embedding")
+  -- {weights, freeze} from nn.Embedding.from_pretrained for the __init it calls (PyTorch's
+  -- private _weight and _freeze arguments)
+  local pretrained
   function nn.Embedding:__init(num, dim, ...)
+    local given = pretrained
+    pretrained = nil
     check_size("Embedding", "num_embeddings", num)
     check_size("Embedding", "embedding_dim", dim)
     local opts = check_options("Embedding", positional("Embedding", "embedding_dim", { "padding_idx" }, ...),
@@ -260,12 +265,43 @@ return function(nn, F)
       if pad < 0 then pad = num + pad + 1 end
     end
     self.num_embeddings, self.embedding_dim, self.padding_idx = num, dim, pad
-    local w = ltc.no_grad(function()
-      local r = ltc.randn(num, dim)
-      if pad then r[pad] = 0 end
-      return r
-    end)
+    local w
+    if given then
+      w = given[1]:detach() -- the same storage, a new leaf (PyTorch's Parameter(_weight))
+    else
+      w = ltc.no_grad(function()
+        local r = ltc.randn(num, dim)
+        if pad then r[pad] = 0 end
+        return r
+      end)
+    end
     self:register_parameter("weight", w)
+    if given and given[2] then self.weight:requires_grad_(false) end
+  end
+
+  --- nn.Embedding.from_pretrained(embeddings [, freeze=true [, padding_idx]]), or
+  -- from_pretrained(embeddings, {freeze, padding_idx}): an Embedding whose weight is the 2-d
+  -- float tensor embeddings [num_embeddings, embedding_dim] (PyTorch's classmethod: the same
+  -- storage, so writes to one show in the other; the padding row is kept as given). With
+  -- freeze the weight does not require grad (it stays listed by parameters() and the state
+  -- dict, as PyTorch's); padding_idx (1-based, negative from the end) gets no gradient.
+  function nn.Embedding.from_pretrained(embeddings, ...)
+    local fname = "Embedding.from_pretrained"
+    local o = check_options(fname, positional(fname, "embeddings", { "freeze", "padding_idx" }, ...),
+      set("freeze", "padding_idx"), 2)
+    if not ltc.is_tensor(embeddings) or embeddings:dim() ~= 2 then
+      raise(string.format("%s: embeddings must be a 2-d tensor [num_embeddings, embedding_dim], got %s",
+        fname, ltc.is_tensor(embeddings) and "[" .. table.concat(embeddings:size(), ", ") .. "]"
+        or ltc.typename(embeddings)))
+    end
+    if not embeddings:is_floating_point() then
+      raise(fname .. ": embeddings must be of a floating dtype, got " .. embeddings:dtype())
+    end
+    if o.freeze ~= nil and type(o.freeze) ~= "boolean" then
+      raise(fname .. ": freeze must be a boolean, got " .. ltc.typename(o.freeze))
+    end
+    pretrained = { embeddings, o.freeze ~= false }
+    return nn.Embedding(embeddings:size(1), embeddings:size(2), { padding_idx = o.padding_idx })
   end
   function nn.Embedding:forward(idx)
     return F.embedding(idx, self.weight, { padding_idx = self.padding_idx })

@@ -10,8 +10,9 @@
 -- (ltc.manual_seed) and take floating tensors only. Each returns the tensor. The arguments
 -- after the tensor are PyTorch's, positional or by name in a trailing options table
 -- (nn.init.normal_(w, {std = 0.02})); PyTorch's `generator` argument is not taken. A tensor
--- with no elements is returned as it is (PyTorch's kaiming_ warns). orthogonal_ and sparse_
--- are missing: ltc has no QR decomposition op. spec/nn_init_spec.lua.
+-- with no elements is returned as it is (PyTorch's kaiming_ warns). orthogonal_ orthogonalises
+-- on the host, in Lua (ltc has no QR op); sparse_ is missing. spec/nn_init_spec.lua,
+-- spec/nn_more_spec.lua.
 local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local ltc = require "ltc"
 local positional = require "ltc.nn_positional" -- PyTorch's positional arguments or a table
@@ -275,6 +276,68 @@ return function(nn)
   -- He's normal, N(0, std^2) with std = gain / sqrt(fan), as kaiming_uniform_.
   function init.kaiming_normal_(t, ...)
     return normal_std(t, kaiming_std("nn.init.kaiming_normal_", t, ...))
+  end
+
+  -- The columns q_1..q_n (tables of m numbers) of the orthonormal Q of A = QR with R's
+  -- diagonal positive, from A's columns (m >= n, full rank): Gram-Schmidt run twice over each
+  -- column ("twice is enough": orthogonal to rounding, as Householder's QR), in float64.
+  local function orthonormal_columns(cols, m)
+    local q = {}
+    for j, a in ipairs(cols) do
+      local v = {}
+      for r = 1, m do v[r] = a[r] end
+      for _ = 1, 2 do
+        for i = 1, j - 1 do
+          local qi, d = q[i], 0
+          for r = 1, m do d = d + qi[r] * v[r] end
+          for r = 1, m do v[r] = v[r] - d * qi[r] end
+        end
+      end
+      local norm = 0
+      for r = 1, m do norm = norm + v[r] * v[r] end
+      norm = math.sqrt(norm)
+      for r = 1, m do v[r] = v[r] / norm end
+      q[j] = v
+    end
+    return q
+  end
+
+  --- nn.init.orthogonal_(t [, gain=1]): t (2 dims or more, seen as [size(1), numel / size(1)])
+  -- filled with a (semi-)orthogonal matrix times gain, as PyTorch's (Saxe et al. 2013): the Q
+  -- of the QR decomposition of a standard normal draw (the seeded generator), with R's
+  -- diagonal made positive, so the rows are orthonormal when rows <= cols (W W^T = I) and the
+  -- columns otherwise (W^T W = I). Computed on the host in Lua, O(rows * cols * min(rows,
+  -- cols)): a few seconds for a [512, 512] weight.
+  function init.orthogonal_(t, ...)
+    local fname = "nn.init.orthogonal_"
+    local o = args(fname, t, { "gain" }, true, ...)
+    local gain = number(fname, "gain", o.gain, 1)
+    if t:dim() < 2 then
+      raise(string.format("%s: only tensors with 2 or more dimensions are supported, got %d-d",
+        fname, t:dim()))
+    end
+    if t:numel() == 0 then return t end
+    local rows = t:size(1)
+    local cols = t:numel() // rows
+    local x = ltc.randn({ rows, cols }, "float64"):totable()
+    local out = {}
+    if rows < cols then -- orthonormal rows: the columns of x^T
+      out = orthonormal_columns(x, cols)
+    else
+      local a = {}
+      for c = 1, cols do
+        local col = {}
+        for r = 1, rows do col[r] = x[r][c] end
+        a[c] = col
+      end
+      local q = orthonormal_columns(a, rows)
+      for r = 1, rows do
+        local row = {}
+        for c = 1, cols do row[c] = q[c][r] end
+        out[r] = row
+      end
+    end
+    return fill(t, (ltc.tensor(out, "float64") * gain):to(t:dtype()):reshape(t:size()))
   end
 
   nn.init = init

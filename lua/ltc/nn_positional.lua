@@ -24,7 +24,7 @@ local booleans = { bias = true, batch_first = true, bidirectional = true, affine
 local strings = { nonlinearity = true, activation = true }
 local numbers = { num_layers = true, dropout = true, eps = true, momentum = true,
   dim_feedforward = true, layer_norm_eps = true, padding_idx = true, kdim = true, vdim = true,
-  groups = true }
+  groups = true, proj_size = true }
 
 local function typename(v)
   return core.is_tensor(v) and "ltc.Tensor" or type(v)

@@ -190,9 +190,11 @@ return function(nn, F)
       check_size(mode, "hidden_size", hidden_size)
       local allowed = set("num_layers", "bias", "batch_first", "dropout", "bidirectional")
       if mode == "RNN" then allowed.nonlinearity = true end
-      -- PyTorch's positional order (RNN has nonlinearity second)
+      if mode == "LSTM" then allowed.proj_size = true end
+      -- PyTorch's positional order (RNN has nonlinearity second, LSTM proj_size last)
       local order = mode == "RNN" and { "num_layers", "nonlinearity", "bias", "batch_first",
         "dropout", "bidirectional" } or { "num_layers", "bias", "batch_first", "dropout", "bidirectional" }
+      if mode == "LSTM" then order[#order + 1] = "proj_size" end
       local opts = check_options(mode, positional(mode, "hidden_size", order, ...), allowed, 3)
       local L = opts.num_layers or 1
       check_size(mode, "num_layers", L)
@@ -211,18 +213,30 @@ return function(nn, F)
       self.mode, self.input_size, self.hidden_size, self.num_layers = mode, input_size, hidden_size, L
       self.bias, self.batch_first = opts.bias ~= false, opts.batch_first == true
       self.dropout, self.bidirectional = p, opts.bidirectional == true
+      local P = opts.proj_size or 0
+      if math.type(P) ~= "integer" or P < 0 then
+        raise(string.format("LSTM: proj_size must be a positive integer, or 0 for no projection, got %s",
+          tostring(P)))
+      end
+      if P >= hidden_size then
+        raise(string.format("LSTM: proj_size %d must be smaller than hidden_size %d", P, hidden_size))
+      end
+      self.proj_size = P
+      -- h's size: proj_size with a projection (h = (o * tanh(c)) W_hr^T), else hidden_size
+      local real = P > 0 and P or hidden_size
       local D = self.bidirectional and 2 or 1
       local G, k = gates[mode] * hidden_size, 1 / math.sqrt(hidden_size)
       for l = 0, L - 1 do
         for d = 1, D do
           local sfx = "_l" .. l .. (d == 2 and "_reverse" or "")
-          local in_l = l == 0 and input_size or hidden_size * D
+          local in_l = l == 0 and input_size or real * D
           self:register_parameter("weight_ih" .. sfx, uniform({ G, in_l }, k))
-          self:register_parameter("weight_hh" .. sfx, uniform({ G, hidden_size }, k))
+          self:register_parameter("weight_hh" .. sfx, uniform({ G, real }, k))
           if self.bias then
             self:register_parameter("bias_ih" .. sfx, uniform({ G }, k))
             self:register_parameter("bias_hh" .. sfx, uniform({ G }, k))
           end
+          if P > 0 then self:register_parameter("weight_hr" .. sfx, uniform({ P, hidden_size }, k)) end
         end
       end
     end
@@ -231,7 +245,8 @@ return function(nn, F)
     -- ([B, T, input_size] with batch_first; [T, input_size] unbatched); h0, c0 [num_layers *
     -- D, B, hidden_size] (D = 2 when bidirectional; zeros when nil). Returns output [T, B, D *
     -- hidden_size] (the last layer's h at every step, both directions concatenated) and h_n
-    -- [num_layers * D, B, hidden_size] (LSTM: a table {h_n, c_n}), as PyTorch.
+    -- [num_layers * D, B, hidden_size] (LSTM: a table {h_n, c_n}), as PyTorch. An LSTM with
+    -- proj_size P > 0 has h (h0, h_n, each step of output) of size P, c of hidden_size.
     function cls:forward(x, state)
       check_input(mode, x, self.input_size, { 2, 3 })
       check_dtype(mode, "input", x, self.weight_ih_l0)
@@ -240,6 +255,8 @@ return function(nn, F)
       elseif self.batch_first then x = x:transpose(1, 2) end
       local T, B, H = x:size(1), x:size(2), self.hidden_size
       local L, D = self.num_layers, self.bidirectional and 2 or 1
+      local P = self.proj_size or 0
+      local R = P > 0 and P or H -- h's size
       local h0, c0
       if mode == "LSTM" then
         if state ~= nil then
@@ -257,23 +274,34 @@ return function(nn, F)
       else
         h0 = state
       end
-      local want = unbatched and { L * D, H } or { L * D, B, H }
-      -- how `want` follows from the module and the input: a wrong batch size is most often
-      -- batch_first set one way and the input laid out the other
-      local why = string.format(" ([num_layers%s, %shidden_size]: num_layers %d%s%s, hidden_size %d)",
-        D == 2 and " * 2 (bidirectional)" or "", unbatched and "" or "batch, ", L,
-        unbatched and "" or string.format(", batch %d (dim %d of the input [%s], batch_first = %s)",
-          B, self.batch_first and 1 or 2, self.batch_first and "batch, seq, input_size" or "seq, batch, input_size",
-          tostring(self.batch_first)), "", H)
-      if h0 ~= nil then check_state(mode, "h0", h0, want, self.weight_ih_l0, why); if unbatched then h0 = h0:unsqueeze(2) end end
-      if c0 ~= nil then check_state(mode, "c0", c0, want, self.weight_ih_l0, why); if unbatched then c0 = c0:unsqueeze(2) end end
-      local zeros
-      local function init(s, idx)
-        if s then return s:select(1, idx) end
-        zeros = zeros or ltc.zeros({ B, H }, x:dtype())
-        return zeros
+      -- how the wanted size follows from the module and the input: a wrong batch size is most
+      -- often batch_first set one way and the input laid out the other
+      local function want_why(size, size_name)
+        local want = unbatched and { L * D, size } or { L * D, B, size }
+        return want, string.format(" ([num_layers%s, %s%s]: num_layers %d%s, %s %d)",
+          D == 2 and " * 2 (bidirectional)" or "", unbatched and "" or "batch, ", size_name, L,
+          unbatched and "" or string.format(", batch %d (dim %d of the input [%s], batch_first = %s)",
+            B, self.batch_first and 1 or 2, self.batch_first and "batch, seq, input_size" or "seq, batch, input_size",
+            tostring(self.batch_first)), size_name, size)
       end
-      if mode ~= "RNN" and fused_ok(self, mode, x) then
+      if h0 ~= nil then
+        local want, why = want_why(R, P > 0 and "proj_size" or "hidden_size")
+        check_state(mode, "h0", h0, want, self.weight_ih_l0, why)
+        if unbatched then h0 = h0:unsqueeze(2) end
+      end
+      if c0 ~= nil then
+        local want, why = want_why(H, "hidden_size")
+        check_state(mode, "c0", c0, want, self.weight_ih_l0, why)
+        if unbatched then c0 = c0:unsqueeze(2) end
+      end
+      local zeros = {}
+      local function init(s, idx, size)
+        if s then return s:select(1, idx) end
+        size = size or H
+        zeros[size] = zeros[size] or ltc.zeros({ B, size }, x:dtype())
+        return zeros[size]
+      end
+      if mode ~= "RNN" and P == 0 and fused_ok(self, mode, x) then
         return self:_fused_layers(x, h0, c0, init, unbatched)
       end
       -- the layer's input as a list of T steps [B, in]: each step's input projection is its
@@ -290,11 +318,13 @@ return function(nn, F)
           local idx = l * D + d
           local w_ih, b_ih = self["weight_ih" .. sfx], self["bias_ih" .. sfx]
           local w_hh, b_hh = self["weight_hh" .. sfx], self["bias_hh" .. sfx]
-          local h, c = init(h0, idx), mode == "LSTM" and init(c0, idx) or nil
+          local w_hr = P > 0 and self["weight_hr" .. sfx]:t() or nil
+          local h, c = init(h0, idx, R), mode == "LSTM" and init(c0, idx) or nil
           local hs = {}
           for s = 1, T do
             local t = d == 1 and s or T - s + 1
             h, c = step(mode, input_proj(steps[t], w_ih, b_ih), h, c, w_hh, b_hh, H, self.nonlinearity)
+            if w_hr then h = h:matmul(w_hr) end -- LSTM's projection
             hs[t] = h
           end
           outs[d] = hs
@@ -380,6 +410,7 @@ return function(nn, F)
       if self.batch_first then s = s .. ", batch_first=true" end
       if self.dropout ~= 0 then s = s .. ", dropout=" .. self.dropout end
       if self.bidirectional then s = s .. ", bidirectional=true" end
+      if (self.proj_size or 0) > 0 then s = s .. ", proj_size=" .. self.proj_size end
       return s
     end
     return cls
@@ -387,8 +418,11 @@ return function(nn, F)
 
   --- nn.RNN(input_size, hidden_size [, {num_layers=1, nonlinearity="tanh", bias=true,
   -- batch_first=false, dropout=0, bidirectional=false}]), nn.LSTM(...), nn.GRU(...) (no
-  -- nonlinearity): PyTorch's modules; parameters weight_ih_l<k>[_reverse], weight_hh_l<k>,
-  -- bias_ih_l<k>, bias_hh_l<k>. dropout applies between layers while training. PyTorch's
+  -- nonlinearity; LSTM also proj_size=0): PyTorch's modules; parameters
+  -- weight_ih_l<k>[_reverse], weight_hh_l<k>, bias_ih_l<k>, bias_hh_l<k>, and with an LSTM's
+  -- proj_size P > 0 weight_hr_l<k> [P, hidden_size] (PyTorch's LSTM with projections: h =
+  -- (o * tanh(c)) W_hr^T, so h and the output have size P; such an LSTM runs step by step,
+  -- not as the fused lstm_layer). dropout applies between layers while training. PyTorch's
   -- positional arguments work too, with or without a trailing options table:
   -- nn.LSTM(10, 20, 2), nn.GRU(10, 20, 2, true, true) (num_layers, bias, batch_first),
   -- nn.LSTM(10, 20, 2, {batch_first = true}); nn.RNN's second is nonlinearity, as PyTorch's.

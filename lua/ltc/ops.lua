@@ -306,11 +306,14 @@ function M.install(core)
   --- div.Tensor_mode(t, other, rounding_mode), from t:div(other, {rounding_mode = ...}):
   -- "trunc" rounds the quotient toward zero (integers exactly, in integers; floats as div then
   -- trunc, cast back to the operands' result_type), "floor" down (floor_divide), nil not at
-  -- all (div). An integer division by zero raises at the sync, as floor_divide does; bool
-  -- operands raise at once (PyTorch has no bool kernel for either rounding).
-  -- PyTorch's torch.div(input, other, rounding_mode=...).
+  -- all (div). An integer division by zero raises at the sync, naming div and the
+  -- rounding_mode (its nodes are traced under div's op scope); bool operands raise at once
+  -- (PyTorch has no bool kernel for either rounding). PyTorch's torch.div(input, other,
+  -- rounding_mode=...).
   local div, floor_divide, div_trunc = core.div, core.floor_divide, core.div_trunc
   local result_type = core.result_type
+  local div_labels = { floor = core._op_label("div", 'rounding_mode "floor"'),
+    trunc = core._op_label("div", 'rounding_mode "trunc"') }
   core._overloads["div.Tensor_mode"] = function(t, other, rounding_mode)
     if rounding_mode == nil then return div(t, other) end
     if rounding_mode ~= "trunc" and rounding_mode ~= "floor" then
@@ -321,9 +324,10 @@ function M.install(core)
       raise("div: rounding_mode \"" .. rounding_mode .. "\" is not implemented for bool operands "
         .. "(as in PyTorch; convert them with :long() or :float() first)")
     end
+    local _ <close> = core._op_scope(div_labels[rounding_mode])
     if rounding_mode == "floor" then return floor_divide(t, other) end
     -- exactly, in integers, in one op (div_trunc; through float32 a quotient above 2^24
-    -- lost its last bits); its division by zero raises naming div_trunc
+    -- lost its last bits)
     if dt == "int32" or dt == "int64" then return div_trunc(t, other) end
     local q = trunc(div(t, other))
     return q:dtype() == dt and q or q:to(dt)

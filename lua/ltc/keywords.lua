@@ -10,14 +10,15 @@
 -- an error naming the op and the key.
 local help = require "ltc.help"
 local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
-local type, select, next, unpack = type, select, next, table.unpack
+local type, select, next, rawlen, unpack = type, select, next, rawlen, table.unpack
 
 local K = {}
 
--- whether v is a keyword table: a table with a string key (looked for after its array part)
+-- whether v is a keyword table: a table with a string key (looked for after its array part;
+-- raw, as the C side does: a list with __len or __index is read by the op, not here)
 local function has_keys(v)
   if type(v) ~= "table" then return false end
-  local n = #v
+  local n = rawlen(v)
   local k = next(v, n > 0 and n or nil)
   while k ~= nil do
     if type(k) == "string" then return true end

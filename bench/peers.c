@@ -16,6 +16,7 @@
 #include <cblas.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,15 @@ static float *fresh(long n) {
     return p;
 }
 
+/* Whether a timing loop that made r runs since t0 (now()) makes another: until reps runs and
+ * BENCH_MIN_TIME seconds (default 0.5), at most 50 x reps runs (bench/lib.lua's lib.more). */
+static bool more(int r, double t0, int reps) {
+    static double min_time = -1;
+    if (min_time < 0) min_time = getenv("BENCH_MIN_TIME") ? atof(getenv("BENCH_MIN_TIME")) : 0.5;
+    if (r < reps) return true;
+    return r < 50 * reps && now() - t0 < min_time;
+}
+
 int main(int argc, char **argv) {
     if (argc < 4) {
         fprintf(stderr, "usage: peers copy|chain <n_floats> <threads> | gemm <n> nn|nt <threads>\n");
@@ -85,8 +95,8 @@ int main(int argc, char **argv) {
         if (threads > 64) threads = 64;
         int mode = !strcmp(argv[1], "chain");
         float *a = fresh(n), *b = fresh(n), *c = fresh(n), *out = fresh(n);
-        double best = 1e30;
-        for (int r = 0; r < reps; r++) {
+        double best = 1e30, start = now();
+        for (int r = 0; more(r, start, reps); r++) {
             double t = run(mode, n, threads, a, b, c, out);
             if (t < best) best = t;
         }
@@ -100,8 +110,8 @@ int main(int argc, char **argv) {
         int nt = !strcmp(argv[3], "nt");
         openblas_set_num_threads(atoi(argv[4]));
         float *A = fresh((long)n * n), *B = fresh((long)n * n), *C = fresh((long)n * n);
-        double best = 1e30;
-        for (int r = 0; r < reps + 1; r++) {
+        double best = 1e30, start = now();
+        for (int r = 0; more(r, start, reps + 1); r++) {
             double t0 = now();
             cblas_sgemm(CblasRowMajor, CblasNoTrans, nt ? CblasTrans : CblasNoTrans, n, n, n,
                         1.0f, A, n, B, n, 0.0f, C, n);
@@ -122,7 +132,8 @@ int main(int argc, char **argv) {
         int threads[2] = {1, atoi(argv[6])};
         for (int c = 0; c < (threads[1] > 1 ? 2 : 1); c++) {
             openblas_set_num_threads(threads[c]);
-            for (int r = 0; r < reps * 20 + 1; r++) {
+            double start = now();
+            for (int r = 0; more(r, start, reps * 20 + 1); r++) {
                 double t0 = now();
                 for (int i = 0; i < 5; i++)
                     cblas_sgemm(CblasRowMajor, g[i].ta ? CblasTrans : CblasNoTrans,

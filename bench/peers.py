@@ -22,16 +22,21 @@ import sys
 import time
 
 REPS = int(os.environ.get("BENCH_REPS", "10"))
+MIN_TIME = float(os.environ.get("BENCH_MIN_TIME", "0.5"))  # as bench/lib.lua's lib.more
 THREADS = int(os.environ.get("LTC_NUM_THREADS", str(os.cpu_count() or 1)))
 
 
 def best(fn, reps=REPS):
+    """Best wall time of fn() after a warm-up call: reps runs and at least MIN_TIME seconds
+    (at most 50 x reps runs), the rule of bench/lib.lua."""
     fn()
     t = float("inf")
-    for _ in range(reps):
+    r, start = 0, time.perf_counter()
+    while r < reps or (r < 50 * reps and time.perf_counter() - start < MIN_TIME):
         t0 = time.perf_counter()
         fn()
         t = min(t, time.perf_counter() - t0)
+        r += 1
     return t
 
 

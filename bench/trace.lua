@@ -54,8 +54,9 @@ local tg = lib.best(run_grad, math.max(5, lib.reps))
 local grecompiled = ltc.metrics.counter("UncachedCompile") - gcompiles
 local gus = tg / OPS * 1e6
 -- recording and backward construction alone (the sync after each, untimed)
-local tb = math.huge
-for _ = 1, math.max(5, lib.reps) do
+local tb, r, start = math.huge, 0, ltc.clock()
+while lib.more(r, start, math.max(5, lib.reps)) do
+  r = r + 1
   xg.grad = nil
   local t0 = ltc.clock()
   y = xg

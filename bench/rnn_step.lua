@@ -64,7 +64,8 @@ end
 local function run() for _ = 1, STEPS do step() end end
 run() -- compile
 local compiles = ltc.metrics.counter("UncachedCompile")
-local ms = lib.best(run, math.max(3, lib.reps // 3)) / STEPS * 1e3
+local t_run, ms_threads = lib.best_ltc(run, math.max(3, lib.reps // 3))
+local ms = t_run / STEPS * 1e3
 local recompiled = ltc.metrics.counter("UncachedCompile") - compiles
 
 local jm = model(0)
@@ -76,17 +77,21 @@ local jstep = ltc.jit(function(xb, yb)
 end)
 local function jrun() for _ = 1, STEPS do jstep(x, y) end ltc.sync() end
 jrun() -- warm-up and capture
-local jit_ms = lib.best(jrun, math.max(3, lib.reps // 3)) / STEPS * 1e3
+local t_jrun, jit_threads = lib.best_ltc(jrun, math.max(3, lib.reps // 3))
+local jit_ms = t_jrun / STEPS * 1e3
+-- " (n threads)": the thread count of ltc's best (lib.best_ltc)
+local function at(n) return lib.at_threads({ t = 0, t_threads = n }, "t") end
 
 local py = lib.py("rnn_step", B, K, H, T, STEPS)
 print(string.format("rnn-step: GRU %d-%d, %d steps unrolled, batch %d: traced %.2f ms/step "
-  .. "(%d recompiles), ltc.jit %.2f ms/step, PyTorch eager %s", K, H, T, B, ms, recompiled, jit_ms,
+  .. "%s (%d recompiles), ltc.jit %.2f ms/step%s, PyTorch eager %s", K, H, T, B, ms, at(ms_threads),
+  recompiled, jit_ms, at(jit_threads),
   lib.peer(py, "torch_ms", "ms/step")))
 local r = type(py.torch_ms) == "number" and py.torch_ms / ms or nil
 lib.row { bench = "rnn-step", workload = string.format("GRU %d-%d, %d steps unrolled, batch %d, fwd+bwd+SGD",
   K, H, T, B),
-  ltc = lib.fmt(ms, "ms/step", 2),
-  peers = string.format("ltc.jit %s; PyTorch eager %s", lib.fmt(jit_ms, "ms/step", 2),
+  ltc = lib.fmt(ms, "ms/step", 2) .. at(ms_threads),
+  peers = string.format("ltc.jit %s; PyTorch eager %s", lib.fmt(jit_ms, "ms/step", 2) .. at(jit_threads),
     lib.peer(py, "torch_ms", "ms/step")),
   ratio = string.format("%s of ltc.jit; %s faster than PyTorch eager", lib.fmt(ms / jit_ms, "x"),
     lib.fmt(r, "x")),

@@ -153,7 +153,9 @@ end
 --- lib.row{bench=, workload=, ltc=, peers=, ratio=, target=, met=}: one line of the
 -- summary table (strings; met is true, false or nil for "no target").
 function lib.row(r)
-  local met = r.met == nil and "-" or (r.met and "yes" or "NO")
+  -- met: true, false or nil (not measured; `ok and x` of a peer that did not run is false
+  -- too, so a row whose ltc or peer figure is "n/a" also shows "-")
+  local met = (r.met == nil or r.ltc == "n/a") and "-" or (r.met and "yes" or "NO")
   print(string.format("@row\t%s\t%s\t%s\t%s\t%s\t%s\t%s", r.bench, r.workload or "",
     r.ltc or "", r.peers or "", r.ratio or "", r.target or "", met))
 end
@@ -223,13 +225,13 @@ function lib.text_model(o)
     ltc = ok and lib.peer(l, "ltc_step_ms", "ms", 1) or "n/a",
     peers = ok and "eager " .. lib.peer(t, "torch_step_ms", "ms", 1) or "n/a",
     ratio = ok and string.format("%.2f x faster", t.torch_step_ms / l.ltc_step_ms) or "n/a",
-    target = ">= 2x faster", met = ok and t.torch_step_ms / l.ltc_step_ms >= 2 or nil }
+    target = ">= 2x faster", met = ok and t.torch_step_ms / l.ltc_step_ms >= 2 }
   local both = type(l.ltc_val_loss) == "number" and type(t.torch_val_loss) == "number"
   lib.row { bench = o.name, workload = "validation loss after the same steps",
     ltc = both and string.format("%.4f", l.ltc_val_loss) or "n/a",
     peers = both and string.format("eager %.4f", t.torch_val_loss) or "n/a",
     ratio = both and string.format("%+.4f", l.ltc_val_loss - t.torch_val_loss) or "n/a",
-    target = "within 0.05", met = both and math.abs(l.ltc_val_loss - t.torch_val_loss) <= 0.05 or nil }
+    target = "within 0.05", met = both and math.abs(l.ltc_val_loss - t.torch_val_loss) <= 0.05 }
 end
 
 return lib

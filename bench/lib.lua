@@ -106,7 +106,8 @@ end
 function lib.best_threads(cmd)
   local best = {}
   for n = 1, math.max(1, lib.threads) do
-    local r = keyvals(string.format("LTC_NUM_THREADS=%d OPENBLAS_NUM_THREADS=%d OMP_NUM_THREADS=%d %s",
+    -- (exported: cmd may be a list, `cd dir && prog`, where a prefix reaches only cd)
+    local r = keyvals(string.format("export LTC_NUM_THREADS=%d OPENBLAS_NUM_THREADS=%d OMP_NUM_THREADS=%d; %s",
       n, n, n, cmd))
     for k, v in pairs(r) do
       local timing = type(v) == "number" and (k:match("_m?s$") or k:match("_us$")

@@ -197,15 +197,17 @@ ltc_node *ltc_node_retain(ltc_node *n) {
 /* Frees iteratively: a long chain of nodes must not overflow the C stack. */
 void ltc_node_release(ltc_node *n) {
     if (!n || --n->refcount > 0) return;
-    ltc_node **stack = NULL;
-    size_t len = 0, cap = 0;
+    ltc_node *local[32], **stack = local; /* a chain needs one entry: the heap only for trees */
+    size_t len = 0, cap = sizeof local / sizeof *local;
     for (;;) {
         for (int i = 0; i < n->n_operands; i++) {
             ltc_node *o = n->operands[i].node;
             if (--o->refcount > 0) continue;
             if (len == cap) {
-                size_t nc = cap ? cap * 2 : 16;
-                ltc_node **ns = realloc(stack, nc * sizeof *ns);
+                size_t nc = cap * 2;
+                ltc_node **ns = stack == local ? malloc(nc * sizeof *ns)
+                                               : realloc(stack, nc * sizeof *ns);
+                if (ns && stack == local) memcpy(ns, local, sizeof local);
                 if (!ns) { /* fall back to recursion for this operand */
                     o->refcount++;
                     ltc_node_release(o);
@@ -220,5 +222,5 @@ void ltc_node_release(ltc_node *n) {
         if (!len) break;
         n = stack[--len];
     }
-    free(stack);
+    if (stack != local) free(stack);
 }

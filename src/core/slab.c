@@ -35,6 +35,9 @@ typedef struct {
     uint16_t n[SLAB_CLASSES]; /* up to SLAB_KEEP; small, for the TLS budget (Makefile) */
     bool registered; /* the thread-exit destructor knows these lists */
     bool dead;       /* the thread is exiting: no more keeping */
+    bool trimmed;    /* ltc_slab_trim ran (ltc_shutdown) and nothing was allocated since:
+                      * a block freed now (a tensor finalized after the last state closed)
+                      * goes back to malloc, not to a list no one would free */
 } lists;
 
 static _Thread_local lists tl;
@@ -64,6 +67,7 @@ static void make_key(void) { (void)pthread_key_create(&key, on_exit_thread); }
 void *ltc_slab_alloc(size_t n) {
     if (n == 0 || n > LTC_SLAB_MAX) return malloc(n ? n : 1);
     int c = (int)((n - 1) / 64);
+    tl.trimmed = false;
     block *b = tl.head[c];
     if (b) {
         UNPOISON(b, (size_t)(c + 1) * 64);
@@ -81,7 +85,7 @@ void ltc_slab_free(void *p, size_t n) {
         return;
     }
     int c = (int)((n - 1) / 64);
-    if (tl.n[c] >= SLAB_KEEP || tl.dead) {
+    if (tl.n[c] >= SLAB_KEEP || tl.dead || tl.trimmed) {
         free(p);
         return;
     }
@@ -100,4 +104,7 @@ void ltc_slab_free(void *p, size_t n) {
     POISON(b, (size_t)(c + 1) * 64);
 }
 
-void ltc_slab_trim(void) { lists_trim(&tl); }
+void ltc_slab_trim(void) {
+    lists_trim(&tl);
+    tl.trimmed = true;
+}

@@ -58,7 +58,8 @@ print("\n==== summary")
 print(table_md)
 if #failed > 0 then print("\nsuites that failed: " .. table.concat(failed, ", ")) end
 
--- bench/README.md: the fixed text, then the latest table (only for a run of every suite).
+-- bench/README.md: what precedes its "## Latest table" (or the fixed text), then the latest
+-- table (only for a run of every suite).
 if #arg == 0 then
   local function sh(cmd)
     local p = io.popen(cmd .. " 2>/dev/null")
@@ -67,17 +68,25 @@ if #arg == 0 then
     return (s:gsub("%s+$", ""))
   end
   local cpu = sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2"):gsub("^%s+", "")
-  local f = assert(io.open(dir .. "/README.md", "w"))
-  f:write([[
+  -- what the file holds before its "## Latest table" (notes of earlier runs) stays; a new
+  -- file starts with the fixed text
+  local rf = io.open(dir .. "/README.md", "r")
+  local old = rf and rf:read("a") or ""
+  if rf then rf:close() end
+  local at = old:find("\n## Latest table\n", 1, true)
+  local head = at and old:sub(1, at) or [[
 # Benchmarks
 
 `make bench` builds ltc (in `$(BUILD)`) and the C peers (`bench/peers.c`), then runs
 `bench/run.lua`: every suite `bench/<name>.lua` in its own process, each measuring ltc and
 its peers in the same run (NumPy and PyTorch from Debian's `python3-numpy` and
 `python3-torch` via `bench/peers.py`; raw `cblas_sgemm`, a copy loop and a one-pass C loop
-via `bench/peers.c`). Times are the best of `BENCH_REPS` runs (default 10) of wall time
-(`ltc.clock()`). The machine is shared and noisy: compare the ratios, not the absolute
-figures. `LTC_NUM_THREADS` (default: the number of cores) sets ltc's threads and the peers'.
+via `bench/peers.c`). Times are the best wall time (`ltc.clock()`) of `BENCH_REPS` runs
+(default 10) that also go on for at least `BENCH_MIN_TIME` seconds (default 0.5), ltc and
+every peer alike: the speed of this shared machine changes from second to second, and ten
+runs of 10 ms saw only one of those seconds. The machine is shared and noisy: compare the
+ratios, not the absolute figures. `LTC_NUM_THREADS` (default: the number of cores) sets
+ltc's threads and the peers'; each side is reported at its best thread count.
 
 `make bench BENCH="chain gemm"` runs some suites only (the table below is rewritten only by
 a full run). A new suite is a file `bench/<name>.lua` that prints what it measures and
@@ -86,9 +95,9 @@ reports table lines with `require("bench.lib").row{...}` (see `bench/lib.lua`).
 Bandwidth floor: 16 bytes per element (three float32 inputs read, one output written) at
 the bandwidth of a multi-threaded copy loop, counted as bytes read plus bytes written.
 
-## Latest table
-
-]])
+]]
+  local f = assert(io.open(dir .. "/README.md", "w"))
+  f:write(head, "## Latest table\n\n")
   f:write(string.format("%s, %s cores, %s threads, %s.\n\n", cpu, sh("nproc"),
     os.getenv("LTC_NUM_THREADS") or sh("nproc"), os.date("!%Y-%m-%d %H:%M UTC")))
   f:write(table_md, "\n")

@@ -364,28 +364,38 @@ return function(nn, F)
   -- submodule names (self_attn, linear1, linear2, norm1, norm2). layer(src [, {src_mask,
   -- src_key_padding_mask, is_causal}]), or PyTorch's positional layer(src, src_mask
   -- [, src_key_padding_mask [, is_causal]]).
-  nn.TransformerEncoderLayer = nn.class("TransformerEncoderLayer")
-  function nn.TransformerEncoderLayer:__init(d, nhead, ...)
+  --- nn._private.transformer_layer(self, name, d, nhead, n_blocks, ...): the submodules of a
+  -- Transformer encoder (n_blocks 2) or decoder (3: with multihead_attn, the cross-attention)
+  -- layer from the constructor's arguments after nhead (a table of the options below, or
+  -- PyTorch's positional ones), made in PyTorch's order: self_attn [, multihead_attn],
+  -- linear1, dropout, linear2, norm1..n, dropout1..n; sets norm_first and activation.
+  local function transformer_layer(self, name, d, nhead, n_blocks, ...)
     local order = { "dim_feedforward", "dropout", "activation", "layer_norm_eps", "batch_first",
       "norm_first", "bias" }
-    local opts = check_options("TransformerEncoderLayer", ctor_args("TransformerEncoderLayer",
-      "nhead", order, ...), set(table.unpack(order)), 3)
+    local opts = check_options(name, ctor_args(name, "nhead", order, ...), set(table.unpack(order)), 3)
     local ff, p = opts.dim_feedforward or 2048, opts.dropout or 0.1
     local act = opts.activation or "relu"
     if act ~= "relu" and act ~= "gelu" then
-      raise("TransformerEncoderLayer: activation must be 'relu' or 'gelu', not '" .. tostring(act) .. "'")
+      raise(name .. ": activation must be 'relu' or 'gelu', not '" .. tostring(act) .. "'")
     end
-    local bias = opts.bias ~= false
-    self.self_attn = nn.MultiheadAttention(d, nhead, { dropout = p, bias = bias, batch_first = opts.batch_first })
+    check_size(name, "dim_feedforward", ff)
+    local bias, eps = opts.bias ~= false, opts.layer_norm_eps or 1e-5
+    local mha = { dropout = p, bias = bias, batch_first = opts.batch_first }
+    self.self_attn = nn.MultiheadAttention(d, nhead, mha)
+    if n_blocks == 3 then self.multihead_attn = nn.MultiheadAttention(d, nhead, mha) end
     self.linear1 = nn.Linear(d, ff, { bias = bias })
     self.dropout = nn.Dropout(p)
     self.linear2 = nn.Linear(ff, d, { bias = bias })
     self.norm_first = opts.norm_first == true
-    self.norm1 = nn.LayerNorm(d, { eps = opts.layer_norm_eps or 1e-5, bias = bias })
-    self.norm2 = nn.LayerNorm(d, { eps = opts.layer_norm_eps or 1e-5, bias = bias })
-    self.dropout1 = nn.Dropout(p)
-    self.dropout2 = nn.Dropout(p)
+    for i = 1, n_blocks do self["norm" .. i] = nn.LayerNorm(d, { eps = eps, bias = bias }) end
+    for i = 1, n_blocks do self["dropout" .. i] = nn.Dropout(p) end
     self.activation = act
+  end
+  nn._private.transformer_layer = transformer_layer
+
+  nn.TransformerEncoderLayer = nn.class("TransformerEncoderLayer")
+  function nn.TransformerEncoderLayer:__init(d, nhead, ...)
+    transformer_layer(self, "TransformerEncoderLayer", d, nhead, 2, ...)
   end
   function nn.TransformerEncoderLayer:forward(src, opts, key_padding_mask, is_causal)
     if ltc.is_tensor(opts) or (opts == nil and (key_padding_mask ~= nil or is_causal ~= nil)) then

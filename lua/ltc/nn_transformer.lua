@@ -61,31 +61,7 @@ return function(nn)
   -- [N, S]. tgt_is_causal with no tgt_mask masks the future (PyTorch 2's flag; 1.13 has none).
   nn.TransformerDecoderLayer = nn.class("TransformerDecoderLayer")
   function nn.TransformerDecoderLayer:__init(d, nhead, ...)
-    local order = { "dim_feedforward", "dropout", "activation", "layer_norm_eps", "batch_first",
-      "norm_first", "bias" }
-    local opts = check_options("TransformerDecoderLayer", ctor_args("TransformerDecoderLayer",
-      "nhead", order, ...), set(table.unpack(order)), 3)
-    local ff, p = opts.dim_feedforward or 2048, opts.dropout or 0.1
-    local act = opts.activation or "relu"
-    if act ~= "relu" and act ~= "gelu" then
-      raise("TransformerDecoderLayer: activation must be 'relu' or 'gelu', not '" .. tostring(act) .. "'")
-    end
-    check_size("TransformerDecoderLayer", "dim_feedforward", ff)
-    local bias, eps = opts.bias ~= false, opts.layer_norm_eps or 1e-5
-    local mha = { dropout = p, bias = bias, batch_first = opts.batch_first }
-    self.self_attn = nn.MultiheadAttention(d, nhead, mha)
-    self.multihead_attn = nn.MultiheadAttention(d, nhead, mha)
-    self.linear1 = nn.Linear(d, ff, { bias = bias })
-    self.dropout = nn.Dropout(p)
-    self.linear2 = nn.Linear(ff, d, { bias = bias })
-    self.norm_first = opts.norm_first == true
-    self.norm1 = nn.LayerNorm(d, { eps = eps, bias = bias })
-    self.norm2 = nn.LayerNorm(d, { eps = eps, bias = bias })
-    self.norm3 = nn.LayerNorm(d, { eps = eps, bias = bias })
-    self.dropout1 = nn.Dropout(p)
-    self.dropout2 = nn.Dropout(p)
-    self.dropout3 = nn.Dropout(p)
-    self.activation = act
+    nn._private.transformer_layer(self, "TransformerDecoderLayer", d, nhead, 3, ...)
   end
 
   local layer_names = { "tgt_mask", "memory_mask", "tgt_key_padding_mask",

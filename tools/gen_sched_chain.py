@@ -12,16 +12,20 @@ def opt(lr=0.1):
     return torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=lr, momentum=0.9)
 
 
-def chained(make, steps):
-    o = opt()
-    ss = make(o)
+def lrs_of(o, scheds, steps):
+    """o's lr now and after each of steps rounds of o.step() and every scheduler's step()."""
     lrs = [o.param_groups[0]["lr"]]
     for _ in range(steps):
         o.step()
-        for s in ss:
+        for s in scheds:
             s.step()
         lrs.append(o.param_groups[0]["lr"])
     return lrs
+
+
+def chained(make, steps):
+    o = opt()
+    return lrs_of(o, make(o), steps)
 
 
 def resumed(make, k, steps):
@@ -33,13 +37,7 @@ def resumed(make, k, steps):
         s.step()
     o2 = opt()
     o2.load_state_dict(o.state_dict())
-    s2 = make(o2, k)
-    lrs = [o2.param_groups[0]["lr"]]
-    for _ in range(steps):
-        o2.step()
-        s2.step()
-        lrs.append(o2.param_groups[0]["lr"])
-    return lrs
+    return lrs_of(o2, [make(o2, k)], steps)
 
 
 def reloaded(make, k, steps):
@@ -53,12 +51,7 @@ def reloaded(make, k, steps):
     s2 = make(o2)
     o2.load_state_dict(o.state_dict())
     s2.load_state_dict(s.state_dict())
-    lrs = [o2.param_groups[0]["lr"]]
-    for _ in range(steps):
-        o2.step()
-        s2.step()
-        lrs.append(o2.param_groups[0]["lr"])
-    return lrs
+    return lrs_of(o2, [s2], steps)
 
 
 def seq(o):

@@ -193,11 +193,13 @@ function lib.find(...)
   return nil
 end
 
---- lib.text_model{name, steps, args, workload}: runs examples/<name>.lua (with `args`
+--- lib.text_model{name, steps, args, workload, also}: runs examples/<name>.lua (with `args`
 -- after its common options) and its PyTorch twin bench/<name>.py on the same initial
 -- weights and windows of Debian's fortunes, `steps` steps each, and prints and records
 -- time per step and the validation losses side by side (issue 15: >= 2x faster per
--- step than eager at its best thread count, validation loss within 0.05). Skips with one line without fortunes.
+-- step than eager at its best thread count, validation loss within 0.05). `also` = {args,
+-- label}: the example run once more with those arguments (tiny_gpt's `--jit 0`), a row with
+-- no target. Skips with one line without fortunes.
 function lib.text_model(o)
   if not io.open("/usr/share/games/fortunes/fortunes", "r") then
     print(o.name .. ": no /usr/share/games/fortunes (apt-get install fortunes); skipped")
@@ -210,6 +212,7 @@ function lib.text_model(o)
     os.getenv("BUILD") or "build", o.name, o.steps, dir, (o.args or ""):gsub("DIR", dir))
   -- ltc, as PyTorch, at its best thread count (each run a process of its own)
   local l = lib.best_threads(cmd)
+  local a = o.also and lib.best_threads(cmd .. " " .. o.also.args)
   -- PyTorch at its best thread count (1 to lib.threads: OMP_NUM_THREADS sets its threads)
   local t = lib.best_threads(string.format("%s '%s/%s.py' '%s' %d", lib.python, lib.dir, o.name,
     dir, o.steps))
@@ -227,6 +230,16 @@ function lib.text_model(o)
     peers = ok and "eager " .. lib.peer(t, "torch_step_ms", "ms", 1) or "n/a",
     ratio = ok and string.format("%.2f x faster", t.torch_step_ms / l.ltc_step_ms) or "n/a",
     target = ">= 2x faster", met = ok and t.torch_step_ms / l.ltc_step_ms >= 2 }
+  if a then
+    local aok = ok and type(a.ltc_step_ms) == "number"
+    print(string.format("ltc, %s: %s ms/step%s, validation loss %s", o.also.label,
+      tostring(a.ltc_step_ms), lib.at_threads(a, "ltc_step_ms"), tostring(a.ltc_val_loss)))
+    lib.row { bench = o.name, workload = o.also.label,
+      ltc = aok and lib.peer(a, "ltc_step_ms", "ms", 1) or "n/a",
+      peers = ok and "eager " .. lib.peer(t, "torch_step_ms", "ms", 1) or "n/a",
+      ratio = aok and string.format("%.2f x faster", t.torch_step_ms / a.ltc_step_ms) or "n/a",
+      target = "(no target)" }
+  end
   local both = type(l.ltc_val_loss) == "number" and type(t.torch_val_loss) == "number"
   lib.row { bench = o.name, workload = "validation loss after the same steps",
     ltc = both and string.format("%.4f", l.ltc_val_loss) or "n/a",

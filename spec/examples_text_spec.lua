@@ -78,3 +78,32 @@ describe("examples/char_lstm.lua", function()
     assert.is_nil(out:find("stack traceback", 1, true), out)
   end)
 end)
+
+describe("examples/tiny_gpt.lua", function()
+  -- keyvals of a short run of a small model
+  local function run(jit)
+    local p = io.popen("bin/ltc examples/tiny_gpt.lua --steps 6 --width 16 --layers 1 --heads 2 "
+      .. "--seq 8 --batch 2 --chars 20000 --warmup 2 --sample 0 --keyvals 1 --jit " .. jit .. " 2>&1")
+    local out = p:read("a")
+    assert(p:close(), out)
+    local kv = {}
+    for k, v in out:gmatch("\n(ltc_[%w_]+) ([%d.%-]+)") do kv[k] = tonumber(v) end
+    return kv, out
+  end
+
+  it("trains the same with its step in ltc.jit (the default) as traced (--jit 0), with no recompiles", function()
+    if not io.open("/usr/share/games/fortunes/fortunes") then return pending("no fortunes") end
+    local j, jout = run(1)
+    local t, tout = run(0)
+    assert.truthy(jout:find("ltc.jit: steps from 3 on replay", 1, true), jout)
+    assert.truthy(tout:find("--jit 0: every step traced", 1, true), tout)
+    -- the replays run the captured step's kernels on each window: the losses of the traced run
+    assert.is_number(j.ltc_train_loss, jout)
+    assert.are.equal(t.ltc_train_loss, j.ltc_train_loss)
+    assert.are.equal(t.ltc_val_loss, j.ltc_val_loss)
+    -- a loss that moved from its start (ln 108-ish for a uniform guess over the vocabulary)
+    assert.is_true(j.ltc_train_loss > 1 and j.ltc_train_loss < 6, jout)
+    assert.are.equal(0, j.ltc_compiles_after_warmup)
+    assert.are.equal(0, t.ltc_compiles_after_warmup)
+  end)
+end)

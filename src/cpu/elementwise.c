@@ -334,6 +334,22 @@ __attribute__((target("avx,f16c"))) static void conv_f32_f16_x8(int64_t n, void 
 #endif
 
 /* See elementwise.h. */
+bool ltc_cpu_has_v4(void) {
+#if defined(__GNUC__) && defined(__x86_64__)
+    static int have = -1;
+    if (have < 0) {
+        __builtin_cpu_init();
+        have = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
+               __builtin_cpu_supports("avx512vl");
+    }
+    return have;
+#else
+    return false;
+#endif
+}
+
+/* See elementwise.h. */
 ltc_ew_loop ltc_cpu_convert_loop(ltc_dtype dd, ltc_dtype sd) {
     if ((unsigned)dd >= LTC_DTYPE_COUNT || (unsigned)sd >= LTC_DTYPE_COUNT)
         return NULL;

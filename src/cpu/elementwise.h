@@ -26,9 +26,21 @@ typedef void (*ltc_ew_loop)(int64_t n, void *out, const void *const *in, const i
  * -fopenmp-simd). Both fall back to nothing on other compilers and targets. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(LTC_NO_CLONES)
 #define LTC_EW_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+/* A kernel written twice, for 64-byte vectors (AVX-512) and for narrower ones: the first
+ * compiled for x86-64-v4 alone (LTC_V4_TARGET) and called where ltc_cpu_has_v4(), the
+ * second for the other levels (LTC_EW_CLONES_V3). */
+#define LTC_EW_CLONES_V3 __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define LTC_V4_TARGET __attribute__((target("arch=x86-64-v4")))
+#define LTC_HAVE_V4_TARGET 1
 #else
 #define LTC_EW_CLONES
+#define LTC_EW_CLONES_V3
+#define LTC_HAVE_V4_TARGET 0
 #endif
+
+/* Whether this CPU has x86-64-v4's features (AVX-512 F, BW, CD, DQ, VL): the level whose
+ * clone LTC_EW_CLONES runs on it, and where LTC_V4_TARGET code may run. False elsewhere. */
+bool ltc_cpu_has_v4(void);
 #define LTC_SIMD _Pragma("omp simd")
 /* Elements per chunk of a generated loop (a multiple of every vector width). */
 #define LTC_EW_CHUNK 16

@@ -108,22 +108,9 @@ DEF_DOTS(dots_f64, double, vf64, 8, vf64h, hsum4_f64)
 
 /* The 16 accumulators fit the 32 vector registers of AVX-512 only: on AVX2 (16 registers)
  * they spill and the kernel took 3-6x OpenBLAS's time (x86-64-v3 build, Haswell kernels). */
-static bool has_avx512(void) {
-#if defined(__GNUC__) && defined(__x86_64__)
-    static int have = -1;
-    if (have < 0) /* the features of x86-64-v4, the clone LTC_EW_CLONES then runs */
-        have = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-               __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
-               __builtin_cpu_supports("avx512vl");
-    return have;
-#else
-    return false;
-#endif
-}
-
 bool ltc_cpu_gemm_thin_nt(int64_t m, int64_t n, int64_t k) {
     int64_t s = m < n ? m : n, l = m < n ? n : m;
-    return has_avx512() && k >= 128 && k % 16 == 0 && s >= 2 && s <= 12 &&
+    return ltc_cpu_has_v4() && k >= 128 && k % 16 == 0 && s >= 2 && s <= 12 &&
            (l >= 1024 || (s >= 6 && l >= 256)) && m * n * k < LTC_GEMM_SMALL;
 }
 

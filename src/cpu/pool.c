@@ -186,23 +186,14 @@ P2_TARGET static void pool2_back_avx_f32(const float *r0, const float *r1, int64
     }
 }
 
-static bool has_avx512(void) {
-    static int have = -1;
-    if (have < 0) {
-        __builtin_cpu_init();
-        have = __builtin_cpu_supports("avx512f") != 0;
-    }
-    return have;
-}
-
 static void pool2_f32(const float *r0, const float *r1, int64_t ow, float *out) {
-    if (has_avx512()) pool2_avx_f32(r0, r1, ow, out);
+    if (ltc_cpu_has_v4()) pool2_avx_f32(r0, r1, ow, out);
     else pool2_gen_f32(r0, r1, ow, out);
 }
 
 static void pool2_back_f32(const float *r0, const float *r1, int64_t ow, const float *go,
                            float *g0, float *g1) {
-    if (has_avx512()) pool2_back_avx_f32(r0, r1, ow, go, g0, g1);
+    if (ltc_cpu_has_v4()) pool2_back_avx_f32(r0, r1, ow, go, g0, g1);
     else pool2_back_gen_f32(r0, r1, ow, go, g0, g1);
 }
 #else

@@ -89,7 +89,10 @@ describe("a GEMM epilogue", function()
       assert.truthy(text:find("step 0: linear.nobias(", 1, true), text)
       assert.truthy(text:find("step 1: linear.nobias + fused(sigmoid, add, tanh)", 1, true), text)
       assert.is_true(max_rel_diff(r[i][1], r.ref[1]) < 1e-4, "way " .. i)
-      assert.are.same(r[1][1], r[i][1])
+      -- the ways agree within rounding, not always in bits: OpenBLAS's Haswell kernels (which
+      -- OPENBLAS_CORETYPE=Haswell picks on an AVX-512 machine) round a row by its place in
+      -- the call, and the split calls start at another row (300 rows as two blocks of 150)
+      assert.is_true(max_rel_diff(r[i][1], r[1][1]) < 1e-5, "way " .. i .. " against one thread")
     end
   end)
 

@@ -86,6 +86,18 @@ describe("keyword tables for generated ops", function()
       .. "joined dim", size_msg)
   end)
 
+  it("name a key no overload takes before one given twice, whatever the table's order", function()
+    local x = x23()
+    for _, key in ipairs { "a", "b", "c", "d", "foo", "zzz" } do
+      local msg = err(function() return x:narrow(1, { dim = 1, [key] = 1 }) end)
+      assert.equal("narrow: unknown keyword argument '" .. key .. "' (expected start, length)",
+        msg:match("narrow: .*$"))
+      msg = err(function() return x:clamp(0, { min = 1, [key] = 1 }) end)
+      assert.equal("clamp: unknown keyword argument '" .. key .. "' (expected max)",
+        msg:match("clamp: .*$"))
+    end
+  end)
+
   it("reach the Lua functions through one C closure that ltc.help looks through", function()
     assert.equal("C", debug.getinfo(ltc.cat, "S").what)
     local fn = require("ltc.help").wraps[ltc.cat]

@@ -86,15 +86,9 @@ int ltcL_kwarrange(lua_State *L, const ltcL_kwoverload *ovs, int n, const char *
         keys[n_keys++] = lua_tostring(L, -1); /* the string stays in the table */
     }
     int fit = -1, full = -1;
-    const char *bad = NULL, *dup = NULL;
     for (int o = 0; o < n && full < 0; o++) {
         bool fits = true;
-        for (int k = 0; k < n_keys && fits; k++) {
-            int j = find_name(ovs[o].names, keys[k]);
-            if (j < 0 && !bad) bad = keys[k];
-            if (j >= 0 && j < p && !dup) dup = keys[k];
-            fits = j >= p;
-        }
+        for (int k = 0; k < n_keys && fits; k++) fits = find_name(ovs[o].names, keys[k]) >= p;
         if (!fits) continue;
         if (fit < 0) fit = o;
         bool all = true;
@@ -107,6 +101,18 @@ int ltcL_kwarrange(lua_State *L, const ltcL_kwoverload *ovs, int n, const char *
     }
     if (full >= 0) fit = full;
     if (fit < 0) {
+        /* a key no overload names; else one whose place a positional argument filled: over
+         * every key, so that the order of the table's keys does not pick the message */
+        const char *bad = NULL, *dup = NULL;
+        for (int k = 0; k < n_keys && !bad; k++) {
+            bool known = false;
+            for (int o = 0; o < n; o++) {
+                int j = find_name(ovs[o].names, keys[k]);
+                known = known || j >= 0;
+                if (j >= 0 && j < p && !dup) dup = keys[k];
+            }
+            if (!known) bad = keys[k];
+        }
         if (dup && !bad)
             return luaL_error(L, "%s: argument '%s' given by position and by keyword", fname, dup);
         return unknown_key(L, ovs, n, p, bad ? bad : keys[0], fname);

@@ -60,6 +60,51 @@ describe("keyword tables for generated ops", function()
       err(function() return x:narrow(1, { dim = 1, start = 1, length = 1 }) end))
   end)
 
+  it("raise the same errors from the ops Lua functions replaced, at the caller's line", function()
+    local x = x23()
+    -- the message after the position, and the line of this file it names
+    local function where(fn)
+      local msg = err(fn)
+      local line, rest = msg:match("day_one_api_spec%.lua:(%d+): (.*)$")
+      assert(line, "no position of this file in: " .. msg)
+      return tonumber(line), rest
+    end
+    local l0 = debug.getinfo(1, "l").currentline
+    local cat_line, cat_msg = where(function() local c = ltc.cat({ x, x }, { dimm = 1 }); return c end)
+    local clamp_line, clamp_msg = where(function() return x:clamp(0, { maxx = 1 }) end)
+    local inplace_line, inplace_msg = where(function() local y = x:clamp_(0, { maxx = 1 }); return y end)
+    local dup_line, dup_msg = where(function() return x:clamp(0, { min = 1 }) end)
+    -- an error of the op under the Lua function (cat's sizes), past the keyword closure
+    local size_line, size_msg = where(function() local c = ltc.cat{ { x, x:t() }, dim = 1 }; return c end)
+    assert.same({ l0 + 1, l0 + 2, l0 + 3, l0 + 4, l0 + 6 },
+      { cat_line, clamp_line, inplace_line, dup_line, size_line })
+    assert.equal("cat: unknown keyword argument 'dimm' (expected dim)", cat_msg)
+    assert.equal("clamp: unknown keyword argument 'maxx' (expected max)", clamp_msg)
+    assert.equal("clamp_: unknown keyword argument 'maxx' (expected max)", inplace_msg)
+    assert.equal("clamp: argument 'min' given by position and by keyword", dup_msg)
+    assert.equal("cat: tensor 2 has size [3,2], tensor 1 [2,3]: sizes must match except in the "
+      .. "joined dim", size_msg)
+  end)
+
+  it("name a key no overload takes before one given twice, whatever the table's order", function()
+    local x = x23()
+    for _, key in ipairs { "a", "b", "c", "d", "foo", "zzz" } do
+      local msg = err(function() return x:narrow(1, { dim = 1, [key] = 1 }) end)
+      assert.equal("narrow: unknown keyword argument '" .. key .. "' (expected start, length)",
+        msg:match("narrow: .*$"))
+      msg = err(function() return x:clamp(0, { min = 1, [key] = 1 }) end)
+      assert.equal("clamp: unknown keyword argument '" .. key .. "' (expected max)",
+        msg:match("clamp: .*$"))
+    end
+  end)
+
+  it("reach the Lua functions through one C closure that ltc.help looks through", function()
+    assert.equal("C", debug.getinfo(ltc.cat, "S").what)
+    local fn = require("ltc.help").wraps[ltc.cat]
+    assert.equal("Lua", debug.getinfo(fn, "S").what)
+    assert.matches("cat%(Tensor%[%] tensors, dim dim=1%)", ltc.doc(ltc.cat))
+  end)
+
   it("leave the creation functions' options and div's rounding_mode as they were", function()
     assert.equal("int64", ltc.zeros(2, { dtype = "int64" }):dtype())
     local q = ltc.tensor({ -7, 7 }, "int32"):div(2, { rounding_mode = "floor" })

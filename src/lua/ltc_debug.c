@@ -306,7 +306,14 @@ static bool lua_source(void *ud, char *buf, size_t n) {
 void ltcL_where(lua_State *L) {
     lua_Debug ar;
     for (int level = 1; lua_getstack(L, level, &ar); level++) {
-        if (!lua_getinfo(L, "Sl", &ar) || ar.what[0] == 'C') break; /* pcall, ...: no line */
+        if (!lua_getinfo(L, "Sl", &ar)) break;
+        if (ar.what[0] == 'C') { /* pcall, ...: no line; core._kwbind's closure: its caller's */
+            lua_getinfo(L, "f", &ar);
+            bool kwbound = lua_tocfunction(L, -1) == ltcL_kwbound;
+            lua_pop(L, 1);
+            if (kwbound) continue;
+            break;
+        }
         if (skipped(ar.source)) continue;
         if (ar.currentline > 0) {
             lua_pushfstring(L, "%s:%d: ", ar.short_src, ar.currentline);

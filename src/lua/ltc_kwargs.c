@@ -3,7 +3,9 @@
  * argument that is a table with a string key holds keywords, x:sum{dim = 1, keepdim = true};
  * its array part continues the positional arguments, ltc.cat{{a, b}, dim = 2}. The generated
  * entry of each name (gen/lua_ops.c) checks for one and hands it here with the argument names
- * of the name's overloads, from their ops.yaml schemas.
+ * of the name's overloads, from their ops.yaml schemas. The ops that Lua functions replaced
+ * (cat, clamp, stack, ...) reach the same code through core._kwbind (lua/ltc/keywords.lua):
+ * the matching and its messages are written once, here.
  */
 #include <string.h>
 
@@ -66,7 +68,7 @@ static int unknown_key(lua_State *L, const ltcL_kwoverload *ovs, int n, int p, c
                       lua_tostring(L, -1));
 }
 
-int ltcL_kwcall(lua_State *L, const ltcL_kwoverload *ovs, int n, const char *fname) {
+int ltcL_kwarrange(lua_State *L, const ltcL_kwoverload *ovs, int n, const char *fname) {
     const int top = lua_gettop(L);
     const lua_Integer len = (lua_Integer)lua_rawlen(L, top);
     const int p = top - 1 + (int)len; /* the positional arguments */
@@ -84,15 +86,9 @@ int ltcL_kwcall(lua_State *L, const ltcL_kwoverload *ovs, int n, const char *fna
         keys[n_keys++] = lua_tostring(L, -1); /* the string stays in the table */
     }
     int fit = -1, full = -1;
-    const char *bad = NULL, *dup = NULL;
     for (int o = 0; o < n && full < 0; o++) {
         bool fits = true;
-        for (int k = 0; k < n_keys && fits; k++) {
-            int j = find_name(ovs[o].names, keys[k]);
-            if (j < 0 && !bad) bad = keys[k];
-            if (j >= 0 && j < p && !dup) dup = keys[k];
-            fits = j >= p;
-        }
+        for (int k = 0; k < n_keys && fits; k++) fits = find_name(ovs[o].names, keys[k]) >= p;
         if (!fits) continue;
         if (fit < 0) fit = o;
         bool all = true;
@@ -105,6 +101,18 @@ int ltcL_kwcall(lua_State *L, const ltcL_kwoverload *ovs, int n, const char *fna
     }
     if (full >= 0) fit = full;
     if (fit < 0) {
+        /* a key no overload names; else one whose place a positional argument filled: over
+         * every key, so that the order of the table's keys does not pick the message */
+        const char *bad = NULL, *dup = NULL;
+        for (int k = 0; k < n_keys && !bad; k++) {
+            bool known = false;
+            for (int o = 0; o < n; o++) {
+                int j = find_name(ovs[o].names, keys[k]);
+                known = known || j >= 0;
+                if (j >= 0 && j < p && !dup) dup = keys[k];
+            }
+            if (!known) bad = keys[k];
+        }
         if (dup && !bad)
             return luaL_error(L, "%s: argument '%s' given by position and by keyword", fname, dup);
         return unknown_key(L, ovs, n, p, bad ? bad : keys[0], fname);
@@ -120,10 +128,53 @@ int ltcL_kwcall(lua_State *L, const ltcL_kwoverload *ovs, int n, const char *fna
     for (lua_Integer i = 1; i <= len; i++) lua_rawgeti(L, 1, i);
     for (int j = p; j < end; j++) lua_getfield(L, 1, ov->names[j]);
     lua_remove(L, 1);
+    return fit;
+}
+
+int ltcL_kwcall(lua_State *L, const ltcL_kwoverload *ovs, int n, const char *fname) {
+    const ltcL_kwoverload *ov = &ovs[ltcL_kwarrange(L, ovs, n, fname)];
     if (ltcL_haskeywords(L)) /* the entry would take it for keywords again */
         return luaL_error(L, "%s: bad argument #%d (a table with names, as a keyword's value)",
                           fname, lua_gettop(L));
     return ov->fn(L);
+}
+
+/* ---- core._kwbind: the keyword tables of the ops that Lua functions replaced ----
+ * Upvalues: 1 the function, 2 its ltcL_kwentry (light userdata), 3 the name errors give. */
+
+static int kwbound_done(lua_State *L, int status, lua_KContext ctx) {
+    (void)status, (void)ctx;
+    return lua_gettop(L);
+}
+
+int ltcL_kwbound(lua_State *L) {
+    if (ltcL_haskeywords(L)) {
+        const ltcL_kwentry *e = lua_touserdata(L, lua_upvalueindex(2));
+        ltcL_kwarrange(L, e->ovs, e->n, lua_tostring(L, lua_upvalueindex(3)));
+    }
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_callk(L, lua_gettop(L) - 1, LUA_MULTRET, 0, kwbound_done);
+    return kwbound_done(L, LUA_OK, 0);
+}
+
+/* core._kwbind(name, fn [, fname]): fn taking keyword tables by the overloads of the op
+ * `name` (ltc_lua_keywords), its errors naming fname (default name; "clamp_" for the in-place
+ * method of clamp). An error when name has no keyword table. */
+static int l_kwbind(lua_State *L) {
+    const char *name = luaL_checkstring(L, 1);
+    luaL_checktype(L, 2, LUA_TFUNCTION);
+    const ltcL_kwentry *e = ltc_lua_keywords;
+    while (e->name && strcmp(e->name, name)) e++;
+    if (!e->name) return luaL_error(L, "_kwbind: no op named '%s' takes keywords", name);
+    lua_settop(L, 3);
+    if (lua_isnil(L, 3)) lua_copy(L, 1, 3);
+    else luaL_checkstring(L, 3);
+    lua_pushvalue(L, 2);
+    lua_pushlightuserdata(L, (void *)e);
+    lua_pushvalue(L, 3);
+    lua_pushcclosure(L, ltcL_kwbound, 3);
+    return 1;
 }
 
 void ltcL_open_keywords(lua_State *L) {
@@ -143,4 +194,6 @@ void ltcL_open_keywords(lua_State *L) {
         lua_setfield(L, -2, e->name);
     }
     lua_setfield(L, -2, "_keywords");
+    lua_pushcfunction(L, l_kwbind);
+    lua_setfield(L, -2, "_kwbind");
 }

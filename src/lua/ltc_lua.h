@@ -124,21 +124,31 @@ typedef struct ltcL_kwoverload {
 } ltcL_kwoverload;
 /* Whether the last argument is a keyword table: a Lua table with a string key. */
 bool ltcL_haskeywords(lua_State *L);
-/* Puts the keyword table's values in their places for the first overload (of n) that takes
- * all its keys and gets its required arguments (else the first that takes all its keys),
- * and returns that overload's binding's results. Raises "<fname>: unknown keyword argument
- * '<key>' (expected <names>)" when no overload takes a key, and "<fname>: argument '<name>'
- * given by position and by keyword" when a key names a place already filled. */
+/* Replaces the keyword table (the last argument) by its values in their places for the
+ * first overload (of n) that takes all its keys and gets its required arguments (else the
+ * first that takes all its keys): its array part, then the named values up to the last one
+ * given, nil for the places between. Returns that overload's index. Raises "<fname>: unknown
+ * keyword argument '<key>' (expected <names>)" when no overload takes a key, and "<fname>:
+ * argument '<name>' given by position and by keyword" when a key names a place already
+ * filled. The one implementation of keyword tables: the generated entries reach it through
+ * ltcL_kwcall, the Lua-written ops through core._kwbind. */
+int ltcL_kwarrange(lua_State *L, const ltcL_kwoverload *ovs, int n, const char *fname);
+/* ltcL_kwarrange, then that overload's binding; returns its results. */
 int ltcL_kwcall(lua_State *L, const ltcL_kwoverload *ovs, int n, const char *fname);
 /* One name's overloads, for core._keywords (name -> a list per overload of its argument
- * names, with n_required), which lua/ltc/keywords.lua reads for the Lua-written ops. */
+ * names, with n_required) and core._kwbind. */
 typedef struct ltcL_kwentry {
     const char *name;
     const ltcL_kwoverload *ovs;
     int n;
 } ltcL_kwentry;
-/* Sets core._keywords on the table on top from ltc_lua_keywords. */
+/* Sets core._keywords on the table on top from ltc_lua_keywords, and core._kwbind(name, fn
+ * [, fname]): a C closure (ltcL_kwbound) that calls fn with its arguments, a last keyword
+ * table first put in place by ltcL_kwarrange with the overloads of the op `name`, its errors
+ * naming fname (default name). lua/ltc/keywords.lua gives it the ops Lua functions replaced. */
 void ltcL_open_keywords(lua_State *L);
+/* The closures of core._kwbind. ltcL_where looks through their frames (the user called fn). */
+int ltcL_kwbound(lua_State *L);
 
 /* Makes trim syncs of this thread collect this state's garbage first (ltc_trim.c). */
 void ltcL_install_trim_gc(lua_State *L);

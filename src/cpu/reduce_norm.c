@@ -37,7 +37,8 @@ static double norm_join(int kind, double a, double b) {
 
 /* The partial of n elements x[j * stride] of type T (f32 or f64). */
 #define DEF_PART(NAME, T)                                                                      \
-    static double NAME(const T *x, int64_t n, int64_t stride, int kind, double p) {            \
+    LTC_EW_CLONES static double NAME(const T *x, int64_t n, int64_t stride, int kind,          \
+                                     double p) {                                               \
         double s[8] = {0};                                                                     \
         int64_t j = 0;                                                                         \
         if (kind == K_P2 && stride == 1) {                                                     \

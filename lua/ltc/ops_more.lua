@@ -68,13 +68,18 @@ function M.install(core)
   -- value[, dtype]): a new tensor of that size with t's dtype (or the dtype given, also as
   -- {dtype = d}) on t's device (PyTorch's Tensor.new_*). t:new_tensor(data[, dtype]): data
   -- (nested tables of numbers, or a tensor, copied) with t's dtype and device.
-  for _, name in ipairs { "zeros", "ones", "empty" } do
-    def("new_" .. name, function(t, ...)
-      check_tensor(t, 1, "new_" .. name)
-      local size, opt = sizes_and_rest("new_" .. name, ...)
+  -- (each name written out, so that spec/composite_ops_spec.lua finds it in ops.yaml)
+  local function new_like(name)
+    local fname = "new_" .. name
+    return function(t, ...)
+      check_tensor(t, 1, fname)
+      local size, opt = sizes_and_rest(fname, ...)
       return core[name](size, dtype_of(t, opt))
-    end, true)
+    end
   end
+  def("new_zeros", new_like("zeros"))
+  def("new_ones", new_like("ones"))
+  def("new_empty", new_like("empty"))
   def("new_full", function(t, size, value, opt)
     check_tensor(t, 1, "new_full")
     if type(size) ~= "table" then

@@ -3,7 +3,8 @@
 -- clamp_min/clamp_max, roll, repeat_interleave, tile, isclose/allclose/equal, as_tensor,
 -- nan_to_num, tolist, t:where(cond, other) and the fields t.mT, t.mH, t.H. install(core)
 -- adds them to core and core.methods before lua/ltc/init.lua copies core into the module.
--- Semantics from PyTorch; dims are 1-based (negative from the end).
+-- Semantics from PyTorch; dims are 1-based (negative from the end). Each op def'd here has
+-- its entry in the composite section of codegen/ops.yaml (spec/composite_ops_spec.lua checks).
 local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
 local M = {}
 
@@ -94,11 +95,10 @@ function M.install(core)
   end)
 
   --- t:clamp_min(min), t:clamp_max(max): t:clamp(min) and t:clamp(nil, max) (PyTorch); the
-  -- in-place t:clamp_min_(min), t:clamp_max_(max) return t.
+  -- in-place t:clamp_min_(min), t:clamp_max_(max) return t (made by lua/ltc/init.lua from
+  -- their ops.yaml entries' `inplace: true`).
   def("clamp_min", function(t, min) return core.clamp(t, min, nil) end)
   def("clamp_max", function(t, max) return core.clamp(t, nil, max) end)
-  methods.clamp_min_ = function(t, min) return t:clamp_(min, nil) end
-  methods.clamp_max_ = function(t, max) return t:clamp_(nil, max) end
 
   --- t:roll(shifts[, dims]): elements shifted by `shifts` places along dims, those pushed past
   -- the end coming back at the start (PyTorch's torch.roll). shifts and dims are numbers or
@@ -238,7 +238,7 @@ function M.install(core)
   --- t:nan_to_num([nan=0[, posinf[, neginf]]]) (also {nan =, posinf =, neginf =}): NaN
   -- replaced by nan, +inf by posinf (default the dtype's largest finite value), -inf by
   -- neginf (the lowest), as torch.nan_to_num; integer and bool tensors come back unchanged
-  -- (a copy). t:nan_to_num_(...) writes into t.
+  -- (a copy). t:nan_to_num_(...) writes into t (made by lua/ltc/init.lua, as clamp_min_).
   local finite_max = { float32 = 3.4028234663852886e38, float64 = 1.7976931348623157e308,
                        float16 = 65504.0, bfloat16 = 3.3895313892515355e38 }
   local function nan_to_num(t, nan, posinf, neginf)
@@ -251,10 +251,6 @@ function M.install(core)
     return core.where(t:eq(-math.huge), neginf or -big, out)
   end
   def("nan_to_num", nan_to_num)
-  methods.nan_to_num_ = function(t, ...)
-    local r = nan_to_num(t, ...)
-    return t:copy_(r)
-  end
 
   --- t:tolist(): t's values as nested Lua tables (a number for a 0-d tensor), as
   -- Tensor.tolist; syncs.

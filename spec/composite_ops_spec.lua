@@ -129,4 +129,25 @@ describe("composite ops", function()
     t:index_copy_(1, ltc.tensor({ 3 }, "int64"), ltc.tensor({ 9 }))
     assert.are.same({ 1, 2, 9 }, t:totable())
   end)
+  it("make ops_more's clamp_min_, clamp_max_ and nan_to_num_ from ops.yaml too", function()
+    local core = require "ltc.core"
+    local listed = {}
+    for _, name in ipairs(core.inplace_ops) do listed[name] = true end
+    local src = read("lua/ltc/ops_more.lua")
+    for _, name in ipairs { "clamp_min", "clamp_max", "nan_to_num" } do
+      assert.is_true(listed[name], name)
+      assert.is_nil(src:find("methods." .. name .. "_", 1, true), "ops_more.lua writes " .. name .. "_")
+    end
+    local t = ltc.tensor({ -1, 2, 5 })
+    assert.equal(t, t:clamp_min_(0):clamp_max_(3))
+    assert.are.same({ 0, 2, 3 }, t:totable())
+    local v = ltc.tensor({ 0 / 0, math.huge, 1 }, "float64")
+    assert.equal(v, v:nan_to_num_(7, 8))
+    assert.are.same({ 7, 8, 1 }, v:totable())
+    local w = ltc.tensor({ 1, 2 })
+    w.requires_grad = true
+    assert.has_error(function() w:clamp_min_(0) end,
+      "clamp_min_: a leaf tensor that requires grad is used in an in-place operation (use "
+      .. "ltc.no_grad, or t.data)")
+  end)
 end)

@@ -162,14 +162,10 @@ void ltc_ag_history_save(ltc_tensor *t, int i) {
                                      m && m->requires_grad};
 }
 
-void ltc_ag_history_restore(ltc_tensor *t, int i) {
-    ltc_ag_hist *a = &t->ag_history[i];
-    (void)ltc_ag_set_history(t, a->fn, a->nr, a->requires_grad);
-}
-
 /* Releases of nodes the value history held, deferred to a safe point: they happen while the
- * executor installs results (ltc_tensor_set_data), and a node's last release may free
- * tensors the executor is still walking. */
+ * executor installs results (ltc_tensor_set_data) or rewinds tensors after a failed run
+ * (executor.c's recovery), and a node's last release may free tensors the executor is still
+ * walking. */
 static _Thread_local ltc_grad_fn **deferred;
 static _Thread_local int n_deferred, cap_deferred;
 
@@ -177,21 +173,37 @@ void ltc_ag_flush_deferred(void) {
     while (n_deferred > 0) ltc_grad_fn_release(deferred[--n_deferred]);
 }
 
+/* One reference to fn, released at the next ltc_ag_flush_deferred. */
+static void defer_release(ltc_grad_fn *fn) {
+    if (n_deferred == cap_deferred) {
+        int nc = cap_deferred ? cap_deferred * 2 : 64;
+        ltc_grad_fn **nd = realloc(deferred, sizeof *nd * (size_t)nc);
+        if (!nd) return; /* cannot defer: kept (a leak), never freed under the executor */
+        deferred = nd;
+        cap_deferred = nc;
+    }
+    deferred[n_deferred++] = fn;
+}
+
+/* The node t had until now is released at the end of the sync, not here: the recovery of a
+ * failed run calls this while it walks the run's tensors, and that node's saved tensors (an
+ * in-place lerp_'s result, for one) may be among them (fuzz seed 357833, program 1751: a
+ * use after free in rewind_dependents, then a crash in the slab). */
+void ltc_ag_history_restore(ltc_tensor *t, int i) {
+    ltc_ag_hist *a = &t->ag_history[i];
+    ltc_grad_fn *old = t->ag ? t->ag->fn : NULL;
+    if (old) {
+        ltc_grad_fn_retain(old);
+        defer_release(old);
+    }
+    (void)ltc_ag_set_history(t, a->fn, a->nr, a->requires_grad);
+}
+
 void ltc_ag_history_drop(ltc_tensor *t, int from, int n) {
     for (int i = from; i < n; i++) {
         ltc_grad_fn *fn = t->ag_history[i].fn;
         t->ag_history[i].fn = NULL;
-        if (!fn) continue;
-        if (n_deferred == cap_deferred) {
-            int nc = cap_deferred ? cap_deferred * 2 : 64;
-            ltc_grad_fn **nd = realloc(deferred, sizeof *nd * (size_t)nc);
-            if (!nd) { /* cannot defer: kept (a leak), never freed under the executor */
-                continue;
-            }
-            deferred = nd;
-            cap_deferred = nc;
-        }
-        deferred[n_deferred++] = fn;
+        if (fn) defer_release(fn);
     }
 }
 

@@ -105,6 +105,25 @@ describe("composite ops", function()
     assert.are.same({}, missing)
   end)
 
+  -- the scan above reads def("<name>", ...) only; a name from a loop (def(name .. "_as", ...)),
+  -- a helper (like("zeros_like", ...)) or core.<name> = function escapes it. Every Lua
+  -- function of ltc.core is therefore checked too: the C bindings are generated ops or the
+  -- runtime's own functions, a Lua one is an op written in lua/ltc (or a generated op wrapped)
+  it("cover every Lua function the files of lua/ltc put in ltc.core", function()
+    local core = require "ltc.core"
+    local missing = {}
+    for name, fn in pairs(core) do
+      if type(name) == "string" and type(fn) == "function" and not name:find("^_")
+          and debug.getinfo(fn, "S").what == "Lua" and not (generated[name] or composite[name]) then
+        local info = debug.getinfo(fn, "S")
+        missing[#missing + 1] = string.format("ltc.%s (%s:%d) is in no ops.yaml entry", name,
+          info.short_src:match("lua/ltc/.*$") or info.short_src, info.linedefined)
+      end
+    end
+    table.sort(missing)
+    assert.are.same({}, missing)
+  end)
+
   it("have their ops.yaml doc in ltc.help, and the generated ops' docs stop at the next op", function()
     local d = assert(ltc.doc("einsum"))
     assert.matches("^## einsum\n", d)

@@ -178,9 +178,8 @@ describe("ltc.help finds", function()
     local want = {
       ["nn.LSTM"] = "nn%.LSTM%(", ["nn.GRU"] = "nn%.GRU%(", ["optim.SGD"] = "PyTorch's SGD",
       ["optim.Adam"] = "PyTorch's Adam", ["optim.lr_scheduler.StepLR"] = "StepLR%(opt",
-      ["optim.lr_scheduler.OneCycleLR"] = "OneCycleLR%(opt", expand_as = "t:expand_as%(other%)",
-      view_as = "t:view_as%(other%)", zeros_like = "ltc%.zeros_like%(t", full_like = "ltc%.full_like%(t",
-      rand_like = "ltc%.rand_like%(t", result_type = "ltc%.result_type%(a, b", half = "t:half%(%)",
+      ["optim.lr_scheduler.OneCycleLR"] = "OneCycleLR%(opt",
+      result_type = "ltc%.result_type%(a, b", half = "t:half%(%)",
       bfloat16 = "t:bfloat16%(%)", element_size = "t:element_size%(%)",
       is_floating_point = "t:is_floating_point%(%)", load = "ltc%.load%(path%)",
       manual_seed = "ltc%.manual_seed%(seed%)", sync = "ltc%.sync%(%)",
@@ -190,6 +189,15 @@ describe("ltc.help finds", function()
       local d, why = ltc.doc(name)
       assert(d, name .. ": " .. tostring(why))
       assert(d:find(pat), name .. " found the wrong doc: " .. d:sub(1, 120))
+    end
+  end)
+
+  it("the ops.yaml entry of an op made by a factory (expand_as, zeros_like), not its comment", function()
+    for _, name in ipairs { "expand_as", "view_as", "zeros_like", "full_like", "rand_like" } do
+      local d, why = ltc.doc(name)
+      assert(d, name .. ": " .. tostring(why))
+      assert(d:find("^## " .. name .. "\n\nSchema: `" .. name .. "%(Tensor self"),
+        name .. " found the wrong doc: " .. d:sub(1, 120))
     end
   end)
 

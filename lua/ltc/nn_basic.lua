@@ -12,21 +12,15 @@ return function(nn, F)
   local check_module, check_p = nn._private.check_module, nn._private.check_p
   local sqrt = math.sqrt
 
-  -- The options table of a constructor whose last PyTorch positional argument is `bias`:
-  -- nn.Linear(3, 2, false) and nn.Linear(3, 2, {bias = false}) mean the same.
-  local function bias_opts(fname, v, allowed)
-    if type(v) == "boolean" then return { bias = v } end
-    return check_options(fname, v, allowed, 3)
-  end
-
   --- nn.Linear(in_features, out_features [, {bias=true}]) (or a boolean bias, PyTorch's
   -- positional form): y = x . W^T + b. W [out, in] and b [out] uniform in +-1/sqrt(in_features)
   -- (PyTorch's kaiming_uniform with a = sqrt(5)); bias=false registers no bias (m.bias is nil).
   nn.Linear = nn.class("Linear")
-  function nn.Linear:__init(in_features, out_features, opts)
+  function nn.Linear:__init(in_features, out_features, ...)
     check_size("Linear", "in_features", in_features)
     check_size("Linear", "out_features", out_features)
-    opts = bias_opts("Linear", opts, set("bias"))
+    -- nn.Linear(2, 3, true, {bias = false}) names bias twice: an error, as PyTorch's
+    local opts = check_options("Linear", positional("Linear", "out_features", { "bias" }, ...), set("bias"), 3)
     self.in_features, self.out_features = in_features, out_features
     local bound = 1 / sqrt(in_features)
     self:register_parameter("weight", uniform({ out_features, in_features }, bound))
@@ -44,15 +38,14 @@ return function(nn, F)
   -- [, dilation [, groups [, bias]]]]]): needs the conv2d op. Weight and bias uniform in
   -- +-1/sqrt(fan_in) (PyTorch).
   nn.Conv2d = nn.class("Conv2d")
-  function nn.Conv2d:__init(cin, cout, k, opts, ...)
+  -- (the positional ones may end in an options table: nn.Conv2d(1, 2, 3, 1, {padding = 1}))
+  local conv2d_order = { "stride", "padding", "dilation", "groups", "bias" }
+  function nn.Conv2d:__init(cin, cout, k, ...)
     if not ltc.conv2d then raise("Conv2d: this build has no conv2d op") end
     check_size("Conv2d", "in_channels", cin)
     check_size("Conv2d", "out_channels", cout)
-    if opts ~= nil and type(opts) ~= "table" then
-      local padding, dilation, groups, bias = ...
-      opts = { stride = opts, padding = padding, dilation = dilation, groups = groups, bias = bias }
-    end
-    opts = check_options("Conv2d", opts, set("stride", "padding", "dilation", "groups", "bias"), 3)
+    local opts = check_options("Conv2d", positional("Conv2d", "kernel_size", conv2d_order, ...),
+      set(table.unpack(conv2d_order)), 3)
     self.stride, self.padding = opts.stride or 1, opts.padding or 0
     self.dilation, self.groups = opts.dilation or 1, opts.groups or 1
     local kh, kw = k, k
@@ -101,11 +94,10 @@ return function(nn, F)
   -- nn.MaxPool2d(kernel_size, {stride, padding, dilation, ceil_mode}): needs the max_pool2d op.
   -- ceil_mode rounds the output size up (PyTorch).
   nn.MaxPool2d = nn.class("MaxPool2d")
-  function nn.MaxPool2d:__init(k, stride, padding, dilation, ceil_mode)
-    local opts = { stride = stride, padding = padding, dilation = dilation, ceil_mode = ceil_mode }
-    if type(stride) == "table" and not (#stride == 2 and type(stride[1]) == "number") then
-      opts = check_options("MaxPool2d", stride, set("stride", "padding", "dilation", "ceil_mode"), 3)
-    end
+  local maxpool_order = { "stride", "padding", "dilation", "ceil_mode" }
+  function nn.MaxPool2d:__init(k, ...)
+    local opts = check_options("MaxPool2d", positional("MaxPool2d", "kernel_size", maxpool_order, ...),
+      set(table.unpack(maxpool_order)), 3)
     self.kernel_size, self.stride = k, opts.stride or k
     self.padding, self.dilation, self.ceil_mode = opts.padding or 0, opts.dilation or 1, opts.ceil_mode or false
   end

@@ -324,11 +324,10 @@ return function(nn, F)
   --- nn.AvgPool2d(kernel_size [, {stride=kernel_size, padding=0, ceil_mode=false,
   -- count_include_pad=true}]) (or PyTorch's positional stride, padding).
   nn.AvgPool2d = nn.class("AvgPool2d")
-  function nn.AvgPool2d:__init(k, stride, padding)
-    local o = { stride = stride, padding = padding }
-    if type(stride) == "table" and not (#stride == 2 and type(stride[1]) == "number") then
-      o = check_options("AvgPool2d", stride, set("stride", "padding", "ceil_mode", "count_include_pad"), 3)
-    end
+  local avgpool_order = { "stride", "padding", "ceil_mode", "count_include_pad" }
+  function nn.AvgPool2d:__init(k, ...)
+    local o = check_options("AvgPool2d", positional("AvgPool2d", "kernel_size", avgpool_order, ...),
+      set(table.unpack(avgpool_order)), 3)
     self.kernel_size, self.stride, self.padding = k, o.stride or k, o.padding or 0
     self.ceil_mode, self.count_include_pad = o.ceil_mode or false, o.count_include_pad ~= false
   end

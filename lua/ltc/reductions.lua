@@ -87,6 +87,11 @@ local function options(fname, tbl, allowed, nargs)
     raise(string.format("%s: options ({%s = ...}) take the place of the later arguments",
       fname, table.concat(allowed, ", ")))
   end
+  -- keepdim is a boolean, as the generated ops' (a 1 was read as false: sum{keepdim = 1})
+  if tbl.keepdim ~= nil and type(tbl.keepdim) ~= "boolean" then
+    raise(string.format("%s: option keepdim must be a boolean, not %s", fname,
+      require("ltc.core").typename(tbl.keepdim)))
+  end
   local d = tbl.dim
   if d ~= nil and type(d) ~= "table" and mtype(d) ~= "integer" then
     raise(string.format("%s: option dim must be an integer or a table of them, not %s", fname,

@@ -6,7 +6,8 @@
 -- permuted to the end and merged with a reshape (views, so autograd and fusion see the
 -- ordinary ops). An empty table reduces every dim, as PyTorch's dim=[] does. A table with
 -- keys holds PyTorch's keyword arguments: x:sum({dim = 1, keepdim = true}).
-local raise = require("ltc.core")._raise -- an error at the caller's line, outside lua/ltc/
+local core = require "ltc.core"
+local raise = core._raise -- an error at the caller's line, outside lua/ltc/
 local M = {}
 
 local type, mtype = type, math.type
@@ -31,7 +32,6 @@ end
 -- Calls reduce(y, dim, keepdim) on t with `dims` (a table) merged into one dim; returns what
 -- reduce returns, reshaped to keep the reduced dims as size 1 when keepdim.
 local function over_dims(t, dims, keepdim, fname, reduce)
-  local core = require "ltc.core"
   if not core.is_tensor(t) then
     raise(string.format("%s: bad argument #1 (ltc.Tensor expected, got %s)", fname,
       core.typename(t)))
@@ -90,7 +90,7 @@ local function options(fname, tbl, allowed, nargs)
   -- keepdim is a boolean, as the generated ops' (a 1 was read as false: sum{keepdim = 1})
   if tbl.keepdim ~= nil and type(tbl.keepdim) ~= "boolean" then
     raise(string.format("%s: option keepdim must be a boolean, not %s", fname,
-      require("ltc.core").typename(tbl.keepdim)))
+      core.typename(tbl.keepdim)))
   end
   local d = tbl.dim
   if d ~= nil and type(d) ~= "table" and mtype(d) ~= "integer" then
